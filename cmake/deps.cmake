@@ -1,0 +1,29 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
+find_package(Boost 1.74 REQUIRED)              # Boost.Lockfree is header-only
+pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
+find_package(fmt REQUIRED)
+if(UROCE_WITH_DPDK)
+  pkg_check_modules(DPDK REQUIRED IMPORTED_TARGET libdpdk)
+endif()
+if(UROCE_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(UROCE_BUILD_BENCH)
+  find_package(benchmark REQUIRED)
+endif()
+
+# uroce_test(name SOURCES... LIBS... LABELS...): one gtest binary registered with ctest.
+function(uroce_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES})
+  uroce_warnings(${name})
+  target_link_libraries(${name} PRIVATE ${T_LIBS} GTest::gtest GTest::gmock GTest::gtest_main)
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+    PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+endfunction()

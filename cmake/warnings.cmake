@@ -1,0 +1,7 @@
+# uroce_warnings(target): warnings as errors for the project's own code.
+function(uroce_warnings target)
+  target_compile_options(${target} PRIVATE
+    -Wall -Wextra -Wpedantic -Werror -Wshadow -Wnon-virtual-dtor -Wcast-align
+    -Wimplicit-fallthrough -Wno-missing-field-initializers
+    $<$<COMPILE_LANGUAGE:CXX>:-Wold-style-cast>)
+endfunction()

@@ -1,0 +1,58 @@
+/**
+ * @file port.h
+ * @brief A network port as the verbs layer and the engine see it, and the factory that opens
+ * one from a device's configuration.
+ *
+ * lib/ declares this interface; drivers/ implement it (drivers/loopback, drivers/dpdk) and
+ * define open_port(), which the composition root (the libibverbs.so.1 target) links in. No
+ * lib/ code includes a driver header.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "common/packet_io.h"
+#include "common/types.h"
+
+namespace uroce {
+
+namespace config {
+struct Device;
+}
+
+/// Receives frames from Port::rx_burst().
+class FrameHandler {
+ public:
+  virtual ~FrameHandler() = default;
+  /// One received Ethernet frame (no FCS). The bytes are valid only during the call.
+  virtual void on_frame(std::span<const uint8_t> frame, const RxMeta& meta) = 0;
+};
+
+/// A port: TX through the TxSink interface, RX by polling.
+///
+/// Thread-safety: one thread at a time (the engine's lock holder).
+class Port : public TxSink, public NeighborResolver {
+ public:
+  /// Polls up to max frames and hands each to h; returns how many were received. Frames the
+  /// port handles itself (ARP, neighbour discovery, PFC) are not passed on.
+  virtual size_t rx_burst(FrameHandler& h, size_t max) = 0;
+  /// Pushes out frames queued by end_frame() that are not yet on the wire.
+  virtual void flush() = 0;
+  /// The port's MAC address.
+  virtual MacAddr mac() const = 0;
+  /// Largest frame (without FCS) the port can send and receive, in bytes.
+  virtual size_t max_frame_len() const = 0;
+  /// Link speed in bits per second (for pause quanta and pacing).
+  virtual uint64_t link_speed_bps() const = 0;
+  // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
+};
+
+/// Opens the port a device's configuration names. On failure returns nullptr and sets *err to
+/// one line naming the problem. Defined in drivers/ (drivers/ports.cc).
+std::unique_ptr<Port> open_port(const config::Device& dev, std::string* err);
+
+}  // namespace uroce

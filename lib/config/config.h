@@ -1,0 +1,80 @@
+/**
+ * @file config.h
+ * @brief uroce's configuration: the TOML file of DESIGN.md ("Configuration") as values.
+ *
+ * Lookup order: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml; with no file, one built-in
+ * device "uroce0" on an in-process loopback port. Every bad value is refused with one line
+ * naming the file, the key and what is allowed.
+ */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/types.h"
+
+namespace uroce::config {
+
+/// An IP address with its prefix length, as written in `addresses`.
+struct Address {
+  Gid gid;              ///< the address as a GID (IPv4-mapped for IPv4)
+  uint8_t prefix = 0;   ///< prefix length in bits (0..32 for IPv4, 0..128 for IPv6)
+  bool is_ipv4() const { return gid.is_ipv4_mapped(); }
+};
+
+/// DCQCN reaction/notification point knobs (NVIDIA names; lib/dcqcn documents each).
+struct Dcqcn {
+  bool enabled = true;
+  std::string mode = "nvidia";               ///< "nvidia" or "paper"
+  std::map<std::string, double> params;      ///< overrides by NVIDIA parameter name
+};
+
+/// PFC settings of a device.
+struct Pfc {
+  std::array<bool, 8> enabled{};             ///< priorities with PFC on
+  uint32_t xoff_bytes = 0;                   ///< RX backlog that sends XOFF (0 = never)
+  uint32_t xon_bytes = 0;                    ///< RX backlog that sends XON
+  uint32_t watchdog_detect_ms = 200;         ///< pause-storm detection time
+  uint32_t watchdog_restore_ms = 2000;       ///< time without pause before honouring again
+  bool watchdog_ignore_pause = false;        ///< stop honouring pause on a storming priority
+};
+
+/// One [[device]] table.
+struct Device {
+  std::string name = "uroce0";               ///< ibv device name
+  std::string port = "loopback";             ///< DPDK vdev string, PCI address, or "loopback"
+  std::vector<std::string> eal;              ///< extra EAL arguments
+  std::vector<Address> addresses;            ///< GID index i is the RoCEv2 GID of address i
+  uint32_t mtu = 1024;                       ///< RoCE path MTU: 256, 512, 1024, 2048, 4096
+  std::optional<MacAddr> mac;                ///< otherwise the port's
+  std::map<std::string, MacAddr> neighbors;  ///< static neighbours, address text -> MAC
+  std::string profile;                       ///< "", "lossless", "lossy", "hpc", "storage"
+  uint8_t roce_dscp = 26;                    ///< DSCP of RoCE data packets
+  uint8_t cnp_dscp = 48;                     ///< DSCP of CNPs
+  std::array<uint8_t, 64> dscp_to_prio{};    ///< DSCP -> priority (default DSCP >> 3)
+  bool ecn = true;                           ///< send data as ECT(0)
+  Pfc pfc;
+  Dcqcn dcqcn;
+};
+
+/// The whole file.
+struct Config {
+  std::string source;                        ///< path it was read from, or "built-in"
+  std::vector<Device> devices;
+};
+
+/// Finds and reads the configuration (see @file). On error returns std::nullopt and sets *err
+/// to one line: "<file>: <key>: <problem>; allowed: <values>".
+std::optional<Config> load(std::string* err);
+
+/// Parses TOML text; `source` names it in error messages.
+std::optional<Config> parse(const std::string& text, const std::string& source, std::string* err);
+
+/// The configuration used when there is no file: one loopback device uroce0 with 198.18.0.1/15.
+Config builtin();
+
+}  // namespace uroce::config

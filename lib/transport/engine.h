@@ -1,0 +1,152 @@
+/**
+ * @file engine.h
+ * @brief The sans-IO RoCEv2 transport engine of one device: QPs (RC/UC/UD), memory regions,
+ * CQs, SRQs, and the packet interface. This is the contract lib/verbs and sim/ program against.
+ *
+ * Sans-IO (shared/STYLE.md §3): frames come in through on_frame(), go out through a TxSink in
+ * poll_transmit(), and time is always an argument. The engine never reads a clock, sleeps,
+ * spawns threads or touches a socket or mbuf. Memory regions are addresses in the caller's
+ * address space; the engine copies payload to and from them directly after checking bounds and
+ * access rights.
+ *
+ * Thread-safety: none inside. The caller serialises every call on one Engine (lib/verbs holds
+ * the device's engine lock; the simulator is single-threaded).
+ *
+ * Errors: control-path calls return Status (errno values as ibv_* document them); data-path
+ * problems caused by the peer become NAKs, completion statuses and counters, never aborts.
+ */
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/packet_io.h"
+#include "common/status.h"
+#include "common/time.h"
+#include "common/types.h"
+#include "transport/verbs_types.h"
+
+namespace uroce::transport {
+
+/// Device-wide settings the engine needs.
+struct EngineConfig {
+  MacAddr mac;                     ///< source MAC of every frame
+  std::vector<Gid> gids;           ///< GID table: index i = RoCEv2 GID of address i
+  uint32_t max_mtu = 4096;         ///< largest path MTU the port carries (bytes)
+  uint64_t link_speed_bps = 10'000'000'000ull;
+  uint8_t roce_dscp = 26;          ///< DSCP of data packets when the AV's traffic class is 0
+  uint8_t cnp_dscp = 48;           ///< DSCP of CNPs
+  bool ecn = true;                 ///< data packets carry ECT(0)
+  uint64_t key_seed = 0;           ///< seeds lkey/rkey generation (the caller picks randomness)
+};
+
+/// Receives engine notifications (called from inside engine calls, engine lock held).
+class EngineObserver {
+ public:
+  virtual ~EngineObserver() = default;
+  /// A completion was added to an armed CQ (ibv_req_notify_cq); the arm is consumed.
+  virtual void on_cq_event(uint32_t cq_id) = 0;
+  /// An asynchronous event (ibv_get_async_event).
+  virtual void on_async_event(const AsyncEvent& ev) = 0;
+};
+
+/// ibv_qp_init_attr as the engine takes it.
+struct QpInitAttr {
+  QpType type = QpType::kRc;
+  uint32_t pd = 0;
+  uint32_t send_cq = 0;
+  uint32_t recv_cq = 0;
+  uint32_t srq = 0;                ///< 0: none
+  uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0,
+           max_inline_data = 0;
+  bool sq_sig_all = false;
+};
+
+/// Keys of a registered memory region.
+struct MrKeys {
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+};
+
+class Engine {
+ public:
+  /// counters must outlive the engine (it may live in shared memory); observer may be null.
+  Engine(const EngineConfig& cfg, CounterBlock* counters, EngineObserver* observer);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // ---- Control path -------------------------------------------------------------------
+
+  /// Protection domains. dealloc_pd: EBUSY while QPs, MRs, SRQs use it.
+  Result<uint32_t> alloc_pd();
+  Status dealloc_pd(uint32_t pd);
+
+  /// Registers [addr, addr+len) with Access flags. EINVAL: REMOTE_WRITE/ATOMIC without
+  /// LOCAL_WRITE, or a zero-length region; ENOENT: unknown pd. Keys are unguessable.
+  Result<MrKeys> reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access);
+  /// Keys stop working at once. ENOENT: unknown lkey.
+  Status dereg_mr(uint32_t lkey);
+
+  /// Completion queues of at least `depth` entries. destroy: EBUSY while a QP uses it.
+  Result<uint32_t> create_cq(uint32_t depth);
+  Status resize_cq(uint32_t cq, uint32_t depth);
+  Status destroy_cq(uint32_t cq);
+  /// Pops up to out.size() completions; returns how many.
+  size_t poll_cq(uint32_t cq, std::span<Cqe> out);
+  /// Arms the CQ: the next completion (solicited only: the next solicited or error one) calls
+  /// EngineObserver::on_cq_event once.
+  Status req_notify_cq(uint32_t cq, bool solicited_only);
+
+  /// Shared receive queues. limit: an SRQ_LIMIT_REACHED event fires once when fewer than
+  /// `limit` WQEs remain (0 disarms).
+  Result<uint32_t> create_srq(uint32_t pd, uint32_t max_wr, uint32_t max_sge, uint32_t limit);
+  Status modify_srq(uint32_t srq, uint32_t max_wr, uint32_t limit, uint32_t mask);
+  Status query_srq(uint32_t srq, uint32_t* max_wr, uint32_t* max_sge, uint32_t* limit);
+  Status destroy_srq(uint32_t srq);
+  Status post_srq_recv(uint32_t srq, const RecvWr& wr);
+
+  /// Queue pairs. create_qp returns the QPN; caps in attr are rounded up and written back.
+  Result<uint32_t> create_qp(QpInitAttr& attr);
+  /// ibv_modify_qp: the transition table of IBA §10.3 with the masks ibv_modify_qp(3) requires
+  /// per QP type. EINVAL: illegal transition, missing or extra attribute, bad value.
+  Status modify_qp(uint32_t qpn, const QpAttr& attr, uint32_t mask);
+  Status query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init);
+  /// Destroys the QP (any state).
+  Status destroy_qp(uint32_t qpn);
+
+  // ---- Data path ----------------------------------------------------------------------
+
+  /// ibv_post_send for one WR. EINVAL: bad opcode for the QP type, too many SGEs, inline too
+  /// long, QP state does not allow posting; ENOMEM: send queue full.
+  Status post_send(uint32_t qpn, const SendWr& wr, Timestamp now);
+  /// ibv_post_recv for one WR. EINVAL: QP uses an SRQ or wrong state; ENOMEM: RQ full.
+  Status post_recv(uint32_t qpn, const RecvWr& wr);
+
+  // ---- Packet interface (sans-IO) ---------------------------------------------------------
+
+  /// One received Ethernet frame. Malformed, unknown or unwanted frames are counted and
+  /// dropped; the bytes are not kept after the call.
+  void on_frame(std::span<const uint8_t> frame, Timestamp now);
+  /// Writes ready frames (new requests, ACKs, read responses, retransmissions, CNPs) to sink
+  /// until it refuses one or nothing is ready; returns how many frames were written. Fires
+  /// timers that are due at `now` first.
+  size_t poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now);
+  /// Earliest time at which poll_transmit() has timer work (retransmit, RNR, pacing, ACK
+  /// coalescing); Timestamp::never() when idle. Work ready now returns `now` or earlier.
+  Timestamp next_deadline() const;
+  /// True when poll_transmit() would write a frame right away.
+  bool has_tx_work() const;
+
+  const EngineConfig& config() const;
+  CounterBlock& counters();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace uroce::transport

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs every Debian 12 package uroce needs to build, test and benchmark.
+# Idempotent: packages already present are skipped; apt-get runs only when something is missing.
+set -euo pipefail
+
+PKGS=(
+  # toolchain
+  build-essential cmake ninja-build pkg-config clang clang-format libclang-rt-14-dev llvm
+  # libraries
+  libdpdk-dev dpdk libibverbs-dev libboost-dev libtomlplusplus-dev libcli11-dev
+  libfmt-dev libspdlog-dev libisal-dev prometheus-cpp-dev libgtest-dev libgmock-dev
+  libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
+  # the real RDMA programs that run over uroce, and tools the tests use
+  ibverbs-utils perftest rdma-core
+  python3 python3-scapy tshark iperf3 iproute2 curl procps
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; answer it up front.
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "install-deps: all packages present"
+fi
