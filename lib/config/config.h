@@ -43,6 +43,13 @@ struct Pfc {
   bool watchdog_ignore_pause = false;        ///< stop honouring pause on a storming priority
 };
 
+/// The default DSCP -> priority map: the class selector, DSCP >> 3.
+constexpr std::array<uint8_t, 64> default_dscp_to_prio() {
+  std::array<uint8_t, 64> m{};
+  for (int d = 0; d < 64; ++d) m[d] = static_cast<uint8_t>(d >> 3);
+  return m;
+}
+
 /// One [[device]] table.
 struct Device {
   std::string name = "uroce0";               ///< ibv device name
@@ -55,7 +62,7 @@ struct Device {
   std::string profile;                       ///< "", "lossless", "lossy", "hpc", "storage"
   uint8_t roce_dscp = 26;                    ///< DSCP of RoCE data packets
   uint8_t cnp_dscp = 48;                     ///< DSCP of CNPs
-  std::array<uint8_t, 64> dscp_to_prio{};    ///< DSCP -> priority (default DSCP >> 3)
+  std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();  ///< DSCP -> priority
   bool ecn = true;                           ///< send data as ECT(0)
   Pfc pfc;
   Dcqcn dcqcn;

@@ -1,0 +1,443 @@
+/**
+ * @file parse.cc
+ * @brief TOML text -> Config, refusing every bad entry with one line
+ * "<source>: device[<i>].<key>: <problem>; allowed: <values>" (DESIGN.md "Configuration").
+ *
+ * Keys are read in a fixed order so that a profile (profile.h) is applied after the DSCP map
+ * it depends on and before the explicit ecn/pfc/dcqcn keys that override it. Units: mtu in
+ * bytes, PFC thresholds in bytes, watchdog times in milliseconds.
+ */
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <set>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "config/config.h"
+#include "config/profile.h"
+
+namespace uroce::config {
+
+namespace {
+
+constexpr std::string_view kDeviceKeys[] = {
+    "name",     "port",      "eal",      "addresses",    "mtu", "mac", "neighbors",
+    "profile",  "roce_dscp", "cnp_dscp", "dscp_to_prio", "ecn", "pfc", "dcqcn"};
+constexpr std::string_view kPfcKeys[] = {"enabled",           "xoff_bytes",
+                                         "xon_bytes",         "watchdog_detect_ms",
+                                         "watchdog_restore_ms", "watchdog_ignore_pause"};
+constexpr std::string_view kMtuAllowed = "256, 512, 1024, 2048, 4096";
+constexpr std::string_view kPortAllowed =
+    "\"loopback\", a DPDK vdev string \"net_<pmd><n>[,key=value...]\" or a PCI address "
+    "\"0000:03:00.0\"";
+
+template <size_t N>
+std::string join(const std::string_view (&names)[N]) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if (i) out += ", ";
+    out += names[i].empty() ? "\"\"" : std::string(names[i]);
+  }
+  return out;
+}
+
+template <size_t N>
+bool contains(const std::string_view (&names)[N], std::string_view k) {
+  return std::find(std::begin(names), std::end(names), k) != std::end(names);
+}
+
+std::string_view type_name(const toml::node& n) {
+  switch (n.type()) {
+    case toml::node_type::table: return "a table";
+    case toml::node_type::array: return "an array";
+    case toml::node_type::string: return "a string";
+    case toml::node_type::integer: return "an integer";
+    case toml::node_type::floating_point: return "a float";
+    case toml::node_type::boolean: return "a boolean";
+    case toml::node_type::date: return "a date";
+    case toml::node_type::time: return "a time";
+    case toml::node_type::date_time: return "a date-time";
+    default: return "nothing";
+  }
+}
+
+/// True for "dddd:bb:dd.f" or "bb:dd.f" (hex digits), the forms EAL's -a accepts.
+bool is_pci_address(std::string_view s) {
+  auto hex = [](std::string_view t) {
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+  };
+  size_t dot = s.rfind('.');
+  if (dot == std::string_view::npos || dot + 2 != s.size() || !hex(s.substr(dot + 1))) return false;
+  std::string_view head = s.substr(0, dot);
+  size_t c2 = head.rfind(':');
+  if (c2 == std::string_view::npos || head.size() - c2 - 1 != 2 || !hex(head.substr(c2 + 1)))
+    return false;
+  std::string_view front = head.substr(0, c2);
+  size_t c1 = front.rfind(':');
+  if (c1 == std::string_view::npos) return front.size() == 2 && hex(front);
+  return front.size() - c1 - 1 == 2 && hex(front.substr(c1 + 1)) && c1 == 4 &&
+         hex(front.substr(0, 4));
+}
+
+/// The DPDK device name of a port string: up to the first comma.
+std::string_view vdev_name(std::string_view port) { return port.substr(0, port.find(',')); }
+
+class Parser {
+ public:
+  Parser(const std::string& source, std::string* err) : source_(source), err_(err) {}
+
+  std::optional<Config> run(const std::string& text) {
+    toml::table root;
+    try {
+      root = toml::parse(text, source_);
+    } catch (const toml::parse_error& e) {
+      std::ostringstream os;
+      os << source_ << ": line " << e.source().begin.line << " column " << e.source().begin.column
+         << ": TOML syntax: " << e.description() << "; allowed: TOML 1.0";
+      set_err(os.str());
+      return std::nullopt;
+    }
+    Config cfg;
+    cfg.source = source_;
+    for (auto&& [k, v] : root) {
+      if (k.str() != "device")
+        return fail(std::string(k.str()), "unknown key", "device ([[device]] tables)");
+    }
+    const toml::node* devs = root.get("device");
+    if (!devs) return fail("device", "missing", "one or more [[device]] tables");
+    const toml::array* arr = devs->as_array();
+    if (!arr || !arr->is_array_of_tables() || arr->empty())
+      return fail("device", std::string("is ") + std::string(type_name(*devs)),
+                  "one or more [[device]] tables");
+    for (size_t i = 0; i < arr->size(); ++i) {
+      Device dev;
+      dev.name = "uroce" + std::to_string(i);
+      prefix_ = "device[" + std::to_string(i) + "].";
+      if (!parse_device(*(*arr)[i].as_table(), &dev)) return std::nullopt;
+      for (size_t j = 0; j < cfg.devices.size(); ++j) {
+        if (cfg.devices[j].name == dev.name)
+          return fail("name", "\"" + dev.name + "\" is already the name of device[" +
+                                  std::to_string(j) + "]",
+                      "a name unique in the file");
+        if (dev.port != "loopback" && vdev_name(cfg.devices[j].port) == vdev_name(dev.port))
+          return fail("port", "DPDK device \"" + std::string(vdev_name(dev.port)) +
+                                  "\" is already the port of device[" + std::to_string(j) + "]",
+                      "one device per DPDK port");
+      }
+      cfg.devices.push_back(std::move(dev));
+    }
+    return cfg;
+  }
+
+ private:
+  void set_err(std::string s) {
+    if (err_) *err_ = std::move(s);
+  }
+  std::nullopt_t fail(const std::string& key, const std::string& problem,
+                      std::string_view allowed) {
+    set_err(source_ + ": " + prefix_ + key + ": " + problem + "; allowed: " + std::string(allowed));
+    return std::nullopt;
+  }
+  bool fail_b(const std::string& key, const std::string& problem, std::string_view allowed) {
+    fail(key, problem, allowed);
+    return false;
+  }
+  bool wrong_type(const std::string& key, const toml::node& n, std::string_view allowed) {
+    return fail_b(key, std::string("is ") + std::string(type_name(n)), allowed);
+  }
+
+  bool get_string(const toml::table& t, const std::string& path, std::string_view key,
+                  std::string_view allowed, std::string* out) {
+    const toml::node* n = t.get(key);
+    if (!n) return true;
+    if (!n->is_string()) return wrong_type(path, *n, allowed);
+    *out = n->as_string()->get();
+    return true;
+  }
+  bool get_int(const toml::table& t, const std::string& path, std::string_view key,
+               int64_t lo, int64_t hi, std::string_view allowed, int64_t* out) {
+    const toml::node* n = t.get(key);
+    if (!n) return true;
+    if (!n->is_integer()) return wrong_type(path, *n, allowed);
+    int64_t v = n->as_integer()->get();
+    if (v < lo || v > hi) return fail_b(path, std::to_string(v) + " is out of range", allowed);
+    *out = v;
+    return true;
+  }
+  bool get_bool(const toml::table& t, const std::string& path, std::string_view key,
+                bool* out) {
+    const toml::node* n = t.get(key);
+    if (!n) return true;
+    if (!n->is_boolean()) return wrong_type(path, *n, "true, false");
+    *out = n->as_boolean()->get();
+    return true;
+  }
+
+  bool parse_device(const toml::table& t, Device* dev) {
+    for (auto&& [k, v] : t)
+      if (!contains(kDeviceKeys, k.str()))
+        return fail_b(std::string(k.str()), "unknown key", join(kDeviceKeys));
+
+    constexpr std::string_view kNameAllowed = "1..63 characters of [A-Za-z0-9_-]";
+    if (!get_string(t, "name", "name", kNameAllowed, &dev->name)) return false;
+    if (dev->name.empty() || dev->name.size() > 63 ||
+        !std::all_of(dev->name.begin(), dev->name.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-';
+        }))
+      return fail_b("name", "\"" + dev->name + "\" is not a valid device name", kNameAllowed);
+
+    if (!get_string(t, "port", "port", kPortAllowed, &dev->port)) return false;
+    if (dev->port != "loopback" && !is_pci_address(dev->port) &&
+        !(dev->port.rfind("net_", 0) == 0 && vdev_name(dev->port).size() > 4))
+      return fail_b("port", "\"" + dev->port + "\" is not a port", kPortAllowed);
+
+    if (const toml::node* n = t.get("eal")) {
+      constexpr std::string_view kEalAllowed = "an array of strings (EAL arguments)";
+      const toml::array* a = n->as_array();
+      if (!a) return wrong_type("eal", *n, kEalAllowed);
+      for (size_t i = 0; i < a->size(); ++i) {
+        const toml::node& e = *a->get(i);
+        if (!e.is_string())
+          return wrong_type("eal[" + std::to_string(i) + "]", e, kEalAllowed);
+        const std::string& s = e.as_string()->get();
+        if (s.rfind("--file-prefix", 0) == 0)
+          return fail_b("eal[" + std::to_string(i) + "]",
+                        "the driver chooses --file-prefix itself (one per process)",
+                        "EAL arguments other than --file-prefix");
+        dev->eal.push_back(s);
+      }
+    }
+
+    if (!parse_addresses(t, dev)) return false;
+
+    int64_t mtu = dev->mtu;
+    if (!get_int(t, "mtu", "mtu", 256, 4096, kMtuAllowed, &mtu)) return false;
+    if (mtu & (mtu - 1)) return fail_b("mtu", std::to_string(mtu) + " is not a power of two", kMtuAllowed);
+    dev->mtu = static_cast<uint32_t>(mtu);
+
+    constexpr std::string_view kMacAllowed = "a unicast MAC \"02:00:00:00:00:01\"";
+    std::string mac_text;
+    if (!get_string(t, "mac", "mac", kMacAllowed, &mac_text)) return false;
+    if (t.get("mac")) {
+      MacAddr m;
+      if (!MacAddr::parse(mac_text, &m))
+        return fail_b("mac", "\"" + mac_text + "\" is not a MAC address", kMacAllowed);
+      if (m.is_zero() || (m.b[0] & 1))
+        return fail_b("mac", "\"" + mac_text + "\" is not a unicast MAC address", kMacAllowed);
+      dev->mac = m;
+    }
+
+    if (!parse_neighbors(t, dev)) return false;
+
+    if (!get_string(t, "profile", "profile", join(kProfileNames), &dev->profile)) return false;
+    if (!contains(kProfileNames, dev->profile))
+      return fail_b("profile", "\"" + dev->profile + "\" is not a profile", join(kProfileNames));
+
+    int64_t v = dev->roce_dscp;
+    if (!get_int(t, "roce_dscp", "roce_dscp", 0, 63, "0..63", &v)) return false;
+    dev->roce_dscp = static_cast<uint8_t>(v);
+    v = dev->cnp_dscp;
+    if (!get_int(t, "cnp_dscp", "cnp_dscp", 0, 63, "0..63", &v)) return false;
+    dev->cnp_dscp = static_cast<uint8_t>(v);
+    if (!parse_dscp_map(t, dev)) return false;
+
+    apply_profile(dev->profile, dev);
+
+    if (!get_bool(t, "ecn", "ecn", &dev->ecn)) return false;
+    if (!parse_pfc(t, dev)) return false;
+    return parse_dcqcn(t, dev);
+  }
+
+  bool parse_addresses(const toml::table& t, Device* dev) {
+    constexpr std::string_view kAllowed =
+        "a non-empty array of \"a.b.c.d/len\" (len 0..32) or \"ipv6/len\" (len 0..128)";
+    const toml::node* n = t.get("addresses");
+    if (!n) return fail_b("addresses", "missing", kAllowed);
+    const toml::array* a = n->as_array();
+    if (!a) return wrong_type("addresses", *n, kAllowed);
+    if (a->empty()) return fail_b("addresses", "is empty", kAllowed);
+    for (size_t i = 0; i < a->size(); ++i) {
+      std::string key = "addresses[" + std::to_string(i) + "]";
+      const toml::node& e = *a->get(i);
+      if (!e.is_string()) return wrong_type(key, e, kAllowed);
+      const std::string& s = e.as_string()->get();
+      size_t slash = s.find('/');
+      Address addr;
+      if (!Gid::parse(s.substr(0, slash), &addr.gid))
+        return fail_b(key, "\"" + s + "\" is not an IP address", kAllowed);
+      int max_len = addr.is_ipv4() ? 32 : 128;
+      int len = max_len;
+      if (slash != std::string::npos) {
+        std::string p = s.substr(slash + 1);
+        char* end = nullptr;
+        long l = std::strtol(p.c_str(), &end, 10);
+        if (p.empty() || *end || !std::isdigit(static_cast<unsigned char>(p[0])) || l < 0 ||
+            l > max_len)
+          return fail_b(key, "\"" + s + "\" has a bad prefix length", kAllowed);
+        len = static_cast<int>(l);
+      }
+      bool unusable = addr.is_ipv4() ? (addr.gid.ipv4() == 0 || addr.gid.ipv4() >= 0xe0000000u)
+                                     : (addr.gid.is_zero() || addr.gid.raw[0] == 0xff);
+      if (unusable)
+        return fail_b(key, "\"" + s + "\" is not a unicast address", kAllowed);
+      addr.prefix = static_cast<uint8_t>(len);
+      for (const Address& other : dev->addresses)
+        if (other.gid == addr.gid)
+          return fail_b(key, "\"" + s + "\" is listed twice", "each address once");
+      dev->addresses.push_back(addr);
+    }
+    return true;
+  }
+
+  bool parse_neighbors(const toml::table& t, Device* dev) {
+    constexpr std::string_view kAllowed = "a table { \"<ip address>\" = \"<unicast MAC>\" }";
+    const toml::node* n = t.get("neighbors");
+    if (!n) return true;
+    const toml::table* nt = n->as_table();
+    if (!nt) return wrong_type("neighbors", *n, kAllowed);
+    for (auto&& [k, v] : *nt) {
+      std::string key = "neighbors.\"" + std::string(k.str()) + "\"";
+      Gid ip;
+      if (!Gid::parse(std::string(k.str()), &ip))
+        return fail_b(key, "\"" + std::string(k.str()) + "\" is not an IP address", kAllowed);
+      if (!v.is_string()) return wrong_type(key, v, kAllowed);
+      MacAddr m;
+      if (!MacAddr::parse(v.as_string()->get(), &m) || m.is_zero() || (m.b[0] & 1))
+        return fail_b(key, "\"" + v.as_string()->get() + "\" is not a unicast MAC address",
+                      kAllowed);
+      dev->neighbors[ip.to_string()] = m;
+    }
+    return true;
+  }
+
+  bool parse_dscp_map(const toml::table& t, Device* dev) {
+    constexpr std::string_view kAllowed =
+        "a table { \"<dscp 0..63>\" = <priority 0..7> } or an array of 64 priorities 0..7";
+    const toml::node* n = t.get("dscp_to_prio");
+    if (!n) return true;
+    auto set = [&](const std::string& key, const toml::node& v, int dscp) {
+      if (!v.is_integer()) return wrong_type(key, v, kAllowed);
+      int64_t p = v.as_integer()->get();
+      if (p < 0 || p > 7) return fail_b(key, std::to_string(p) + " is out of range", kAllowed);
+      dev->dscp_to_prio[dscp] = static_cast<uint8_t>(p);
+      return true;
+    };
+    if (const toml::array* a = n->as_array()) {
+      if (a->size() != 64)
+        return fail_b("dscp_to_prio", "has " + std::to_string(a->size()) + " entries", kAllowed);
+      for (int d = 0; d < 64; ++d)
+        if (!set("dscp_to_prio[" + std::to_string(d) + "]", *a->get(d), d)) return false;
+      return true;
+    }
+    const toml::table* mt = n->as_table();
+    if (!mt) return wrong_type("dscp_to_prio", *n, kAllowed);
+    for (auto&& [k, v] : *mt) {
+      std::string ks(k.str());
+      std::string key = "dscp_to_prio.\"" + ks + "\"";
+      char* end = nullptr;
+      long d = std::strtol(ks.c_str(), &end, 10);
+      if (ks.empty() || *end || !std::isdigit(static_cast<unsigned char>(ks[0])) || d > 63)
+        return fail_b(key, "\"" + ks + "\" is not a DSCP", kAllowed);
+      if (!set(key, v, static_cast<int>(d))) return false;
+    }
+    return true;
+  }
+
+  bool parse_pfc(const toml::table& t, Device* dev) {
+    const toml::node* n = t.get("pfc");
+    if (!n) return true;
+    const toml::table* pt = n->as_table();
+    if (!pt) return wrong_type("pfc", *n, "a table [device.pfc]");
+    for (auto&& [k, v] : *pt)
+      if (!contains(kPfcKeys, k.str()))
+        return fail_b("pfc." + std::string(k.str()), "unknown key", join(kPfcKeys));
+    Pfc& pfc = dev->pfc;
+    if (const toml::node* e = pt->get("enabled")) {
+      constexpr std::string_view kAllowed = "an array of priorities 0..7";
+      const toml::array* a = e->as_array();
+      if (!a) return wrong_type("pfc.enabled", *e, kAllowed);
+      pfc.enabled = {};
+      for (size_t i = 0; i < a->size(); ++i) {
+        std::string key = "pfc.enabled[" + std::to_string(i) + "]";
+        const toml::node& p = *a->get(i);
+        if (!p.is_integer()) return wrong_type(key, p, kAllowed);
+        int64_t prio = p.as_integer()->get();
+        if (prio < 0 || prio > 7)
+          return fail_b(key, std::to_string(prio) + " is out of range", kAllowed);
+        pfc.enabled[prio] = true;
+      }
+    }
+    constexpr int64_t kMaxU32 = 0xffffffff;
+    int64_t v = pfc.xoff_bytes;
+    if (!get_int(*pt, "pfc.xoff_bytes", "xoff_bytes", 0, kMaxU32, "0..4294967295 bytes", &v))
+      return false;
+    pfc.xoff_bytes = static_cast<uint32_t>(v);
+    v = pfc.xon_bytes;
+    if (!get_int(*pt, "pfc.xon_bytes", "xon_bytes", 0, kMaxU32, "0..4294967295 bytes", &v))
+      return false;
+    pfc.xon_bytes = static_cast<uint32_t>(v);
+    if (pfc.xoff_bytes && pfc.xon_bytes > pfc.xoff_bytes)
+      return fail_b("pfc.xon_bytes",
+                    std::to_string(pfc.xon_bytes) + " is above xoff_bytes " +
+                        std::to_string(pfc.xoff_bytes),
+                    "0..xoff_bytes");
+    v = pfc.watchdog_detect_ms;
+    if (!get_int(*pt, "pfc.watchdog_detect_ms", "watchdog_detect_ms", 1, 60000, "1..60000 ms", &v))
+      return false;
+    pfc.watchdog_detect_ms = static_cast<uint32_t>(v);
+    v = pfc.watchdog_restore_ms;
+    if (!get_int(*pt, "pfc.watchdog_restore_ms", "watchdog_restore_ms", 1, 600000,
+                 "1..600000 ms", &v))
+      return false;
+    pfc.watchdog_restore_ms = static_cast<uint32_t>(v);
+    return get_bool(*pt, "pfc.watchdog_ignore_pause", "watchdog_ignore_pause",
+                    &pfc.watchdog_ignore_pause);
+  }
+
+  bool parse_dcqcn(const toml::table& t, Device* dev) {
+    const toml::node* n = t.get("dcqcn");
+    if (!n) return true;
+    const toml::table* dt = n->as_table();
+    if (!dt) return wrong_type("dcqcn", *n, "a table [device.dcqcn]");
+    std::string allowed_keys = "enabled, mode, " + join(kDcqcnParamNames);
+    for (auto&& [k, v] : *dt) {
+      std::string ks(k.str());
+      if (ks == "enabled" || ks == "mode") continue;
+      if (!contains(kDcqcnParamNames, ks))
+        return fail_b("dcqcn." + ks, "unknown key", allowed_keys);
+      double x;
+      if (v.is_integer()) {
+        x = static_cast<double>(v.as_integer()->get());
+      } else if (v.is_floating_point()) {
+        x = v.as_floating_point()->get();
+      } else {
+        return wrong_type("dcqcn." + ks, v, "a number >= 0");
+      }
+      if (!(x >= 0)) return fail_b("dcqcn." + ks, "is negative", "a number >= 0");
+      dev->dcqcn.params[ks] = x;
+    }
+    if (!get_bool(*dt, "dcqcn.enabled", "enabled", &dev->dcqcn.enabled)) return false;
+    if (!get_string(*dt, "dcqcn.mode", "mode", "\"nvidia\", \"paper\"", &dev->dcqcn.mode))
+      return false;
+    if (dev->dcqcn.mode != "nvidia" && dev->dcqcn.mode != "paper")
+      return fail_b("dcqcn.mode", "\"" + dev->dcqcn.mode + "\" is not a mode",
+                    "\"nvidia\", \"paper\"");
+    return true;
+  }
+
+  const std::string& source_;
+  std::string* err_;
+  std::string prefix_;  ///< "device[i]." while a device is parsed
+};
+
+}  // namespace
+
+std::optional<Config> parse(const std::string& text, const std::string& source, std::string* err) {
+  return Parser(source, err).run(text);
+}
+
+}  // namespace uroce::config

@@ -1,0 +1,304 @@
+/**
+ * @file config_test.cc
+ * @brief lib/config: the happy path of DESIGN.md's example file, the built-in device, the
+ * lookup order, and one test per class of bad entry (each must name file, key and allowed).
+ */
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "config/config.h"
+
+namespace uroce::config {
+namespace {
+
+constexpr const char* kSource = "test.toml";
+
+/// Parses text that must be refused; returns the error line.
+std::string refused(const std::string& text) {
+  std::string err;
+  auto cfg = parse(text, kSource, &err);
+  EXPECT_FALSE(cfg.has_value()) << text;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << "one line: " << err;
+  EXPECT_EQ(err.rfind(std::string(kSource) + ": ", 0), 0u) << err;
+  EXPECT_NE(err.find("; allowed: "), std::string::npos) << err;
+  return err;
+}
+
+std::string device(const std::string& extra) {
+  return "[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.1/15\"]\n" +
+         extra + "\n";
+}
+
+TEST(ConfigParse, DesignExampleFile) {
+  const std::string text = R"(
+[[device]]
+name = "uroce0"
+port = "net_memif0,role=server,socket=/run/uroce/a.sock"
+eal = ["--no-huge", "-m", "1024"]
+addresses = ["198.18.0.1/15", "2001:db8::1/64"]
+mtu = 4096
+mac = "02:00:00:00:00:01"
+neighbors = { "198.18.0.2" = "02:00:00:00:00:02" }
+profile = "lossless"
+
+[[device]]
+name = "uroce1"
+port = "0000:03:00.0"
+addresses = ["198.19.0.1/15"]
+roce_dscp = 24
+cnp_dscp = 46
+dscp_to_prio = { "24" = 5 }
+ecn = false
+[device.pfc]
+enabled = [5, 6]
+xoff_bytes = 100000
+xon_bytes = 50000
+watchdog_ignore_pause = true
+[device.dcqcn]
+mode = "paper"
+rpg_ai_rate = 40
+dce_tcp_g = 0.00390625
+)";
+  std::string err;
+  auto cfg = parse(text, kSource, &err);
+  ASSERT_TRUE(cfg.has_value()) << err;
+  EXPECT_EQ(cfg->source, kSource);
+  ASSERT_EQ(cfg->devices.size(), 2u);
+  const Device& a = cfg->devices[0];
+  EXPECT_EQ(a.name, "uroce0");
+  EXPECT_EQ(a.port, "net_memif0,role=server,socket=/run/uroce/a.sock");
+  EXPECT_EQ(a.eal, (std::vector<std::string>{"--no-huge", "-m", "1024"}));
+  ASSERT_EQ(a.addresses.size(), 2u);
+  EXPECT_EQ(a.addresses[0].gid, Gid::from_ipv4(0xc6120001));
+  EXPECT_EQ(a.addresses[0].prefix, 15);
+  EXPECT_TRUE(a.addresses[0].is_ipv4());
+  EXPECT_FALSE(a.addresses[1].is_ipv4());
+  EXPECT_EQ(a.addresses[1].gid.to_string(), "2001:db8::1");
+  EXPECT_EQ(a.addresses[1].prefix, 64);
+  EXPECT_EQ(a.mtu, 4096u);
+  ASSERT_TRUE(a.mac.has_value());
+  EXPECT_EQ(a.mac->to_string(), "02:00:00:00:00:01");
+  ASSERT_EQ(a.neighbors.count("198.18.0.2"), 1u);
+  EXPECT_EQ(a.neighbors.at("198.18.0.2").to_string(), "02:00:00:00:00:02");
+  EXPECT_EQ(a.profile, "lossless");
+  // lossless: PFC on the RoCE priority (DSCP 26 >> 3 = 3) only.
+  for (int p = 0; p < 8; ++p) EXPECT_EQ(a.pfc.enabled[p], p == 3) << p;
+  EXPECT_GT(a.pfc.xoff_bytes, a.pfc.xon_bytes);
+  EXPECT_TRUE(a.ecn);
+  EXPECT_EQ(a.dscp_to_prio[26], 3);
+  EXPECT_EQ(a.dscp_to_prio[63], 7);
+
+  const Device& b = cfg->devices[1];
+  EXPECT_EQ(b.port, "0000:03:00.0");
+  EXPECT_EQ(b.mtu, 1024u);  // default
+  EXPECT_FALSE(b.mac.has_value());
+  EXPECT_EQ(b.roce_dscp, 24);
+  EXPECT_EQ(b.cnp_dscp, 46);
+  EXPECT_EQ(b.dscp_to_prio[24], 5);
+  EXPECT_EQ(b.dscp_to_prio[25], 3);  // untouched entries keep DSCP >> 3
+  EXPECT_FALSE(b.ecn);
+  for (int p = 0; p < 8; ++p) EXPECT_EQ(b.pfc.enabled[p], p == 5 || p == 6) << p;
+  EXPECT_EQ(b.pfc.xoff_bytes, 100000u);
+  EXPECT_EQ(b.pfc.xon_bytes, 50000u);
+  EXPECT_TRUE(b.pfc.watchdog_ignore_pause);
+  EXPECT_EQ(b.pfc.watchdog_detect_ms, 200u);
+  EXPECT_EQ(b.dcqcn.mode, "paper");
+  EXPECT_TRUE(b.dcqcn.enabled);
+  EXPECT_DOUBLE_EQ(b.dcqcn.params.at("rpg_ai_rate"), 40.0);
+  EXPECT_DOUBLE_EQ(b.dcqcn.params.at("dce_tcp_g"), 0.00390625);
+}
+
+TEST(ConfigParse, ExplicitKeysOverrideTheProfile) {
+  std::string err;
+  auto cfg = parse(device("profile = \"lossless\"\necn = false\n[device.pfc]\nenabled = []"),
+                   kSource, &err);
+  ASSERT_TRUE(cfg.has_value()) << err;
+  EXPECT_FALSE(cfg->devices[0].ecn);
+  for (bool on : cfg->devices[0].pfc.enabled) EXPECT_FALSE(on);
+}
+
+TEST(ConfigParse, AllowsEveryPowerOfTwoMtu) {
+  for (int mtu : {256, 512, 1024, 2048, 4096}) {
+    std::string err;
+    auto cfg = parse(device("mtu = " + std::to_string(mtu)), kSource, &err);
+    ASSERT_TRUE(cfg.has_value()) << err;
+    EXPECT_EQ(cfg->devices[0].mtu, static_cast<uint32_t>(mtu));
+  }
+}
+
+TEST(ConfigBuiltin, OneLoopbackDevice) {
+  Config cfg = builtin();
+  EXPECT_EQ(cfg.source, "built-in");
+  ASSERT_EQ(cfg.devices.size(), 1u);
+  const Device& d = cfg.devices[0];
+  EXPECT_EQ(d.name, "uroce0");
+  EXPECT_EQ(d.port, "loopback");
+  EXPECT_EQ(d.mtu, 1024u);
+  ASSERT_EQ(d.addresses.size(), 1u);
+  EXPECT_EQ(d.addresses[0].gid.to_string(), "198.18.0.1");
+  EXPECT_EQ(d.addresses[0].prefix, 15);
+  EXPECT_EQ(d.dscp_to_prio[26], 3);
+}
+
+TEST(ConfigLoad, ReadsTheFileUroceConfigNames) {
+  std::string path = ::testing::TempDir() + "/uroce_config_test.toml";
+  { std::ofstream(path) << device("mtu = 2048"); }
+  ::setenv("UROCE_CONFIG", path.c_str(), 1);
+  std::string err;
+  auto cfg = load(&err);
+  ::unsetenv("UROCE_CONFIG");
+  ASSERT_TRUE(cfg.has_value()) << err;
+  EXPECT_EQ(cfg->source, path);
+  EXPECT_EQ(cfg->devices[0].mtu, 2048u);
+}
+
+TEST(ConfigLoad, MissingNamedFileIsAnError) {
+  ::setenv("UROCE_CONFIG", "/nonexistent/uroce.toml", 1);
+  std::string err;
+  auto cfg = load(&err);
+  ::unsetenv("UROCE_CONFIG");
+  EXPECT_FALSE(cfg.has_value());
+  EXPECT_NE(err.find("/nonexistent/uroce.toml: UROCE_CONFIG"), std::string::npos) << err;
+}
+
+TEST(ConfigLoad, BadFileNamesItsPath) {
+  std::string path = ::testing::TempDir() + "/uroce_config_bad.toml";
+  { std::ofstream(path) << device("mtu = 1000"); }
+  ::setenv("UROCE_CONFIG", path.c_str(), 1);
+  std::string err;
+  auto cfg = load(&err);
+  ::unsetenv("UROCE_CONFIG");
+  EXPECT_FALSE(cfg.has_value());
+  EXPECT_EQ(err.rfind(path + ": device[0].mtu: ", 0), 0u) << err;
+}
+
+// One test per class of bad entry. Each checks the exact key path and the allowed list.
+
+TEST(ConfigErrors, TomlSyntax) {
+  std::string err = refused("[[device]\nname = ");
+  EXPECT_NE(err.find("TOML syntax"), std::string::npos) << err;
+}
+
+TEST(ConfigErrors, NoDevice) {
+  std::string err = refused("");
+  EXPECT_EQ(err, "test.toml: device: missing; allowed: one or more [[device]] tables");
+}
+
+TEST(ConfigErrors, UnknownTopLevelKey) {
+  std::string err = refused("devices = 1\n" + device(""));
+  EXPECT_EQ(err.rfind("test.toml: devices: unknown key; allowed: device", 0), 0u) << err;
+}
+
+TEST(ConfigErrors, UnknownDeviceKey) {
+  std::string err = refused(device("mtuu = 1024"));
+  EXPECT_EQ(err.rfind("test.toml: device[0].mtuu: unknown key; allowed: name, port, eal,", 0), 0u)
+      << err;
+}
+
+TEST(ConfigErrors, UnknownKeyInSecondDevice) {
+  std::string err = refused(device("") + "[[device]]\nname = \"e\"\nport = \"net_ring1\"\n"
+                                          "addresses = [\"198.18.0.2/15\"]\ncolour = 1\n");
+  EXPECT_EQ(err.rfind("test.toml: device[1].colour: unknown key", 0), 0u) << err;
+}
+
+TEST(ConfigErrors, UnknownPfcAndDcqcnKeys) {
+  EXPECT_EQ(refused(device("[device.pfc]\nxof = 1")).rfind("test.toml: device[0].pfc.xof: unknown key", 0), 0u);
+  std::string err = refused(device("[device.dcqcn]\nrpg_ai = 1"));
+  EXPECT_EQ(err.rfind("test.toml: device[0].dcqcn.rpg_ai: unknown key; allowed: enabled, mode, rpg_time_reset", 0), 0u) << err;
+}
+
+TEST(ConfigErrors, MtuNotAPowerOfTwo) {
+  EXPECT_EQ(refused(device("mtu = 1500")),
+            "test.toml: device[0].mtu: 1500 is not a power of two; allowed: 256, 512, 1024, 2048, 4096");
+}
+
+TEST(ConfigErrors, MtuOutOfRange) {
+  EXPECT_EQ(refused(device("mtu = 8192")),
+            "test.toml: device[0].mtu: 8192 is out of range; allowed: 256, 512, 1024, 2048, 4096");
+  EXPECT_EQ(refused(device("mtu = 128")),
+            "test.toml: device[0].mtu: 128 is out of range; allowed: 256, 512, 1024, 2048, 4096");
+}
+
+TEST(ConfigErrors, WrongTypes) {
+  EXPECT_EQ(refused(device("mtu = \"4096\"")),
+            "test.toml: device[0].mtu: is a string; allowed: 256, 512, 1024, 2048, 4096");
+  EXPECT_EQ(refused(device("ecn = 1")), "test.toml: device[0].ecn: is an integer; allowed: true, false");
+  EXPECT_EQ(refused(device("eal = \"--no-huge\"")).rfind("test.toml: device[0].eal: is a string; allowed: an array of strings", 0), 0u);
+  EXPECT_EQ(refused(device("eal = [\"-m\", 1024]")).rfind("test.toml: device[0].eal[1]: is an integer;", 0), 0u);
+  EXPECT_EQ(refused("[[device]]\nname = 3\n").rfind("test.toml: device[0].name: is an integer;", 0), 0u);
+  EXPECT_EQ(refused("device = 3\n").rfind("test.toml: device: is an integer;", 0), 0u);
+  EXPECT_EQ(refused(device("neighbors = [\"198.18.0.2\"]")).rfind("test.toml: device[0].neighbors: is an array;", 0), 0u);
+  EXPECT_EQ(refused(device("[device.dcqcn]\nrpg_ai_rate = \"5\"")).rfind("test.toml: device[0].dcqcn.rpg_ai_rate: is a string; allowed: a number >= 0", 0), 0u);
+}
+
+TEST(ConfigErrors, BadAddress) {
+  EXPECT_EQ(refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.300/15\"]\n")
+                .rfind("test.toml: device[0].addresses[0]: \"198.18.0.300/15\" is not an IP address; allowed: ", 0), 0u);
+  EXPECT_EQ(refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\n")
+                .rfind("test.toml: device[0].addresses: missing; allowed: ", 0), 0u);
+  EXPECT_EQ(refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"224.0.0.1/4\"]\n")
+                .rfind("test.toml: device[0].addresses[0]: \"224.0.0.1/4\" is not a unicast address", 0), 0u);
+  EXPECT_EQ(refused(device("").replace(device("").find("\"198.18.0.1/15\""), 15, "\"198.18.0.1/15\", \"198.18.0.1/16\""))
+                .rfind("test.toml: device[0].addresses[1]: \"198.18.0.1/16\" is listed twice", 0), 0u);
+}
+
+TEST(ConfigErrors, BadPrefix) {
+  for (const char* bad : {"198.18.0.1/33", "198.18.0.1/", "198.18.0.1/x", "198.18.0.1/-1",
+                          "2001:db8::1/129"}) {
+    std::string text = "[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"" +
+                       std::string(bad) + "\"]\n";
+    EXPECT_EQ(refused(text).rfind("test.toml: device[0].addresses[0]: \"" + std::string(bad) +
+                                      "\" has a bad prefix length; allowed: ",
+                                  0),
+              0u)
+        << bad;
+  }
+}
+
+TEST(ConfigErrors, BadMac) {
+  EXPECT_EQ(refused(device("mac = \"02:00:00:00:00\"")),
+            "test.toml: device[0].mac: \"02:00:00:00:00\" is not a MAC address; allowed: a unicast MAC \"02:00:00:00:00:01\"");
+  EXPECT_EQ(refused(device("mac = \"01:00:5e:00:00:01\"")).rfind("test.toml: device[0].mac: \"01:00:5e:00:00:01\" is not a unicast MAC address", 0), 0u);
+  EXPECT_EQ(refused(device("neighbors = { \"198.18.0.2\" = \"zz\" }")).rfind("test.toml: device[0].neighbors.\"198.18.0.2\": \"zz\" is not a unicast MAC", 0), 0u);
+  EXPECT_EQ(refused(device("neighbors = { \"host\" = \"02:00:00:00:00:02\" }")).rfind("test.toml: device[0].neighbors.\"host\": \"host\" is not an IP address", 0), 0u);
+}
+
+TEST(ConfigErrors, DuplicateDeviceNames) {
+  std::string err = refused(device("") + "[[device]]\nname = \"d\"\nport = \"net_ring1\"\n"
+                                          "addresses = [\"198.18.0.2/15\"]\n");
+  EXPECT_EQ(err, "test.toml: device[1].name: \"d\" is already the name of device[0]; allowed: a name unique in the file");
+}
+
+TEST(ConfigErrors, DuplicatePorts) {
+  std::string err = refused(device("") + "[[device]]\nname = \"e\"\nport = \"net_ring0,x=1\"\n"
+                                          "addresses = [\"198.18.0.2/15\"]\n");
+  EXPECT_EQ(err.rfind("test.toml: device[1].port: DPDK device \"net_ring0\" is already the port of device[0]", 0), 0u) << err;
+}
+
+TEST(ConfigErrors, BadNameAndPort) {
+  EXPECT_EQ(refused("[[device]]\nname = \"a b\"\n").rfind("test.toml: device[0].name: \"a b\" is not a valid device name; allowed: 1..63 characters", 0), 0u);
+  EXPECT_EQ(refused("[[device]]\nport = \"eth0\"\n").rfind("test.toml: device[0].port: \"eth0\" is not a port; allowed: \"loopback\",", 0), 0u);
+}
+
+TEST(ConfigErrors, FilePrefixBelongsToTheDriver) {
+  EXPECT_EQ(refused(device("eal = [\"--file-prefix=x\"]")).rfind("test.toml: device[0].eal[0]: the driver chooses --file-prefix", 0), 0u);
+}
+
+TEST(ConfigErrors, BadEnumsAndRanges) {
+  EXPECT_EQ(refused(device("profile = \"fast\"")),
+            "test.toml: device[0].profile: \"fast\" is not a profile; allowed: \"\", lossless, lossy, hpc, storage");
+  EXPECT_EQ(refused(device("roce_dscp = 64")), "test.toml: device[0].roce_dscp: 64 is out of range; allowed: 0..63");
+  EXPECT_EQ(refused(device("dscp_to_prio = { \"26\" = 8 }")).rfind("test.toml: device[0].dscp_to_prio.\"26\": 8 is out of range", 0), 0u);
+  EXPECT_EQ(refused(device("dscp_to_prio = { \"64\" = 1 }")).rfind("test.toml: device[0].dscp_to_prio.\"64\": \"64\" is not a DSCP", 0), 0u);
+  EXPECT_EQ(refused(device("dscp_to_prio = [1, 2]")).rfind("test.toml: device[0].dscp_to_prio: has 2 entries", 0), 0u);
+  EXPECT_EQ(refused(device("[device.pfc]\nenabled = [8]")).rfind("test.toml: device[0].pfc.enabled[0]: 8 is out of range; allowed: an array of priorities 0..7", 0), 0u);
+  EXPECT_EQ(refused(device("[device.pfc]\nxoff_bytes = 10\nxon_bytes = 20")).rfind("test.toml: device[0].pfc.xon_bytes: 20 is above xoff_bytes 10", 0), 0u);
+  EXPECT_EQ(refused(device("[device.dcqcn]\nmode = \"hpcc\"")), "test.toml: device[0].dcqcn.mode: \"hpcc\" is not a mode; allowed: \"nvidia\", \"paper\"");
+  EXPECT_EQ(refused(device("[device.dcqcn]\nkmin = -1")).rfind("test.toml: device[0].dcqcn.kmin: is negative", 0), 0u);
+}
+
+}  // namespace
+}  // namespace uroce::config
