@@ -1,0 +1,185 @@
+/**
+ * @file build.cc
+ * @brief RoCEv2 frame builder (IBA Annex 17; IBA Vol 1 §9.2-9.3). Units: bytes.
+ */
+#include "transport/wire/build.h"
+
+#include <cstring>
+
+#include "common/byteorder.h"
+#include "transport/wire/bth.h"
+#include "transport/wire/eth.h"
+#include "transport/wire/icrc.h"
+#include "transport/wire/ipv4.h"
+#include "transport/wire/ipv6.h"
+#include "transport/wire/udp.h"
+
+namespace uroce::wire {
+namespace {
+
+constexpr uint8_t kIpv4DefaultVersionIhl = 0x45;
+
+}  // namespace
+
+FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
+  FrameLayout l;
+  const OpcodeInfo& info = opcode_info(spec.opcode);
+  if (!info.valid) return l;
+  l.ipv6 = !(spec.src_ip.is_ipv4_mapped() && spec.dst_ip.is_ipv4_mapped());
+  const size_t l2 = sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0);
+  const size_t l3 = l.ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
+  const size_t need = l2 + l3 + sizeof(UdpHdr) + info.length;
+  if (buf.size() < need) return l;
+  uint8_t* p = buf.data();
+
+  // Ethernet (+ 802.1Q).
+  std::memcpy(p, spec.dst_mac.b.data(), 6);
+  std::memcpy(p + 6, spec.src_mac.b.data(), 6);
+  const uint16_t ethertype = l.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+  if (spec.vlan) {
+    store_be16(p + 12, kEtherTypeVlan);
+    store_be16(p + 14, static_cast<uint16_t>(((spec.pcp & 7u) << kVlanPcpShift) |
+                                             (spec.dei ? kVlanDeiMask : 0u) |
+                                             (spec.vid & kVlanVidMask)));
+    store_be16(p + 16, ethertype);
+  } else {
+    store_be16(p + 12, ethertype);
+  }
+  l.l3_offset = static_cast<uint16_t>(l2);
+  uint8_t* ip = p + l2;
+  const uint8_t tos = static_cast<uint8_t>((spec.dscp << kTosDscpShift) | (spec.ecn & kTosEcnMask));
+
+  // IP; lengths and checksum are written by finalize_lengths().
+  if (l.ipv6) {
+    store_be32(ip, (6u << 28) | (uint32_t{tos} << kIpv6TcShift) |
+                       (spec.flow_label & kIpv6FlowLabelMask));
+    store_be16(ip + 4, 0);
+    ip[6] = kIpProtoUdp;
+    ip[7] = spec.ttl;
+    std::memcpy(ip + 8, spec.src_ip.raw.data(), 16);
+    std::memcpy(ip + 24, spec.dst_ip.raw.data(), 16);
+  } else {
+    ip[0] = kIpv4DefaultVersionIhl;
+    ip[1] = tos;
+    store_be16(ip + 2, 0);
+    store_be16(ip + 4, spec.ip_id);
+    store_be16(ip + 6, kIpv4FlagDf);
+    ip[8] = spec.ttl;
+    ip[9] = kIpProtoUdp;
+    store_be16(ip + 10, 0);
+    store_be32(ip + 12, spec.src_ip.ipv4());
+    store_be32(ip + 16, spec.dst_ip.ipv4());
+  }
+  l.l4_offset = static_cast<uint16_t>(l2 + l3);
+
+  // UDP; length by finalize_lengths(), checksum 0 (see build.h).
+  uint8_t* udp = ip + l3;
+  store_be16(udp, spec.udp_sport);
+  store_be16(udp + 2, spec.udp_dport);
+  store_be32(udp + 4, 0);
+  l.bth_offset = static_cast<uint16_t>(l.l4_offset + sizeof(UdpHdr));
+
+  // BTH; pad count by finalize_lengths().
+  uint8_t* bth = udp + sizeof(UdpHdr);
+  bth[0] = static_cast<uint8_t>(spec.opcode);
+  bth[1] = static_cast<uint8_t>((spec.se ? kBthSeMask : 0) | (spec.migreq ? kBthMigReqMask : 0));
+  store_be16(bth + 2, spec.pkey);
+  store_be32(bth + 4, (spec.fecn ? kBthFecnMask : 0) | (spec.becn ? kBthBecnMask : 0) |
+                          spec.dest_qpn.value());
+  store_be32(bth + 8, (spec.ackreq ? kBthAckReqMask : 0) | spec.psn.value());
+
+  // Extended headers at the table's offsets.
+  const HdrMask h = info.hdrs;
+  if (h.has(ExtHdr::kDeth)) {
+    uint8_t* x = bth + info.offset_of(ExtHdr::kDeth);
+    store_be32(x, spec.deth.qkey);
+    store_be32(x + 4, spec.deth.src_qpn.value());
+  }
+  if (h.has(ExtHdr::kReth)) {
+    uint8_t* x = bth + info.offset_of(ExtHdr::kReth);
+    store_be64(x, spec.reth.va);
+    store_be32(x + 8, spec.reth.rkey);
+    store_be32(x + 12, spec.reth.dma_len);
+  }
+  if (h.has(ExtHdr::kAtomicEth)) {
+    uint8_t* x = bth + info.offset_of(ExtHdr::kAtomicEth);
+    store_be64(x, spec.atomic_eth.va);
+    store_be32(x + 8, spec.atomic_eth.rkey);
+    store_be64(x + 12, spec.atomic_eth.swap_add);
+    store_be64(x + 20, spec.atomic_eth.compare);
+  }
+  if (h.has(ExtHdr::kAeth)) {
+    store_be32(bth + info.offset_of(ExtHdr::kAeth),
+               (uint32_t{spec.aeth.syndrome} << 24) | spec.aeth.msn.value());
+  }
+  if (h.has(ExtHdr::kAtomicAckEth)) {
+    store_be64(bth + info.offset_of(ExtHdr::kAtomicAckEth), spec.atomic_ack_orig);
+  }
+  if (h.has(ExtHdr::kImmDt)) store_be32(bth + info.offset_of(ExtHdr::kImmDt), spec.imm);
+  if (h.has(ExtHdr::kIeth)) store_be32(bth + info.offset_of(ExtHdr::kIeth), spec.ieth_rkey);
+  if (h.has(ExtHdr::kCnpReserved)) {
+    std::memset(bth + info.offset_of(ExtHdr::kCnpReserved), 0, sizeof(CnpReserved));
+  }
+  l.payload_offset = static_cast<uint16_t>(l.bth_offset + info.length);
+  return l;
+}
+
+size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& l, size_t payload_len) {
+  if (l.payload_offset == 0) return 0;
+  uint8_t* p = buf.data();
+  uint8_t* bth = p + l.bth_offset;
+  if (payload_len != 0 && !kOpcodeTable[bth[0]].has_payload()) return 0;
+  const size_t pad = (0u - payload_len) & 3u;
+  const size_t frame_len = l.payload_offset + payload_len + pad + kIcrcLen;
+  if (frame_len > buf.size() || frame_len - l.l3_offset > 0xffff) return 0;
+
+  uint8_t* pad_at = p + l.payload_offset + payload_len;
+  for (size_t i = 0; i < pad; ++i) pad_at[i] = 0;
+  bth[1] = static_cast<uint8_t>((bth[1] & ~kBthPadCntMask) | (pad << kBthPadCntShift));
+
+  uint8_t* ip = p + l.l3_offset;
+  const size_t ip_len = frame_len - l.l3_offset;
+  if (l.ipv6) {
+    store_be16(ip + 4, static_cast<uint16_t>(ip_len - sizeof(Ipv6Hdr)));
+  } else {
+    store_be16(ip + 2, static_cast<uint16_t>(ip_len));
+    store_be16(ip + 10, 0);
+    store_be16(ip + 10, ipv4_checksum(ip, sizeof(Ipv4Hdr)));
+  }
+  store_be16(p + l.l4_offset + 4, static_cast<uint16_t>(frame_len - l.l4_offset));
+  return frame_len;
+}
+
+void write_icrc(std::span<uint8_t> buf, const FrameLayout& l, size_t frame_len) {
+  const uint8_t* l3 = buf.data() + l.l3_offset;
+  const size_t covered = frame_len - l.l3_offset - kIcrcLen;
+  const uint32_t crc =
+      icrc_compute(std::span<const uint8_t>(l3, covered), l.ipv6 ? 0 : sizeof(Ipv4Hdr));
+  store_icrc(buf.data() + frame_len - kIcrcLen, crc);
+}
+
+void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc) {
+  store_icrc(buf.data() + frame_len - kIcrcLen, crc);
+}
+
+size_t finalize(std::span<uint8_t> buf, const FrameLayout& l, size_t payload_len) {
+  const size_t len = finalize_lengths(buf, l, payload_len);
+  if (len != 0) write_icrc(buf, l, len);
+  return len;
+}
+
+size_t build_cnp(const FrameSpec& spec, std::span<uint8_t> buf) {
+  FrameSpec s = spec;
+  s.opcode = Opcode::kCnp;
+  s.se = false;
+  s.migreq = false;
+  s.fecn = false;
+  s.becn = true;
+  s.ackreq = false;
+  s.psn = Psn(0);
+  const FrameLayout l = build_headers(s, buf);
+  if (l.payload_offset == 0) return 0;
+  return finalize(buf, l, 0);
+}
+
+}  // namespace uroce::wire

@@ -1,0 +1,112 @@
+/**
+ * @file build.h
+ * @brief Frame builder: header fields -> a whole RoCEv2 frame (without FCS) in a caller buffer.
+ *
+ * Two steps, so that the transport can copy the payload straight into the frame:
+ *   FrameLayout l = build_headers(spec, buf);        // Ethernet..extended headers
+ *   memcpy(buf.data() + l.payload_offset, data, n);  // the caller's payload
+ *   size_t len = finalize(buf, l, n);                // pad, lengths, IPv4 csum, ICRC
+ * A fused copy+CRC path uses finalize_lengths() + icrc_pseudo_header()/crc32_update() +
+ * finish_icrc() instead of finalize().
+ *
+ * IP version: IPv4 when both spec.src_ip and spec.dst_ip are IPv4-mapped GIDs, IPv6 otherwise.
+ * UDP checksum: 0 for IPv4 (RFC 768) and also 0 for IPv6, as Linux rxe sends it and as
+ * IBTA Annex 17 §A17.4.3 permits for RoCEv2 (the ICRC protects the packet; RFC 6935/6936).
+ * References: IBA Annex 17, IBA Vol 1 §9.2-9.3. Units: bytes.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "common/types.h"
+#include "transport/wire/ext_headers.h"
+#include "transport/wire/opcode.h"
+
+namespace uroce::wire {
+
+/// Every header field of a frame. Only the extended headers the opcode uses are written.
+struct FrameSpec {
+  // L2
+  MacAddr src_mac;
+  MacAddr dst_mac;
+  bool vlan = false;  ///< insert an 802.1Q tag
+  uint8_t pcp = 0;    ///< 802.1Q priority (with vlan)
+  bool dei = false;   ///< 802.1Q drop eligible (with vlan)
+  uint16_t vid = 0;   ///< 802.1Q VLAN id (with vlan); 0 = priority-tagged
+  // L3
+  Gid src_ip;  ///< IPv4-mapped GIDs on both ends select IPv4
+  Gid dst_ip;
+  uint8_t dscp = 0;         ///< 0..63
+  uint8_t ecn = 0;          ///< 0..3 (kEcnEct0 for RoCE data)
+  uint8_t ttl = 64;         ///< IPv4 TTL / IPv6 hop limit
+  uint32_t flow_label = 0;  ///< IPv6 only, 20 bits
+  uint16_t ip_id = 0;       ///< IPv4 identification (DF is always set)
+  // L4
+  uint16_t udp_sport = 0xc000;  ///< per-QP entropy
+  uint16_t udp_dport = 4791;
+  // BTH
+  Opcode opcode = Opcode::kRcSendOnly;
+  bool se = false;
+  bool migreq = false;
+  uint16_t pkey = 0xffff;
+  bool fecn = false;
+  bool becn = false;
+  Qpn dest_qpn;
+  bool ackreq = false;
+  Psn psn;
+  // Extended headers
+  RethValue reth;
+  AethValue aeth;
+  AtomicEthValue atomic_eth;
+  uint64_t atomic_ack_orig = 0;
+  uint32_t imm = 0;
+  uint32_t ieth_rkey = 0;
+  DethValue deth;
+};
+
+/// Where build_headers() put things. Offsets from the start of the frame, bytes.
+struct FrameLayout {
+  uint16_t l3_offset = 0;       ///< IP header
+  uint16_t l4_offset = 0;       ///< UDP header
+  uint16_t bth_offset = 0;      ///< BTH
+  uint16_t payload_offset = 0;  ///< first payload byte; 0 when build_headers() failed
+  bool ipv6 = false;
+};
+
+/// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header a frame can have.
+inline constexpr size_t kMaxHeadersLen = 14 + 4 + 40 + 8 + kMaxTransportHeaderLen;
+/// Bytes a frame needs besides the payload: headers, up to 3 pad bytes and the ICRC.
+inline constexpr size_t kMaxFrameOverhead = kMaxHeadersLen + 3 + 4;
+
+/// Writes the Ethernet, optional 802.1Q, IP, UDP, BTH and extended headers of spec into buf.
+/// Lengths, pad count, checksums and ICRC are left for finalize(). Returns the layout; its
+/// payload_offset is 0 if the opcode is unknown or buf is shorter than the headers.
+FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf);
+
+/// Completes a frame whose headers build_headers() wrote and whose payload_len payload bytes are
+/// at buf[payload_offset...]: writes the pad bytes and BTH pad count, IP total/payload length,
+/// IPv4 checksum, UDP length (checksum 0), and the ICRC. Returns the frame length, or 0 if buf is
+/// too short. The frame is not padded to the Ethernet minimum (the port does that).
+size_t finalize(std::span<uint8_t> buf, const FrameLayout& layout, size_t payload_len);
+
+/// The length part of finalize(): pad bytes + count, IP/UDP lengths, IPv4 checksum. Returns the
+/// frame length including the ICRC still to be written, or 0 if buf is too short.
+size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& layout, size_t payload_len);
+
+/// The ICRC part of finalize() after finalize_lengths(): computes it over the whole frame and
+/// writes it into the last 4 bytes of buf[0, frame_len).
+void write_icrc(std::span<uint8_t> buf, const FrameLayout& layout, size_t frame_len);
+
+/// Same as write_icrc() for a caller that already holds the running CRC of the whole covered
+/// range: crc = crc32_update(icrc_pseudo_header(l3, ihl), bytes after the BTH up to the ICRC),
+/// e.g. folded into its payload copy. Writes store_icrc(buf + frame_len - 4, crc).
+void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc);
+
+/// Builds a whole CNP (Annex 17 §A17.9.3) from spec's L2/L3/UDP fields, pkey and dest_qpn
+/// (= the source QP of the congested flow): opcode 0x81, BECN 1, FECN 0, PSN 0, SE/M/pad/AckReq
+/// 0, 16 zero bytes, ICRC. Returns the frame length, or 0 if buf is too short.
+size_t build_cnp(const FrameSpec& spec, std::span<uint8_t> buf);
+
+}  // namespace uroce::wire

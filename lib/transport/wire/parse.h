@@ -1,0 +1,128 @@
+/**
+ * @file parse.h
+ * @brief The receive gate: one Ethernet frame (without FCS) -> ParsedPacket, or a DropReason.
+ *
+ * Checks, in order: Ethernet (+ optional 802.1Q), EtherType IPv4/IPv6, IP version / IHL /
+ * lengths / checksum (IPv4) / no fragments, protocol UDP, UDP length, destination port 4791,
+ * BTH opcode in the table, TVer 0, header length from the table, pad count vs payload, ICRC.
+ * It never reads outside `frame`. Bytes after the IP packet (Ethernet padding) are ignored.
+ * References: IBA Annex 17 (RoCEv2), IBA Vol 1 §9.2-9.3 (BTH, extended headers).
+ * Units: bytes.
+ */
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "common/counters.h"
+#include "common/types.h"
+#include "transport/wire/ext_headers.h"
+#include "transport/wire/opcode.h"
+
+namespace uroce::wire {
+
+// X(name, counter): every reason a frame is dropped and the counter it increments.
+#define UROCE_WIRE_DROP_REASONS(X)                                                            \
+  X(kOk, rx_malformed)               /* not a drop */                                         \
+  X(kShortFrame, rx_malformed)       /* shorter than an Ethernet header (+ VLAN tag) */       \
+  X(kNotIp, rx_not_roce)             /* EtherType neither IPv4 nor IPv6 */                    \
+  X(kIpTruncated, rx_malformed)      /* frame ends inside the IP header */                    \
+  X(kIpBadVersion, rx_malformed)     /* IP version does not match the EtherType */            \
+  X(kIpBadHeaderLength, rx_malformed) /* IPv4 IHL < 5 or beyond the frame */                  \
+  X(kIpBadLength, rx_malformed)      /* IP total / payload length inconsistent with frame */  \
+  X(kIpBadChecksum, rx_malformed)    /* IPv4 header checksum wrong */                         \
+  X(kIpFragment, rx_malformed)       /* IPv4 fragment (MF or offset set) */                   \
+  X(kNotUdp, rx_not_roce)            /* IP protocol / next header is not UDP */               \
+  X(kUdpTruncated, rx_malformed)     /* IP payload shorter than a UDP header */               \
+  X(kUdpBadLength, rx_malformed)     /* UDP length != IP payload length */                    \
+  X(kNotRocePort, rx_not_roce)       /* UDP destination port is not 4791 */                   \
+  X(kBthTruncated, rx_malformed)     /* UDP payload shorter than BTH + ICRC */                \
+  X(kUnknownOpcode, rx_unknown_opcode) /* opcode not in the table */                          \
+  X(kBadTver, rx_malformed)          /* BTH TVer != 0 */                                      \
+  X(kHeaderTruncated, rx_malformed)  /* extended headers run past the packet */               \
+  X(kBadPad, rx_malformed)           /* pad count > payload, or payload+pad not 4-aligned */  \
+  X(kUnexpectedPayload, rx_malformed) /* payload on an opcode that carries none */           \
+  X(kBadIcrc, rx_icrc_encapsulated)  /* ICRC mismatch */
+
+enum class DropReason : uint8_t {
+#define X(name, counter) name,
+  UROCE_WIRE_DROP_REASONS(X)
+#undef X
+};
+
+/// The counter a drop increments (kOk maps to rx_malformed but must not be counted).
+Counter drop_counter(DropReason r);
+/// "kBadIcrc" etc.
+std::string_view to_string(DropReason r);
+
+/// Everything the transport needs from one received RoCEv2 packet. Decoded, host order.
+/// The spans point into the frame passed to parse(); they live as long as it does.
+struct ParsedPacket {
+  // L2
+  MacAddr dst_mac;
+  MacAddr src_mac;
+  bool has_vlan = false;
+  uint8_t pcp = 0;    ///< 802.1Q priority, 0 when untagged
+  bool dei = false;   ///< 802.1Q drop eligible
+  uint16_t vid = 0;   ///< 802.1Q VLAN id, 0 when untagged
+  // L3
+  uint8_t ip_version = 0;  ///< 4 or 6
+  Gid src_ip;              ///< IPv4-mapped (::ffff:a.b.c.d) for IPv4
+  Gid dst_ip;
+  uint8_t dscp = 0;
+  uint8_t ecn = 0;          ///< kEcnNotEct / kEcnEct1 / kEcnEct0 / kEcnCe
+  uint8_t ttl = 0;          ///< IPv4 TTL or IPv6 hop limit
+  uint32_t flow_label = 0;  ///< IPv6 only, 0 for IPv4
+  uint16_t ip_id = 0;       ///< IPv4 identification, 0 for IPv6
+  /// The IP header bytes (20 for IPv4 without options, 40 for IPv6): UD receives build the
+  /// 40-byte GRH from it.
+  std::span<const uint8_t> ip_header;
+  // L4
+  uint16_t udp_sport = 0;
+  uint16_t udp_dport = 0;
+  // BTH
+  Opcode opcode{};
+  bool se = false;
+  bool migreq = false;
+  uint8_t padcnt = 0;
+  uint8_t tver = 0;
+  uint16_t pkey = 0;
+  bool fecn = false;
+  bool becn = false;
+  Qpn dest_qpn;
+  bool ackreq = false;
+  Psn psn;
+  /// The opcode's table row (never null after a successful parse).
+  const OpcodeInfo* info = nullptr;
+  // Extended headers: valid when info->has(ExtHdr::k...).
+  RethValue reth;
+  AethValue aeth;
+  AtomicEthValue atomic_eth;
+  uint64_t atomic_ack_orig = 0;  ///< AtomicAckETH
+  uint32_t imm = 0;              ///< ImmDt, as the big-endian number (see ImmDt)
+  uint32_t ieth_rkey = 0;        ///< IETH
+  DethValue deth;
+  /// Payload without pad and ICRC (empty for opcodes without payload).
+  std::span<const uint8_t> payload;
+  /// Offset of the BTH in the frame, bytes.
+  uint16_t bth_offset = 0;
+  /// IP packet length: frame bytes from the IP header through the ICRC.
+  uint16_t ip_packet_len = 0;
+
+  constexpr bool has(ExtHdr h) const { return info != nullptr && info->has(h); }
+};
+
+/// Parses and validates one frame, ICRC included. On kOk *out is filled; on a drop *out is
+/// unspecified. Never reads outside frame.
+DropReason parse(std::span<const uint8_t> frame, ParsedPacket* out);
+
+/// Same as parse() but stops before the ICRC check: fills *out and returns kOk when every other
+/// check passes. Pair with check_icrc() (e.g. to fuse the payload ICRC with its copy).
+DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out);
+
+/// Checks the ICRC of a frame that parse_headers() accepted into pkt.
+/// Returns kOk or kBadIcrc.
+DropReason check_icrc(std::span<const uint8_t> frame, const ParsedPacket& pkt);
+
+}  // namespace uroce::wire
