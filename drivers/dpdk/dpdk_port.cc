@@ -1,0 +1,287 @@
+/**
+ * @file dpdk_port.cc
+ * @brief DpdkPort: uroce::Port over rte_eth_rx_burst/rte_eth_tx_burst (see dpdk_port.h).
+ *
+ * TX: begin_frame() hands out the data area of a fresh mbuf; end_frame() appends it to a
+ * pending burst of kBurst; flush() calls rte_eth_tx_burst and keeps what the PMD did not take
+ * for the next flush (no frame is leaked, nothing blocks). A full pending burst or an empty
+ * pool makes begin_frame() return nullptr after one flush attempt.
+ * RX: rte_eth_rx_burst of up to kBurst; multi-segment mbufs are copied into one buffer; the
+ * destination MAC is filtered in software (our unicast, broadcast, our ND multicast groups,
+ * the PFC group); ARP and ND go to Neighbors; the rest to the FrameHandler; mbufs are freed.
+ * Units: bytes; link speed in bit/s (DPDK reports Mb/s).
+ */
+#include "dpdk/dpdk_port.h"
+
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <ctime>
+#include <mutex>
+#include <vector>
+
+#include "dpdk/eal.h"
+#include "dpdk/neighbors.h"
+
+namespace uroce::dpdk {
+
+namespace {
+
+constexpr uint16_t kRingSize = 1024;       ///< descriptors per RX/TX queue
+constexpr unsigned kPoolSize = 4095;       ///< mbufs per port (2^n - 1 is optimal for rings)
+constexpr unsigned kPoolCache = 128;       ///< per-lcore mbuf cache
+constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
+constexpr uint8_t kPfcGroup[6] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
+
+std::mutex g_open_mu;  ///< serialises ethdev set-up and tear-down
+std::atomic<unsigned> g_pool_seq{0};
+
+Timestamp monotonic_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return Timestamp{static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};
+}
+
+class DpdkPort final : public Port {
+ public:
+  DpdkPort(uint16_t port_id, rte_mempool* pool, rte_device* device, MacAddr mac,
+           size_t max_frame, const config::Device& dev)
+      : port_id_(port_id),
+        pool_(pool),
+        device_(device),
+        mac_(mac),
+        max_frame_(max_frame),
+        neighbors_(mac, dev.addresses, dev.neighbors) {
+    scratch_.resize(max_frame_);
+  }
+
+  ~DpdkPort() override {
+    std::lock_guard<std::mutex> lock(g_open_mu);
+    if (cur_) rte_pktmbuf_free(cur_);
+    rte_pktmbuf_free_bulk(pending_, static_cast<unsigned>(npending_));
+    rte_eth_dev_stop(port_id_);
+    rte_eth_dev_close(port_id_);
+    if (device_) rte_dev_remove(device_);
+    rte_mempool_free(pool_);
+  }
+
+  Neighbors& neighbors() { return neighbors_; }
+
+  // TxSink
+  uint8_t* begin_frame(size_t max_len) override {
+    if (max_len > max_frame_) return nullptr;
+    if (!cur_) {
+      if (npending_ == kBurst) {
+        flush();
+        if (npending_ == kBurst) return nullptr;
+      }
+      cur_ = rte_pktmbuf_alloc(pool_);
+      if (!cur_) {
+        flush();  // frames the PMD has sent return their mbufs to the pool
+        return nullptr;
+      }
+    }
+    return rte_pktmbuf_mtod(cur_, uint8_t*);
+  }
+
+  void end_frame(size_t len, const TxMeta& /*meta*/) override {
+    if (!cur_) return;
+    cur_->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
+    cur_->pkt_len = cur_->data_len;
+    pending_[npending_++] = cur_;
+    cur_ = nullptr;
+    if (npending_ == kBurst) flush();
+  }
+
+  // Port
+  void flush() override {
+    if (npending_ == 0) return;
+    uint16_t sent = rte_eth_tx_burst(port_id_, 0, pending_, static_cast<uint16_t>(npending_));
+    if (sent == 0) return;
+    std::memmove(pending_, pending_ + sent, (npending_ - sent) * sizeof(rte_mbuf*));
+    npending_ -= sent;
+  }
+
+  size_t rx_burst(FrameHandler& h, size_t max) override {
+    size_t total = 0;
+    bool replied = false;
+    while (total < max) {
+      rte_mbuf* bufs[kBurst];
+      uint16_t want = static_cast<uint16_t>(std::min(max - total, kBurst));
+      uint16_t n = rte_eth_rx_burst(port_id_, 0, bufs, want);
+      if (n == 0) break;
+      Timestamp now{};
+      for (uint16_t i = 0; i < n; ++i) {
+        rte_mbuf* m = bufs[i];
+        const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
+        size_t len = m->pkt_len;
+        if (m->nb_segs > 1) {
+          if (len > scratch_.size()) scratch_.resize(len);
+          data = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, static_cast<uint32_t>(len),
+                                                              scratch_.data()));
+        }
+        if (!data || len < 14) continue;
+        bool pfc = std::memcmp(data, kPfcGroup, 6) == 0;
+        if (!pfc && !neighbors_.accepts_dst(data)) continue;
+        std::span<const uint8_t> frame(data, len);
+        if (now.ns == 0) now = monotonic_now();
+        size_t before = npending_;
+        if (neighbors_.on_frame(frame, now, *this)) {
+          replied |= npending_ != before;
+          continue;
+        }
+        h.on_frame(frame, RxMeta{});
+      }
+      rte_pktmbuf_free_bulk(bufs, n);
+      total += n;
+      if (n < want) break;
+    }
+    if (replied) flush();
+    return total;
+  }
+
+  MacAddr mac() const override { return mac_; }
+  size_t max_frame_len() const override { return max_frame_; }
+
+  uint64_t link_speed_bps() const override {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port_id_, &link) != 0 || link.link_speed == 0 ||
+        link.link_speed == RTE_ETH_SPEED_NUM_UNKNOWN)
+      return kDefaultSpeedBps;
+    return uint64_t{link.link_speed} * 1'000'000ull;
+  }
+
+  bool resolve(const Gid& ip, MacAddr* mac) override {
+    size_t before = npending_;
+    bool ok = neighbors_.resolve(ip, mac, monotonic_now(), *this);
+    if (npending_ != before) flush();
+    return ok;
+  }
+
+ private:
+  uint16_t port_id_;
+  rte_mempool* pool_;
+  rte_device* device_;
+  MacAddr mac_;
+  size_t max_frame_;
+  Neighbors neighbors_;
+  rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
+  rte_mbuf* pending_[kBurst] = {};   ///< frames ended, not yet taken by the PMD
+  size_t npending_ = 0;
+  std::vector<uint8_t> scratch_;     ///< linear copy of a multi-segment frame
+};
+
+std::string fail(const config::Device& dev, const std::string& what, std::string* err) {
+  *err = "device " + dev.name + " (port \"" + dev.port + "\"): " + what;
+  return *err;
+}
+
+std::string dpdk_error(int rc) { return rte_strerror(rc < 0 ? -rc : rc); }
+
+}  // namespace
+
+std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err) {
+  std::string e;
+  if (!ensure_eal(dev, &e)) {
+    fail(dev, e, err);
+    return nullptr;
+  }
+  uint16_t port_id;
+  if (!probe_port(dev.port, &port_id, &e)) {
+    fail(dev, e, err);
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(g_open_mu);
+  rte_eth_dev_info info{};
+  int rc = rte_eth_dev_info_get(port_id, &info);
+  if (rc != 0) {
+    fail(dev, "rte_eth_dev_info_get: " + dpdk_error(rc), err);
+    return nullptr;
+  }
+  rte_device* device = info.device;
+  // On any failure below the device is removed again, so a later open starts clean.
+  auto give_up = [&](const std::string& what) -> std::unique_ptr<Port> {
+    fail(dev, what, err);
+    rte_eth_dev_close(port_id);
+    if (device) rte_dev_remove(device);
+    return nullptr;
+  };
+
+  const size_t max_frame = dev.mtu + kRoceOverhead;
+  const uint32_t l3_mtu = static_cast<uint32_t>(max_frame - 14);
+  uint32_t port_max_frame = info.max_rx_pktlen;
+  if (info.max_mtu != UINT16_MAX && info.max_mtu != 0)
+    port_max_frame = std::min<uint32_t>(port_max_frame, info.max_mtu + 14u);
+  if (port_max_frame < max_frame) {
+    uint32_t fits = 256;
+    while (fits * 2 + kRoceOverhead <= port_max_frame) fits *= 2;
+    return give_up("mtu " + std::to_string(dev.mtu) + " needs frames of " +
+                   std::to_string(max_frame) + " bytes but " + info.driver_name +
+                   " allows at most " + std::to_string(port_max_frame) +
+                   "; allowed: mtu <= " + std::to_string(port_max_frame >= 256 + kRoceOverhead ? fits : 0));
+  }
+
+  char pool_name[RTE_MEMPOOL_NAMESIZE];
+  std::snprintf(pool_name, sizeof pool_name, "uroce_p%u_%u", port_id, g_pool_seq++);
+  const uint16_t data_room =
+      static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<size_t>(2048, (max_frame + 127) & ~size_t{127}));
+  rte_mempool* pool = rte_pktmbuf_pool_create(pool_name, kPoolSize, kPoolCache, 0, data_room,
+                                              static_cast<int>(rte_eth_dev_socket_id(port_id)) < 0
+                                                  ? SOCKET_ID_ANY
+                                                  : rte_eth_dev_socket_id(port_id));
+  if (!pool) return give_up("cannot create the mbuf pool: " + dpdk_error(rte_errno));
+  auto give_up_pool = [&](const std::string& what) {
+    auto r = give_up(what);
+    rte_mempool_free(pool);
+    return r;
+  };
+
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = l3_mtu;
+  rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  if (rc != 0) return give_up_pool("rte_eth_dev_configure (mtu " + std::to_string(l3_mtu) + "): " + dpdk_error(rc));
+  uint16_t nb_rxd = kRingSize, nb_txd = kRingSize;
+  rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
+  int socket = rte_eth_dev_socket_id(port_id);
+  if (socket < 0) socket = SOCKET_ID_ANY;
+  rc = rte_eth_rx_queue_setup(port_id, 0, nb_rxd, static_cast<unsigned>(socket), nullptr, pool);
+  if (rc != 0) return give_up_pool("rte_eth_rx_queue_setup: " + dpdk_error(rc));
+  rc = rte_eth_tx_queue_setup(port_id, 0, nb_txd, static_cast<unsigned>(socket), nullptr);
+  if (rc != 0) return give_up_pool("rte_eth_tx_queue_setup: " + dpdk_error(rc));
+
+  rte_ether_addr ea{};
+  if (dev.mac) {
+    std::memcpy(ea.addr_bytes, dev.mac->b.data(), 6);
+    // Not every PMD can change its address; the software filter uses the configured one anyway.
+    if (rte_eth_dev_default_mac_addr_set(port_id, &ea) != 0)
+      rte_eth_promiscuous_enable(port_id);  // a NIC must then not filter it out
+  }
+  rc = rte_eth_dev_start(port_id);
+  if (rc != 0) return give_up_pool("rte_eth_dev_start: " + dpdk_error(rc));
+  if (!dev.mac) rte_eth_macaddr_get(port_id, &ea);
+  if (!dev.mac || rte_eth_promiscuous_get(port_id) != 1) rte_eth_promiscuous_disable(port_id);
+  MacAddr mac;
+  std::memcpy(mac.b.data(), ea.addr_bytes, 6);
+
+  auto port = std::make_unique<DpdkPort>(port_id, pool, device, mac, max_frame, dev);
+  // ND needs the all-nodes and solicited-node groups; vdevs without a filter ignore this.
+  std::vector<rte_ether_addr> mc;
+  for (const MacAddr& m : port->neighbors().multicast_macs()) {
+    rte_ether_addr a;
+    std::memcpy(a.addr_bytes, m.b.data(), 6);
+    mc.push_back(a);
+  }
+  if (rte_eth_dev_set_mc_addr_list(port_id, mc.data(), static_cast<uint32_t>(mc.size())) != 0)
+    rte_eth_allmulticast_enable(port_id);
+  port->neighbors().announce(*port);
+  port->flush();
+  return port;
+}
+
+}  // namespace uroce::dpdk

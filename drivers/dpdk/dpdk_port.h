@@ -1,0 +1,36 @@
+/**
+ * @file dpdk_port.h
+ * @brief uroce::Port on a DPDK ethdev: any vdev (net_memif, net_af_packet, net_af_xdp,
+ * net_pcap, net_ring, ...) or a PCI NIC, named by a device's `port` string.
+ *
+ * open_dpdk_port() starts EAL at the first call (eal.h), creates the device, a mempool sized
+ * for the RoCE MTU, one RX and one TX queue, and answers ARP/ND for the device's addresses
+ * itself (neighbors.h). What each PMD allows here is in drivers/dpdk/PMDS.md.
+ *
+ * Frame size: max_frame_len() = mtu + kRoceOverhead (Ethernet + 802.1Q + IPv6 + UDP + BTH +
+ * the largest extended header + ICRC + pad), e.g. 1152 bytes for mtu 1024, 4224 for 4096.
+ * Units: bytes, bits per second.
+ */
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "common/port.h"
+#include "config/config.h"
+
+namespace uroce::dpdk {
+
+/// Bytes a RoCEv2 frame may add to its payload: Ethernet 14 + 802.1Q 4 + IPv6 40 + UDP 8 +
+/// BTH 12 + AtomicETH 28 (the largest extended header) + ICRC 4 + pad 3, rounded up to 128.
+inline constexpr size_t kRoceOverhead = 128;
+
+/// Frames per RX/TX burst, and the size of the pending TX array.
+inline constexpr size_t kBurst = 32;
+
+/// Opens the DPDK port of dev. On failure returns nullptr and sets *err to one line naming
+/// the device, the port and the problem (and, for a too-large mtu, what the PMD allows).
+std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err);
+
+}  // namespace uroce::dpdk

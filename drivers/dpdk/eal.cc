@@ -1,0 +1,138 @@
+/**
+ * @file eal.cc
+ * @brief EAL start (once, under a mutex) and device probing; see eal.h.
+ *
+ * The runtime folder EAL creates under /var/run/dpdk/<file-prefix> is removed right after
+ * start: the prefix is unique to this process, no secondary process ever attaches, and so
+ * nothing is left behind when the program exits or is killed.
+ */
+#include "dpdk/eal.h"
+
+#include <rte_bus.h>
+#include <rte_dev.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "dpdk/eal_args.h"
+
+namespace uroce::dpdk {
+
+namespace {
+
+std::mutex g_mu;
+bool g_started = false;
+std::string g_error;                 ///< set when the one EAL start failed
+std::vector<std::string> g_args;     ///< argv of the start (kept alive: EAL may keep pointers)
+std::vector<char*> g_argv;
+
+std::string read_text(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream os;
+  os << in.rdbuf();
+  return os.str();
+}
+
+std::string process_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return "";
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpu_list(cpus);
+}
+
+EalPlan make_plan(const config::Device& dev) {
+  EalPlan plan;
+  auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  char prefix[64];
+  std::snprintf(prefix, sizeof prefix, "uroce-%d-%llx", static_cast<int>(getpid()),
+                static_cast<unsigned long long>(ns) & 0xffffffull);
+  plan.file_prefix = prefix;
+  std::vector<config::Device> devices;
+  std::string ignored;
+  if (auto cfg = config::load(&ignored))
+    for (auto& d : cfg->devices)
+      if (d.port != "loopback" && d.port != dev.port) devices.push_back(d);
+  devices.insert(devices.begin(), dev);
+  std::vector<std::vector<std::string>> seen_extra;
+  for (const config::Device& d : devices) {
+    if (is_pci_port(d.port)) plan.pci.push_back(d.port);
+    if (!d.eal.empty() &&
+        std::find(seen_extra.begin(), seen_extra.end(), d.eal) == seen_extra.end()) {
+      seen_extra.push_back(d.eal);
+      plan.extra.insert(plan.extra.end(), d.eal.begin(), d.eal.end());
+    }
+  }
+  // 128 MB of free hugepages at least, or the pools may not fit: else run without them.
+  plan.hugepages = free_hugepage_bytes(read_text("/proc/meminfo")) >= (128ull << 20) &&
+                   hugetlbfs_mounted(read_text("/proc/mounts"));
+  plan.cpus = process_cpus();
+  if (const char* lvl = std::getenv("UROCE_DPDK_LOG"); lvl && *lvl) plan.log_level = lvl;
+  return plan;
+}
+
+}  // namespace
+
+bool ensure_eal(const config::Device& dev, std::string* err) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_started) return true;
+  if (!g_error.empty()) {
+    *err = g_error;
+    return false;
+  }
+  EalPlan plan = make_plan(dev);
+  g_args = build_eal_args(plan);
+  g_argv.clear();
+  for (std::string& s : g_args) g_argv.push_back(s.data());
+  g_argv.push_back(nullptr);
+  int rc = rte_eal_init(static_cast<int>(g_args.size()), g_argv.data());
+  if (rc < 0) {
+    std::string cmd;
+    for (const std::string& s : g_args) cmd += " " + s;
+    g_error = "DPDK EAL failed to start: " + std::string(rte_strerror(rte_errno)) +
+              " (EAL args:" + cmd + "; set UROCE_DPDK_LOG=debug for details)";
+    *err = g_error;
+    return false;
+  }
+  g_started = true;
+  std::error_code ec;
+  std::filesystem::remove_all(std::string(rte_eal_get_runtime_dir()), ec);
+  return true;
+}
+
+std::vector<std::string> eal_args_used() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  return g_started ? g_args : std::vector<std::string>{};
+}
+
+bool probe_port(const std::string& port, uint16_t* port_id, std::string* err) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  std::string name = port.substr(0, port.find(','));
+  if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) == 0) return true;
+  int rc = rte_dev_probe(port.c_str());
+  if (rc < 0) {
+    *err = "DPDK cannot create port \"" + port + "\": " + std::string(rte_strerror(-rc)) +
+           " (set UROCE_DPDK_LOG=debug for the PMD's reason)";
+    return false;
+  }
+  if (rte_eth_dev_get_port_by_name(name.c_str(), port_id) != 0) {
+    *err = "DPDK created \"" + port + "\" but it has no ethdev port named \"" + name + "\"";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace uroce::dpdk
