@@ -318,6 +318,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "raw_link: port setup failed\n");
     return 2;
   }
+  std::printf("RAW ready role=%s\n", o.role.c_str());  // the harness starts the peer now
+  std::fflush(stdout);
   int rc = 0;
   if (o.role == "tx") rc = run_tx(port, pool, o);
   else if (o.role == "rx") rc = run_rx(port, o);

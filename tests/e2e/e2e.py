@@ -1,0 +1,372 @@
+#!/usr/bin/python3
+"""uroce's end-to-end tests: Debian 12's own, unmodified ibverbs-utils and perftest binaries (and
+the project's programs) as two processes over uroce, on a memif pair or a veth pair between two
+network namespaces (tests/e2e/lib/links.py explains the addressing).
+
+  e2e.py --build <dir> list          one line per case: name<TAB>labels<TAB>timeout
+  e2e.py --build <dir> run <case>    runs one case; exit 0 = pass
+  e2e.py --build <dir> run-all [--labels REGEX]
+
+tests/e2e/CMakeLists.txt registers every case of `list` with ctest. Case names read
+<link>.<program>.<variant>; links: memif, af_packet, af_xdp (veth) and pcap (veth, net_pcap,
+traffic captured and checked by tshark and scapy). Labels: e2e, the link's family (memif or veth),
+and `long` for everything beyond the short default set (memif defaults plus one veth and one
+pcap case), so that a plain `ctest -LE long` stays within a few minutes on 2 cores.
+"""
+
+import argparse
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
+
+import links  # noqa: E402
+import pair as pairmod  # noqa: E402
+from pair import DEVICE, GID_INDEX, Pair, fail  # noqa: E402
+
+MIB = 1 << 20
+
+# An error line in any side's output fails the case (perftest and the pingpongs print these).
+ERROR_RE = re.compile(r"(?i)(\berror\b|\bfailed\b|\bfailure\b|couldn't|could not|\bunable\b|"
+                      r"not supported|unsupported|segmentation|aborted|\bcore dumped\b)")
+
+
+class Case:
+    def __init__(self, name, kind, link, labels, timeout, **kw):
+        self.name, self.kind, self.link, self.labels, self.timeout = name, kind, link, labels, timeout
+        self.kw = kw
+
+
+def link_family(link):
+    return "memif" if link == "memif" else "veth"
+
+
+def link_mtu(link):
+    """RoCE path MTU per link: memif carries 4096; af_packet on a veth tops out at 1518-byte
+    frames (reference/dpdk.md), so the veth links use 1024."""
+    return 4096 if link == "memif" else 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# The case table.
+
+PINGPONGS = ["ibv_rc_pingpong", "ibv_uc_pingpong", "ibv_ud_pingpong", "ibv_srq_pingpong"]
+PERFTESTS = ["ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_atomic_bw",
+             "ib_write_lat", "ib_read_lat", "ib_send_lat", "ib_atomic_lat"]
+
+
+def pingpong_variants(tool, link):
+    mtu = link_mtu(link)
+    if tool == "ibv_ud_pingpong":
+        # UD messages fit one packet: -s up to the path MTU (the tool refuses more). Its default
+        # size (2048) needs a 2048+ MTU, so the default case runs on memif only.
+        v = {"s1": ["-s", "1"], f"s{mtu}": ["-s", str(mtu)], "e": ["-e", "-s", str(mtu)],
+             "chk": ["-c", "-s", str(mtu)]}
+        if mtu >= 2048:
+            v = {"default": [], **v}
+        return v
+    iters_1m = ["-n", "20"] if tool == "ibv_srq_pingpong" else ["-n", "100"]
+    return {"default": [], "s1": ["-s", "1"], "s4096": ["-s", "4096"],
+            "s1M": ["-s", str(MIB)] + iters_1m, "e": ["-e"], "chk": ["-c", "-s", "4096"]}
+
+
+def perftest_variants(tool):
+    bw = tool.endswith("_bw")
+    v = {"default": [],
+         # every size 2 B .. 8 MiB: few iterations per size keep it bounded
+         "a": ["-a", "-n", "20" if bw else "50"],
+         "q4": ["-q", "4"] if bw else None,   # perftest's latency tests run one QP only
+         "old": ["--use_old_post_send"]}
+    if tool.startswith("ib_atomic"):
+        v["a"] = None  # atomics are 8 bytes; perftest refuses -a for them
+    return {k: a for k, a in v.items() if a is not None}
+
+
+SHORT = {  # the default (not `long`) set beyond the memif defaults
+    "af_packet.ibv_rc_pingpong.default", "af_packet.ib_write_bw.default",
+    "pcap.ibv_rc_pingpong.s4096",
+}
+
+
+def all_cases():
+    cases = []
+
+    def add(name, kind, link, timeout, **kw):
+        labels = ["e2e", link_family(link)] + ([link] if link != "memif" else [])
+        default_set = (link == "memif" and name.endswith(".default")) or name in SHORT or \
+            kw.pop("short", False)
+        if not default_set:
+            labels.append("long")
+        cases.append(Case(name, kind, link, labels, timeout, **kw))
+
+    for link in ("memif", "af_packet", "af_xdp", "pcap"):
+        add(f"{link}.ibv_devices.default", "devices", link, 60)
+        add(f"{link}.ibv_devinfo.default", "devinfo", link, 60)
+        # af_xdp is the veth variant: its defaults only; af_packet carries the full matrix.
+        only_default = link == "af_xdp"
+        for tool in PINGPONGS:
+            for var, args in pingpong_variants(tool, link).items():
+                if only_default and var not in ("default", "s1024"):
+                    continue
+                add(f"{link}.{tool}.{var}", "pingpong", link, 300 if "1M" in var else 120,
+                    tool=tool, args=args)
+        for tool in PERFTESTS:
+            for var, args in perftest_variants(tool).items():
+                if only_default and var != "default":
+                    continue
+                if link == "pcap":
+                    # Captured runs stay small so that scapy checks every frame in seconds.
+                    args = args + (["-n", "20"] if "-n" not in args else [])
+                    if tool.endswith("_bw") and var != "a":
+                        args += ["-s", "4096"]
+                add(f"{link}.{tool}.{var}", "perftest", link, 300 if var == "a" else 120,
+                    tool=tool, args=args)
+    for link in ("memif", "af_packet"):
+        add(f"{link}.uroce_verify.default", "verify", link, 120, short=True)
+        add(f"{link}.peer_kill.default", "peer_kill", link, 120, short=(link == "memif"))
+    return cases
+
+
+# ---------------------------------------------------------------------------------------------
+# Output checks.
+
+PINGPONG_RE = re.compile(r"(\d+) bytes in ([\d.]+) seconds = ([\d.]+) Mbit/sec")
+
+
+def check_pingpong(out):
+    m = PINGPONG_RE.findall(out)
+    if not m:
+        return "no 'bytes in .. seconds = .. Mbit/sec' line"
+    if float(m[-1][2]) <= 0:
+        return f"zero throughput: {m[-1]}"
+    return None
+
+
+def perftest_rows(out):
+    """The numeric rows of perftest's result table."""
+    rows, in_table = [], False
+    for line in out.splitlines():
+        if line.strip().startswith("#bytes"):
+            in_table = True
+            continue
+        if in_table:
+            parts = line.split()
+            try:
+                rows.append([float(x) for x in parts])
+            except ValueError:
+                if line.startswith("---"):
+                    in_table = False
+    return [r for r in rows if len(r) >= 5]
+
+
+def check_perftest(tool, out, variant_args):
+    rows = perftest_rows(out)
+    if not rows:
+        return "no result table"
+    for r in rows:
+        # bw: #bytes #iterations BW_peak BW_average MsgRate; lat: #bytes #iter t_min t_max t_typical ...
+        figure = r[3] if tool.endswith("_bw") else r[4]
+        if figure <= 0:
+            return f"zero figure in row {r}"
+    if "-a" in variant_args and len(rows) < 20:
+        return f"-a printed {len(rows)} sizes, expected 2 B .. 8 MiB"
+    return None
+
+
+def error_lines(text):
+    return [ln for ln in text.splitlines() if ERROR_RE.search(ln)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Runners.
+
+def tool_path(name, build):
+    """System binaries by name; the project's programs from <build>/bin."""
+    local = os.path.join(build, "bin", name)
+    return local if os.path.exists(local) else name
+
+
+def run_two(case, link, build, server_args, client_args, port, check):
+    p = Pair(link, build)
+    srv, cli = p.run(server_args, client_args + [link.oob_host()], port, case.timeout - 10)
+    outs = [s.output() if s else "" for s in p.sides]
+    if p.timed_out:
+        return fail(f"{case.name}: timed out", p), p
+    if srv != 0 or cli != 0:
+        return fail(f"{case.name}: exit codes server={srv} client={cli}", p), p
+    errs = error_lines(outs[0]) + error_lines(outs[1])
+    if errs:
+        return fail(f"{case.name}: error lines: {errs[:3]}", p), p
+    problem = check(outs)
+    if problem:
+        return fail(f"{case.name}: {problem}", p), p
+    print(f"PASS {case.name}")
+    print(outs[1])
+    return 0, p
+
+
+def run_pingpong(case, link, build):
+    port = pairmod.free_tcp_port()
+    base = [case.kw["tool"], "-d", DEVICE, "-i", "1", "-g", str(GID_INDEX), "-p", str(port)]
+    base += case.kw["args"]
+
+    def check(outs):
+        return check_pingpong(outs[0]) or check_pingpong(outs[1])
+    return run_two(case, link, build, base, base, port, check)[0]
+
+
+def run_perftest(case, link, build):
+    port = pairmod.free_tcp_port()
+    tool = case.kw["tool"]
+    base = [tool, "-d", DEVICE, "-i", "1", "-x", str(GID_INDEX), "-p", str(port)]
+    base += case.kw["args"]
+    return run_two(case, link, build, base, base, port,
+                   lambda outs: check_perftest(tool, outs[1], case.kw["args"]))[0]
+
+
+def run_single(case, link, build, argv, patterns):
+    p = Pair(link, build)
+    s = p.start(0, argv)
+    rc = s.wait(case.timeout - 10)
+    out = s.output()
+    if rc is None:
+        p.timed_out = True
+        p.stop_all()
+        return fail(f"{case.name}: timed out", p)
+    if rc != 0:
+        return fail(f"{case.name}: exit code {rc}", p)
+    if error_lines(out):
+        return fail(f"{case.name}: error lines {error_lines(out)[:3]}", p)
+    for pat in patterns:
+        if not re.search(pat, out):
+            return fail(f"{case.name}: output lacks /{pat}/", p)
+    print(f"PASS {case.name}\n{out}")
+    return 0
+
+
+def run_devices(case, link, build):
+    return run_single(case, link, build, ["ibv_devices"], [rf"\n\s*{DEVICE}\s+[0-9a-f]{{16}}"])
+
+
+def run_devinfo(case, link, build):
+    a = links.ROCE_ADDR[0]
+    return run_single(case, link, build, ["ibv_devinfo", "-v"], [
+        rf"hca_id:\s+{DEVICE}", r"link_layer:\s+Ethernet", r"transport:\s+InfiniBand",
+        r"active_mtu:\s+\d+ \(\d\)", rf"GID\[\s*0\]:\s+::ffff:{re.escape(a)}, RoCE v2"])
+
+
+class Capture:
+    """dumpcap on side 0's data veth while a case runs."""
+
+    def __init__(self, link, path):
+        self.path = path
+        self.log = path + ".log"
+        self.proc = subprocess.Popen(
+            link.wrap(0) + ["dumpcap", "-i", link.data_if[0], "-w", path],
+            stdout=subprocess.DEVNULL, stderr=open(self.log, "w"))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            with open(self.log) as f:
+                if "Capturing on" in f.read():
+                    return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)  # polling dumpcap's "Capturing on" with a deadline
+        raise RuntimeError(f"dumpcap did not start: {open(self.log).read()}")
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGINT)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def run_captured(case, link, build, inner):
+    import roce_pcap
+    cap_path = os.path.join(link_tmp(), f"{case.name}.pcapng")
+    cap = Capture(link, cap_path)
+    try:
+        rc = inner(case, link, build)
+    finally:
+        cap.stop()
+    if rc != 0:
+        return rc
+    ok1, m1 = roce_pcap.check_tshark(cap_path)
+    ok2, m2 = roce_pcap.check_icrc(cap_path)
+    print(m1)
+    print(m2)
+    if not (ok1 and ok2):
+        return fail(f"{case.name}: capture {cap_path} does not check out: {m1}; {m2}")
+    return 0
+
+
+def link_tmp():
+    d = os.environ.get("UROCE_E2E_TMP", "/tmp/uroce-e2e")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+def run_verify(case, link, build):
+    prog = os.path.join(build, "bin", "uroce_verify")
+    if not os.path.exists(prog):
+        return fail(f"{case.name}: {prog} is not built (examples/uroce_verify)")
+    port = pairmod.free_tcp_port()
+    args = [prog, "--device", DEVICE, "--gid-index", str(GID_INDEX), "--port", str(port)]
+    return run_two(case, link, build, args, args, port, lambda outs: None)[0]
+
+
+def run_peer_kill(case, link, build):
+    import peer_kill
+    return peer_kill.run(case, link, build)
+
+
+RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
+           "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill}
+
+
+def run_case(case, build):
+    with links.make_link(case.link, link_mtu(case.link)) as link:
+        runner = RUNNERS[case.kind]
+        if case.link == "pcap" and case.kind in ("pingpong", "perftest"):
+            return run_captured(case, link, build, runner)
+        return runner(case, link, build)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", required=True, help="the build folder (holds lib/ and bin/)")
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("list")
+    r = sub.add_parser("run")
+    r.add_argument("case")
+    ra = sub.add_parser("run-all")
+    ra.add_argument("--labels", default="")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    cases = {c.name: c for c in all_cases()}
+    if a.cmd == "list":
+        for c in cases.values():
+            print(f"{c.name}\t{','.join(c.labels)}\t{c.timeout}")
+        return 0
+    if a.cmd == "run":
+        if a.case not in cases:
+            print(f"unknown case {a.case}", file=sys.stderr)
+            return 2
+        return run_case(cases[a.case], build)
+    failed = []
+    for c in cases.values():
+        if a.labels and not re.search(a.labels, ";".join(c.labels)):
+            continue
+        if run_case(c, build) != 0:
+            failed.append(c.name)
+    print(f"{len(failed)} failed: {failed}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

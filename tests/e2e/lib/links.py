@@ -1,0 +1,200 @@
+"""Two-host links for uroce's end-to-end tests: a memif pair, or veth pairs between two network
+namespaces that this module creates and removes itself.
+
+A link has two sides (0 = server, 1 = client). For each side it gives
+  - the DPDK port string of the uroce device (the `port` key of the TOML config),
+  - the command prefix that runs a program on that side (`ip netns exec <ns>` or nothing),
+  - the address the programs' out-of-band TCP exchange uses (perftest/pingpong's socket).
+
+Addresses (all from 198.18.0.0/15, the benchmarking range):
+  - RoCE (owned by uroce in userspace, never given to the kernel): 198.18.0.1/15, 198.18.0.2/15.
+  - Out-of-band TCP: memif runs both processes in the caller's namespace over 127.0.0.1; veth
+    runs them in two namespaces joined by a SECOND veth pair with kernel addresses
+    198.19.<n>.1/24 and 198.19.<n>.2/24. The veth pair DPDK drives has no kernel IP address
+    (the DESIGN's rule): the kernel must not answer ARP or send ICMP for uroce's addresses, and
+    the programs' TCP must not share the wire uroce measures.
+
+Cleanup: VethLink removes its namespaces on close(), on normal exit, and on SIGTERM/SIGINT/
+SIGHUP; names carry the creating pid, and namespaces of dead creators are removed on start.
+"""
+
+import atexit
+import os
+import re
+import signal
+import subprocess
+import tempfile
+
+PREFIX = "ue2e"  # every namespace/interface this module creates starts with this
+ROCE_ADDR = ["198.18.0.1", "198.18.0.2"]
+ROCE_PREFIX_LEN = 15
+MACS = ["02:00:5e:18:00:01", "02:00:5e:18:00:02"]
+
+
+def sh(*args, check=True):
+    """Runs a command, returns its stdout; raises with its stderr when check fails."""
+    p = subprocess.run(list(args), capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)}: {p.stderr.strip()}")
+    return p.stdout
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+def remove_stale_namespaces():
+    """Deletes namespaces left by earlier runs whose process has died (e.g. SIGKILLed)."""
+    for line in sh("ip", "netns", "list", check=False).splitlines():
+        m = re.match(rf"({PREFIX}(\d+)[ab]\w*)", line)
+        if m and not _pid_alive(int(m.group(2))):
+            sh("ip", "netns", "del", m.group(1), check=False)
+
+
+class Link:
+    name = "?"
+    mtu = 1024  # the RoCE path MTU written to both configs
+
+    def port(self, side):
+        raise NotImplementedError
+
+    def wrap(self, side):
+        """Command prefix that runs a program on `side`."""
+        return []
+
+    def oob_host(self):
+        """Address of the server side for the programs' TCP exchange."""
+        return "127.0.0.1"
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class MemifLink(Link):
+    """net_memif between two processes of this namespace; the socket lives in a temp dir."""
+
+    name = "memif"
+
+    def __init__(self, mtu=4096, tmpdir=None):
+        self.mtu = mtu
+        self.dir = tmpdir or tempfile.mkdtemp(prefix="ue2e-memif-")
+        self.sock = os.path.join(self.dir, "memif.sock")
+
+    def port(self, side):
+        role = "server" if side == 0 else "client"
+        # bsize: memif buffers big enough for one 4096-MTU RoCE frame (4096 + 74 bytes).
+        return f"net_memif0,role={role},socket={self.sock},bsize=8192"
+
+
+class VethLink(Link):
+    """Two namespaces, a veth pair DPDK drives (no kernel IP) and a veth pair for TCP.
+
+    pmd: "af_packet", "af_xdp" or "pcap" (net_pcap with iface=).
+    """
+
+    _counter = 0
+
+    def __init__(self, pmd="af_packet", mtu=1024):
+        remove_stale_namespaces()
+        VethLink._counter += 1
+        self.pmd = pmd
+        self.name = pmd
+        self.mtu = mtu
+        tag = f"{PREFIX}{os.getpid()}"
+        n = VethLink._counter
+        self.ns = [f"{tag}a{n}", f"{tag}b{n}"]
+        # Interface names are at most 15 characters: keep them short and unique per run.
+        short = f"u{os.getpid() % 100000}{n}"
+        self.data_if = [f"{short}d0", f"{short}d1"]
+        self.oob_if = [f"{short}o0", f"{short}o1"]
+        self.oob_addr = [f"198.19.{n % 250 + 1}.1", f"198.19.{n % 250 + 1}.2"]
+        self._closed = False
+        _register_cleanup(self)
+        try:
+            self._create()
+        except Exception:
+            self.close()
+            raise
+
+    def _create(self):
+        for ns in self.ns:
+            sh("ip", "netns", "add", ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+        for ifs in (self.data_if, self.oob_if):
+            sh("ip", "link", "add", ifs[0], "type", "veth", "peer", "name", ifs[1])
+            for side in (0, 1):
+                sh("ip", "link", "set", ifs[side], "netns", self.ns[side])
+        for side in (0, 1):
+            ns = self.ns[side]
+            d = self.data_if[side]
+            # The DPDK-driven end: up, no IP, no IPv6 autoconf, no kernel chatter on it.
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{d}.disable_ipv6=1")
+            sh("ip", "-n", ns, "link", "set", d, "address", MACS[side])
+            sh("ip", "-n", ns, "link", "set", d, "mtu", str(self.frame_mtu()))
+            sh("ip", "-n", ns, "link", "set", d, "up")
+            o = self.oob_if[side]
+            sh("ip", "-n", ns, "addr", "add", f"{self.oob_addr[side]}/24", "dev", o)
+            sh("ip", "-n", ns, "link", "set", o, "up")
+
+    def frame_mtu(self):
+        """The kernel MTU of the data veth: fits a RoCE frame of the path MTU (IP + UDP + BTH +
+        RETH + ICRC = mtu + 60 bytes, rounded up), but never below 1500."""
+        return max(1500, self.mtu + 128)
+
+    def port(self, side):
+        return f"net_{self.pmd}0,iface={self.data_if[side]}"
+
+    def wrap(self, side):
+        return ["ip", "netns", "exec", self.ns[side]]
+
+    def oob_host(self):
+        return self.oob_addr[0]
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        for ns in self.ns:
+            sh("ip", "netns", "del", ns, check=False)
+
+
+_live = []
+
+
+def _register_cleanup(link):
+    if not _live:
+        atexit.register(_cleanup_all)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(sig, _on_signal)
+    _live.append(link)
+
+
+def _cleanup_all():
+    while _live:
+        _live.pop().close()
+
+
+def _on_signal(signum, _frame):
+    _cleanup_all()
+    raise SystemExit(128 + signum)
+
+
+def make_link(name, mtu=None):
+    """memif | af_packet | af_xdp | pcap -> an open Link (close it, or use `with`)."""
+    if name == "memif":
+        return MemifLink(mtu=mtu or 4096)
+    if name in ("af_packet", "af_xdp", "pcap"):
+        return VethLink(pmd=name, mtu=mtu or 1024)
+    raise ValueError(f"unknown link {name}")
