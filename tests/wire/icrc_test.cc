@@ -1,0 +1,157 @@
+/**
+ * @file icrc_test.cc
+ * @brief ICRC (IBA Annex 17 §A17.3.3) and the byte-exact CNP vector of reference/dcqcn.md §3.1
+ * (libconntrack-cm tests/test_cnp.cpp, from the Mellanox "RoCEv2 CNP Packet Format Example").
+ */
+#include "transport/wire/icrc.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "transport/wire/build.h"
+#include "transport/wire/parse.h"
+#include "wire_test_util.h"
+
+namespace uroce::wire {
+namespace {
+
+using test::hex;
+using test::unhex;
+
+// IP(src=22.22.22.8, dst=22.22.22.7, id=0x98c6, flags=DF, ttl=0x20, tos=0x89)/
+// UDP(sport=56238, dport=4791, chksum=0)/cnp(dqpn=0xd2)
+const char* kCnpVector =
+    "4589003C 98C64000 20116927 16161608 16161607 DBAE12B7 00280000 8100FFFF 400000D2 00000000"
+    "00000000 00000000 00000000 00000000 DAFC1BEF";
+
+FrameSpec cnp_spec() {
+  FrameSpec s;
+  s.src_mac = {{0x02, 0, 0, 0, 0, 0x08}};
+  s.dst_mac = {{0x02, 0, 0, 0, 0, 0x07}};
+  s.src_ip = Gid::from_ipv4(0x16161608);
+  s.dst_ip = Gid::from_ipv4(0x16161607);
+  s.ip_id = 0x98c6;
+  s.ttl = 0x20;
+  s.dscp = 0x89 >> 2;
+  s.ecn = 0x89 & 3;
+  s.udp_sport = 56238;
+  s.pkey = 0xffff;
+  s.dest_qpn = Qpn(0xd2);
+  return s;
+}
+
+std::vector<uint8_t> with_ethernet(const std::vector<uint8_t>& ip_packet) {
+  static const uint8_t kEth[14] = {0x02, 0, 0, 0, 0, 0x07, 0x02, 0, 0, 0, 0, 0x08, 0x08, 0x00};
+  std::vector<uint8_t> f(14 + ip_packet.size());
+  std::memcpy(f.data(), kEth, 14);
+  std::memcpy(f.data() + 14, ip_packet.data(), ip_packet.size());
+  return f;
+}
+
+TEST(Crc32, IsaLMatchesZlib) {
+  std::mt19937 rng(42);
+  for (size_t len : {0u, 1u, 3u, 7u, 8u, 15u, 16u, 63u, 64u, 65u, 1000u, 1024u, 4096u, 9000u}) {
+    std::vector<uint8_t> b(len);
+    for (auto& x : b) x = static_cast<uint8_t>(rng());
+    const uint32_t z = static_cast<uint32_t>(crc32(0, b.data(), static_cast<uInt>(len)));
+    EXPECT_EQ(crc32_update(kCrc32Init, b), z) << len;
+    // Incremental: any split point gives the same value.
+    for (size_t cut : {size_t{0}, len / 3, len / 2, len}) {
+      const uint32_t a = crc32_update(kCrc32Init, std::span<const uint8_t>(b).first(cut));
+      EXPECT_EQ(crc32_update(a, std::span<const uint8_t>(b).subspan(cut)), z) << len << "/" << cut;
+    }
+  }
+  const uint8_t check[] = {'1', '2', '3', '4', '5', '6', '7', '8', '9'};
+  EXPECT_EQ(crc32_update(kCrc32Init, check), 0xcbf43926u);
+}
+
+TEST(CnpVector, BuilderProducesTheVectorByteForByte) {
+  std::vector<uint8_t> buf(128);
+  const size_t len = build_cnp(cnp_spec(), buf);
+  ASSERT_EQ(len, 14u + 60u);
+  const std::vector<uint8_t> ip(buf.begin() + 14, buf.begin() + static_cast<long>(len));
+  EXPECT_EQ(hex(ip), hex(unhex(kCnpVector)));
+  // IP checksum 0x6927, ICRC DA FC 1B EF (zlib value 0xEF1BFCDA).
+  EXPECT_EQ(ip[10], 0x69);
+  EXPECT_EQ(ip[11], 0x27);
+  EXPECT_EQ(load_icrc(ip.data() + 56), 0xef1bfcdau);
+}
+
+TEST(CnpVector, ParsesAndDecodes) {
+  const auto f = with_ethernet(unhex(kCnpVector));
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kOk);
+  EXPECT_EQ(p.opcode, Opcode::kCnp);
+  EXPECT_TRUE(p.becn);
+  EXPECT_FALSE(p.fecn);
+  EXPECT_EQ(p.dest_qpn, Qpn(0xd2));
+  EXPECT_EQ(p.psn, Psn(0));
+  EXPECT_EQ(p.pkey, 0xffff);
+  EXPECT_EQ(p.dscp, 34);
+  EXPECT_EQ(p.ecn, 1);
+  EXPECT_EQ(p.ttl, 0x20);
+  EXPECT_EQ(p.ip_id, 0x98c6);
+  EXPECT_EQ(p.udp_sport, 56238);
+  EXPECT_EQ(p.src_ip, Gid::from_ipv4(0x16161608));
+  EXPECT_EQ(p.dst_ip, Gid::from_ipv4(0x16161607));
+  EXPECT_TRUE(p.payload.empty());
+}
+
+TEST(CnpVector, CorruptingAnInvariantByteFailsTheIcrc) {
+  // Byte offsets in the IP packet: 20+8 = BTH; 28+2 = P_Key, 28+7 = DestQP low byte,
+  // 28+12.. reserved, the UDP source port (20).
+  for (size_t at : {30u, 35u, 40u, 55u, 20u}) {
+    auto f = with_ethernet(unhex(kCnpVector));
+    f[14 + at] ^= 0x01;
+    ParsedPacket p;
+    EXPECT_EQ(parse(f, &p), DropReason::kBadIcrc) << at;
+    EXPECT_EQ(drop_counter(DropReason::kBadIcrc), Counter::rx_icrc_encapsulated);
+  }
+  // The ICRC itself.
+  auto f = with_ethernet(unhex(kCnpVector));
+  f.back() ^= 0x80;
+  ParsedPacket p;
+  EXPECT_EQ(parse(f, &p), DropReason::kBadIcrc);
+}
+
+TEST(CnpVector, VariantFieldsMayChange) {
+  // Receive the CNP with TOS, TTL (and so the IP checksum), UDP checksum and FECN/BECN rewritten
+  // (Expect: still valid, the ICRC masks them).
+  auto f = with_ethernet(unhex(kCnpVector));
+  f[14 + 1] = 0x03;   // TOS: DSCP 0, CE
+  f[14 + 8] = 0x01;   // TTL
+  f[14 + 26] = 0x12;  // UDP checksum
+  f[14 + 27] = 0x34;
+  f[14 + 28 + 4] = 0x80;  // FECN set, BECN cleared
+  test::reseal_ipv4(f);   // recomputes the IP checksum; the ICRC comes out unchanged
+  EXPECT_EQ(hex(std::span<const uint8_t>(f).last(4)), "dafc1bef");
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kOk);
+  EXPECT_EQ(p.ecn, 3);
+  EXPECT_EQ(p.ttl, 1);
+  EXPECT_TRUE(p.fecn);
+  EXPECT_FALSE(p.becn);
+}
+
+TEST(Icrc, HeaderPartThenPayloadEqualsWhole) {
+  FrameLayout l;
+  auto s = test::default_spec(Opcode::kRcRdmaWriteMiddle);
+  auto f = test::build_frame(s, 4096, &l);
+  ASSERT_FALSE(f.empty());
+  const uint8_t* l3 = f.data() + l.l3_offset;
+  uint32_t crc = icrc_pseudo_header(l3, 20);
+  crc = crc32_update(crc, std::span<const uint8_t>(f).subspan(l.payload_offset, 4096));
+  EXPECT_EQ(crc, load_icrc(f.data() + f.size() - 4));
+  // finish_icrc() writes what the incremental path produced.
+  std::vector<uint8_t> g = f;
+  g[g.size() - 1] = 0;
+  finish_icrc(g, g.size(), crc);
+  EXPECT_EQ(g, f);
+}
+
+}  // namespace
+}  // namespace uroce::wire

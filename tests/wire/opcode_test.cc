@@ -1,0 +1,123 @@
+/**
+ * @file opcode_test.cc
+ * @brief Opcode table (IBA Vol 1 §9.2.1 table 37, §9.3; Annex 17 §A17.9.3) consistency tests.
+ */
+#include "transport/wire/opcode.h"
+
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+namespace uroce::wire {
+namespace {
+
+// An Opcode, an integer and a HdrMask/OpFlags must not stand in for one another.
+static_assert(!std::is_constructible_v<HdrMask, Opcode>);
+static_assert(!std::is_convertible_v<Opcode, HdrMask>);
+static_assert(!std::is_constructible_v<HdrMask, uint16_t>);
+static_assert(!std::is_constructible_v<HdrMask, int>);
+static_assert(!std::is_constructible_v<OpFlags, Opcode>);
+static_assert(!std::is_constructible_v<OpFlags, HdrMask>);
+static_assert(!std::is_constructible_v<HdrMask, OpFlags>);
+static_assert(!std::is_convertible_v<Opcode, uint8_t>);
+template <typename Set, typename Elem>
+concept HasWith = requires(Set s, Elem e) { s.has(e); };
+template <typename A, typename B>
+concept Orable = requires(A a, B b) { a | b; };
+static_assert(HasWith<HdrMask, ExtHdr> && HasWith<OpFlags, OpFlag>);
+static_assert(!HasWith<HdrMask, Opcode> && !HasWith<HdrMask, OpFlag> && !HasWith<HdrMask, int>);
+static_assert(!HasWith<OpFlags, ExtHdr> && !HasWith<OpFlags, Opcode>);
+static_assert(Orable<HdrMask, HdrMask> && !Orable<HdrMask, Opcode> && !Orable<HdrMask, OpFlags>);
+
+TEST(OpcodeTable, PayloadOffsetEqualsLengthForEveryOpcode) {
+  int defined = 0;
+  for (int v = 0; v < 256; ++v) {
+    const OpcodeInfo& i = kOpcodeTable[v];
+    if (!i.valid) {
+      EXPECT_EQ(i.length, 0) << v;
+      EXPECT_TRUE(i.hdrs.empty()) << v;
+      continue;
+    }
+    ++defined;
+    EXPECT_EQ(i.offset_of(ExtHdr::kPayload), i.length) << i.name;
+    // Present headers are laid out back to back, in wire order, after the 12-byte BTH.
+    size_t off = 12;
+    for (size_t h = 0; h + 1 < kExtHdrCount; ++h) {
+      if (!i.has(static_cast<ExtHdr>(h))) continue;
+      EXPECT_EQ(i.offset[h], off) << i.name << " hdr " << h;
+      off += kExtHdrSize[h];
+    }
+    EXPECT_EQ(off, i.length) << i.name;
+    EXPECT_LE(i.length, kMaxTransportHeaderLen) << i.name;
+  }
+  // 23 RC + 12 UC + 2 UD + CNP.
+  EXPECT_EQ(defined, 38);
+}
+
+TEST(OpcodeTable, ServiceFlagMatchesOpcodeTopBits) {
+  for (int v = 0; v < 256; ++v) {
+    const OpcodeInfo& i = kOpcodeTable[v];
+    if (!i.valid) continue;
+    const int service = v >> 5;  // 0 RC, 1 UC, 3 UD, 4 CNP
+    EXPECT_EQ(i.is(OpFlag::kRc), service == 0) << i.name;
+    EXPECT_EQ(i.is(OpFlag::kUc), service == 1) << i.name;
+    EXPECT_EQ(i.is(OpFlag::kUd), service == 3) << i.name;
+    EXPECT_EQ(i.is(OpFlag::kCnp), service == 4) << i.name;
+    EXPECT_EQ(i.name.substr(0, 3), service == 0 ? "RC_" : service == 1 ? "UC_" : service == 3 ? "UD_" : "CNP");
+    if (service == 4) continue;
+    // Exactly one position and one direction.
+    const int positions = i.is(OpFlag::kFirst) + i.is(OpFlag::kMiddle) + i.is(OpFlag::kLast) +
+                          i.is(OpFlag::kOnly);
+    EXPECT_EQ(positions, 1) << i.name;
+    EXPECT_NE(i.is(OpFlag::kRequest), i.is(OpFlag::kResponse)) << i.name;
+    // IMM <=> ImmDt present, INV <=> IETH present.
+    EXPECT_EQ(i.is(OpFlag::kImm), i.has(ExtHdr::kImmDt)) << i.name;
+    EXPECT_EQ(i.is(OpFlag::kInv), i.has(ExtHdr::kIeth)) << i.name;
+    // RETH exactly on WRITE first/only and READ request.
+    EXPECT_EQ(i.has(ExtHdr::kReth),
+              i.is(OpFlag::kReadRequest) || (i.is(OpFlag::kWrite) && i.is_start()))
+        << i.name;
+    // DETH exactly on UD.
+    EXPECT_EQ(i.has(ExtHdr::kDeth), i.is(OpFlag::kUd)) << i.name;
+    // Sends always consume a receive WQE; writes only with immediate.
+    if (i.is(OpFlag::kSend)) {
+      EXPECT_TRUE(i.is(OpFlag::kRwqe)) << i.name;
+    }
+    if (i.is(OpFlag::kWrite)) {
+      EXPECT_EQ(i.is(OpFlag::kRwqe), i.is(OpFlag::kImm)) << i.name;
+    }
+  }
+}
+
+TEST(OpcodeTable, KeyRows) {
+  // Receive: values straight from IBA table 37.
+  EXPECT_EQ(static_cast<int>(Opcode::kRcSendFirst), 0x00);
+  EXPECT_EQ(static_cast<int>(Opcode::kRcRdmaWriteMiddle), 0x07);
+  EXPECT_EQ(static_cast<int>(Opcode::kRcRdmaReadRequest), 0x0c);
+  EXPECT_EQ(static_cast<int>(Opcode::kRcAcknowledge), 0x11);
+  EXPECT_EQ(static_cast<int>(Opcode::kRcFetchAdd), 0x14);
+  EXPECT_EQ(static_cast<int>(Opcode::kRcSendOnlyWithInvalidate), 0x17);
+  EXPECT_EQ(static_cast<int>(Opcode::kUcRdmaWriteOnlyWithImmediate), 0x2b);
+  EXPECT_EQ(static_cast<int>(Opcode::kUdSendOnly), 0x64);
+  EXPECT_EQ(static_cast<int>(Opcode::kCnp), 0x81);
+
+  const OpcodeInfo& rr = opcode_info(Opcode::kRcRdmaReadResponseFirst);
+  EXPECT_TRUE(rr.has(ExtHdr::kAeth));
+  EXPECT_TRUE(rr.has_payload());
+  EXPECT_TRUE(rr.is(OpFlag::kResponse));
+  EXPECT_FALSE(opcode_info(Opcode::kRcRdmaReadResponseMiddle).has(ExtHdr::kAeth));
+  const OpcodeInfo& aa = opcode_info(Opcode::kRcAtomicAcknowledge);
+  EXPECT_EQ(aa.offset_of(ExtHdr::kAeth), 12);
+  EXPECT_EQ(aa.offset_of(ExtHdr::kAtomicAckEth), 16);
+  EXPECT_FALSE(aa.has_payload());
+  const OpcodeInfo& ud = opcode_info(Opcode::kUdSendOnlyWithImmediate);
+  EXPECT_EQ(ud.offset_of(ExtHdr::kDeth), 12);
+  EXPECT_EQ(ud.offset_of(ExtHdr::kImmDt), 20);
+  EXPECT_EQ(ud.offset_of(ExtHdr::kPayload), 24);
+  EXPECT_EQ(to_string(Opcode::kRcSendLastWithImmediate), "RC_SEND_LAST_WITH_IMMEDIATE");
+  EXPECT_EQ(to_string(static_cast<Opcode>(0x15)), "UNKNOWN");
+  EXPECT_FALSE(is_known(static_cast<Opcode>(0x40)));  // RD is not supported
+}
+
+}  // namespace
+}  // namespace uroce::wire

@@ -1,0 +1,268 @@
+/**
+ * @file tshark_test.cc
+ * @brief Frames our builder makes, written to a pcap: tshark (Wireshark 4.0, InfiniBand over
+ * UDP 4791) must decode them with the same field values, and scapy (scapy_frames.py check)
+ * must find every ICRC correct.
+ */
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <sstream>
+#include <vector>
+
+#include "subprocess_util.h"
+#include "transport/wire/build.h"
+#include "transport/wire/parse.h"
+#include "wire_test_util.h"
+
+namespace uroce::wire {
+namespace {
+
+struct Built {
+  FrameSpec spec;
+  std::vector<uint8_t> frame;
+  size_t payload_len;
+};
+
+std::vector<Built> frames_to_check() {
+  std::vector<Built> v;
+  const Opcode ops[] = {
+      Opcode::kRcSendFirst, Opcode::kRcSendMiddle, Opcode::kRcSendLastWithImmediate,
+      Opcode::kRcSendOnly, Opcode::kRcSendOnlyWithInvalidate, Opcode::kRcRdmaWriteFirst,
+      Opcode::kRcRdmaWriteMiddle, Opcode::kRcRdmaWriteLast, Opcode::kRcRdmaWriteOnlyWithImmediate,
+      Opcode::kRcRdmaReadRequest, Opcode::kRcRdmaReadResponseFirst,
+      Opcode::kRcRdmaReadResponseMiddle, Opcode::kRcRdmaReadResponseOnly, Opcode::kRcAcknowledge,
+      Opcode::kRcAtomicAcknowledge, Opcode::kRcCompareSwap, Opcode::kRcFetchAdd,
+      Opcode::kUcSendOnlyWithImmediate, Opcode::kUcRdmaWriteOnly, Opcode::kUdSendOnly,
+      Opcode::kUdSendOnlyWithImmediate};
+  uint32_t k = 0;
+  for (bool ipv6 : {false, true}) {
+    for (Opcode op : ops) {
+      FrameSpec s = test::default_spec(op, ipv6);
+      ++k;
+      s.psn = Psn(0xfff000 + k);
+      s.dest_qpn = Qpn(0x10000 + k);
+      s.se = (k & 1) != 0;
+      s.ackreq = (k & 2) != 0;
+      s.pkey = static_cast<uint16_t>(0x8000 + k);
+      s.udp_sport = static_cast<uint16_t>(0xc000 + k);
+      s.vlan = (k % 5) == 0;
+      s.pcp = 5;
+      s.vid = 42;
+      s.dscp = static_cast<uint8_t>(k % 64);
+      s.ecn = static_cast<uint8_t>(k % 4);
+      const size_t n = opcode_info(op).has_payload() ? 17 + k : 0;
+      v.push_back({s, test::build_frame(s, n), n});
+    }
+  }
+  return v;
+}
+
+void write_pcap(const std::string& path, const std::vector<Built>& frames) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  const uint32_t gh[] = {0xa1b2c3d4u, 0x00040002u, 0, 0, 65535, 1 /* LINKTYPE_ETHERNET */};
+  std::fwrite(gh, sizeof(gh), 1, f);
+  uint32_t t = 0;
+  for (const auto& b : frames) {
+    const uint32_t rh[] = {1700000000u, t++, static_cast<uint32_t>(b.frame.size()),
+                           static_cast<uint32_t>(b.frame.size())};
+    std::fwrite(rh, sizeof(rh), 1, f);
+    std::fwrite(b.frame.data(), 1, b.frame.size(), f);
+  }
+  std::fclose(f);
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    char tmpl[] = "/tmp/uroce-wire-XXXXXX";
+    path_ = mkdtemp(tmpl) ? tmpl : "";
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+uint64_t num(const std::string& s) {
+  if (s == "True") return 1;
+  if (s == "False") return 0;
+  return std::stoull(s, nullptr, 0);
+}
+
+/// FT_BYTES fields ("11:22:33:44" or "11223344") as a number.
+uint64_t bytes_num(const std::string& s) {
+  uint64_t v = 0;
+  for (uint8_t b : test::unhex(s)) v = v << 8 | b;
+  return v;
+}
+
+const char* kFields[] = {
+    "frame.protocols", "infiniband.bth.opcode", "infiniband.bth.se", "infiniband.bth.m",
+    "infiniband.bth.padcnt", "infiniband.bth.tver", "infiniband.bth.p_key",
+    "infiniband.bth.destqp", "infiniband.bth.a", "infiniband.bth.psn", "infiniband.reth.va",
+    "infiniband.reth.r_key", "infiniband.reth.dmalen", "infiniband.aeth.syndrome",
+    "infiniband.aeth.msn", "infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
+    "infiniband.atomicacketh.origremdt", "infiniband.immdt", "infiniband.ieth",
+    "infiniband.deth.q_key", "infiniband.deth.srcqp", "infiniband.invariant.crc",
+    "udp.srcport", "udp.dstport", "ip.checksum.status", "vlan.priority", "vlan.id"};
+enum Col {
+  kProtocols, kOpcode, kSe, kM, kPad, kTver, kPkey, kDestQp, kAckReq, kPsn, kRethVa,
+  kRethRkey, kRethLen, kAethSyn, kAethMsn, kSwap, kCmp, kOrig, kImm, kIeth, kQkey, kSrcQp,
+  kIcrc, kSport, kDport, kIpCsum, kVlanPcp, kVlanId, kNumCols
+};
+
+TEST(Tshark, DecodesOurFramesWithTheSameFields) {
+  UROCE_REQUIRE_TSHARK();
+  static_assert(sizeof(kFields) / sizeof(kFields[0]) == kNumCols);
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  const auto frames = frames_to_check();
+  const std::string pcap = dir.path() + "/built.pcap";
+  write_pcap(pcap, frames);
+
+  std::string cmd = std::string(UROCE_TSHARK) +
+                    " -n -o ip.check_checksum:TRUE -r " + pcap +
+                    " -T fields -E separator=/t -E occurrence=f";
+  for (const char* f : kFields) cmd += std::string(" -e ") + f;
+  cmd += " 2>/dev/null";
+  std::string out;
+  ASSERT_EQ(test::run_capture(cmd, &out), 0) << cmd;
+  std::vector<std::string> rows;
+  {
+    std::istringstream in(out);
+    std::string l;
+    while (std::getline(in, l)) rows.push_back(l);
+  }
+  ASSERT_EQ(rows.size(), frames.size()) << out;
+
+  for (size_t i = 0; i < frames.size(); ++i) {
+    const FrameSpec& s = frames[i].spec;
+    const OpcodeInfo& info = opcode_info(s.opcode);
+    SCOPED_TRACE(testing::Message() << "frame " << i << " " << info.name << " : " << rows[i]);
+    std::vector<std::string> c;
+    {
+      std::string cell;
+      std::istringstream in(rows[i]);
+      while (std::getline(in, cell, '\t')) c.push_back(cell);
+      c.resize(kNumCols);
+    }
+    EXPECT_NE(c[kProtocols].find("udp:infiniband"), std::string::npos) << c[kProtocols];
+    EXPECT_EQ(num(c[kOpcode]), static_cast<uint64_t>(s.opcode));
+    EXPECT_EQ(num(c[kSe]), s.se);
+    EXPECT_EQ(num(c[kM]), s.migreq);
+    EXPECT_EQ(num(c[kPad]), (4 - frames[i].payload_len % 4) % 4);
+    EXPECT_EQ(num(c[kTver]), 0u);
+    EXPECT_EQ(num(c[kPkey]), s.pkey);
+    EXPECT_EQ(num(c[kDestQp]), s.dest_qpn.value());
+    EXPECT_EQ(num(c[kAckReq]), s.ackreq);
+    EXPECT_EQ(num(c[kPsn]), s.psn.value());
+    EXPECT_EQ(num(c[kSport]), s.udp_sport);
+    EXPECT_EQ(num(c[kDport]), 4791u);
+    if (!s.src_ip.is_ipv4_mapped()) {
+      EXPECT_TRUE(c[kIpCsum].empty());
+    } else {
+      EXPECT_EQ(num(c[kIpCsum]), 1u) << "IPv4 checksum status (1 = good)";
+    }
+    if (s.vlan) {
+      EXPECT_EQ(num(c[kVlanPcp]), s.pcp);
+      EXPECT_EQ(num(c[kVlanId]), s.vid);
+    }
+    if (info.has(ExtHdr::kReth)) {
+      EXPECT_EQ(num(c[kRethVa]), s.reth.va);
+      EXPECT_EQ(num(c[kRethRkey]), s.reth.rkey);
+      EXPECT_EQ(num(c[kRethLen]), s.reth.dma_len);
+    }
+    if (info.has(ExtHdr::kAeth)) {
+      EXPECT_EQ(num(c[kAethSyn]), s.aeth.syndrome);
+      EXPECT_EQ(num(c[kAethMsn]), s.aeth.msn.value());
+    } else {
+      EXPECT_TRUE(c[kAethSyn].empty());
+    }
+    if (info.has(ExtHdr::kAtomicEth)) {
+      EXPECT_EQ(num(c[kSwap]), s.atomic_eth.swap_add);
+      EXPECT_EQ(num(c[kCmp]), s.atomic_eth.compare);
+    }
+    if (info.has(ExtHdr::kAtomicAckEth)) {
+      EXPECT_EQ(num(c[kOrig]), s.atomic_ack_orig);
+    }
+    if (info.has(ExtHdr::kImmDt)) {
+      EXPECT_EQ(bytes_num(c[kImm]), s.imm);
+    } else {
+      EXPECT_TRUE(c[kImm].empty());
+    }
+    if (info.has(ExtHdr::kIeth)) {
+      EXPECT_EQ(bytes_num(c[kIeth]), s.ieth_rkey);
+    }
+    if (info.has(ExtHdr::kDeth)) {
+      EXPECT_EQ(num(c[kQkey]), s.deth.qkey);
+      EXPECT_EQ(num(c[kSrcQp]), s.deth.src_qpn.value());
+    }
+    // tshark shows the ICRC as a big-endian read of the 4 wire bytes.
+    const uint8_t* ic = frames[i].frame.data() + frames[i].frame.size() - 4;
+    EXPECT_EQ(num(c[kIcrc]), load_be32(ic));
+  }
+}
+
+TEST(Tshark, ScapyFindsOurIcrcCorrect) {
+  UROCE_REQUIRE_SCAPY();
+  TempDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  auto frames = frames_to_check();
+  // Plus CNPs over IPv4 and IPv6.
+  for (bool ipv6 : {false, true}) {
+    Built b{test::default_spec(Opcode::kCnp, ipv6), std::vector<uint8_t>(128), 0};
+    b.frame.resize(build_cnp(b.spec, b.frame));
+    frames.push_back(b);
+  }
+  // Negative controls: one IPv4 and one IPv6 frame with a payload byte flipped; scapy must
+  // call these two bad (so "ok" above is not a tautology).
+  const size_t good = frames.size();
+  for (size_t src : {size_t{0}, good / 2}) {
+    Built b = frames[src];
+    b.frame[b.frame.size() - 6] ^= 0x40;
+    frames.push_back(b);
+  }
+  const std::string pcap = dir.path() + "/built.pcap";
+  write_pcap(pcap, frames);
+  std::string out;
+  const std::string cmd = std::string(UROCE_PYTHON3) + " " UROCE_WIRE_TEST_DIR
+                          "/scapy_frames.py check " + pcap + " 2>&1";
+  ASSERT_EQ(test::run_capture(cmd, &out), 0) << out;
+  size_t ok = 0, decoded = 0;
+  for (const auto& line : test::lines_of(out)) {
+    std::istringstream in(line);
+    std::string tag;
+    size_t idx;
+    in >> tag >> idx;
+    if (tag == "ICRC") {
+      std::string verdict;
+      in >> verdict;
+      EXPECT_EQ(verdict, idx < good ? "ok" : "bad") << line;
+      ok += verdict == "ok";
+    } else if (tag == "DECODE") {
+      ASSERT_LT(idx, frames.size());
+      const FrameSpec& s = frames[idx].spec;
+      auto kv = test::parse_kv(in);
+      EXPECT_EQ(num(kv["opcode"]), static_cast<uint64_t>(s.opcode)) << line;
+      EXPECT_EQ(num(kv["dqpn"]), s.dest_qpn.value()) << line;
+      const bool cnp = s.opcode == Opcode::kCnp;
+      EXPECT_EQ(num(kv["psn"]), cnp ? 0u : s.psn.value()) << line;
+      EXPECT_EQ(num(kv["becn"]), cnp ? 1u : s.becn) << line;
+      EXPECT_EQ(num(kv["pkey"]), s.pkey) << line;
+      ++decoded;
+    }
+  }
+  EXPECT_EQ(ok, good) << out;
+  EXPECT_EQ(decoded, frames.size());
+}
+
+}  // namespace
+}  // namespace uroce::wire
