@@ -121,6 +121,7 @@ void Link::finish(Frame&& f, Timestamp now) {
   queued_bytes_ -= wire_len_;
   ++stats_.sent;
   stats_.sent_bytes += f.size();
+  stats_.max_frame_bytes = std::max<uint64_t>(stats_.max_frame_bytes, f.size());
   int64_t arrive_ps = finish_ps_ + p_.propagation.ns * 1000;
 
   // Every impairment draws once per frame, whatever happens to the frame.
@@ -158,7 +159,7 @@ void Link::finish(Frame&& f, Timestamp now) {
     sim_.schedule(at, this, kArrive, std::move(f));
   }
 
-  if (want_space_ && can_accept(0)) {
+  if (want_space_) {
     want_space_ = false;
     if (observer_) observer_->on_space(now);
   }

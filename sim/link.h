@@ -71,6 +71,7 @@ struct LinkStats {
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t max_queue_bytes = 0; ///< high-water mark of queued bytes (all priorities)
+  uint64_t max_frame_bytes = 0; ///< longest frame sent (without FCS)
 };
 
 /// Hooks for the owner of the sending end (a host or a switch port).
@@ -79,7 +80,7 @@ class LinkObserver {
   virtual ~LinkObserver() = default;
   /// `frame` leaves its queue and starts serialisation at `now`.
   virtual void on_dequeue(Frame& frame, Timestamp now) { (void)frame, (void)now; }
-  /// A queue slot became free after a refused enqueue or a full queue.
+  /// A frame left the wire after a refused enqueue, a full queue or notify_when_space().
   virtual void on_space(Timestamp now) { (void)now; }
 };
 
@@ -98,6 +99,8 @@ class Link final : public EventHandler {
 
   /// True when a frame of `len` bytes fits within the queue limits now.
   bool can_accept(size_t len) const;
+  /// The observer's on_space() fires when the next frame leaves the wire.
+  void notify_when_space() { want_space_ = true; }
   /// Queues the frame under frame.priority (or the control queue when is_control). Returns
   /// false (frame recycled, tail_drops counted) when the limits refuse it.
   bool enqueue(Frame&& frame, Timestamp now);
