@@ -1,0 +1,300 @@
+/**
+ * @file cq.cc
+ * @brief Completion queues and completion channels: ibv_create_cq(3), ibv_create_cq_ex(3)
+ * (start_poll/next_poll/end_poll and the read_* accessors), ibv_resize_cq(3),
+ * ibv_req_notify_cq(3), ibv_create_comp_channel(3), ibv_get_cq_event(3).
+ *
+ * A completion channel's fd is the read end of a pipe: one byte per queued event, so it works
+ * with poll/epoll and with O_NONBLOCK set by the program. Events come from the engine's
+ * EngineObserver::on_cq_event (runtime.cc) once per arm (ibv_req_notify_cq).
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "verbs/objects.h"
+#include "verbs/symver.h"
+
+namespace uroce::verbs {
+
+namespace {
+
+constexpr int kMaxCqe = 1 << 20;
+constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+
+static_assert(static_cast<int>(transport::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);
+static_assert(static_cast<int>(transport::WcStatus::kRemAccessErr) == IBV_WC_REM_ACCESS_ERR);
+static_assert(static_cast<int>(transport::WcOpcode::kRecvRdmaWithImm) ==
+              IBV_WC_RECV_RDMA_WITH_IMM);
+static_assert(static_cast<int>(transport::WcOpcode::kFetchAdd) == IBV_WC_FETCH_ADD);
+static_assert(same_value(transport::kWcGrh, IBV_WC_GRH) &&
+              same_value(transport::kWcWithImm, IBV_WC_WITH_IMM) &&
+              same_value(transport::kWcWithInv, IBV_WC_WITH_INV));
+
+Cq* cqx(ibv_cq_ex* c) { return from_ibv<Cq>(c); }
+
+/// Pops one completion of cq into cq->cur; false when empty. drive: run progress first.
+bool pop_one(Cq* cq, bool drive) {
+  Runtime* rt = cq->ctx->rt;
+  std::lock_guard<std::mutex> g(rt->mu);
+  if (drive) drive_locked(rt);
+  transport::Cqe e;
+  if (rt->engine->poll_cq(cq->id, std::span<transport::Cqe>(&e, 1)) == 0) return false;
+  cq->cur = e;
+  cq->cq.status = static_cast<ibv_wc_status>(e.status);
+  cq->cq.wr_id = e.wr_id;
+  return true;
+}
+
+int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) {
+  if (attr && attr->comp_mask) return EINVAL;
+  return pop_one(cqx(c), true) ? 0 : ENOENT;
+}
+int next_poll(ibv_cq_ex* c) { return pop_one(cqx(c), false) ? 0 : ENOENT; }
+void end_poll(ibv_cq_ex*) {}
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cqx(c)->cur.opcode); }
+uint32_t read_vendor_err(ibv_cq_ex* c) { return cqx(c)->cur.vendor_err; }
+uint32_t read_byte_len(ibv_cq_ex* c) { return cqx(c)->cur.byte_len; }
+__be32 read_imm_data(ibv_cq_ex* c) { return cqx(c)->cur.imm_data; }
+uint32_t read_qp_num(ibv_cq_ex* c) { return cqx(c)->cur.qp_num; }
+uint32_t read_src_qp(ibv_cq_ex* c) { return cqx(c)->cur.src_qp; }
+unsigned int read_wc_flags(ibv_cq_ex* c) { return cqx(c)->cur.wc_flags; }
+uint32_t read_slid(ibv_cq_ex*) { return 0; }
+uint8_t read_sl(ibv_cq_ex* c) { return cqx(c)->cur.sl; }
+uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
+uint64_t read_completion_ts(ibv_cq_ex*) { return 0; }
+uint16_t read_cvlan(ibv_cq_ex*) { return 0; }
+uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
+void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* tm) { std::memset(tm, 0, sizeof *tm); }
+uint64_t read_completion_wallclock_ns(ibv_cq_ex*) { return 0; }
+
+Cq* create_cq_obj(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* channel,
+           int comp_vector, uint64_t wc_flags) {
+  Context* ctx = ctx_of(c);
+  if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || comp_vector >= c->num_comp_vectors) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (channel && channel->context != c) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto* cq = new Cq();
+  std::memset(&cq->cq, 0, sizeof cq->cq);
+  Runtime* rt = ctx->rt;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    auto r = rt->engine->create_cq(static_cast<uint32_t>(cqe));
+    if (!r) {
+      delete cq;
+      errno = r.status().code();
+      return nullptr;
+    }
+    cq->id = r.value();
+    rt->cqs[cq->id] = cq;
+  }
+  cq->ctx = ctx;
+  cq->channel = channel ? from_ibv<Channel>(channel) : nullptr;
+  if (cq->channel) {
+    cq->channel->cqs++;
+    __atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
+  }
+  cq->wc_flags = wc_flags;
+  ibv_cq_ex& x = cq->cq;
+  x.context = c;
+  x.channel = channel;
+  x.cq_context = cq_context;
+  x.handle = cq->id;
+  x.cqe = cqe;
+  pthread_mutex_init(&x.mutex, nullptr);
+  pthread_cond_init(&x.cond, nullptr);
+  x.start_poll = start_poll;
+  x.next_poll = next_poll;
+  x.end_poll = end_poll;
+  x.read_opcode = read_opcode;
+  x.read_vendor_err = read_vendor_err;
+  x.read_byte_len = read_byte_len;
+  x.read_imm_data = read_imm_data;
+  x.read_qp_num = read_qp_num;
+  x.read_src_qp = read_src_qp;
+  x.read_wc_flags = read_wc_flags;
+  x.read_slid = read_slid;
+  x.read_sl = read_sl;
+  x.read_dlid_path_bits = read_dlid_path_bits;
+  x.read_completion_ts = read_completion_ts;
+  x.read_cvlan = read_cvlan;
+  x.read_flow_tag = read_flow_tag;
+  x.read_tm_info = read_tm_info;
+  x.read_completion_wallclock_ns = read_completion_wallclock_ns;
+  ctx->children++;
+  return cq;
+}
+
+}  // namespace
+
+void to_wc(const transport::Cqe& c, ibv_wc* wc) {
+  wc->wr_id = c.wr_id;
+  wc->status = static_cast<ibv_wc_status>(c.status);
+  wc->opcode = static_cast<ibv_wc_opcode>(c.opcode);
+  wc->vendor_err = c.vendor_err;
+  wc->byte_len = c.byte_len;
+  wc->imm_data = c.imm_data;
+  wc->qp_num = c.qp_num;
+  wc->src_qp = c.src_qp;
+  wc->wc_flags = c.wc_flags;
+  wc->pkey_index = c.pkey_index;
+  wc->slid = 0;
+  wc->sl = c.sl;
+  wc->dlid_path_bits = 0;
+}
+
+int op_poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
+  if (n < 0) return -1;
+  Cq* cq = cq_of(c);
+  Runtime* rt = cq->ctx->rt;
+  constexpr int kBatch = 32;
+  transport::Cqe buf[kBatch];
+  std::lock_guard<std::mutex> g(rt->mu);
+  drive_locked(rt);
+  int done = 0;
+  while (done < n) {
+    size_t want = static_cast<size_t>(std::min(kBatch, n - done));
+    size_t got = rt->engine->poll_cq(cq->id, std::span<transport::Cqe>(buf, want));
+    for (size_t i = 0; i < got; ++i) to_wc(buf[i], &wc[done + static_cast<int>(i)]);
+    done += static_cast<int>(got);
+    if (got < want) break;
+  }
+  return done;
+}
+
+int op_req_notify_cq(ibv_cq* c, int solicited_only) {
+  Cq* cq = cq_of(c);
+  Runtime* rt = cq->ctx->rt;
+  std::lock_guard<std::mutex> g(rt->mu);
+  return rt->engine->req_notify_cq(cq->id, solicited_only != 0).code();
+}
+
+int op_modify_cq(ibv_cq*, ibv_modify_cq_attr* attr) {
+  if (!attr || attr->attr_mask == 0) return EINVAL;
+  return EOPNOTSUPP;  // no completion moderation
+}
+
+ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* a) {
+  if (!a || (a->comp_mask & ~uint32_t{IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD})) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (a->wc_flags & ~kSupportedWcFlags) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+      (a->flags & ~uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN})) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (a->cqe > static_cast<uint32_t>(kMaxCqe)) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  Cq* cq = create_cq_obj(c, static_cast<int>(a->cqe), a->cq_context, a->channel,
+                  static_cast<int>(a->comp_vector), a->wc_flags);
+  return cq ? &cq->cq : nullptr;
+}
+
+}  // namespace uroce::verbs
+
+using namespace uroce::verbs;  // NOLINT: C entry points below
+
+UROCE_EXPORT ibv_cq* uroce_create_cq_1_1(ibv_context* c, int cqe, void* cq_context,
+                                       ibv_comp_channel* channel, int comp_vector) {
+  Cq* cq = create_cq_obj(c, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS);
+  return cq ? cq->base() : nullptr;
+}
+UROCE_DEFAULT_VERSION(uroce_create_cq_1_1, ibv_create_cq, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_resize_cq_1_1(ibv_cq* c, int cqe) {
+  Cq* cq = cq_of(c);
+  if (cqe < 1 || cqe > (1 << 20)) return EINVAL;
+  Runtime* rt = cq->ctx->rt;
+  std::lock_guard<std::mutex> g(rt->mu);
+  uroce::Status s = rt->engine->resize_cq(cq->id, static_cast<uint32_t>(cqe));
+  if (!s) return s.code();
+  c->cqe = cqe;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_resize_cq_1_1, ibv_resize_cq, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_destroy_cq_1_1(ibv_cq* c) {
+  Cq* cq = cq_of(c);
+  Runtime* rt = cq->ctx->rt;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    uroce::Status s = rt->engine->destroy_cq(cq->id);
+    if (!s) return s.code();
+    rt->cqs.erase(cq->id);
+  }
+  if (cq->channel) {
+    std::lock_guard<std::mutex> g(cq->channel->mu);
+    std::erase(cq->channel->q, cq);
+    cq->channel->cqs--;
+    __atomic_sub_fetch(&cq->channel->ch.refcnt, 1, __ATOMIC_RELAXED);
+  }
+  cq->ctx->children--;
+  pthread_mutex_destroy(&cq->cq.mutex);
+  pthread_cond_destroy(&cq->cq.cond);
+  delete cq;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_destroy_cq_1_1, ibv_destroy_cq, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_get_cq_event_1_1(ibv_comp_channel* ch, ibv_cq** cq, void** cq_context) {
+  Channel* chan = from_ibv<Channel>(ch);
+  for (;;) {
+    uint8_t b;
+    ssize_t r = read(ch->fd, &b, 1);
+    if (r != 1) {
+      if (r < 0 && errno == EINTR) continue;
+      return -1;
+    }
+    std::lock_guard<std::mutex> g(chan->mu);
+    if (chan->q.empty()) continue;  // its CQ was destroyed meanwhile
+    Cq* c = chan->q.front();
+    chan->q.pop_front();
+    *cq = c->base();
+    *cq_context = c->cq.cq_context;
+    return 0;
+  }
+}
+UROCE_DEFAULT_VERSION(uroce_get_cq_event_1_1, ibv_get_cq_event, "IBVERBS_1.1");
+
+UROCE_EXPORT void uroce_ack_cq_events_1_1(ibv_cq* cq, unsigned int n) {
+  __atomic_add_fetch(&cq->comp_events_completed, n, __ATOMIC_RELAXED);
+}
+UROCE_DEFAULT_VERSION(uroce_ack_cq_events_1_1, ibv_ack_cq_events, "IBVERBS_1.1");
+
+UROCE_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* c) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return nullptr;
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  auto* ch = new Channel();
+  ch->ch.context = c;
+  ch->ch.fd = fds[0];
+  ch->ch.refcnt = 0;
+  ch->wr_fd = fds[1];
+  ctx_of(c)->children++;
+  return &ch->ch;
+}
+
+UROCE_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* c) {
+  Channel* ch = from_ibv<Channel>(c);
+  if (ch->cqs.load() > 0) return EBUSY;
+  ctx_of(c->context)->children--;
+  close(c->fd);
+  close(ch->wr_fd);
+  delete ch;
+  return 0;
+}

@@ -1,0 +1,271 @@
+/**
+ * @file device.cc
+ * @brief Device list, names, GUIDs, open/close, and async events (ibv_get_device_list(3),
+ * ibv_open_device(3), ibv_get_async_event(3)).
+ *
+ * Listing reads the configuration (lib/config: $UROCE_CONFIG, ./uroce.toml,
+ * /etc/uroce/uroce.toml, else the built-in loopback device uroce0) and opens no port, so a
+ * program that only lists devices starts no EAL. ibv_open_device opens the port and the
+ * engine (runtime.cc), shared by every context on the same device.
+ */
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "verbs/objects.h"
+#include "verbs/symver.h"
+
+namespace uroce::verbs {
+namespace {
+
+std::mutex& registry_mu() {
+  static std::mutex mu;
+  return mu;
+}
+
+/// Every device ever listed; never freed (programs keep ibv_device pointers).
+std::vector<DeviceEntry*>& registry() {
+  static auto* v = new std::vector<DeviceEntry*>();
+  return *v;
+}
+
+#ifndef UROCE_HAVE_CONFIG
+/// Used only while lib/config is not built: the built-in configuration of config.h.
+std::optional<config::Config> fallback_load(std::string*) {
+  config::Config c;
+  c.source = "built-in";
+  config::Device d;
+  config::Address a;
+  Gid::parse("198.18.0.1", &a.gid);
+  a.prefix = 15;
+  d.addresses.push_back(a);
+  c.devices.push_back(d);
+  return c;
+}
+#endif
+
+std::optional<config::Config> load_config(std::string* err) {
+#ifdef UROCE_HAVE_CONFIG
+  return config::load(err);
+#else
+  return fallback_load(err);
+#endif
+}
+
+/// A locally administered MAC from the device name (FNV-1a), used when none is configured.
+MacAddr name_mac(const std::string& name) {
+  uint64_t h = 1469598103934665603ull;
+  for (char ch : name) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+  MacAddr m;
+  m.b = {0x02, static_cast<uint8_t>(h >> 32), static_cast<uint8_t>(h >> 24),
+         static_cast<uint8_t>(h >> 16), static_cast<uint8_t>(h >> 8), static_cast<uint8_t>(h)};
+  return m;
+}
+
+/// EUI-64 of a MAC (flip the U/L bit, insert ff:fe), host order.
+uint64_t eui64(const MacAddr& m) {
+  uint8_t e[8] = {static_cast<uint8_t>(m.b[0] ^ 2), m.b[1], m.b[2], 0xff, 0xfe,
+                  m.b[3], m.b[4], m.b[5]};
+  uint64_t g = 0;
+  for (uint8_t x : e) g = (g << 8) | x;
+  return g;
+}
+
+void fill_entry(DeviceEntry* e, const config::Device& d, int index) {
+  e->cfg = d;
+  e->index = index;
+  e->guid = eui64(d.mac ? *d.mac : name_mac(d.name));
+  std::memset(&e->dev, 0, sizeof e->dev);
+  e->dev.node_type = IBV_NODE_CA;
+  e->dev.transport_type = IBV_TRANSPORT_IB;
+  std::snprintf(e->dev.name, sizeof e->dev.name, "%s", d.name.c_str());
+  std::snprintf(e->dev.dev_name, sizeof e->dev.dev_name, "uverbs%d", index);
+  std::snprintf(e->dev.dev_path, sizeof e->dev.dev_path, "/sys/class/infiniband_verbs/uverbs%d",
+                index);
+  std::snprintf(e->dev.ibdev_path, sizeof e->dev.ibdev_path, "/sys/class/infiniband/%s",
+                d.name.c_str());
+}
+
+DeviceEntry* entry_of(ibv_device* d) { return from_ibv<DeviceEntry>(d); }
+
+}  // namespace
+}  // namespace uroce::verbs
+
+using namespace uroce::verbs;  // NOLINT: C entry points below
+
+// ---- Device list --------------------------------------------------------------------------
+
+UROCE_EXPORT ibv_device** uroce_get_device_list_1_1(int* num) {
+  std::lock_guard<std::mutex> g(registry_mu());
+  std::string err;
+  auto cfg = load_config(&err);
+  if (!cfg) {
+    std::fprintf(stderr, "uroce: %s\n", err.c_str());
+    if (num) *num = 0;
+    errno = EINVAL;
+    return nullptr;
+  }
+  auto& reg = registry();
+  std::vector<DeviceEntry*> listed;
+  for (size_t i = 0; i < cfg->devices.size(); ++i) {
+    const auto& d = cfg->devices[i];
+    DeviceEntry* e = nullptr;
+    for (DeviceEntry* x : reg)
+      if (x->cfg.name == d.name) e = x;
+    if (!e) {
+      e = new DeviceEntry();
+      fill_entry(e, d, static_cast<int>(reg.size()));
+      reg.push_back(e);
+    } else if (!runtime_is_open(e)) {
+      fill_entry(e, d, e->index);
+    }
+    listed.push_back(e);
+  }
+  auto** out = static_cast<ibv_device**>(calloc(listed.size() + 1, sizeof(ibv_device*)));
+  if (!out) {
+    errno = ENOMEM;
+    return nullptr;
+  }
+  for (size_t i = 0; i < listed.size(); ++i) out[i] = &listed[i]->dev;
+  if (num) *num = static_cast<int>(listed.size());
+  return out;
+}
+UROCE_DEFAULT_VERSION(uroce_get_device_list_1_1, ibv_get_device_list, "IBVERBS_1.1");
+
+UROCE_EXPORT void uroce_free_device_list_1_1(ibv_device** list) { free(list); }
+UROCE_DEFAULT_VERSION(uroce_free_device_list_1_1, ibv_free_device_list, "IBVERBS_1.1");
+
+UROCE_EXPORT const char* uroce_get_device_name_1_1(ibv_device* d) {
+  return d ? d->name : nullptr;
+}
+UROCE_DEFAULT_VERSION(uroce_get_device_name_1_1, ibv_get_device_name, "IBVERBS_1.1");
+
+UROCE_EXPORT __be64 uroce_get_device_guid_1_1(ibv_device* d) {
+  return htobe64(entry_of(d)->guid);
+}
+UROCE_DEFAULT_VERSION(uroce_get_device_guid_1_1, ibv_get_device_guid, "IBVERBS_1.1");
+
+UROCE_EXPORT int ibv_get_device_index(ibv_device* d) { return d ? entry_of(d)->index : -1; }
+
+// ---- Open / close -------------------------------------------------------------------------
+
+UROCE_EXPORT ibv_context* uroce_open_device_1_1(ibv_device* d) {
+  if (!d) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  DeviceEntry* e = entry_of(d);
+  Runtime* rt = acquire_runtime(e);
+  if (!rt) return nullptr;
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) {
+    int saved = errno;
+    release_runtime(rt);
+    errno = saved;
+    return nullptr;
+  }
+  fcntl(fds[1], F_SETFL, O_NONBLOCK);
+  auto* ctx = new Context();
+  std::memset(&ctx->vctx, 0, sizeof ctx->vctx);
+  ctx->dev = e;
+  ctx->rt = rt;
+  ctx->async_wr = fds[1];
+  fill_ops(ctx);
+  ctx->vctx.sz = sizeof(verbs_context);
+  ibv_context* c = ctx->ibv();
+  c->device = d;
+  c->cmd_fd = -1;
+  c->async_fd = fds[0];
+  c->num_comp_vectors = 1;
+  c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+  pthread_mutex_init(&c->mutex, nullptr);
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    rt->contexts.push_back(ctx);
+  }
+  // The port is up as soon as it is open.
+  ibv_async_event ev{};
+  ev.event_type = IBV_EVENT_PORT_ACTIVE;
+  ev.element.port_num = 1;
+  ctx->push_async(ev);
+  return c;
+}
+UROCE_DEFAULT_VERSION(uroce_open_device_1_1, ibv_open_device, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
+  Context* ctx = ctx_of(c);
+  if (ctx->children.load() > 0) {
+    errno = EBUSY;
+    return -1;
+  }
+  Runtime* rt = ctx->rt;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    std::erase(rt->contexts, ctx);
+  }
+  release_runtime(rt);
+  close(c->async_fd);
+  close(ctx->async_wr);
+  pthread_mutex_destroy(&c->mutex);
+  delete ctx;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_close_device_1_1, ibv_close_device, "IBVERBS_1.1");
+
+// ---- Async events -------------------------------------------------------------------------
+
+UROCE_EXPORT int uroce_get_async_event_1_1(ibv_context* c, ibv_async_event* ev) {
+  Context* ctx = ctx_of(c);
+  for (;;) {
+    uint8_t b;
+    ssize_t r = read(c->async_fd, &b, 1);
+    if (r != 1) {
+      if (r < 0 && errno == EINTR) continue;
+      return -1;
+    }
+    std::lock_guard<std::mutex> g(ctx->async_mu);
+    if (ctx->async_q.empty()) continue;
+    *ev = ctx->async_q.front();
+    ctx->async_q.pop_front();
+    return 0;
+  }
+}
+UROCE_DEFAULT_VERSION(uroce_get_async_event_1_1, ibv_get_async_event, "IBVERBS_1.1");
+
+UROCE_EXPORT void uroce_ack_async_event_1_1(ibv_async_event* ev) {
+  // Objects are destroyed without waiting for acknowledgements; count them like rdma-core.
+  switch (ev->event_type) {
+    case IBV_EVENT_CQ_ERR:
+      __atomic_add_fetch(&ev->element.cq->async_events_completed, 1, __ATOMIC_RELAXED);
+      break;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED:
+      __atomic_add_fetch(&ev->element.srq->events_completed, 1, __ATOMIC_RELAXED);
+      break;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED:
+      __atomic_add_fetch(&ev->element.qp->events_completed, 1, __ATOMIC_RELAXED);
+      break;
+    default:
+      break;
+  }
+}
+UROCE_DEFAULT_VERSION(uroce_ack_async_event_1_1, ibv_ack_async_event, "IBVERBS_1.1");
+
+// ---- Fork support -------------------------------------------------------------------------
+// Memory is never pinned by a kernel driver, so fork needs no madvise(DONTFORK) protection.
+
+UROCE_EXPORT int ibv_fork_init(void) { return 0; }
+UROCE_EXPORT ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
+UROCE_EXPORT int ibv_dontfork_range(void*, size_t) { return 0; }
+UROCE_EXPORT int ibv_dofork_range(void*, size_t) { return 0; }

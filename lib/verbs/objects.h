@@ -1,0 +1,232 @@
+/**
+ * @file objects.h
+ * @brief The verbs objects behind the C handles of <infiniband/verbs.h>, and the device runtime
+ * (port + engine + engine lock + progress thread) they share.
+ *
+ * Every object embeds its rdma-core struct as its FIRST member, so the pointer a program holds
+ * (ibv_pd*, ibv_cq*, ...) converts back with from_ibv(). The context embeds struct
+ * verbs_context, whose last member is the struct ibv_context programs see (abi.md).
+ *
+ * Locking: Runtime::mu is the engine lock (the engine is not thread-safe). Every engine call
+ * and every change to the Runtime's object maps happen under it. Channel and async queues have
+ * their own small mutexes, taken after (never before) the engine lock.
+ */
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/port.h"
+#include "config/config.h"
+#include "transport/engine.h"
+
+namespace uroce::verbs {
+
+struct Context;
+struct Cq;
+struct Qp;
+struct Srq;
+
+/// Compares values of two different enums (engine vs verbs.h) in static_asserts.
+template <typename A, typename B>
+constexpr bool same_value(A a, B b) {
+  return static_cast<long long>(a) == static_cast<long long>(b);
+}
+
+/// Converts a C handle back to the object that embeds it as first member.
+template <typename T, typename C>
+T* from_ibv(C* p) {
+  return reinterpret_cast<T*>(p);
+}
+
+/// One listed device. Lives for the whole process (programs keep ibv_device pointers).
+struct DeviceEntry {
+  ibv_device dev;         ///< what ibv_get_device_list hands out; first member
+  config::Device cfg;     ///< its configuration (refreshed while not open)
+  uint64_t guid = 0;      ///< node GUID, host order (EUI-64 of the MAC)
+  int index = 0;          ///< ibv_get_device_index
+};
+
+/// The per-device engine with its port; shared by every context opened on the device.
+struct Runtime final : transport::EngineObserver, FrameHandler {
+  explicit Runtime(DeviceEntry* d) : dev(d) {}
+  ~Runtime() override;
+
+  DeviceEntry* dev;
+  std::mutex mu;                                ///< the engine lock
+  std::unique_ptr<Port> port;
+  CounterBlock counters;
+  std::unique_ptr<transport::Engine> engine;
+  std::vector<Gid> gids;                        ///< GID table (index = address index)
+  uint8_t active_mtu = IBV_MTU_1024;            ///< enum ibv_mtu of the configured MTU
+  int open_count = 0;                           ///< contexts using it (global registry lock)
+
+  // Objects by engine id, for observer callbacks (guarded by mu).
+  std::unordered_map<uint32_t, Cq*> cqs;
+  std::unordered_map<uint32_t, Qp*> qps;
+  std::unordered_map<uint32_t, Srq*> srqs;
+  std::vector<Context*> contexts;
+
+  Timestamp rx_now{};                           ///< time of the RX burst in progress
+
+  // Progress thread.
+  std::thread thread;
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> app_progress{0};        ///< bumped by application-driven progress
+
+  /// One progress step: RX burst, timers + transmit, flush. Requires mu. Returns work done.
+  size_t progress_locked(Timestamp now);
+  /// Starts the background progress thread.
+  void start_thread();
+
+  // transport::EngineObserver (called with mu held)
+  void on_cq_event(uint32_t cq_id) override;
+  void on_async_event(const transport::AsyncEvent& ev) override;
+  // FrameHandler (port RX; called with mu held)
+  void on_frame(std::span<const uint8_t> frame, const RxMeta& meta) override;
+};
+
+/// An opened device.
+struct Context {
+  verbs_context vctx;                          ///< first member; programs see &vctx.context
+  DeviceEntry* dev = nullptr;
+  Runtime* rt = nullptr;
+  int async_wr = -1;                           ///< write end of the async event pipe
+  std::mutex async_mu;
+  std::deque<ibv_async_event> async_q;
+  std::atomic<int> children{0};                ///< PDs, CQs, channels, QPs, SRQs (EBUSY on close)
+
+  ibv_context* ibv() { return &vctx.context; }
+  /// Queues an async event and makes async_fd readable (any thread; takes async_mu).
+  void push_async(const ibv_async_event& ev);
+};
+
+inline Context* ctx_of(ibv_context* c) {
+  auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(c) -
+                                                offsetof(verbs_context, context));
+  return from_ibv<Context>(vctx);
+}
+
+struct Pd {
+  ibv_pd pd;
+  uint32_t id = 0;
+  std::atomic<int> ahs{0};                     ///< AHs (the engine does not know them)
+};
+
+struct Mr {
+  ibv_mr mr;
+};
+
+struct Channel {
+  ibv_comp_channel ch;                         ///< ch.fd is the read end of a pipe
+  int wr_fd = -1;
+  std::mutex mu;
+  std::deque<Cq*> q;                           ///< CQs with a pending event, in order
+  std::atomic<int> cqs{0};                     ///< CQs attached (EBUSY on destroy)
+  /// Queues one event for cq and makes the fd readable.
+  void push(Cq* cq);
+};
+
+struct Cq {
+  ibv_cq_ex cq;                                ///< ibv_cq is its prefix
+  uint32_t id = 0;
+  Context* ctx = nullptr;
+  Channel* channel = nullptr;
+  uint64_t wc_flags = 0;                       ///< ibv_create_cq_ex wc_flags
+  transport::Cqe cur;                          ///< the entry start_poll/next_poll made current
+  std::atomic<int> qps{0};
+
+  ibv_cq* base() { return reinterpret_cast<ibv_cq*>(&cq); }
+};
+inline Cq* cq_of(ibv_cq* c) { return from_ibv<Cq>(c); }
+
+/// Work requests built through the ibv_wr_* API between wr_start and wr_complete.
+struct WrBatch {
+  struct Item {
+    transport::SendWr wr;
+    std::vector<transport::Sge> sges;
+    std::vector<uint8_t> inline_data;
+    transport::AddressVector av;
+  };
+  std::vector<Item> items;
+  int error = 0;                               ///< first error seen while building
+};
+
+struct Qp {
+  ibv_qp_ex qpx;                               ///< ibv_qp is its prefix (qp_base)
+  uint32_t qpn = 0;
+  Context* ctx = nullptr;
+  Pd* pd = nullptr;
+  Cq* send_cq = nullptr;
+  Cq* recv_cq = nullptr;
+  Srq* srq = nullptr;
+  bool has_ex = false;                         ///< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+  uint64_t send_ops_flags = 0;
+  std::mutex wr_mu;                            ///< held from wr_start to wr_complete/abort
+  WrBatch batch;
+
+  ibv_qp* base() { return &qpx.qp_base; }
+};
+inline Qp* qp_of(ibv_qp* q) { return from_ibv<Qp>(q); }
+
+struct Srq {
+  ibv_srq srq;
+  uint32_t id = 0;
+  Context* ctx = nullptr;
+  Pd* pd = nullptr;
+  std::atomic<int> qps{0};
+};
+
+struct Ah {
+  ibv_ah ah;
+  transport::AddressVector av;
+};
+
+// ---- Shared helpers (defined in the .cc files named) ----------------------------------------
+
+/// CLOCK_MONOTONIC as a Timestamp (runtime.cc). The only clock read of the stack.
+Timestamp now();
+/// Application-driven progress: a few progress steps while they find work. Requires rt->mu.
+void drive_locked(Runtime* rt);
+/// Opens (or shares) the runtime of a device; nullptr + errno on failure (runtime.cc).
+Runtime* acquire_runtime(DeviceEntry* dev);
+void release_runtime(Runtime* rt);
+/// True while a context of the device is open (its configuration must not change).
+bool runtime_is_open(DeviceEntry* dev);
+/// Fills the context's ibv_context_ops and verbs_context ops (ops_table.cc).
+void fill_ops(Context* ctx);
+/// Converts a ibv_ah_attr to the engine's AV; EINVAL when it is not usable on RoCE (qp.cc).
+int to_av(Runtime* rt, const ibv_ah_attr& a, transport::AddressVector* av);
+void from_av(const transport::AddressVector& av, ibv_ah_attr* a);
+/// Engine completion -> ibv_wc (cq.cc).
+void to_wc(const transport::Cqe& c, ibv_wc* wc);
+/// Device capability limits reported by query_device (query.cc).
+void fill_device_attr(Context* ctx, ibv_device_attr* a);
+
+// ops (the functions reached through ibv_context_ops / verbs_context)
+int op_poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
+int op_req_notify_cq(ibv_cq* cq, int solicited_only);
+int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
+int op_query_port(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len);
+int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
+                       ibv_device_attr_ex* attr, size_t len);
+ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr);
+ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr);
+ibv_srq* op_create_srq_ex(ibv_context* c, ibv_srq_init_attr_ex* attr);
+int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
+/// Fills the wr_* pointers of a QP created with send ops flags (qp_ex.cc).
+void fill_qp_ex(Qp* qp);
+
+}  // namespace uroce::verbs

@@ -1,0 +1,123 @@
+/**
+ * @file pd_mr.cc
+ * @brief Protection domains and memory regions: ibv_alloc_pd(3), ibv_reg_mr(3).
+ *
+ * The engine checks every remote and local access against the MR's bounds and access flags
+ * (engine.h reg_mr). Optional access flags (IBV_ACCESS_OPTIONAL_RANGE, e.g. relaxed ordering)
+ * are ignored as ibv_reg_mr(3) allows; flags this device cannot honour (ZERO_BASED, ON_DEMAND)
+ * fail with EOPNOTSUPP. A registration's iova must equal its address (no remapping).
+ */
+#include <cerrno>
+#include <cstring>
+
+#include "verbs/objects.h"
+#include "verbs/symver.h"
+
+#undef ibv_reg_mr
+#undef ibv_reg_mr_iova
+
+using namespace uroce::verbs;  // NOLINT: C entry points below
+
+UROCE_EXPORT ibv_pd* uroce_alloc_pd_1_1(ibv_context* c) {
+  Context* ctx = ctx_of(c);
+  Runtime* rt = ctx->rt;
+  std::lock_guard<std::mutex> g(rt->mu);
+  auto r = rt->engine->alloc_pd();
+  if (!r) {
+    errno = r.status().code();
+    return nullptr;
+  }
+  auto* pd = new Pd();
+  std::memset(&pd->pd, 0, sizeof pd->pd);
+  pd->pd.context = c;
+  pd->pd.handle = r.value();
+  pd->id = r.value();
+  ctx->children++;
+  return &pd->pd;
+}
+UROCE_DEFAULT_VERSION(uroce_alloc_pd_1_1, ibv_alloc_pd, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_dealloc_pd_1_1(ibv_pd* p) {
+  Pd* pd = from_ibv<Pd>(p);
+  Context* ctx = ctx_of(p->context);
+  if (pd->ahs.load() > 0) return EBUSY;
+  {
+    std::lock_guard<std::mutex> g(ctx->rt->mu);
+    uroce::Status s = ctx->rt->engine->dealloc_pd(pd->id);
+    if (!s) return s.code();
+  }
+  ctx->children--;
+  delete pd;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_dealloc_pd_1_1, ibv_dealloc_pd, "IBVERBS_1.1");
+
+namespace {
+
+ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int access) {
+  if (!p) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  access &= ~static_cast<unsigned int>(IBV_ACCESS_OPTIONAL_RANGE);
+  if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if (iova != reinterpret_cast<uintptr_t>(addr)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  Pd* pd = from_ibv<Pd>(p);
+  Context* ctx = ctx_of(p->context);
+  uint32_t engine_access = access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+  uroce::Result<uroce::transport::MrKeys> r = uroce::Status::invalid();
+  {
+    std::lock_guard<std::mutex> g(ctx->rt->mu);
+    r = ctx->rt->engine->reg_mr(pd->id, reinterpret_cast<uintptr_t>(addr), len, engine_access);
+  }
+  if (!r) {
+    errno = r.status().code();
+    return nullptr;
+  }
+  auto* mr = new Mr();
+  std::memset(&mr->mr, 0, sizeof mr->mr);
+  mr->mr.context = p->context;
+  mr->mr.pd = p;
+  mr->mr.addr = addr;
+  mr->mr.length = len;
+  mr->mr.handle = r->lkey;
+  mr->mr.lkey = r->lkey;
+  mr->mr.rkey = r->rkey;
+  return &mr->mr;
+}
+
+}  // namespace
+
+UROCE_EXPORT ibv_mr* uroce_reg_mr_1_1(ibv_pd* pd, void* addr, size_t len, int access) {
+  return reg(pd, addr, len, reinterpret_cast<uintptr_t>(addr), static_cast<unsigned>(access));
+}
+UROCE_DEFAULT_VERSION(uroce_reg_mr_1_1, ibv_reg_mr, "IBVERBS_1.1");
+
+UROCE_EXPORT ibv_mr* ibv_reg_mr_iova(ibv_pd* pd, void* addr, size_t len, uint64_t iova,
+                                     int access) {
+  return reg(pd, addr, len, iova, static_cast<unsigned>(access));
+}
+
+UROCE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t len, uint64_t iova,
+                                      unsigned int access) {
+  return reg(pd, addr, len, iova, access);
+}
+
+UROCE_EXPORT int uroce_dereg_mr_1_1(ibv_mr* m) {
+  Context* ctx = ctx_of(m->context);
+  {
+    std::lock_guard<std::mutex> g(ctx->rt->mu);
+    uroce::Status s = ctx->rt->engine->dereg_mr(m->lkey);
+    if (!s) return s.code();
+  }
+  delete from_ibv<Mr>(m);
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_dereg_mr_1_1, ibv_dereg_mr, "IBVERBS_1.1");

@@ -1,0 +1,424 @@
+/**
+ * @file qp.cc
+ * @brief Queue pairs: ibv_create_qp(3), ibv_create_qp_ex(3), ibv_modify_qp(3),
+ * ibv_query_qp(3), ibv_destroy_qp(3), ibv_post_send(3), ibv_post_recv(3) for RC, UC and UD.
+ *
+ * Work requests are converted one by one to the engine's SendWr/RecvWr (their numeric values
+ * equal rdma-core's; static_asserts below). On the first refused WR, *bad_wr points at it and
+ * its errno is returned; the WRs before it stay posted (ibv_post_send(3)).
+ */
+#include <cerrno>
+#include <cstring>
+
+#include "verbs/objects.h"
+#include "verbs/symver.h"
+
+namespace uroce::verbs {
+
+namespace t = transport;
+
+static_assert(static_cast<int>(t::QpType::kUd) == IBV_QPT_UD);
+static_assert(static_cast<int>(t::QpState::kErr) == IBV_QPS_ERR);
+static_assert(same_value(t::kAttrDestQpn, IBV_QP_DEST_QPN) && same_value(t::kAttrCap, IBV_QP_CAP) &&
+              same_value(t::kAttrAv, IBV_QP_AV) &&
+              same_value(t::kAttrMaxDestRdAtomic, IBV_QP_MAX_DEST_RD_ATOMIC) &&
+              same_value(t::kAttrMinRnrTimer, IBV_QP_MIN_RNR_TIMER));
+static_assert(same_value(t::kAccessRemoteAtomic, IBV_ACCESS_REMOTE_ATOMIC) &&
+              same_value(t::kAccessLocalWrite, IBV_ACCESS_LOCAL_WRITE));
+static_assert(static_cast<int>(t::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
+static_assert(static_cast<int>(t::WrOpcode::kAtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD);
+static_assert(same_value(t::kSendInline, IBV_SEND_INLINE) &&
+              same_value(t::kSendSolicited, IBV_SEND_SOLICITED) &&
+              same_value(t::kSendSignaled, IBV_SEND_SIGNALED) &&
+              same_value(t::kSendFence, IBV_SEND_FENCE));
+static_assert(sizeof(t::Sge) == sizeof(ibv_sge));
+
+namespace {
+
+constexpr uint32_t kKnownAttrMask = (1u << 21) - 1;  // IBV_QP_STATE .. IBV_QP_DEST_QPN
+
+bool opcode_ok(ibv_qp_type type, ibv_wr_opcode op) {
+  switch (op) {
+    case IBV_WR_SEND:
+    case IBV_WR_SEND_WITH_IMM:
+      return true;
+    case IBV_WR_RDMA_WRITE:
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return type == IBV_QPT_RC || type == IBV_QPT_UC;
+    case IBV_WR_RDMA_READ:
+    case IBV_WR_ATOMIC_CMP_AND_SWP:
+    case IBV_WR_ATOMIC_FETCH_AND_ADD:
+    case IBV_WR_SEND_WITH_INV:
+    case IBV_WR_LOCAL_INV:
+      return type == IBV_QPT_RC;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+int to_av(Runtime* rt, const ibv_ah_attr& a, t::AddressVector* av) {
+  // RoCE has no LIDs: the GRH is the address (IBA Annex 17).
+  if (!a.is_global) return EINVAL;
+  if (a.grh.sgid_index >= rt->gids.size()) return EINVAL;
+  if (a.port_num > 1) return EINVAL;
+  std::memcpy(av->dgid.raw.data(), a.grh.dgid.raw, 16);
+  av->sgid_index = a.grh.sgid_index;
+  av->traffic_class = a.grh.traffic_class;
+  av->hop_limit = a.grh.hop_limit ? a.grh.hop_limit : 64;
+  av->flow_label = a.grh.flow_label;
+  av->sl = a.sl;
+  av->udp_sport = 0;
+  return 0;
+}
+
+void from_av(const t::AddressVector& av, ibv_ah_attr* a) {
+  std::memset(a, 0, sizeof *a);
+  a->is_global = 1;
+  std::memcpy(a->grh.dgid.raw, av.dgid.raw.data(), 16);
+  a->grh.sgid_index = av.sgid_index;
+  a->grh.traffic_class = av.traffic_class;
+  a->grh.hop_limit = av.hop_limit;
+  a->grh.flow_label = av.flow_label;
+  a->sl = av.sl;
+  a->port_num = 1;
+}
+
+namespace {
+
+ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
+  if (!p || !ia || !ia->send_cq || !ia->recv_cq) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC && ia->qp_type != IBV_QPT_UD) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  Context* ctx = ctx_of(p->context);
+  Pd* pd = from_ibv<Pd>(p);
+  Cq* scq = cq_of(ia->send_cq);
+  Cq* rcq = cq_of(ia->recv_cq);
+  Srq* srq = ia->srq ? from_ibv<Srq>(ia->srq) : nullptr;
+  t::QpInitAttr e;
+  e.type = static_cast<t::QpType>(ia->qp_type);
+  e.pd = pd->id;
+  e.send_cq = scq->id;
+  e.recv_cq = rcq->id;
+  e.srq = srq ? srq->id : 0;
+  e.max_send_wr = ia->cap.max_send_wr;
+  e.max_recv_wr = srq ? 0 : ia->cap.max_recv_wr;
+  e.max_send_sge = ia->cap.max_send_sge;
+  e.max_recv_sge = srq ? 0 : ia->cap.max_recv_sge;
+  e.max_inline_data = ia->cap.max_inline_data;
+  e.sq_sig_all = ia->sq_sig_all != 0;
+  auto* qp = new Qp();
+  std::memset(&qp->qpx, 0, sizeof qp->qpx);
+  Runtime* rt = ctx->rt;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    auto r = rt->engine->create_qp(e);
+    if (!r) {
+      delete qp;
+      errno = r.status().code();
+      return nullptr;
+    }
+    qp->qpn = r.value();
+    rt->qps[qp->qpn] = qp;
+  }
+  ia->cap.max_send_wr = e.max_send_wr;
+  ia->cap.max_send_sge = e.max_send_sge;
+  ia->cap.max_inline_data = e.max_inline_data;
+  if (!srq) {
+    ia->cap.max_recv_wr = e.max_recv_wr;
+    ia->cap.max_recv_sge = e.max_recv_sge;
+  }
+  qp->ctx = ctx;
+  qp->pd = pd;
+  qp->send_cq = scq;
+  qp->recv_cq = rcq;
+  qp->srq = srq;
+  scq->qps++;
+  rcq->qps++;
+  if (srq) srq->qps++;
+  ibv_qp* b = qp->base();
+  b->context = p->context;
+  b->qp_context = ia->qp_context;
+  b->pd = p;
+  b->send_cq = ia->send_cq;
+  b->recv_cq = ia->recv_cq;
+  b->srq = ia->srq;
+  b->handle = qp->qpn;
+  b->qp_num = qp->qpn;
+  b->state = IBV_QPS_RESET;
+  b->qp_type = ia->qp_type;
+  pthread_mutex_init(&b->mutex, nullptr);
+  pthread_cond_init(&b->cond, nullptr);
+  if (with_ex) {
+    qp->has_ex = true;
+    qp->send_ops_flags = ia->send_ops_flags;
+    fill_qp_ex(qp);
+  }
+  ctx->children++;
+  return b;
+}
+
+}  // namespace
+
+ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
+  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
+                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  if (!ia || !(ia->comp_mask & IBV_QP_INIT_ATTR_PD) || !ia->pd || ia->pd->context != c) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (ia->comp_mask & ~kKnown) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  if ((ia->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ia->create_flags) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  bool with_ex = (ia->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) != 0;
+  if (with_ex) {
+    constexpr uint64_t kOps = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
+                              IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
+                              IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+                              IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
+                              IBV_QP_EX_WITH_SEND_WITH_INV;
+    if (ia->send_ops_flags & ~kOps) {
+      errno = EOPNOTSUPP;
+      return nullptr;
+    }
+  }
+  return create_qp_common(ia->pd, ia, with_ex);
+}
+
+int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
+  Qp* qp = qp_of(q);
+  Runtime* rt = qp->ctx->rt;
+  t::Sge sges[t::kMaxSge];
+  int ret = 0;
+  std::lock_guard<std::mutex> g(rt->mu);
+  Timestamp ts = now();
+  for (; wr; wr = wr->next) {
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > t::kMaxSge ||
+        !opcode_ok(q->qp_type, wr->opcode)) {
+      ret = EINVAL;
+      break;
+    }
+    t::SendWr s;
+    s.wr_id = wr->wr_id;
+    s.opcode = static_cast<t::WrOpcode>(wr->opcode);
+    s.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
+                                     IBV_SEND_INLINE);
+    for (int i = 0; i < wr->num_sge; ++i)
+      sges[i] = t::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+    s.sg = sges;
+    s.num_sge = static_cast<uint32_t>(wr->num_sge);
+    if (wr->opcode == IBV_WR_SEND_WITH_INV || wr->opcode == IBV_WR_LOCAL_INV)
+      s.invalidate_rkey = wr->invalidate_rkey;
+    else
+      s.imm_data = wr->imm_data;
+    if (wr->opcode == IBV_WR_ATOMIC_CMP_AND_SWP || wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+      s.remote_addr = wr->wr.atomic.remote_addr;
+      s.rkey = wr->wr.atomic.rkey;
+      s.compare_add = wr->wr.atomic.compare_add;
+      s.swap = wr->wr.atomic.swap;
+    } else if (q->qp_type != IBV_QPT_UD) {
+      s.remote_addr = wr->wr.rdma.remote_addr;
+      s.rkey = wr->wr.rdma.rkey;
+    }
+    if (q->qp_type == IBV_QPT_UD) {
+      if (!wr->wr.ud.ah) {
+        ret = EINVAL;
+        break;
+      }
+      s.ah = &from_ibv<Ah>(wr->wr.ud.ah)->av;
+      s.remote_qpn = wr->wr.ud.remote_qpn;
+      s.remote_qkey = wr->wr.ud.remote_qkey;
+    }
+    Status st = rt->engine->post_send(qp->qpn, s, ts);
+    if (!st) {
+      ret = st.code();
+      break;
+    }
+  }
+  if (ret && bad) *bad = wr;
+  drive_locked(rt);
+  return ret;
+}
+
+int op_post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
+  Qp* qp = qp_of(q);
+  Runtime* rt = qp->ctx->rt;
+  t::Sge sges[t::kMaxSge];
+  int ret = 0;
+  std::lock_guard<std::mutex> g(rt->mu);
+  for (; wr; wr = wr->next) {
+    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > t::kMaxSge) {
+      ret = EINVAL;
+      break;
+    }
+    for (int i = 0; i < wr->num_sge; ++i)
+      sges[i] = t::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
+    t::RecvWr r{wr->wr_id, sges, static_cast<uint32_t>(wr->num_sge)};
+    Status st = rt->engine->post_recv(qp->qpn, r);
+    if (!st) {
+      ret = st.code();
+      break;
+    }
+  }
+  if (ret && bad) *bad = wr;
+  return ret;
+}
+
+}  // namespace uroce::verbs
+
+using namespace uroce::verbs;  // NOLINT: C entry points below
+namespace t = uroce::transport;
+
+UROCE_EXPORT ibv_qp* uroce_create_qp_1_1(ibv_pd* pd, ibv_qp_init_attr* ia) {
+  if (!ia) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  ibv_qp_init_attr_ex ex;
+  std::memset(&ex, 0, sizeof ex);
+  std::memcpy(&ex, ia, sizeof *ia);
+  ex.comp_mask = IBV_QP_INIT_ATTR_PD;
+  ex.pd = pd;
+  ibv_qp* qp = create_qp_common(pd, &ex, false);
+  if (qp) ia->cap = ex.cap;
+  return qp;
+}
+UROCE_DEFAULT_VERSION(uroce_create_qp_1_1, ibv_create_qp, "IBVERBS_1.1");
+
+UROCE_EXPORT ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp* q) {
+  Qp* qp = qp_of(q);
+  if (!qp->has_ex) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
+  return &qp->qpx;
+}
+
+UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
+  Qp* qp = qp_of(q);
+  Runtime* rt = qp->ctx->rt;
+  uint32_t mask = static_cast<uint32_t>(mask_in);
+  if (!a || (mask & ~kKnownAttrMask)) return EINVAL;
+  t::QpAttr e;
+  e.qp_state = static_cast<t::QpState>(a->qp_state);
+  e.cur_qp_state = static_cast<t::QpState>(a->cur_qp_state);
+  e.path_mtu = static_cast<uint8_t>(a->path_mtu);
+  e.qkey = a->qkey;
+  e.rq_psn = a->rq_psn;
+  e.sq_psn = a->sq_psn;
+  e.dest_qp_num = a->dest_qp_num;
+  e.qp_access_flags = static_cast<uint32_t>(a->qp_access_flags);
+  if (mask & IBV_QP_AV) {
+    int r = to_av(rt, a->ah_attr, &e.av);
+    if (r) return r;
+  }
+  if (mask & IBV_QP_ALT_PATH) return EINVAL;  // no alternate paths (APM) on RoCE here
+  if ((mask & IBV_QP_PORT) && a->port_num != 1) return EINVAL;
+  e.pkey_index = a->pkey_index;
+  e.port_num = a->port_num;
+  e.max_rd_atomic = a->max_rd_atomic;
+  e.max_dest_rd_atomic = a->max_dest_rd_atomic;
+  e.min_rnr_timer = a->min_rnr_timer;
+  e.timeout = a->timeout;
+  e.retry_cnt = a->retry_cnt;
+  e.rnr_retry = a->rnr_retry;
+  e.sq_draining = a->sq_draining;
+  e.en_sqd_async_notify = a->en_sqd_async_notify;
+  e.max_send_wr = a->cap.max_send_wr;
+  e.max_recv_wr = a->cap.max_recv_wr;
+  e.max_send_sge = a->cap.max_send_sge;
+  e.max_recv_sge = a->cap.max_recv_sge;
+  e.max_inline_data = a->cap.max_inline_data;
+  std::lock_guard<std::mutex> g(rt->mu);
+  uroce::Status s = rt->engine->modify_qp(qp->qpn, e, mask);
+  if (!s) return s.code();
+  if (mask & IBV_QP_STATE) q->state = a->qp_state;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_modify_qp_1_1, ibv_modify_qp, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_query_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int, ibv_qp_init_attr* init) {
+  Qp* qp = qp_of(q);
+  Runtime* rt = qp->ctx->rt;
+  t::QpAttr e;
+  t::QpInitAttr ie;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    uroce::Status s = rt->engine->query_qp(qp->qpn, &e, &ie);
+    if (!s) return s.code();
+  }
+  std::memset(a, 0, sizeof *a);
+  a->qp_state = static_cast<ibv_qp_state>(e.qp_state);
+  a->cur_qp_state = static_cast<ibv_qp_state>(e.qp_state);
+  a->path_mtu = static_cast<ibv_mtu>(e.path_mtu);
+  a->path_mig_state = IBV_MIG_MIGRATED;
+  a->qkey = e.qkey;
+  a->rq_psn = e.rq_psn;
+  a->sq_psn = e.sq_psn;
+  a->dest_qp_num = e.dest_qp_num;
+  a->qp_access_flags = static_cast<unsigned int>(e.qp_access_flags);
+  a->cap.max_send_wr = e.max_send_wr ? e.max_send_wr : ie.max_send_wr;
+  a->cap.max_recv_wr = e.max_recv_wr ? e.max_recv_wr : ie.max_recv_wr;
+  a->cap.max_send_sge = e.max_send_sge ? e.max_send_sge : ie.max_send_sge;
+  a->cap.max_recv_sge = e.max_recv_sge ? e.max_recv_sge : ie.max_recv_sge;
+  a->cap.max_inline_data = e.max_inline_data ? e.max_inline_data : ie.max_inline_data;
+  if (q->qp_type != IBV_QPT_UD) from_av(e.av, &a->ah_attr);
+  a->pkey_index = e.pkey_index;
+  a->sq_draining = e.sq_draining;
+  a->max_rd_atomic = e.max_rd_atomic;
+  a->max_dest_rd_atomic = e.max_dest_rd_atomic;
+  a->min_rnr_timer = e.min_rnr_timer;
+  a->port_num = 1;
+  a->timeout = e.timeout;
+  a->retry_cnt = e.retry_cnt;
+  a->rnr_retry = e.rnr_retry;
+  a->en_sqd_async_notify = e.en_sqd_async_notify;
+  if (init) {
+    std::memset(init, 0, sizeof *init);
+    init->qp_context = q->qp_context;
+    init->send_cq = q->send_cq;
+    init->recv_cq = q->recv_cq;
+    init->srq = q->srq;
+    init->cap = a->cap;
+    init->qp_type = q->qp_type;
+    init->sq_sig_all = ie.sq_sig_all ? 1 : 0;
+  }
+  q->state = a->qp_state;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_query_qp_1_1, ibv_query_qp, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_destroy_qp_1_1(ibv_qp* q) {
+  Qp* qp = qp_of(q);
+  Runtime* rt = qp->ctx->rt;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    uroce::Status s = rt->engine->destroy_qp(qp->qpn);
+    if (!s) return s.code();
+    rt->qps.erase(qp->qpn);
+  }
+  qp->send_cq->qps--;
+  qp->recv_cq->qps--;
+  if (qp->srq) qp->srq->qps--;
+  qp->ctx->children--;
+  pthread_mutex_destroy(&q->mutex);
+  pthread_cond_destroy(&q->cond);
+  delete qp;
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_destroy_qp_1_1, ibv_destroy_qp, "IBVERBS_1.1");
+
+UROCE_EXPORT int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, uint32_t) {
+  return 0;  // no in-order data guarantee is reported
+}

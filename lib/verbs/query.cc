@@ -1,0 +1,214 @@
+/**
+ * @file query.cc
+ * @brief ibv_query_device(_ex), ibv_query_port, the GID table (ibv_query_gid, _ex, _table,
+ * ibv_query_gid_type) and P_Keys, as ibv_query_device(3), ibv_query_port(3),
+ * ibv_query_gid_ex(3) describe them.
+ *
+ * The port is RoCE: link layer Ethernet, LID 0, one P_Key 0xffff, GID index i = the RoCEv2 GID
+ * of configured address i (::ffff:a.b.c.d for IPv4, the address itself for IPv6; IBA Annex 17
+ * §A17.4.5). Limits are the engine's (verbs_types.h) or the constants below.
+ */
+#include <cerrno>
+#include <cstring>
+
+#include "verbs/objects.h"
+#include "verbs/symver.h"
+
+namespace uroce::verbs {
+
+namespace {
+
+constexpr int kMaxQp = 16384;
+constexpr int kMaxQpWr = 16384;
+constexpr int kMaxCq = 16384;
+constexpr int kMaxCqe = 1 << 20;
+constexpr int kMaxMr = 1 << 16;
+constexpr int kMaxPd = 1 << 16;
+constexpr int kMaxRdAtom = 16;
+constexpr int kMaxSrq = 4096;
+constexpr int kMaxSrqWr = 16384;
+constexpr int kMaxAh = 1 << 16;
+constexpr uint32_t kVendorId = 0x1af4;   ///< reported vendor (none real: a software device)
+constexpr uint32_t kVendorPart = 0x0001;
+
+/// IBTA width/speed encodings that multiply out to the port's speed.
+void speed_width(uint64_t bps, uint8_t* width, uint8_t* speed) {
+  uint64_t g = bps / 1'000'000'000ull;
+  if (g >= 400) { *width = 2; *speed = 128; }       // 4x NDR
+  else if (g >= 200) { *width = 2; *speed = 64; }   // 4x HDR
+  else if (g >= 100) { *width = 2; *speed = 32; }   // 4x EDR
+  else if (g >= 50) { *width = 1; *speed = 64; }    // 1x HDR
+  else if (g >= 40) { *width = 2; *speed = 4; }     // 4x QDR
+  else if (g >= 25) { *width = 1; *speed = 32; }    // 1x EDR
+  else if (g >= 10) { *width = 1; *speed = 4; }     // 1x QDR
+  else { *width = 1; *speed = 1; }                  // 1x SDR
+}
+
+void fill_port_attr(Context* ctx, ibv_port_attr* p) {
+  std::memset(p, 0, sizeof *p);
+  Runtime* rt = ctx->rt;
+  p->state = IBV_PORT_ACTIVE;
+  p->max_mtu = IBV_MTU_4096;
+  p->active_mtu = static_cast<ibv_mtu>(rt->active_mtu);
+  p->gid_tbl_len = static_cast<int>(rt->gids.size());
+  p->port_cap_flags = 0;
+  p->max_msg_sz = 1u << 31;
+  p->pkey_tbl_len = 1;
+  p->lid = 0;
+  p->sm_lid = 0;
+  p->lmc = 0;
+  p->max_vl_num = 4;  // VL0-7: eight priorities (PFC)
+  p->subnet_timeout = 18;
+  speed_width(rt->port->link_speed_bps(), &p->active_width, &p->active_speed);
+  p->phys_state = 5;  // LinkUp
+  p->link_layer = IBV_LINK_LAYER_ETHERNET;
+}
+
+bool port_ok(uint32_t port) { return port == 1; }
+
+}  // namespace
+
+void fill_device_attr(Context* ctx, ibv_device_attr* a) {
+  std::memset(a, 0, sizeof *a);
+  std::snprintf(a->fw_ver, sizeof a->fw_ver, "uroce 0.1.0");
+  a->node_guid = htobe64(ctx->dev->guid);
+  a->sys_image_guid = a->node_guid;
+  a->max_mr_size = ~uint64_t{0};
+  a->page_size_cap = 4096;
+  a->vendor_id = kVendorId;
+  a->vendor_part_id = kVendorPart;
+  a->hw_ver = 1;
+  a->max_qp = kMaxQp;
+  a->max_qp_wr = kMaxQpWr;
+  a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
+                        IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
+                        IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_RESIZE_MAX_WR |
+                        IBV_DEVICE_UD_IP_CSUM;
+  a->max_sge = static_cast<int>(transport::kMaxSge);
+  a->max_sge_rd = static_cast<int>(transport::kMaxSge);
+  a->max_cq = kMaxCq;
+  a->max_cqe = kMaxCqe;
+  a->max_mr = kMaxMr;
+  a->max_pd = kMaxPd;
+  a->max_qp_rd_atom = kMaxRdAtom;
+  a->max_res_rd_atom = kMaxRdAtom * kMaxQp;
+  a->max_qp_init_rd_atom = kMaxRdAtom;
+  a->atomic_cap = IBV_ATOMIC_HCA;
+  a->max_ah = kMaxAh;
+  a->max_srq = kMaxSrq;
+  a->max_srq_wr = kMaxSrqWr;
+  a->max_srq_sge = static_cast<int>(transport::kMaxSge);
+  a->max_pkeys = 1;
+  a->local_ca_ack_delay = 15;
+  a->phys_port_cnt = 1;
+}
+
+int op_query_port(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len) {
+  if (!port_ok(port)) return EINVAL;
+  ibv_port_attr full;
+  fill_port_attr(ctx_of(c), &full);
+  std::memcpy(attr, &full, std::min(len, sizeof full));
+  return 0;
+}
+
+int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
+                       ibv_device_attr_ex* attr, size_t len) {
+  if (in && in->comp_mask) return EINVAL;
+  if (len < sizeof(ibv_device_attr)) return EINVAL;
+  ibv_device_attr_ex full;
+  std::memset(&full, 0, sizeof full);
+  fill_device_attr(ctx_of(c), &full.orig_attr);
+  full.phys_port_cnt_ex = 1;
+  std::memcpy(attr, &full, std::min(len, sizeof full));
+  return 0;
+}
+
+}  // namespace uroce::verbs
+
+using namespace uroce::verbs;  // NOLINT: C entry points below
+
+UROCE_EXPORT int uroce_query_device_1_1(ibv_context* c, ibv_device_attr* a) {
+  fill_device_attr(ctx_of(c), a);
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_query_device_1_1, ibv_query_device, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_query_port_1_1(ibv_context* c, uint8_t port, _compat_ibv_port_attr* out) {
+  if (!port_ok(port)) return EINVAL;
+  ibv_port_attr full;
+  fill_port_attr(ctx_of(c), &full);
+  // The compat struct ends before `flags` (rdma-core's struct _compat_ibv_port_attr).
+  std::memcpy(out, &full, offsetof(ibv_port_attr, flags));
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_query_port_1_1, ibv_query_port, "IBVERBS_1.1");
+
+UROCE_EXPORT int uroce_query_gid_1_1(ibv_context* c, uint8_t port, int index, ibv_gid* gid) {
+  Runtime* rt = ctx_of(c)->rt;
+  if (!port_ok(port) || index < 0 || static_cast<size_t>(index) >= rt->gids.size()) {
+    errno = EINVAL;
+    return -1;
+  }
+  std::memcpy(gid->raw, rt->gids[static_cast<size_t>(index)].raw.data(), 16);
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_query_gid_1_1, ibv_query_gid, "IBVERBS_1.1");
+
+UROCE_EXPORT int _ibv_query_gid_ex(ibv_context* c, uint32_t port, uint32_t index,
+                                   ibv_gid_entry* entry, uint32_t flags, size_t entry_size) {
+  Runtime* rt = ctx_of(c)->rt;
+  if (flags) return EINVAL;
+  if (!port_ok(port)) return EINVAL;
+  if (entry_size < sizeof(ibv_gid_entry)) return EINVAL;
+  if (index >= rt->gids.size()) return ENODATA;
+  std::memset(entry, 0, sizeof *entry);
+  std::memcpy(entry->gid.raw, rt->gids[index].raw.data(), 16);
+  entry->gid_index = index;
+  entry->port_num = port;
+  entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+  entry->ndev_ifindex = 0;
+  return 0;
+}
+
+UROCE_EXPORT ssize_t _ibv_query_gid_table(ibv_context* c, ibv_gid_entry* entries,
+                                          size_t max_entries, uint32_t flags,
+                                          size_t entry_size) {
+  Runtime* rt = ctx_of(c)->rt;
+  if (flags) return -EINVAL;
+  if (entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
+  if (max_entries < rt->gids.size()) return -EINVAL;
+  auto* p = reinterpret_cast<uint8_t*>(entries);
+  for (uint32_t i = 0; i < rt->gids.size(); ++i) {
+    _ibv_query_gid_ex(c, 1, i, reinterpret_cast<ibv_gid_entry*>(p + i * entry_size), 0,
+                      entry_size);
+  }
+  return static_cast<ssize_t>(rt->gids.size());
+}
+
+/// rdma-core's private query (driver.h): enum ibv_gid_type_sysfs {IB_ROCE_V1 = 0, ROCE_V2 = 1}.
+UROCE_EXPORT int ibv_query_gid_type(ibv_context* c, uint8_t port, unsigned int index,
+                                    int* type) {
+  Runtime* rt = ctx_of(c)->rt;
+  if (!port_ok(port) || index >= rt->gids.size()) {
+    errno = EINVAL;
+    return -1;
+  }
+  *type = 1;
+  return 0;
+}
+
+UROCE_EXPORT int uroce_query_pkey_1_1(ibv_context*, uint8_t port, int index, __be16* pkey) {
+  if (!port_ok(port) || index != 0) {
+    errno = EINVAL;
+    return -1;
+  }
+  *pkey = htobe16(0xffff);
+  return 0;
+}
+UROCE_DEFAULT_VERSION(uroce_query_pkey_1_1, ibv_query_pkey, "IBVERBS_1.1");
+
+UROCE_EXPORT int ibv_get_pkey_index(ibv_context*, uint8_t port, __be16 pkey) {
+  if (!port_ok(port)) return -EINVAL;
+  if ((be16toh(pkey) & 0x7fff) == 0x7fff) return 0;
+  return -ENOENT;
+}

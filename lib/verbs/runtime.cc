@@ -1,0 +1,260 @@
+/**
+ * @file runtime.cc
+ * @brief The composition root of one device: opens the port, builds the engine, reads the
+ * clock, and runs the progress model of DESIGN.md "Progress and threads".
+ *
+ * Progress comes from two places, both under the engine lock (Runtime::mu):
+ *  - the application's own calls (post_send, post_recv, poll_cq, cq_ex start_poll) run
+ *    progress_locked() a few times while it finds work;
+ *  - a background thread per device, so that a passive side (the target of WRITE/READ, a
+ *    process blocked in ibv_get_cq_event) still answers. When idle it backs off: spin
+ *    (kSpinRounds), then sched_yield (kYieldRounds), then sleeps doubling from 1 us to
+ *    kMaxSleep, never past the engine's next deadline.
+ * Units: nanoseconds (Timestamp), microseconds for the sleep constants.
+ */
+#include <sched.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <random>
+
+#include "verbs/objects.h"
+
+namespace uroce::verbs {
+
+namespace {
+
+constexpr int kSpinRounds = 200;                    ///< idle polls before yielding
+constexpr int kYieldRounds = 200;                   ///< idle yields before sleeping
+constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest idle sleep
+constexpr size_t kRxBurst = 64;                     ///< frames per RX burst
+
+std::mutex& runtime_mu() {
+  static std::mutex mu;
+  return mu;
+}
+
+/// Runtimes of open devices (guarded by runtime_mu). Never destroyed: programs may still
+/// close devices from atexit handlers.
+std::unordered_map<DeviceEntry*, Runtime*>& open_runtimes() {
+  static auto* m = new std::unordered_map<DeviceEntry*, Runtime*>();
+  return *m;
+}
+
+uint8_t mtu_enum(uint32_t bytes) {
+  switch (bytes) {
+    case 256: return IBV_MTU_256;
+    case 512: return IBV_MTU_512;
+    case 2048: return IBV_MTU_2048;
+    case 4096: return IBV_MTU_4096;
+    default: return IBV_MTU_1024;
+  }
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+Timestamp now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return Timestamp{int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
+}
+
+Runtime::~Runtime() {
+  stop.store(true);
+  if (thread.joinable()) thread.join();
+}
+
+size_t Runtime::progress_locked(Timestamp t) {
+  rx_now = t;
+  size_t n = port->rx_burst(*this, kRxBurst);
+  n += engine->poll_transmit(*port, *port, t);
+  port->flush();
+  return n;
+}
+
+void drive_locked(Runtime* rt) {
+  Timestamp t = now();
+  for (int i = 0; i < 4; ++i)
+    if (rt->progress_locked(t) == 0) break;
+  rt->app_progress.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
+  engine->on_frame(frame, rx_now);
+}
+
+void Runtime::start_thread() {
+  thread = std::thread([this] {
+    prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);  // 5 us: short sleeps stay short
+    pthread_setname_np(pthread_self(), "uroce-progress");
+    int idle = 0;
+    uint64_t seen_app = app_progress.load(std::memory_order_relaxed);
+    while (!stop.load(std::memory_order_relaxed)) {
+      size_t work = 0;
+      Timestamp deadline = Timestamp::never();
+      if (mu.try_lock()) {
+        Timestamp t = now();
+        work = progress_locked(t);
+        deadline = engine->next_deadline();
+        mu.unlock();
+      }
+      uint64_t app = app_progress.load(std::memory_order_relaxed);
+      if (work > 0) {
+        idle = 0;
+        continue;
+      }
+      if (app != seen_app) {
+        // The application drives progress itself: stay out of its way.
+        seen_app = app;
+        if (idle < kSpinRounds) idle = kSpinRounds;
+      }
+      ++idle;
+      if (idle < kSpinRounds) {
+        cpu_relax();
+      } else if (idle < kSpinRounds + kYieldRounds) {
+        sched_yield();
+      } else {
+        int shift = std::min((idle - kSpinRounds - kYieldRounds) / 8, 6);
+        Duration d = Duration::micros(int64_t{1} << shift);
+        if (d > kMaxSleep) d = kMaxSleep;
+        if (!deadline.is_never()) {
+          Duration left = deadline - now();
+          if (left < d) d = left;
+        }
+        if (d.ns > 0) {
+          timespec ts{static_cast<time_t>(d.ns / 1'000'000'000),
+                      static_cast<long>(d.ns % 1'000'000'000)};
+          nanosleep(&ts, nullptr);
+        }
+      }
+    }
+  });
+}
+
+void Runtime::on_cq_event(uint32_t cq_id) {
+  auto it = cqs.find(cq_id);
+  if (it == cqs.end()) return;
+  Cq* cq = it->second;
+  if (cq->channel) cq->channel->push(cq);
+}
+
+void Runtime::on_async_event(const transport::AsyncEvent& ev) {
+  using T = transport::AsyncEventType;
+  ibv_async_event out{};
+  out.event_type = static_cast<ibv_event_type>(ev.type);
+  Context* target = nullptr;
+  switch (ev.type) {
+    case T::kCqErr: {
+      auto it = cqs.find(ev.id);
+      if (it == cqs.end()) return;
+      out.element.cq = it->second->base();
+      target = it->second->ctx;
+      break;
+    }
+    case T::kQpFatal:
+    case T::kQpReqErr:
+    case T::kQpAccessErr:
+    case T::kCommEst:
+    case T::kSqDrained:
+    case T::kPathMig:
+    case T::kPathMigErr:
+    case T::kQpLastWqeReached: {
+      auto it = qps.find(ev.id);
+      if (it == qps.end()) return;
+      out.element.qp = it->second->base();
+      target = it->second->ctx;
+      break;
+    }
+    case T::kSrqErr:
+    case T::kSrqLimitReached: {
+      auto it = srqs.find(ev.id);
+      if (it == srqs.end()) return;
+      out.element.srq = &it->second->srq;
+      target = it->second->ctx;
+      break;
+    }
+    default:
+      out.element.port_num = static_cast<int>(ev.id);
+      for (Context* c : contexts) c->push_async(out);
+      return;
+  }
+  if (target) target->push_async(out);
+}
+
+void Context::push_async(const ibv_async_event& ev) {
+  std::lock_guard<std::mutex> g(async_mu);
+  async_q.push_back(ev);
+  uint8_t b = 1;
+  ssize_t r = write(async_wr, &b, 1);
+  (void)r;
+}
+
+void Channel::push(Cq* cq) {
+  std::lock_guard<std::mutex> g(mu);
+  q.push_back(cq);
+  uint8_t b = 1;
+  ssize_t r = write(wr_fd, &b, 1);
+  (void)r;
+}
+
+Runtime* acquire_runtime(DeviceEntry* dev) {
+  std::lock_guard<std::mutex> g(runtime_mu());
+  auto& open = open_runtimes();
+  auto it = open.find(dev);
+  if (it != open.end()) {
+    it->second->open_count++;
+    return it->second;
+  }
+  auto rt = std::make_unique<Runtime>(dev);
+  std::string err;
+  rt->port = open_port(dev->cfg, &err);
+  if (!rt->port) {
+    std::fprintf(stderr, "uroce: %s: cannot open port '%s': %s\n", dev->cfg.name.c_str(),
+                 dev->cfg.port.c_str(), err.c_str());
+    errno = ENODEV;
+    return nullptr;
+  }
+  transport::EngineConfig ec;
+  ec.mac = dev->cfg.mac ? *dev->cfg.mac : rt->port->mac();
+  for (const auto& a : dev->cfg.addresses) ec.gids.push_back(a.gid);
+  ec.max_mtu = dev->cfg.mtu;
+  ec.link_speed_bps = rt->port->link_speed_bps();
+  ec.roce_dscp = dev->cfg.roce_dscp;
+  ec.cnp_dscp = dev->cfg.cnp_dscp;
+  ec.ecn = dev->cfg.ecn;
+  std::random_device rd;
+  ec.key_seed = (uint64_t{rd()} << 32) | rd();
+  rt->gids = ec.gids;
+  rt->active_mtu = mtu_enum(dev->cfg.mtu);
+  rt->engine = std::make_unique<transport::Engine>(ec, &rt->counters, rt.get());
+  rt->open_count = 1;
+  rt->start_thread();
+  Runtime* p = rt.release();
+  open[dev] = p;
+  return p;
+}
+
+void release_runtime(Runtime* rt) {
+  std::unique_lock<std::mutex> g(runtime_mu());
+  if (--rt->open_count > 0) return;
+  // Last context gone: stop the engine and close the port. A later open starts afresh.
+  open_runtimes().erase(rt->dev);
+  g.unlock();
+  delete rt;
+}
+
+bool runtime_is_open(DeviceEntry* dev) {
+  std::lock_guard<std::mutex> g(runtime_mu());
+  return open_runtimes().count(dev) != 0;
+}
+
+}  // namespace uroce::verbs
