@@ -70,7 +70,8 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
   if (sim_ns) *sim_ns = static_cast<uint64_t>((st.last_completion_time() - st.first_post_time()).ns);
   // Run on for 20 ms of simulated time: no late or duplicate completion may appear.
   f.sim.run_until(f.sim.now() + Duration::millis(20));
-  if (!st.check_no_extra_completions()) return st.error();
+  st.check_no_extra_completions();
+  if (!st.error().empty()) return st.error();
   if (is_atomic(op)) {
     if (st.completed() != bytes / 4096) return "wrong number of atomics completed";
   } else if (st.bytes_completed() != bytes) {
