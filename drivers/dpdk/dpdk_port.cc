@@ -23,7 +23,10 @@
 #include <atomic>
 #include <cstring>
 #include <ctime>
+#include <map>
 #include <mutex>
+#include <set>
+#include <string_view>
 #include <vector>
 
 #include "dpdk/eal.h"
@@ -39,7 +42,32 @@ constexpr unsigned kPoolCache = 128;       ///< per-lcore mbuf cache
 constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
 constexpr uint8_t kPfcGroup[6] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
 
-std::mutex g_open_mu;  ///< serialises ethdev set-up and tear-down
+/// PMDs whose reported maximum frame (max_rx_pktlen / max_mtu) is not enforced on the data
+/// path, measured here (drivers/dpdk/PMDS.md): net_memif chains frames over its bsize buffers
+/// and carries 4224-byte frames although it reports 1518.
+constexpr std::string_view kAdvisoryFrameLimit[] = {"net_memif"};
+
+std::mutex g_open_mu;  ///< serialises ethdev set-up and tear-down; guards the two below
+
+/// A closed port is parked, still started, not removed: net_memif (22.11) never closes a
+/// server's listening socket when its device is removed, so the same server could not be
+/// created again in this process, and stopping/restarting a memif pair inside one process
+/// crashed EAL's interrupt thread here. Re-opening with the same port string and MTU reuses
+/// the parked ethdev as it is (frames that arrived meanwhile are dropped).
+struct Parked {
+  std::string devargs;  ///< the port string it was created with
+  rte_mempool* pool;    ///< its mbuf pool
+  size_t max_frame;     ///< frame size it was set up for (0: set-up failed, stopped)
+  MacAddr mac;          ///< its MAC
+};
+std::map<uint16_t, Parked> g_parked;
+std::set<uint16_t> g_open;  ///< ethdev ports a DpdkPort owns now
+
+/// Frees a pool no mbuf of which is out (an mbuf still in a PMD ring would dangle otherwise;
+/// such a pool is left allocated: a bounded leak, one per re-open).
+void free_pool_if_idle(rte_mempool* pool) {
+  if (pool && rte_mempool_in_use_count(pool) == 0) rte_mempool_free(pool);
+}
 std::atomic<unsigned> g_pool_seq{0};
 
 Timestamp monotonic_now() {
@@ -50,11 +78,11 @@ Timestamp monotonic_now() {
 
 class DpdkPort final : public Port {
  public:
-  DpdkPort(uint16_t port_id, rte_mempool* pool, rte_device* device, MacAddr mac,
-           size_t max_frame, const config::Device& dev)
+  DpdkPort(uint16_t port_id, rte_mempool* pool, MacAddr mac, size_t max_frame,
+           const config::Device& dev)
       : port_id_(port_id),
         pool_(pool),
-        device_(device),
+        devargs_(dev.port),
         mac_(mac),
         max_frame_(max_frame),
         neighbors_(mac, dev.addresses, dev.neighbors) {
@@ -65,13 +93,21 @@ class DpdkPort final : public Port {
     std::lock_guard<std::mutex> lock(g_open_mu);
     if (cur_) rte_pktmbuf_free(cur_);
     rte_pktmbuf_free_bulk(pending_, static_cast<unsigned>(npending_));
-    rte_eth_dev_stop(port_id_);
-    rte_eth_dev_close(port_id_);
-    if (device_) rte_dev_remove(device_);
-    rte_mempool_free(pool_);
+    g_open.erase(port_id_);
+    g_parked[port_id_] = Parked{devargs_, pool_, max_frame_, mac_};
   }
 
   Neighbors& neighbors() { return neighbors_; }
+
+  /// Drops every frame waiting in the RX queue.
+  void drain() {
+    rte_mbuf* bufs[kBurst];
+    for (int i = 0; i < 1024; ++i) {
+      uint16_t n = rte_eth_rx_burst(port_id_, 0, bufs, kBurst);
+      rte_pktmbuf_free_bulk(bufs, n);
+      if (n < kBurst) break;
+    }
+  }
 
   // TxSink
   uint8_t* begin_frame(size_t max_len) override {
@@ -167,7 +203,7 @@ class DpdkPort final : public Port {
  private:
   uint16_t port_id_;
   rte_mempool* pool_;
-  rte_device* device_;
+  std::string devargs_;
   MacAddr mac_;
   size_t max_frame_;
   Neighbors neighbors_;
@@ -192,33 +228,72 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
     fail(dev, e, err);
     return nullptr;
   }
+  std::lock_guard<std::mutex> lock(g_open_mu);
   uint16_t port_id;
+  const std::string name = dev.port.substr(0, dev.port.find(','));
+  rte_mempool* old_pool = nullptr;
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) == 0) {
+    if (g_open.count(port_id)) {
+      fail(dev, "the DPDK port is already open in this process", err);
+      return nullptr;
+    }
+    if (auto it = g_parked.find(port_id); it != g_parked.end()) {
+      old_pool = it->second.pool;
+      if (it->second.devargs == dev.port && it->second.max_frame == dev.mtu + kRoceOverhead &&
+          (!dev.mac || *dev.mac == it->second.mac)) {
+        Parked p = it->second;
+        g_parked.erase(it);
+        g_open.insert(port_id);
+        auto port = std::make_unique<DpdkPort>(port_id, p.pool, p.mac, p.max_frame, dev);
+        port->drain();
+        port->neighbors().announce(*port);
+        port->flush();
+        return port;
+      }
+      if (it->second.max_frame != 0 || it->second.devargs != dev.port) {
+        // Another set-up of the same device: create it anew.
+        rte_eth_dev_info old{};
+        rte_eth_dev_info_get(port_id, &old);
+        rte_eth_dev_stop(port_id);
+        rte_eth_dev_close(port_id);
+        if (old.device) rte_dev_remove(old.device);
+        free_pool_if_idle(old_pool);
+        old_pool = nullptr;
+      }
+      g_parked.erase(it);
+    }
+  }
   if (!probe_port(dev.port, &port_id, &e)) {
     fail(dev, e, err);
     return nullptr;
   }
-  std::lock_guard<std::mutex> lock(g_open_mu);
   rte_eth_dev_info info{};
   int rc = rte_eth_dev_info_get(port_id, &info);
   if (rc != 0) {
     fail(dev, "rte_eth_dev_info_get: " + dpdk_error(rc), err);
     return nullptr;
   }
-  rte_device* device = info.device;
-  // On any failure below the device is removed again, so a later open starts clean.
+  // On any failure below the port is parked (stopped), so a later open can set it up again.
   auto give_up = [&](const std::string& what) -> std::unique_ptr<Port> {
     fail(dev, what, err);
-    rte_eth_dev_close(port_id);
-    if (device) rte_dev_remove(device);
+    rte_eth_dev_stop(port_id);
+    g_parked[port_id] = Parked{dev.port, old_pool, 0, MacAddr{}};
     return nullptr;
   };
 
   const size_t max_frame = dev.mtu + kRoceOverhead;
   const uint32_t l3_mtu = static_cast<uint32_t>(max_frame - 14);
-  uint32_t port_max_frame = info.max_rx_pktlen;
-  if (info.max_mtu != UINT16_MAX && info.max_mtu != 0)
-    port_max_frame = std::min<uint32_t>(port_max_frame, info.max_mtu + 14u);
-  if (port_max_frame < max_frame) {
+  // ethdev's rule: mtu + overhead <= max_rx_pktlen, overhead = max_rx_pktlen - max_mtu when
+  // the PMD reports a max_mtu, else Ethernet header + CRC (18).
+  const uint32_t overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
+                                ? info.max_rx_pktlen - info.max_mtu
+                                : 18u;
+  const uint32_t dev_max_l3 = std::min<uint32_t>(
+      info.max_mtu, info.max_rx_pktlen > overhead ? info.max_rx_pktlen - overhead : 0);
+  const uint32_t port_max_frame = dev_max_l3 + 14;  // without FCS, untagged
+  bool advisory = std::find(std::begin(kAdvisoryFrameLimit), std::end(kAdvisoryFrameLimit),
+                            std::string_view(info.driver_name)) != std::end(kAdvisoryFrameLimit);
+  if (port_max_frame < max_frame && !advisory) {
     uint32_t fits = 256;
     while (fits * 2 + kRoceOverhead <= port_max_frame) fits *= 2;
     return give_up("mtu " + std::to_string(dev.mtu) + " needs frames of " +
@@ -238,14 +313,14 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   if (!pool) return give_up("cannot create the mbuf pool: " + dpdk_error(rte_errno));
   auto give_up_pool = [&](const std::string& what) {
     auto r = give_up(what);
-    rte_mempool_free(pool);
+    free_pool_if_idle(pool);
     return r;
   };
 
   rte_eth_conf conf{};
-  conf.rxmode.mtu = l3_mtu;
+  conf.rxmode.mtu = std::min<uint32_t>(l3_mtu, dev_max_l3);
   rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
-  if (rc != 0) return give_up_pool("rte_eth_dev_configure (mtu " + std::to_string(l3_mtu) + "): " + dpdk_error(rc));
+  if (rc != 0) return give_up_pool("rte_eth_dev_configure (mtu " + std::to_string(conf.rxmode.mtu) + "): " + dpdk_error(rc));
   uint16_t nb_rxd = kRingSize, nb_txd = kRingSize;
   rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
   int socket = rte_eth_dev_socket_id(port_id);
@@ -269,7 +344,9 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   MacAddr mac;
   std::memcpy(mac.b.data(), ea.addr_bytes, 6);
 
-  auto port = std::make_unique<DpdkPort>(port_id, pool, device, mac, max_frame, dev);
+  free_pool_if_idle(old_pool);  // the queues now take mbufs from the new pool
+  g_open.insert(port_id);
+  auto port = std::make_unique<DpdkPort>(port_id, pool, mac, max_frame, dev);
   // ND needs the all-nodes and solicited-node groups; vdevs without a filter ignore this.
   std::vector<rte_ether_addr> mc;
   for (const MacAddr& m : port->neighbors().multicast_macs()) {

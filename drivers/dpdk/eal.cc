@@ -2,9 +2,10 @@
  * @file eal.cc
  * @brief EAL start (once, under a mutex) and device probing; see eal.h.
  *
- * The runtime folder EAL creates under /var/run/dpdk/<file-prefix> is removed right after
- * start: the prefix is unique to this process, no secondary process ever attaches, and so
- * nothing is left behind when the program exits or is killed.
+ * The files EAL creates in its runtime folder /var/run/dpdk/<file-prefix> are removed right
+ * after start: the prefix is unique to this process and no secondary process ever attaches.
+ * The (then empty) folder must stay while EAL runs, because hotplug (rte_dev_probe) lists it
+ * to find secondaries; it is removed at exit (a killed process leaves only an empty folder).
  */
 #include "dpdk/eal.h"
 
@@ -36,6 +37,7 @@ bool g_started = false;
 std::string g_error;                 ///< set when the one EAL start failed
 std::vector<std::string> g_args;     ///< argv of the start (kept alive: EAL may keep pointers)
 std::vector<char*> g_argv;
+std::string g_runtime_dir;           ///< /var/run/dpdk/<file-prefix>, removed at exit
 
 std::string read_text(const char* path) {
   std::ifstream in(path);
@@ -108,8 +110,14 @@ bool ensure_eal(const config::Device& dev, std::string* err) {
     return false;
   }
   g_started = true;
+  g_runtime_dir = rte_eal_get_runtime_dir();
   std::error_code ec;
-  std::filesystem::remove_all(std::string(rte_eal_get_runtime_dir()), ec);
+  for (const auto& entry : std::filesystem::directory_iterator(g_runtime_dir, ec))
+    std::filesystem::remove_all(entry.path(), ec);
+  std::atexit([] {
+    std::error_code e;
+    std::filesystem::remove_all(g_runtime_dir, e);
+  });
   return true;
 }
 
