@@ -2,7 +2,7 @@
  * @file pacer.h
  * @brief Per-QP send-time gate at the reaction point's rate: a token bucket in GCRA form
  * (virtual scheduling), driven by the injected clock. Units: bit/s, bytes, ns; the theoretical
- * arrival time keeps a picosecond remainder so rounding does not drift the rate.
+ * arrival time keeps a sub-nanosecond remainder so rounding does not drift the rate.
  *
  * A frame of b bytes may start at earliest_send_time(b, now); on_sent(b, now) then charges
  * b·8/rate. Up to `burst_bytes` may go back to back after an idle period (the bucket depth).
@@ -35,16 +35,16 @@ class Pacer {
   /// Forgets the history: the next frame may go at once.
   void reset() {
     tat_ns_ = INT64_MIN / 2;
-    tat_frac_ps_ = 0;
+    tat_frac_ns_ = 0;
   }
 
  private:
-  int64_t cost_ps(uint64_t bytes) const;
+  double cost_ns(uint64_t bytes) const;
 
   double rate_bps_ = 0.0;       ///< 0 = unlimited
   uint64_t burst_bytes_;        ///< bucket depth
   int64_t tat_ns_ = INT64_MIN / 2;  ///< theoretical arrival time of the next frame, ns part
-  int64_t tat_frac_ps_ = 0;         ///< and its picosecond remainder, 0..999
+  double tat_frac_ns_ = 0;          ///< and its fractional part, [0, 1) ns
 };
 
 }  // namespace uroce::dcqcn
