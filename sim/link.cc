@@ -105,6 +105,7 @@ void Link::on_event(uint32_t tag, Frame&& frame, Timestamp now) {
       return;
     case kArrive:
       ++stats_.delivered;
+      if (tap_) tap_(frame, now);
       rx_->receive(rx_port_, std::move(frame), now);
       return;
     case kKick:

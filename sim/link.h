@@ -94,6 +94,8 @@ class Link final : public EventHandler {
   void set_impairments(const Impairments& imp);
   const Impairments& impairments() const { return imp_; }
   void set_observer(LinkObserver* o) { observer_ = o; }
+  /// Observes every frame handed to the receiver (after impairments), e.g. a PcapWriter.
+  void set_tap(std::function<void(const Frame&, Timestamp)> tap) { tap_ = std::move(tap); }
   /// A down link drops every frame that finishes serialisation.
   void set_down(bool down) { down_ = down; }
 
@@ -131,6 +133,7 @@ class Link final : public EventHandler {
   uint32_t rx_port_;
   LinkObserver* observer_;
   Impairments imp_;
+  std::function<void(const Frame&, Timestamp)> tap_;
   Rng loss_rng_, reorder_rng_, dup_rng_, corrupt_rng_;
   bool down_ = false;
 

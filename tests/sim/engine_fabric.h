@@ -17,6 +17,7 @@
 
 #include "sim/engine_host.h"
 #include "sim/link.h"
+#include "sim/pcap.h"
 #include "sim/simulator.h"
 #include "sim/switch.h"
 #include "transport/engine.h"
@@ -71,6 +72,12 @@ class TwoHostFabric {
         host[i]->attach(tx[i].get());
       }
     }
+    // Debug aid: UROCE_SIM_PCAP=file.pcap records both directions as the receivers see them.
+    if (const char* p = std::getenv("UROCE_SIM_PCAP"); p && *p) {
+      pcap = std::make_unique<PcapWriter>(p);
+      for (int i = 0; i < 2; ++i)
+        wire_from(i).set_tap([this](const Frame& fr, Timestamp t) { pcap->write(fr, t); });
+    }
   }
   /// The link carrying frames from host `from` towards the other host that impairments act on
   /// (the last hop, so the switch queue sees every frame).
@@ -81,6 +88,7 @@ class TwoHostFabric {
   std::unique_ptr<EngineHost> host[2];
   std::unique_ptr<Link> tx[2];
   std::unique_ptr<Switch> sw;
+  std::unique_ptr<PcapWriter> pcap;
 
  private:
   FabricOptions opt_;

@@ -7,12 +7,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 
 #include "sim/frame_bytes.h"
 #include "sim/link.h"
+#include "sim/pcap.h"
 #include "sim/pfc.h"
 #include "sim/simulator.h"
 #include "sim/switch.h"
@@ -223,6 +226,39 @@ TEST(SimulatorTest, DownLinkAndDropFilterDropEverything) {
   EXPECT_EQ(r.rx.size(), 50u);
   EXPECT_EQ(r.stats.dropped_filter, 50u);
   for (auto& x : r.rx) EXPECT_EQ(seq_of(x.second) % 2, 1u);
+}
+
+TEST(SimulatorTest, TapSeesDeliveredFramesAndPcapRecordsThem) {
+  Simulator sim;
+  FakeEndpoint a(sim, mac_of(1)), b(sim, mac_of(2));
+  Link ab(sim, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(1000)}, &b, 0);
+  a.attach(&ab);
+  std::string path = ::testing::TempDir() + "sim_tap_test.pcap";
+  size_t tapped = 0;
+  {
+    PcapWriter w(path);
+    ASSERT_TRUE(w.ok());
+    ab.set_tap([&](const Frame& f, Timestamp t) {
+      ++tapped;
+      w.write(f, t);
+    });
+    a.send(3, 100, mac_of(2));
+    sim.run_until(Timestamp{1'000'000});
+  }
+  EXPECT_EQ(tapped, 3u);
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::vector<uint8_t> bytes(4096);
+  size_t n = std::fread(bytes.data(), 1, bytes.size(), f);
+  std::fclose(f);
+  // Expect: 24-byte header + 3 x (16-byte record header + 100 bytes).
+  EXPECT_EQ(n, 24u + 3 * 116);
+  uint32_t magic, first_ns;
+  std::memcpy(&magic, bytes.data(), 4);
+  std::memcpy(&first_ns, bytes.data() + 28, 4);
+  EXPECT_EQ(magic, 0xa1b23c4du);
+  EXPECT_EQ(first_ns, 1000u + 100);  // (124 B * 0.8 ns/B = 99.2 -> 100) + 1000
+  std::remove(path.c_str());
 }
 
 // ---- Switch -----------------------------------------------------------------------------
