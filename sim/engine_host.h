@@ -45,7 +45,7 @@ class StaticNeighbors final : public NeighborResolver {
   std::vector<std::pair<Gid, MacAddr>> table_;
 };
 
-class EngineHost final : public Node, public FrameReceiver, public LinkObserver, public TxSink {
+class EngineHost final : public Node, public HostPort, public LinkObserver, public TxSink {
  public:
   /// The application step: return true when it posted work (the host polls TX again).
   using App = std::function<bool(EngineHost&, Timestamp)>;
@@ -54,7 +54,7 @@ class EngineHost final : public Node, public FrameReceiver, public LinkObserver,
   ~EngineHost() override;
 
   /// The link this host transmits on (not owned); the host becomes its observer.
-  void attach(Link* tx);
+  void attach(Link* tx) override;
   Link* tx_link() { return tx_; }
   void set_app(App app) { app_ = std::move(app); }
   /// Ask for a poll at the current time (after posting from outside the app callback).

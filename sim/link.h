@@ -84,6 +84,15 @@ class LinkObserver {
   virtual void on_space(Timestamp now) { (void)now; }
 };
 
+class Link;
+
+/// The end of a host: receives frames and transmits on one attached Link.
+class HostPort : public FrameReceiver {
+ public:
+  /// `tx` is the link this host transmits on (not owned).
+  virtual void attach(Link* tx) = 0;
+};
+
 class Link final : public EventHandler {
  public:
   /// Frames are delivered to rx->receive(rx_port, ...). observer may be null.

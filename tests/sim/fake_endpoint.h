@@ -57,7 +57,7 @@ inline bool ipv4_checksum_ok(std::span<const uint8_t> b) {
   return sum == 0xffff;
 }
 
-class FakeEndpoint final : public Node, public FrameReceiver, public LinkObserver {
+class FakeEndpoint final : public Node, public HostPort, public LinkObserver {
  public:
   struct Rx {
     Timestamp t;
@@ -72,7 +72,7 @@ class FakeEndpoint final : public Node, public FrameReceiver, public LinkObserve
   };
 
   FakeEndpoint(Simulator& sim, MacAddr mac) : sim_(sim), mac_(mac) { sim.add_node(this); }
-  void attach(Link* l) {
+  void attach(Link* l) override {
     link_ = l;
     l->set_observer(this);
   }

@@ -13,6 +13,7 @@
 #include <memory>
 #include <set>
 
+#include "sim/fabric.h"
 #include "sim/frame_bytes.h"
 #include "sim/link.h"
 #include "sim/pcap.h"
@@ -385,6 +386,35 @@ TEST(SwitchTest, PfcPausesSendersInsteadOfDropping) {
   t.sim.run_until(Timestamp{100'000'000});
   EXPECT_GT(t.sw.stats().buffer_drops, 0u);
   EXPECT_EQ(t.sw.stats().xoff_sent, 0u);
+}
+
+TEST(FabricTest, TwoTierRoutesEveryPairThroughTheSpine) {
+  // Two leaves with two hosts each, one spine. 10 Gb/s, 100 ns per hop.
+  Simulator sim;
+  Fabric fab(sim);
+  LinkParams lp{.rate_bps = k10G, .propagation = Duration::nanos(100)};
+  uint32_t spine = fab.add_switch();
+  uint32_t leaf[2] = {fab.add_switch(), fab.add_switch()};
+  fab.connect_switches(leaf[0], spine, lp);
+  fab.connect_switches(leaf[1], spine, lp);
+  std::vector<std::unique_ptr<FakeEndpoint>> h;
+  for (int i = 0; i < 4; ++i) {
+    h.push_back(std::make_unique<FakeEndpoint>(sim, mac_of(static_cast<uint8_t>(i + 1))));
+    fab.add_host(h.back().get(), mac_of(static_cast<uint8_t>(i + 1)), leaf[i / 2], lp);
+  }
+  fab.build_routes();
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (i != j) h[i]->send(1, 500, mac_of(static_cast<uint8_t>(j + 1)));
+  ASSERT_TRUE(sim.run_until(Timestamp{1'000'000}));
+  for (int j = 0; j < 4; ++j) {
+    ASSERT_EQ(h[j]->rx.size(), 3u) << j;
+    for (auto& r : h[j]->rx) EXPECT_EQ(dst_mac(r.bytes), mac_of(static_cast<uint8_t>(j + 1)));
+  }
+  for (uint32_t s = 0; s < 3; ++s) EXPECT_EQ(fab.sw(s).stats().no_route, 0u);
+  // Host 0 -> host 2 crosses 4 hops: first frame out of host 0 is to host 1 (2 hops), the
+  // second (to host 2) leaves host 0 at 2 x 419.2 ns and then goes 4 hops store-and-forward.
+  EXPECT_EQ(fab.sw(spine).stats().forwarded, 8u);
 }
 
 TEST(PfcTest, FrameRoundTripAndPauseTime) {
