@@ -17,6 +17,7 @@
  */
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -31,6 +32,8 @@
 
 namespace uroce::transport {
 
+class CongestionFactory;  // transport/congestion.h
+
 /// Device-wide settings the engine needs.
 struct EngineConfig {
   MacAddr mac;                     ///< source MAC of every frame
@@ -41,6 +44,19 @@ struct EngineConfig {
   uint8_t cnp_dscp = 48;           ///< DSCP of CNPs
   bool ecn = true;                 ///< data packets carry ECT(0)
   uint64_t key_seed = 0;           ///< seeds lkey/rkey generation (the caller picks randomness)
+  /// DSCP -> priority (TxMeta::priority, PFC class); default: the class selector, DSCP >> 3.
+  std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();
+  /// RC go-back-N window: most PSNs sent and not yet acknowledged per QP (rxe uses 128).
+  uint32_t max_unacked_psns = 128;
+  /// Congestion control (lib/dcqcn's adapter); nullptr = no pacing, no CNPs sent.
+  /// Not owned; must outlive the engine.
+  CongestionFactory* cc = nullptr;
+
+  static constexpr std::array<uint8_t, 64> default_dscp_to_prio() {
+    std::array<uint8_t, 64> m{};
+    for (int d = 0; d < 64; ++d) m[d] = static_cast<uint8_t>(d >> 3);
+    return m;
+  }
 };
 
 /// Receives engine notifications (called from inside engine calls, engine lock held).

@@ -1,0 +1,220 @@
+/**
+ * @file completion.cc
+ * @brief Completions, error-state flushing and checked memory copies.
+ *
+ * CQ overflow raises kCqErr once and drops the completion (IBA 11.4.2.1: CQ overrun is an
+ * affiliated asynchronous error). Entering ERR flushes every outstanding WQE of both queues
+ * with WR_FLUSH_ERR, in order, signaled or not (IBA 10.3.1 "Error", C10-?: flushed WQEs always
+ * complete); a QP on an SRQ raises kQpLastWqeReached (IBA 11.6.3, "Last WQE Reached").
+ * Memory copies check every touched SGE (key, PD, bounds, LOCAL_WRITE) before moving a byte.
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_impl.h"
+
+namespace uroce::transport {
+
+bool Engine::Impl::push_cqe(uint32_t cq_id, const Cqe& e, bool solicited) {
+  Cq* cq = find_cq(cq_id);
+  if (!cq) return false;
+  if (cq->ring.size() >= cq->depth) {
+    if (!cq->overflowed) {
+      cq->overflowed = true;
+      async_event(AsyncEventType::kCqErr, cq_id);
+    }
+    return false;
+  }
+  *cq->ring.push() = e;
+  if (cq->armed && (!cq->solicited_only || solicited || e.status != WcStatus::kSuccess)) {
+    cq->armed = false;
+    if (obs) obs->on_cq_event(cq_id);
+  }
+  return true;
+}
+
+namespace {
+WcOpcode wc_opcode(WrOpcode op) {
+  switch (op) {
+    case WrOpcode::kRdmaWrite:
+    case WrOpcode::kRdmaWriteWithImm: return WcOpcode::kRdmaWrite;
+    case WrOpcode::kRdmaRead: return WcOpcode::kRdmaRead;
+    case WrOpcode::kAtomicCmpAndSwp: return WcOpcode::kCompSwap;
+    case WrOpcode::kAtomicFetchAndAdd: return WcOpcode::kFetchAdd;
+    case WrOpcode::kLocalInv: return WcOpcode::kLocalInv;
+    case WrOpcode::kBindMw: return WcOpcode::kBindMw;
+    default: return WcOpcode::kSend;
+  }
+}
+}  // namespace
+
+void Engine::Impl::complete_send(Qp& qp, const SendWqe& w, WcStatus st) {
+  if (st == WcStatus::kWrFlushErr) {
+    inc(Counter::req_cqe_flush_error);
+  } else if (st != WcStatus::kSuccess) {
+    inc(Counter::req_cqe_error);
+  } else if (!w.signaled) {
+    return;
+  }
+  Cqe e;
+  e.wr_id = w.wr_id;
+  e.status = st;
+  e.opcode = wc_opcode(w.opcode);
+  e.byte_len = w.length;
+  e.qp_num = qp.qpn;
+  e.src_qp = qp.attr.dest_qp_num;
+  if (!push_cqe(qp.init.send_cq, e, false) && qp.state != QpState::kErr) {
+    async_event(AsyncEventType::kQpFatal, qp.qpn);
+    qp_error(qp);
+  }
+}
+
+void Engine::Impl::complete_recv(Qp& qp, uint64_t wr_id, WcStatus st, WcOpcode op,
+                                 uint32_t byte_len, uint32_t imm, uint32_t wc_flags,
+                                 bool solicited) {
+  if (st == WcStatus::kWrFlushErr) {
+    inc(Counter::resp_cqe_flush_error);
+  } else if (st != WcStatus::kSuccess) {
+    inc(Counter::resp_cqe_error);
+  }
+  Cqe e;
+  e.wr_id = wr_id;
+  e.status = st;
+  e.opcode = op;
+  e.byte_len = byte_len;
+  e.imm_data = imm;
+  e.wc_flags = wc_flags;
+  e.qp_num = qp.qpn;
+  e.src_qp = qp.attr.dest_qp_num;
+  if (!push_cqe(qp.init.recv_cq, e, solicited) && qp.state != QpState::kErr) {
+    async_event(AsyncEventType::kQpFatal, qp.qpn);
+    qp_error(qp);
+  }
+}
+
+void Engine::Impl::flush_sq(Qp& qp) {
+  while (!qp.sq.empty()) {
+    SendWqe w = qp.sq.front();
+    qp.sq.pop();
+    complete_send(qp, w, WcStatus::kWrFlushErr);
+  }
+  qp.send_pos = qp.started_end = qp.sq.head_pos();
+  qp.send_off = 0;
+  qp.rd_atomic_out = 0;
+  qp.retrans_at = qp.rnr_until = qp.neigh_retry_at = Timestamp::never();
+}
+
+void Engine::Impl::flush_rq(Qp& qp) {
+  if (qp.cur_recv) {
+    qp.cur_recv = false;
+    complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0,
+                  false);
+  }
+  while (!qp.rq.empty()) {
+    uint64_t id = qp.rq.front().wr_id;
+    qp.rq.pop();
+    complete_recv(qp, id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, false);
+  }
+}
+
+void Engine::Impl::qp_error(Qp& qp) {
+  bool was_err = qp.state == QpState::kErr;
+  qp.state = QpState::kErr;
+  if (was_err && qp.sq.empty() && qp.rq.empty() && !qp.cur_recv) return;
+  // Keep only a fatal NAK that still has to go out; drop other queued responses.
+  RespItem fatal;
+  bool have_fatal = false;
+  for (uint32_t i = 0; i < qp.resp_q.size(); ++i) {
+    if (qp.resp_q.at(i).fatal) {
+      fatal = qp.resp_q.at(i);
+      have_fatal = true;
+    }
+  }
+  qp.resp_q.clear();
+  qp.resp_rd_atomic = 0;
+  if (have_fatal) *qp.resp_q.push() = fatal;
+  qp.rx_msg = Qp::RxMsg::kNone;
+  flush_sq(qp);
+  flush_rq(qp);
+  if (qp.srq && !was_err) async_event(AsyncEventType::kQpLastWqeReached, qp.qpn);
+}
+
+void Engine::Impl::qp_sq_error(Qp& qp) {
+  qp.state = QpState::kSqe;
+  flush_sq(qp);
+}
+
+const Sge* Engine::Impl::sq_sg(const Qp& qp, uint32_t pos) const {
+  return qp.sq_sges.data() + size_t{qp.sq.slot_of(pos)} * qp.init.max_send_sge;
+}
+
+const uint8_t* Engine::Impl::sq_inl(const Qp& qp, uint32_t pos) const {
+  return qp.sq_inline.data() + size_t{qp.sq.slot_of(pos)} * qp.init.max_inline_data;
+}
+
+namespace {
+/// Walks the SGE list over [off, off+len): calls f(sge_index, sge_offset, chunk, done).
+template <typename F>
+bool walk(const Sge* sg, uint32_t n, uint32_t off, uint32_t len, F&& f) {
+  uint32_t i = 0;
+  while (i < n && off >= sg[i].length) {
+    off -= sg[i].length;
+    ++i;
+  }
+  uint32_t done = 0;
+  while (done < len) {
+    if (i >= n) return false;  // runs past the list
+    uint32_t chunk = std::min(sg[i].length - off, len - done);
+    if (!f(i, off, chunk, done)) return false;
+    done += chunk;
+    off = 0;
+    ++i;
+  }
+  return true;
+}
+}  // namespace
+
+AccessCheck Engine::Impl::gather(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off,
+                                 uint8_t* dst, uint32_t len) const {
+  AccessCheck res = AccessCheck::kOk;
+  bool fits = walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t) {
+    res = mrs.check_local(sg[i].lkey, pd, sg[i].addr + o, c, 0);
+    return res == AccessCheck::kOk;
+  });
+  if (res != AccessCheck::kOk) return res;
+  if (!fits) return AccessCheck::kBadBounds;
+  walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t d) {
+    std::memcpy(dst + d, reinterpret_cast<const void*>(sg[i].addr + o), c);
+    return true;
+  });
+  return AccessCheck::kOk;
+}
+
+AccessCheck Engine::Impl::check_scatter(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off,
+                                        uint32_t len) const {
+  AccessCheck res = AccessCheck::kOk;
+  bool fits = walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t) {
+    res = mrs.check_local(sg[i].lkey, pd, sg[i].addr + o, c, kAccessLocalWrite);
+    return res == AccessCheck::kOk;
+  });
+  if (res != AccessCheck::kOk) return res;
+  return fits ? AccessCheck::kOk : AccessCheck::kBadBounds;
+}
+
+AccessCheck Engine::Impl::scatter(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off,
+                                  const uint8_t* src, uint32_t len) const {
+  AccessCheck res = AccessCheck::kOk;
+  bool fits = walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t) {
+    res = mrs.check_local(sg[i].lkey, pd, sg[i].addr + o, c, kAccessLocalWrite);
+    return res == AccessCheck::kOk;
+  });
+  if (res != AccessCheck::kOk) return res;
+  if (!fits) return AccessCheck::kBadBounds;
+  walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t d) {
+    std::memcpy(reinterpret_cast<void*>(sg[i].addr + o), src + d, c);
+    return true;
+  });
+  return AccessCheck::kOk;
+}
+
+}  // namespace uroce::transport

@@ -1,0 +1,584 @@
+/**
+ * @file engine.cc
+ * @brief Engine control path: PDs, MRs, CQs, SRQs, QP create/modify/query/destroy (IBA Vol 1
+ * §10.2-10.3, §11), and posting work requests (ibv_post_send(3), ibv_post_recv(3)).
+ *
+ * Every object is addressed by a small integer id (PD, CQ, SRQ: index + 1; QP: QPN). Storage
+ * is allocated here, on the control path; the data path only uses what create_* allocated.
+ */
+#include "transport/engine.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstring>
+
+#include "transport/engine_impl.h"
+#include "transport/qp_state.h"
+
+namespace uroce::transport {
+
+Duration rnr_timer_delay(uint8_t code) {
+  // IBA Vol 1 Table 45, in microseconds x 100 (0 = 655.36 ms).
+  static constexpr std::array<uint32_t, 32> kCentiUs = {
+      65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,    32,
+      48,    64,   96,   128,  192,  256,   384,   512,   768,   1024,  1536,
+      2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+  return Duration::nanos(int64_t{kCentiUs[code & 31]} * 10'000);
+}
+
+Duration local_ack_timeout(uint8_t timeout) {
+  if (timeout == 0) return Duration::nanos(std::numeric_limits<int64_t>::max() / 4);
+  return Duration::nanos(int64_t{4096} << std::min<uint8_t>(timeout, 31));
+}
+
+Engine::Impl::Impl(const EngineConfig& c, CounterBlock* k, EngineObserver* o)
+    : cfg(c), ctr(k), obs(o), mrs(c.key_seed) {
+  if (cfg.cc) np = cfg.cc->make_np();
+  qps.resize(kFirstQpSlot);
+  qp_gen.resize(kFirstQpSlot);
+}
+
+Engine::Engine(const EngineConfig& cfg, CounterBlock* counters, EngineObserver* observer)
+    : impl_(std::make_unique<Impl>(cfg, counters, observer)) {}
+Engine::~Engine() = default;
+
+const EngineConfig& Engine::config() const { return impl_->cfg; }
+CounterBlock& Engine::counters() { return *impl_->ctr; }
+
+// ---- Lookup ---------------------------------------------------------------------------------
+
+Qp* Engine::Impl::find_qp(uint32_t qpn) const {
+  uint32_t slot = qpn & ((1u << kQpSlotBits) - 1);
+  if (slot >= qps.size() || !qps[slot]) return nullptr;
+  Qp* qp = qps[slot].get();
+  return qp->qpn == qpn ? qp : nullptr;
+}
+
+Cq* Engine::Impl::find_cq(uint32_t id) {
+  if (id == 0 || id > cqs.size() || !cqs[id - 1].live) return nullptr;
+  return &cqs[id - 1];
+}
+
+Srq* Engine::Impl::find_srq(uint32_t id) {
+  if (id == 0 || id > srqs.size() || !srqs[id - 1].live) return nullptr;
+  return &srqs[id - 1];
+}
+
+void Engine::Impl::activate(Qp& qp) {
+  if (qp.in_active) return;
+  qp.in_active = true;
+  active.push_back(&qp);
+}
+
+void Engine::Impl::async_event(AsyncEventType t, uint32_t id) {
+  if (obs) obs->on_async_event(AsyncEvent{t, id});
+}
+
+// ---- PD -------------------------------------------------------------------------------------
+
+Result<uint32_t> Engine::alloc_pd() {
+  auto& pds = impl_->pds;
+  for (size_t i = 0; i < pds.size(); ++i) {
+    if (!pds[i].live) {
+      pds[i] = Pd{true, 0};
+      return static_cast<uint32_t>(i + 1);
+    }
+  }
+  pds.push_back(Pd{true, 0});
+  return static_cast<uint32_t>(pds.size());
+}
+
+Status Engine::dealloc_pd(uint32_t pd) {
+  auto& pds = impl_->pds;
+  if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
+  if (pds[pd - 1].users || impl_->mrs.count_pd(pd)) return Status::busy();
+  pds[pd - 1].live = false;
+  return Status::ok();
+}
+
+// ---- MR -------------------------------------------------------------------------------------
+
+Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access) {
+  auto& pds = impl_->pds;
+  if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
+  auto r = impl_->mrs.reg(pd, addr, len, access);
+  if (!r) return r.status();
+  return MrKeys{r->lkey, r->rkey};
+}
+
+Status Engine::dereg_mr(uint32_t lkey) { return impl_->mrs.dereg(lkey); }
+
+// ---- CQ -------------------------------------------------------------------------------------
+
+Result<uint32_t> Engine::create_cq(uint32_t depth) {
+  if (depth == 0 || depth > kMaxCqe) return Status::invalid();
+  auto& cqs = impl_->cqs;
+  size_t i = 0;
+  while (i < cqs.size() && cqs[i].live) ++i;
+  if (i == cqs.size()) cqs.emplace_back();
+  Cq& cq = cqs[i];
+  cq = Cq{};
+  cq.live = true;
+  cq.depth = depth;
+  cq.ring.reset(depth);
+  return static_cast<uint32_t>(i + 1);
+}
+
+Status Engine::resize_cq(uint32_t id, uint32_t depth) {
+  Cq* cq = impl_->find_cq(id);
+  if (!cq) return Status::not_found();
+  if (depth == 0 || depth > kMaxCqe || depth < cq->ring.size()) return Status::invalid();
+  Ring<Cqe> n(depth);
+  while (!cq->ring.empty()) {
+    *n.push() = cq->ring.front();
+    cq->ring.pop();
+  }
+  cq->ring = std::move(n);
+  cq->depth = depth;
+  return Status::ok();
+}
+
+Status Engine::destroy_cq(uint32_t id) {
+  Cq* cq = impl_->find_cq(id);
+  if (!cq) return Status::not_found();
+  if (cq->users) return Status::busy();
+  *cq = Cq{};
+  return Status::ok();
+}
+
+size_t Engine::poll_cq(uint32_t id, std::span<Cqe> out) {
+  Cq* cq = impl_->find_cq(id);
+  if (!cq) return 0;
+  size_t n = 0;
+  while (n < out.size() && !cq->ring.empty()) {
+    out[n++] = cq->ring.front();
+    cq->ring.pop();
+  }
+  return n;
+}
+
+Status Engine::req_notify_cq(uint32_t id, bool solicited_only) {
+  Cq* cq = impl_->find_cq(id);
+  if (!cq) return Status::not_found();
+  cq->armed = true;
+  cq->solicited_only = solicited_only;
+  return Status::ok();
+}
+
+// ---- SRQ ------------------------------------------------------------------------------------
+
+Result<uint32_t> Engine::create_srq(uint32_t pd, uint32_t max_wr, uint32_t max_sge,
+                                    uint32_t limit) {
+  auto& pds = impl_->pds;
+  if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
+  if (max_wr == 0 || max_wr > kMaxQpWr || max_sge == 0 || max_sge > kMaxSge || limit > max_wr)
+    return Status::invalid();
+  auto& srqs = impl_->srqs;
+  size_t i = 0;
+  while (i < srqs.size() && srqs[i].live) ++i;
+  if (i == srqs.size()) srqs.emplace_back();
+  Srq& s = srqs[i];
+  s = Srq{};
+  s.live = true;
+  s.pd = pd;
+  s.max_sge = max_sge;
+  s.limit = limit;
+  s.ring.reset(max_wr);
+  s.sges.assign(size_t{s.ring.capacity()} * max_sge, Sge{});
+  pds[pd - 1].users++;
+  return static_cast<uint32_t>(i + 1);
+}
+
+Status Engine::modify_srq(uint32_t id, uint32_t max_wr, uint32_t limit, uint32_t mask) {
+  constexpr uint32_t kSrqMaxWr = 1, kSrqLimit = 2;  // IBV_SRQ_MAX_WR, IBV_SRQ_LIMIT
+  Srq* s = impl_->find_srq(id);
+  if (!s) return Status::not_found();
+  if (mask & ~(kSrqMaxWr | kSrqLimit)) return Status::invalid();
+  if (mask & kSrqMaxWr) {
+    // Resizing is not supported beyond the allocated capacity.
+    if (max_wr == 0 || max_wr > s->ring.capacity()) return Status::invalid();
+  }
+  if (mask & kSrqLimit) {
+    if (limit > s->ring.capacity()) return Status::invalid();
+    s->limit = limit;
+  }
+  return Status::ok();
+}
+
+Status Engine::query_srq(uint32_t id, uint32_t* max_wr, uint32_t* max_sge, uint32_t* limit) {
+  Srq* s = impl_->find_srq(id);
+  if (!s) return Status::not_found();
+  if (max_wr) *max_wr = s->ring.capacity();
+  if (max_sge) *max_sge = s->max_sge;
+  if (limit) *limit = s->limit;
+  return Status::ok();
+}
+
+Status Engine::destroy_srq(uint32_t id) {
+  Srq* s = impl_->find_srq(id);
+  if (!s) return Status::not_found();
+  if (s->users) return Status::busy();
+  impl_->pds[s->pd - 1].users--;
+  *s = Srq{};
+  return Status::ok();
+}
+
+Status Engine::post_srq_recv(uint32_t id, const RecvWr& wr) {
+  Srq* s = impl_->find_srq(id);
+  if (!s) return Status::not_found();
+  if (wr.num_sge > s->max_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
+  uint32_t pos = s->ring.tail_pos();
+  RecvWqe* w = s->ring.push();
+  if (!w) return Status::no_memory();
+  w->wr_id = wr.wr_id;
+  w->num_sge = wr.num_sge;
+  std::copy_n(wr.sg, wr.num_sge, s->sges.data() + size_t{s->ring.slot_of(pos)} * s->max_sge);
+  return Status::ok();
+}
+
+// ---- QP -------------------------------------------------------------------------------------
+
+Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
+  Impl& m = *impl_;
+  if (a.type != QpType::kRc && a.type != QpType::kUc && a.type != QpType::kUd)
+    return Status::invalid();
+  if (a.pd == 0 || a.pd > m.pds.size() || !m.pds[a.pd - 1].live) return Status::not_found();
+  Cq* scq = m.find_cq(a.send_cq);
+  Cq* rcq = m.find_cq(a.recv_cq);
+  if (!scq || !rcq) return Status::not_found();
+  Srq* srq = nullptr;
+  if (a.srq) {
+    srq = m.find_srq(a.srq);
+    if (!srq) return Status::not_found();
+  }
+  if (a.max_send_wr > kMaxQpWr || a.max_recv_wr > kMaxQpWr || a.max_send_sge > kMaxSge ||
+      a.max_recv_sge > kMaxSge || a.max_inline_data > kMaxInline)
+    return Status::invalid();
+  // Slot: reuse a free one (bumping its generation) or grow.
+  size_t slot = kFirstQpSlot;
+  while (slot < m.qps.size() && m.qps[slot]) ++slot;
+  if (slot >= (1u << kQpSlotBits)) return Status::no_memory();
+  if (slot == m.qps.size()) {
+    m.qps.emplace_back();
+    m.qp_gen.push_back(0);
+  }
+  auto qp = std::make_unique<Qp>();
+  uint8_t gen = ++m.qp_gen[slot];
+  qp->qpn = (uint32_t{gen} << kQpSlotBits) | static_cast<uint32_t>(slot);
+  qp->type = a.type;
+  // Round capacities up and write them back (ibv_create_qp(3) semantics).
+  a.max_send_wr = std::bit_ceil(std::max(a.max_send_wr, 1u));
+  a.max_recv_wr = srq ? 0 : std::bit_ceil(std::max(a.max_recv_wr, 1u));
+  a.max_send_sge = std::max(a.max_send_sge, 1u);
+  a.max_recv_sge = srq ? 0 : std::max(a.max_recv_sge, 1u);
+  qp->init = a;
+  qp->sq.reset(a.max_send_wr);
+  qp->sq_sges.assign(size_t{a.max_send_wr} * a.max_send_sge, Sge{});
+  qp->sq_inline.assign(size_t{a.max_send_wr} * a.max_inline_data, 0);
+  if (!srq) {
+    qp->rq.reset(a.max_recv_wr);
+    qp->rq_sges.assign(size_t{a.max_recv_wr} * a.max_recv_sge, Sge{});
+  } else {
+    qp->srq = srq;
+    srq->users++;
+  }
+  qp->resp_q.reset(kRespQueueDepth);
+  qp->replay.assign(kMaxRdAtomic, AtomicReplay{});
+  qp->attr.max_send_wr = a.max_send_wr;
+  qp->attr.max_recv_wr = a.max_recv_wr;
+  qp->attr.max_send_sge = a.max_send_sge;
+  qp->attr.max_recv_sge = a.max_recv_sge;
+  qp->attr.max_inline_data = a.max_inline_data;
+  qp->mtu = a.type == QpType::kUd ? m.cfg.max_mtu : 1024;
+  if (m.cfg.cc) qp->cc = m.cfg.cc->make_qp(qp->qpn, m.cfg.link_speed_bps);
+  if (!qp->cc) qp->cc = std::make_unique<NoCongestion>();
+  scq->users++;
+  rcq->users++;
+  m.pds[a.pd - 1].users++;
+  uint32_t qpn = qp->qpn;
+  m.qps[slot] = std::move(qp);
+  return qpn;
+}
+
+namespace {
+
+/// Value checks of the attributes present in mask (EINVAL on a bad value).
+Status check_values(const EngineConfig& cfg, const Qp& qp, const QpAttr& a, uint32_t mask) {
+  if ((mask & kAttrPathMtu) &&
+      (a.path_mtu < 1 || a.path_mtu > 5 || mtu_bytes(a.path_mtu) > cfg.max_mtu))
+    return Status::invalid();
+  if ((mask & kAttrTimeout) && a.timeout > 31) return Status::invalid();
+  if ((mask & kAttrRetryCnt) && a.retry_cnt > 7) return Status::invalid();
+  if ((mask & kAttrRnrRetry) && a.rnr_retry > 7) return Status::invalid();
+  if ((mask & kAttrMinRnrTimer) && a.min_rnr_timer > 31) return Status::invalid();
+  if ((mask & kAttrMaxQpRdAtomic) && a.max_rd_atomic > kMaxRdAtomic) return Status::invalid();
+  if ((mask & kAttrMaxDestRdAtomic) && a.max_dest_rd_atomic > kMaxRdAtomic)
+    return Status::invalid();
+  if ((mask & kAttrPort) && a.port_num != 1) return Status::invalid();
+  if ((mask & kAttrPkeyIndex) && a.pkey_index != 0) return Status::invalid();
+  if ((mask & kAttrDestQpn) && a.dest_qp_num > k24BitMask) return Status::invalid();
+  if ((mask & kAttrAccessFlags) &&
+      (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                             kAccessRemoteAtomic)))
+    return Status::invalid();
+  if (mask & kAttrAv) {
+    if (a.av.sgid_index >= cfg.gids.size() || a.av.dgid.is_zero()) return Status::invalid();
+    if (a.av.dgid.is_ipv4_mapped() != cfg.gids[a.av.sgid_index].is_ipv4_mapped())
+      return Status::invalid();
+  }
+  if ((mask & kAttrCurState) && a.cur_qp_state != qp.state) return Status::invalid();
+  return Status::ok();
+}
+
+uint16_t hash_sport(uint32_t a, uint32_t b) {
+  uint32_t h = a * 0x9e3779b1u ^ b * 0x85ebca6bu;
+  h ^= h >> 15;
+  return static_cast<uint16_t>(0xc000 | (h & 0x3fff));  // 49152..65535, as rxe
+}
+
+}  // namespace
+
+Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
+  Impl& m = *impl_;
+  Qp* qp = m.find_qp(qpn);
+  if (!qp) return Status::not_found();
+  QpState cur = qp->state;
+  QpState next = (mask & kAttrState) ? a.qp_state : cur;
+  if (static_cast<uint8_t>(next) > static_cast<uint8_t>(QpState::kErr)) return Status::invalid();
+  if (Status s = check_modify_mask(qp->type, cur, next, mask); !s) return s;
+  if (Status s = check_values(m.cfg, *qp, a, mask); !s) return s;
+  // Cap changes (kAttrCap) are never in the table, so no resize here.
+
+  QpAttr& q = qp->attr;
+  if (mask & kAttrAccessFlags) q.qp_access_flags = a.qp_access_flags;
+  if (mask & kAttrPkeyIndex) q.pkey_index = a.pkey_index;
+  if (mask & kAttrPort) q.port_num = a.port_num;
+  if (mask & kAttrQkey) q.qkey = a.qkey;
+  if (mask & kAttrAv) q.av = a.av;
+  if (mask & kAttrPathMtu) {
+    q.path_mtu = a.path_mtu;
+    qp->mtu = mtu_bytes(a.path_mtu);
+  }
+  if (mask & kAttrTimeout) q.timeout = a.timeout;
+  if (mask & kAttrRetryCnt) q.retry_cnt = a.retry_cnt;
+  if (mask & kAttrRnrRetry) q.rnr_retry = a.rnr_retry;
+  if (mask & kAttrMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
+  if (mask & kAttrMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & kAttrMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
+  if (mask & kAttrDestQpn) q.dest_qp_num = a.dest_qp_num;
+  if (mask & kAttrEnSqdAsyncNotify) q.en_sqd_async_notify = a.en_sqd_async_notify;
+  if (mask & kAttrRqPsn) {
+    q.rq_psn = a.rq_psn & k24BitMask;
+    qp->epsn = Psn(q.rq_psn);
+  }
+  if (mask & kAttrSqPsn) {
+    q.sq_psn = a.sq_psn & k24BitMask;
+    qp->next_psn = qp->max_psn = qp->una = Psn(q.sq_psn);
+    qp->acked_psn = Psn(q.sq_psn) - 1;
+  }
+  if (mask & (kAttrRetryCnt | kAttrRnrRetry)) {
+    qp->retry_left = q.retry_cnt;
+    qp->rnr_left = q.rnr_retry;
+  }
+  if (mask & (kAttrAv | kAttrDestQpn)) {
+    qp->udp_sport = q.av.udp_sport ? q.av.udp_sport : hash_sport(qp->qpn, q.dest_qp_num);
+    qp->dmac_valid = false;
+    if (qp->type != QpType::kUd) m.fill_template(*qp);
+  }
+
+  if (next != cur) {
+    qp->state = next;
+    switch (next) {
+      case QpState::kReset: {
+        // Back to the initial state: queues emptied without completions.
+        qp->sq.clear();
+        qp->rq.clear();
+        qp->resp_q.clear();
+        qp->send_pos = qp->started_end = qp->sq.head_pos();
+        qp->send_off = 0;
+        qp->rd_atomic_out = qp->resp_rd_atomic = 0;
+        qp->cur_recv = false;
+        qp->rx_msg = Qp::RxMsg::kNone;
+        qp->nak_sent = qp->any_ack = qp->comm_est = qp->cnp_pending = false;
+        qp->retrans_at = qp->rnr_until = qp->neigh_retry_at = Timestamp::never();
+        qp->msn = Msn(0);
+        for (auto& r : qp->replay) r.valid = false;
+        break;
+      }
+      case QpState::kErr:
+        m.qp_error(*qp);
+        break;
+      case QpState::kRts:
+        qp->retry_left = q.retry_cnt;
+        qp->rnr_left = q.rnr_retry;
+        m.activate(*qp);
+        break;
+      case QpState::kSqd:
+        qp->sqd_notified = false;
+        m.activate(*qp);
+        break;
+      default:
+        break;
+    }
+  }
+  return Status::ok();
+}
+
+Status Engine::query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init) {
+  Qp* qp = impl_->find_qp(qpn);
+  if (!qp) return Status::not_found();
+  if (attr) {
+    *attr = qp->attr;
+    attr->qp_state = attr->cur_qp_state = qp->state;
+    attr->sq_psn = qp->next_psn.value();
+    attr->rq_psn = qp->epsn.value();
+    attr->sq_draining =
+        qp->state == QpState::kSqd && qp->sq.head_pos() != qp->started_end ? 1 : 0;
+  }
+  if (init) *init = qp->init;
+  return Status::ok();
+}
+
+Status Engine::destroy_qp(uint32_t qpn) {
+  Impl& m = *impl_;
+  Qp* qp = m.find_qp(qpn);
+  if (!qp) return Status::not_found();
+  if (Cq* c = m.find_cq(qp->init.send_cq)) c->users--;
+  if (Cq* c = m.find_cq(qp->init.recv_cq)) c->users--;
+  if (qp->srq) qp->srq->users--;
+  m.pds[qp->init.pd - 1].users--;
+  std::erase(m.active, qp);
+  m.qps[qpn & ((1u << kQpSlotBits) - 1)].reset();
+  return Status::ok();
+}
+
+// ---- Posting --------------------------------------------------------------------------------
+
+Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
+  Impl& m = *impl_;
+  Qp* qp = m.find_qp(qpn);
+  if (!qp) return Status::not_found();
+  m.last_now = std::max(m.last_now, now);
+  switch (qp->state) {
+    case QpState::kRts:
+    case QpState::kSqd:
+    case QpState::kSqe:
+    case QpState::kErr:
+      break;
+    default:
+      return Status::invalid();
+  }
+  bool ok_op = false;
+  switch (qp->type) {
+    case QpType::kRc:
+      ok_op = wr.opcode != WrOpcode::kLocalInv && wr.opcode != WrOpcode::kBindMw;
+      break;
+    case QpType::kUc:
+      ok_op = wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm ||
+              wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm;
+      break;
+    case QpType::kUd:
+      ok_op = (wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm) && wr.ah;
+      break;
+  }
+  if (!ok_op) return Status::invalid();
+  if (wr.num_sge > qp->init.max_send_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
+  uint64_t total = 0;
+  for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg[i].length;
+  bool inl = (wr.send_flags & kSendInline) && wr.opcode != WrOpcode::kRdmaRead &&
+             wr.opcode != WrOpcode::kAtomicCmpAndSwp && wr.opcode != WrOpcode::kAtomicFetchAndAdd;
+  if (inl && total > qp->init.max_inline_data) return Status::invalid();
+  if (qp->type == QpType::kUd && wr.ah && wr.ah->sgid_index >= m.cfg.gids.size())
+    return Status::invalid();
+
+  uint32_t pos = qp->sq.tail_pos();
+  SendWqe* w = qp->sq.push();
+  if (!w) return Status::no_memory();
+  *w = SendWqe{};
+  w->wr_id = wr.wr_id;
+  w->opcode = wr.opcode;
+  w->flags = wr.send_flags;
+  w->signaled = (wr.send_flags & kSendSignaled) || qp->init.sq_sig_all;
+  w->remote_addr = wr.remote_addr;
+  w->rkey = wr.rkey;
+  w->imm = wr.opcode == WrOpcode::kSendWithInv ? wr.invalidate_rkey : wr.imm_data;
+  w->compare_add = wr.compare_add;
+  w->swap = wr.swap;
+  w->num_sge = wr.num_sge;
+  w->inline_data = inl;
+  if (qp->type == QpType::kUd) {
+    w->av = *wr.ah;
+    w->remote_qpn = wr.remote_qpn & k24BitMask;
+    w->remote_qkey = wr.remote_qkey;
+  }
+  if (total > kMaxMsgSize) {
+    w->local_error = WcStatus::kLocLenErr;
+    total = 0;
+  }
+  w->length = static_cast<uint32_t>(total);
+  uint32_t slot = qp->sq.slot_of(pos);
+  if (inl) {
+    // Inline: the bytes are copied now; no lkey needed (ibv_post_send(3), IBV_SEND_INLINE).
+    uint8_t* dst = qp->sq_inline.data() + size_t{slot} * qp->init.max_inline_data;
+    for (uint32_t i = 0; i < wr.num_sge; ++i) {
+      std::memcpy(dst, reinterpret_cast<const void*>(wr.sg[i].addr), wr.sg[i].length);
+      dst += wr.sg[i].length;
+    }
+  } else {
+    std::copy_n(wr.sg, wr.num_sge, qp->sq_sges.data() + size_t{slot} * qp->init.max_send_sge);
+  }
+  if (wr.opcode == WrOpcode::kRdmaRead) {
+    // length is what is read into the SGEs.
+  } else if (wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
+    if (w->length != 8) w->local_error = WcStatus::kLocLenErr;
+    w->length = 8;
+  }
+  if (qp->state == QpState::kErr) {
+    // Posting to a QP in ERR completes the WR at once with WR_FLUSH_ERR.
+    m.flush_sq(*qp);
+    return Status::ok();
+  }
+  if (qp->state == QpState::kSqe) {
+    m.flush_sq(*qp);
+    return Status::ok();
+  }
+  m.activate(*qp);
+  return Status::ok();
+}
+
+Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
+  Impl& m = *impl_;
+  Qp* qp = m.find_qp(qpn);
+  if (!qp) return Status::not_found();
+  if (qp->srq || qp->state == QpState::kReset) return Status::invalid();
+  if (wr.num_sge > qp->init.max_recv_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
+  uint32_t pos = qp->rq.tail_pos();
+  RecvWqe* w = qp->rq.push();
+  if (!w) return Status::no_memory();
+  w->wr_id = wr.wr_id;
+  w->num_sge = wr.num_sge;
+  std::copy_n(wr.sg, wr.num_sge,
+              qp->rq_sges.data() + size_t{qp->rq.slot_of(pos)} * qp->init.max_recv_sge);
+  if (qp->state == QpState::kErr) m.flush_rq(*qp);
+  return Status::ok();
+}
+
+// ---- Packet interface -------------------------------------------------------------------------
+
+void Engine::on_frame(std::span<const uint8_t> frame, Timestamp now) {
+  impl_->on_frame(frame, now);
+}
+
+size_t Engine::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now) {
+  return impl_->poll_transmit(sink, neigh, now);
+}
+
+Timestamp Engine::next_deadline() const { return impl_->next_deadline(); }
+
+bool Engine::has_tx_work() const {
+  for (const Qp* qp : impl_->active)
+    if (impl_->qp_tx_time(*qp) <= impl_->last_now) return true;
+  return false;
+}
+
+}  // namespace uroce::transport

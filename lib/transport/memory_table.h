@@ -1,0 +1,92 @@
+/**
+ * @file memory_table.h
+ * @brief Registered memory regions as the engine sees them: keys, address range, access rights
+ * and the checks every local and remote access passes before a byte moves (IBA Vol 1 §10.6,
+ * C10-?? "memory protection"; the R_Key/L_Key checks of §9.7.4.1.5 and §10.6.3).
+ *
+ * Keys: a key is an invertible 32-bit mix of (slot | tag << 16), XORed with a seed-derived
+ * constant (different for L_Key and R_Key), so keys look random yet decode to their table slot
+ * in O(1) with no hashing. The 16-bit tag is drawn from a seeded generator per registration; a
+ * deregistered slot's keys stop matching at once, and a re-used slot gets a new tag.
+ * Units: addresses and lengths in bytes of the caller's address space.
+ *
+ * Thread-safety: none (engine lock).
+ */
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "common/status.h"
+#include "transport/verbs_types.h"
+
+namespace uroce::transport {
+
+/// One registered region.
+struct MemoryRegion {
+  uint64_t addr = 0;    ///< first byte (caller's virtual address)
+  uint64_t len = 0;     ///< bytes
+  uint32_t access = 0;  ///< Access bits
+  uint32_t pd = 0;      ///< owning protection domain
+  uint32_t lkey = 0;
+  uint32_t rkey = 0;
+  bool live = false;    ///< registered (keys valid)
+};
+
+/// Result of an access check.
+enum class AccessCheck : uint8_t {
+  kOk,
+  kBadKey,     ///< no region has this key (or it was deregistered)
+  kBadPd,      ///< the region belongs to another PD
+  kBadBounds,  ///< [addr, addr+len) is not inside the region
+  kBadAccess,  ///< the region's access flags do not allow the operation
+};
+
+class MemoryTable {
+ public:
+  /// Largest number of live regions (slots are 16 bits of the key).
+  static constexpr uint32_t kMaxRegions = 1u << 16;
+
+  explicit MemoryTable(uint64_t seed);
+
+  /// Registers a region. EINVAL: zero length, REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE,
+  /// unknown access bits, address range wrapping; ENOMEM: table full.
+  Result<MemoryRegion> reg(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access);
+  /// Deregisters by L_Key; both keys stop working at once. ENOENT: unknown key.
+  Status dereg(uint32_t lkey);
+
+  /// The live region with this key, or nullptr.
+  const MemoryRegion* find_lkey(uint32_t lkey) const;
+  const MemoryRegion* find_rkey(uint32_t rkey) const;
+
+  /// Checks a local access [addr, addr+len) through lkey for a QP of PD pd. need: Access bits
+  /// (kAccessLocalWrite when the engine writes into it; 0 for reads). A zero-length access
+  /// still needs a valid key.
+  AccessCheck check_local(uint32_t lkey, uint32_t pd, uint64_t addr, uint64_t len,
+                          uint32_t need) const;
+  /// Checks a remote access [va, va+len) through rkey; need is kAccessRemoteWrite, Read or
+  /// Atomic. A zero-length access is always allowed (IBA §9.4.4: no R_Key check for it).
+  AccessCheck check_remote(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len,
+                           uint32_t need) const;
+
+  /// Number of live regions of pd (for dealloc_pd's EBUSY).
+  uint32_t count_pd(uint32_t pd) const;
+
+ private:
+  struct Slot {
+    MemoryRegion mr;
+    uint16_t ltag = 0, rtag = 0;
+  };
+  static bool in_bounds(const MemoryRegion& mr, uint64_t addr, uint64_t len);
+  uint32_t make_key(uint32_t slot, uint16_t tag, bool remote) const;
+  /// Slot and tag a key decodes to.
+  void decode(uint32_t key, bool remote, uint32_t* slot, uint16_t* tag) const;
+  uint16_t next_tag();
+
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;  ///< free slot indices (LIFO)
+  uint64_t rng_;
+  uint32_t lxor_, rxor_;
+};
+
+}  // namespace uroce::transport

@@ -1,0 +1,537 @@
+/**
+ * @file responder.cc
+ * @brief The responder: RC request validation and execution, duplicate handling, ACK/NAK
+ * generation (IBA Vol 1 §9.7.5 "Responder side behavior"); UC receive with message drop on
+ * loss (§9.7.5 for UC, C9-? "a packet out of sequence drops the message"); UD receive with
+ * the 40-byte GRH and the Q_Key check (§9.6.2, §10.2.5; rdma-core/rxe GRH layout for RoCEv2).
+ *
+ * RC check order for an in-order request (IBA 9.7.5.1.2-9.7.5.1.6): PSN, opcode sequence,
+ * operation enabled on the QP, payload length vs path MTU, receive WQE (RNR NAK), R_Key /
+ * bounds / rights, execute, advance ePSN, ACK when AckReq. Error classes map to NAKs:
+ *   PSN sequence error      -> NAK 0, once per episode, packet dropped (class B)
+ *   no receive WQE          -> RNR NAK with min_rnr_timer (class B)
+ *   invalid request         -> NAK 1, QP to ERR, kQpReqErr (class C)
+ *   remote access error     -> NAK 2, QP to ERR, kQpAccessErr (class C)
+ *   responder local error   -> NAK 3 (remote operational error), QP to ERR (class D)
+ * Responses (ACK, read responses, atomic ACKs) leave in PSN order through resp_q; consecutive
+ * ACK/NAK entries coalesce into the newest one (ACKs are cumulative, IBA 9.7.5.1.1).
+ */
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include "transport/engine_impl.h"
+
+namespace uroce::transport {
+
+using wire::OpFlag;
+
+namespace {
+constexpr uint8_t kSynAck = wire::aeth_syndrome(wire::kAethTypeAck, kAethCreditInvalid);
+constexpr uint8_t nak(uint8_t code) { return wire::aeth_syndrome(wire::kAethTypeNak, code); }
+uint32_t pkts_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
+}  // namespace
+
+void Engine::Impl::responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
+  switch (qp.type) {
+    case QpType::kRc: rc_responder(qp, p, now); break;
+    case QpType::kUc: uc_responder(qp, p); break;
+    case QpType::kUd: ud_responder(qp, p); break;
+  }
+}
+
+bool Engine::Impl::pop_recv(Qp& qp) {
+  const Sge* sg;
+  if (qp.srq) {
+    Srq& s = *qp.srq;
+    if (s.ring.empty()) return false;
+    qp.cur_rwqe = s.ring.front();
+    sg = s.sges.data() + size_t{s.ring.slot_of(s.ring.head_pos())} * s.max_sge;
+    std::copy_n(sg, qp.cur_rwqe.num_sge, qp.cur_sg.data());
+    s.ring.pop();
+    if (s.limit && s.ring.size() < s.limit) {
+      s.limit = 0;  // one-shot (ibv_modify_srq(3))
+      async_event(AsyncEventType::kSrqLimitReached, static_cast<uint32_t>(&s - srqs.data()) + 1);
+    }
+  } else {
+    if (qp.rq.empty()) return false;
+    qp.cur_rwqe = qp.rq.front();
+    sg = qp.rq_sges.data() + size_t{qp.rq.slot_of(qp.rq.head_pos())} * qp.init.max_recv_sge;
+    std::copy_n(sg, qp.cur_rwqe.num_sge, qp.cur_sg.data());
+    qp.rq.pop();
+  }
+  qp.cur_recv = true;
+  qp.cur_off = 0;
+  return true;
+}
+
+namespace {
+uint32_t recv_len(const Qp& qp) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < qp.cur_rwqe.num_sge; ++i) n += qp.cur_sg[i].length;
+  return static_cast<uint32_t>(std::min<uint64_t>(n, kMaxMsgSize));
+}
+uint32_t recv_pd(const Qp& qp) { return qp.srq ? qp.srq->pd : qp.init.pd; }
+}  // namespace
+
+void Engine::Impl::queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal) {
+  if (!qp.resp_q.empty()) {
+    RespItem& t = qp.resp_q.back();
+    if ((t.kind == RespItem::Kind::kAck || t.kind == RespItem::Kind::kNak) && !t.fatal) {
+      if (diff(psn, t.psn) >= 0 || fatal) {
+        t.kind = (syndrome & wire::kAethTypeMask) == wire::kAethTypeAck ? RespItem::Kind::kAck
+                                                                         : RespItem::Kind::kNak;
+        t.syndrome = syndrome;
+        t.psn = psn;
+        t.msn = qp.msn;
+        t.fatal = fatal;
+      }
+      activate(qp);
+      return;
+    }
+  }
+  RespItem* it = qp.resp_q.push();
+  if (!it) return;  // full: the requester's timer recovers
+  *it = RespItem{};
+  it->kind = (syndrome & wire::kAethTypeMask) == wire::kAethTypeAck ? RespItem::Kind::kAck
+                                                                     : RespItem::Kind::kNak;
+  it->syndrome = syndrome;
+  it->psn = psn;
+  it->msn = qp.msn;
+  it->fatal = fatal;
+  activate(qp);
+}
+
+void Engine::Impl::responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev,
+                                   WcStatus recv_status) {
+  if (nak_code == wire::kAethNakRemoteAccessError) inc(Counter::resp_remote_access_errors);
+  if (nak_code == wire::kAethNakInvalidRequest) inc(Counter::resp_remote_invalid_request);
+  if (qp.cur_recv && recv_status != WcStatus::kSuccess) {
+    qp.cur_recv = false;
+    complete_recv(qp, qp.cur_rwqe.wr_id, recv_status, WcOpcode::kRecv, 0, 0, 0, false);
+  }
+  qp.resp_q.clear();
+  qp.resp_rd_atomic = 0;
+  queue_ack(qp, nak(nak_code), qp.epsn, /*fatal=*/true);
+  async_event(ev, qp.qpn);
+  qp_error(qp);
+  activate(qp);
+}
+
+void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) {
+  const wire::OpcodeInfo& info = *p.info;
+  const int32_t d = diff(p.psn, qp.epsn);
+  const uint32_t pd = qp.init.pd;
+
+  if (d > 0) {
+    // Future PSN: a request was lost. NAK once per episode (IBA 9.7.5.1.2), then drop.
+    inc(Counter::out_of_sequence);
+    if (!qp.nak_sent) {
+      qp.nak_sent = true;
+      queue_ack(qp, nak(wire::kAethNakPsnSeqError), qp.epsn);
+    }
+    return;
+  }
+  if (d < 0) {
+    // Duplicate (IBA 9.7.5.1.1): SEND/WRITE are re-ACKed, not re-executed; READ is re-read
+    // from memory; an atomic is answered from the replay cache.
+    inc(Counter::duplicate_request);
+    if (info.is(OpFlag::kReadRequest)) {
+      uint32_t n = pkts_for(p.reth.dma_len, qp.mtu);
+      if (diff(p.psn + (n - 1), qp.epsn) >= 0) return;  // not inside what we answered
+      if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead) !=
+          AccessCheck::kOk)
+        return;
+      RespItem* it = qp.resp_q.push();
+      if (!it) return;
+      *it = RespItem{};
+      it->kind = RespItem::Kind::kRead;
+      it->psn = p.psn;
+      it->msn = qp.msn;
+      it->va = p.reth.va;
+      it->rkey = p.reth.rkey;
+      it->len = p.reth.dma_len;
+      it->npkts = n;
+      qp.resp_rd_atomic++;
+      activate(qp);
+    } else if (info.is(OpFlag::kAtomic)) {
+      for (const AtomicReplay& r : qp.replay) {
+        if (r.valid && r.psn == p.psn) {
+          if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+          RespItem* it = qp.resp_q.push();
+          if (!it) return;
+          *it = RespItem{};
+          it->kind = RespItem::Kind::kAtomic;
+          it->psn = p.psn;
+          it->msn = qp.msn;
+          it->orig = r.orig;
+          qp.resp_rd_atomic++;
+          activate(qp);
+          return;
+        }
+      }
+    } else {
+      queue_ack(qp, kSynAck, qp.epsn - 1);
+    }
+    return;
+  }
+
+  // ---- In order ----
+  qp.nak_sent = false;
+  const bool cont = info.is(OpFlag::kMiddle) || info.is(OpFlag::kLast);
+  // Opcode sequence (IBA 9.7.5.1.3, C9-?): MIDDLE/LAST only continue the same operation.
+  bool seq_ok = qp.rx_msg == Qp::RxMsg::kSend    ? (info.is(OpFlag::kSend) && cont)
+                : qp.rx_msg == Qp::RxMsg::kWrite ? (info.is(OpFlag::kWrite) && cont)
+                                                 : !cont;
+  if (!seq_ok) {
+    responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                    WcStatus::kRemInvReqErr);
+    return;
+  }
+  // Operation enabled on this QP (IBA 9.7.5.1.4, qp_access_flags).
+  const uint32_t acc = qp.attr.qp_access_flags;
+  if ((info.is(OpFlag::kWrite) && !(acc & kAccessRemoteWrite)) ||
+      (info.is(OpFlag::kReadRequest) && !(acc & kAccessRemoteRead)) ||
+      (info.is(OpFlag::kAtomic) && !(acc & kAccessRemoteAtomic))) {
+    responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                    WcStatus::kRemInvReqErr);
+    return;
+  }
+  // Payload length vs path MTU (IBA 9.7.5.1.5): FIRST/MIDDLE exactly one MTU.
+  const uint32_t len = static_cast<uint32_t>(p.payload.size());
+  if (((info.is(OpFlag::kFirst) || info.is(OpFlag::kMiddle)) && len != qp.mtu) ||
+      len > qp.mtu) {
+    responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                    WcStatus::kRemInvReqErr);
+    return;
+  }
+
+  if (info.is(OpFlag::kSend)) {
+    if (info.is_start()) {
+      if (!qp.cur_recv && !pop_recv(qp)) {
+        // No receive WQE: RNR NAK, ePSN unchanged (IBA 9.7.5.2.8).
+        inc(Counter::out_of_buffer);
+        queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer),
+                  qp.epsn);
+        return;
+      }
+      qp.cur_off = 0;
+    }
+    if (uint64_t{qp.cur_off} + len > recv_len(qp)) {
+      inc(Counter::resp_local_length_error);
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kLocLenErr);
+      return;
+    }
+    if (len && scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, recv_pd(qp), qp.cur_off,
+                       p.payload.data(), len) != AccessCheck::kOk) {
+      responder_fatal(qp, wire::kAethNakRemoteOperationalError, AsyncEventType::kQpFatal,
+                      WcStatus::kLocProtErr);
+      return;
+    }
+    qp.cur_off += len;
+    if (info.is_end()) {
+      qp.rx_msg = Qp::RxMsg::kNone;
+      qp.cur_recv = false;
+      qp.msn = qp.msn + 1;
+      uint32_t flags = 0, imm = 0;
+      if (info.is(OpFlag::kImm)) {
+        flags = kWcWithImm;
+        imm = imm_to_net(p.imm);  // back to network order as ibv_wc carries it
+      } else if (info.is(OpFlag::kInv)) {
+        flags = kWcWithInv;
+        imm = p.ieth_rkey;
+      }
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.cur_off, imm,
+                    flags, p.se);
+    } else {
+      qp.rx_msg = Qp::RxMsg::kSend;
+    }
+  } else if (info.is(OpFlag::kWrite)) {
+    if (info.is_start()) {
+      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite) !=
+          AccessCheck::kOk) {
+        responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                        WcStatus::kSuccess);
+        return;
+      }
+      qp.wr_va = p.reth.va;
+      qp.wr_rkey = p.reth.rkey;
+      qp.wr_resid = qp.wr_len = p.reth.dma_len;
+    }
+    if (len > qp.wr_resid || (info.is_end() && len != qp.wr_resid)) {
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    const bool imm = info.is(OpFlag::kImm);
+    if (imm && !qp.cur_recv && !pop_recv(qp)) {
+      // WRITE_WITH_IMM consumes a receive WQE at its last packet; none -> RNR NAK.
+      inc(Counter::out_of_buffer);
+      queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer), qp.epsn);
+      return;
+    }
+    if (len) {
+      // The region may have been deregistered since the FIRST packet: check again.
+      if (mrs.check_remote(qp.wr_rkey, pd, qp.wr_va, len, kAccessRemoteWrite) !=
+          AccessCheck::kOk) {
+        responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                        WcStatus::kSuccess);
+        return;
+      }
+      std::memcpy(reinterpret_cast<void*>(qp.wr_va), p.payload.data(), len);
+    }
+    qp.wr_va += len;
+    qp.wr_resid -= len;
+    if (info.is_start()) inc(Counter::rx_write_requests);
+    if (info.is_end()) {
+      qp.rx_msg = Qp::RxMsg::kNone;
+      qp.msn = qp.msn + 1;
+      if (imm) {
+        qp.cur_recv = false;
+        complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                      qp.wr_len, imm_to_net(p.imm), kWcWithImm, p.se);
+      }
+    } else {
+      qp.rx_msg = Qp::RxMsg::kWrite;
+    }
+  } else if (info.is(OpFlag::kReadRequest)) {
+    if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+    if (qp.resp_q.size() + 1 >= qp.resp_q.capacity()) return;
+    if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead) !=
+        AccessCheck::kOk) {
+      responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    uint32_t n = pkts_for(p.reth.dma_len, qp.mtu);
+    qp.msn = qp.msn + 1;
+    RespItem* it = qp.resp_q.push();
+    *it = RespItem{};
+    it->kind = RespItem::Kind::kRead;
+    it->psn = p.psn;
+    it->msn = qp.msn;
+    it->va = p.reth.va;
+    it->rkey = p.reth.rkey;
+    it->len = p.reth.dma_len;
+    it->npkts = n;
+    qp.resp_rd_atomic++;
+    qp.epsn = qp.epsn + n;
+    inc(Counter::rx_read_requests);
+    activate(qp);
+    return;
+  } else if (info.is(OpFlag::kAtomic)) {
+    if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+    if (qp.resp_q.size() + 1 >= qp.resp_q.capacity()) return;
+    const auto& a = p.atomic_eth;
+    if (a.va % 8 != 0) {
+      // Misaligned atomic: invalid request (IBA 9.4.5 / C9-? "8-byte aligned").
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    if (mrs.check_remote(a.rkey, pd, a.va, 8, kAccessRemoteAtomic) != AccessCheck::kOk) {
+      responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(a.va));
+    uint64_t orig;
+    if (p.opcode == wire::Opcode::kRcCompareSwap) {
+      orig = a.compare;
+      target.compare_exchange_strong(orig, a.swap_add);
+    } else {
+      orig = target.fetch_add(a.swap_add);
+    }
+    AtomicReplay& r = qp.replay[qp.replay_next];
+    qp.replay_next = (qp.replay_next + 1) % std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1);
+    r = AtomicReplay{true, p.psn, orig};
+    qp.msn = qp.msn + 1;
+    RespItem* it = qp.resp_q.push();
+    *it = RespItem{};
+    it->kind = RespItem::Kind::kAtomic;
+    it->psn = p.psn;
+    it->msn = qp.msn;
+    it->orig = orig;
+    qp.resp_rd_atomic++;
+    qp.epsn = qp.epsn + 1;
+    inc(Counter::rx_atomic_requests);
+    activate(qp);
+    return;
+  }
+  qp.epsn = qp.epsn + 1;
+  if (p.ackreq) queue_ack(qp, kSynAck, p.psn);
+}
+
+void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
+  const wire::OpcodeInfo& info = *p.info;
+  const uint32_t len = static_cast<uint32_t>(p.payload.size());
+  auto drop_message = [&] {
+    qp.rx_msg = Qp::RxMsg::kNone;
+    qp.uc_drop = true;
+    qp.epsn = p.psn + 1;
+  };
+  if (p.psn != qp.epsn || qp.uc_drop) {
+    // UC loss (IBA 9.7.5 for UC): the message in progress is dropped; a FIRST/ONLY resyncs.
+    if (p.psn != qp.epsn) inc(Counter::out_of_sequence);
+    if (!info.is_start()) {
+      drop_message();
+      return;
+    }
+    qp.rx_msg = Qp::RxMsg::kNone;
+    qp.uc_drop = false;
+    qp.epsn = p.psn;
+  }
+  const bool cont = info.is(OpFlag::kMiddle) || info.is(OpFlag::kLast);
+  bool seq_ok = qp.rx_msg == Qp::RxMsg::kSend    ? (info.is(OpFlag::kSend) && cont)
+                : qp.rx_msg == Qp::RxMsg::kWrite ? (info.is(OpFlag::kWrite) && cont)
+                                                 : !cont;
+  if (!seq_ok && info.is_start()) {
+    // A new message while one was in progress: the old one was cut short; start over.
+    qp.rx_msg = Qp::RxMsg::kNone;
+    seq_ok = true;
+  }
+  if (!seq_ok || len > qp.mtu ||
+      ((info.is(OpFlag::kFirst) || info.is(OpFlag::kMiddle)) && len != qp.mtu)) {
+    drop_message();
+    return;
+  }
+  if (info.is(OpFlag::kSend)) {
+    if (info.is_start()) {
+      if (!qp.cur_recv && !pop_recv(qp)) {
+        inc(Counter::out_of_buffer);
+        drop_message();
+        return;
+      }
+      qp.cur_off = 0;
+    }
+    if (uint64_t{qp.cur_off} + len > recv_len(qp)) {
+      inc(Counter::resp_local_length_error);
+      qp.cur_recv = false;
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, 0,
+                    false);
+      drop_message();
+      return;
+    }
+    if (len && scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, recv_pd(qp), qp.cur_off,
+                       p.payload.data(), len) != AccessCheck::kOk) {
+      qp.cur_recv = false;
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, 0, 0, 0,
+                    false);
+      drop_message();
+      return;
+    }
+    qp.cur_off += len;
+    qp.rx_msg = info.is_end() ? Qp::RxMsg::kNone : Qp::RxMsg::kSend;
+    if (info.is_end()) {
+      qp.cur_recv = false;
+      uint32_t flags = info.is(OpFlag::kImm) ? uint32_t{kWcWithImm} : 0u;
+      uint32_t imm = info.is(OpFlag::kImm) ? imm_to_net(p.imm) : 0;
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.cur_off, imm,
+                    flags, p.se);
+    }
+  } else {  // WRITE
+    if (info.is_start()) {
+      if (!(qp.attr.qp_access_flags & kAccessRemoteWrite) ||
+          mrs.check_remote(p.reth.rkey, qp.init.pd, p.reth.va, p.reth.dma_len,
+                           kAccessRemoteWrite) != AccessCheck::kOk) {
+        inc(Counter::resp_remote_access_errors);
+        drop_message();
+        return;
+      }
+      qp.wr_va = p.reth.va;
+      qp.wr_rkey = p.reth.rkey;
+      qp.wr_resid = qp.wr_len = p.reth.dma_len;
+      inc(Counter::rx_write_requests);
+    }
+    if (len > qp.wr_resid || (info.is_end() && len != qp.wr_resid)) {
+      drop_message();
+      return;
+    }
+    const bool imm = info.is(OpFlag::kImm);
+    if (imm && !qp.cur_recv && !pop_recv(qp)) {
+      inc(Counter::out_of_buffer);
+      drop_message();
+      return;
+    }
+    if (len) {
+      if (mrs.check_remote(qp.wr_rkey, qp.init.pd, qp.wr_va, len, kAccessRemoteWrite) !=
+          AccessCheck::kOk) {
+        inc(Counter::resp_remote_access_errors);
+        drop_message();
+        return;
+      }
+      std::memcpy(reinterpret_cast<void*>(qp.wr_va), p.payload.data(), len);
+    }
+    qp.wr_va += len;
+    qp.wr_resid -= len;
+    qp.rx_msg = info.is_end() ? Qp::RxMsg::kNone : Qp::RxMsg::kWrite;
+    if (info.is_end() && imm) {
+      qp.cur_recv = false;
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                    qp.wr_len, imm_to_net(p.imm), kWcWithImm, p.se);
+    }
+  }
+  qp.epsn = p.psn + 1;
+}
+
+void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
+  // Q_Key (IBA 10.2.5, C10-15): the datagram's Q_Key must equal the QP's.
+  if (p.deth.qkey != qp.attr.qkey) {
+    inc(Counter::rx_qkey_violation);
+    return;
+  }
+  if (!qp.cur_recv && !pop_recv(qp)) {
+    inc(Counter::out_of_buffer);
+    return;
+  }
+  qp.cur_recv = false;
+  const uint32_t len = static_cast<uint32_t>(p.payload.size());
+  constexpr uint32_t kGrh = 40;
+  Cqe e;
+  e.wr_id = qp.cur_rwqe.wr_id;
+  e.opcode = WcOpcode::kRecv;
+  e.qp_num = qp.qpn;
+  e.src_qp = p.deth.src_qpn.value();
+  e.sgid = p.src_ip;
+  e.dgid = p.dst_ip;
+  e.ipv4 = p.ip_version == 4;
+  e.sl = static_cast<uint8_t>(p.dscp >> 3);
+  if (kGrh + len > recv_len(qp)) {
+    inc(Counter::resp_local_length_error);
+    inc(Counter::resp_cqe_error);
+    e.status = WcStatus::kLocLenErr;
+    push_cqe(qp.init.recv_cq, e, false);
+    return;
+  }
+  // The GRH slot: an IPv6 header as is, or 20 zero bytes then the IPv4 header (rdma-core /
+  // rxe for RoCEv2 over IPv4).
+  uint8_t grh[kGrh] = {};
+  if (p.ip_version == 4) {
+    std::memcpy(grh + 20, p.ip_header.data(), std::min<size_t>(20, p.ip_header.size()));
+  } else {
+    std::memcpy(grh, p.ip_header.data(), std::min<size_t>(40, p.ip_header.size()));
+  }
+  const uint32_t pd = recv_pd(qp);
+  // Check the whole destination before moving a byte, then copy the two parts.
+  AccessCheck c = check_scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, pd, 0, kGrh + len);
+  if (c != AccessCheck::kOk) {
+    inc(Counter::resp_cqe_error);
+    e.status = WcStatus::kLocProtErr;
+    push_cqe(qp.init.recv_cq, e, false);
+    return;
+  }
+  scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, pd, 0, grh, kGrh);
+  if (len) scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, pd, kGrh, p.payload.data(), len);
+  e.status = WcStatus::kSuccess;
+  e.byte_len = kGrh + len;
+  e.wc_flags = kWcGrh;
+  if (p.info->is(OpFlag::kImm)) {
+    e.wc_flags |= kWcWithImm;
+    e.imm_data = imm_to_net(p.imm);
+  }
+  push_cqe(qp.init.recv_cq, e, p.se);
+}
+
+}  // namespace uroce::transport
