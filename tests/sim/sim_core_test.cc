@@ -17,6 +17,7 @@
 #include "sim/frame_bytes.h"
 #include "sim/link.h"
 #include "sim/pcap.h"
+#include "sim/sampler.h"
 #include "sim/pfc.h"
 #include "sim/simulator.h"
 #include "sim/switch.h"
@@ -415,6 +416,23 @@ TEST(FabricTest, TwoTierRoutesEveryPairThroughTheSpine) {
   // Host 0 -> host 2 crosses 4 hops: first frame out of host 0 is to host 1 (2 hops), the
   // second (to host 2) leaves host 0 at 2 x 419.2 ns and then goes 4 hops store-and-forward.
   EXPECT_EQ(fab.sw(spine).stats().forwarded, 8u);
+}
+
+TEST(SamplerTest, SamplesQueueDepthPeriodically) {
+  Star s(3, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(100)});
+  Sampler smp(s.sim, Duration::micros(10), Timestamp{} + Duration::micros(200));
+  smp.add("q_bytes", [&] { return static_cast<double>(s.sw.egress(2).queued_bytes()); });
+  smp.start();
+  s.hosts[0]->send(100, 1000, mac_of(3));
+  s.hosts[1]->send(100, 1000, mac_of(3));
+  ASSERT_TRUE(s.sim.run_until(Timestamp{} + Duration::micros(500)));
+  // Expect: 21 rows at 0, 10, ..., 200 us; the queue grows (2 in, 1 out) then drains by ~165 us.
+  ASSERT_EQ(smp.rows().size(), 21u);
+  EXPECT_DOUBLE_EQ(smp.rows()[3][0], 30.0);
+  double peak = 0;
+  for (auto& r : smp.rows()) peak = std::max(peak, r[1]);
+  EXPECT_GT(peak, 50'000);
+  EXPECT_EQ(smp.rows().back()[1], 0);
 }
 
 TEST(PfcTest, FrameRoundTripAndPauseTime) {
