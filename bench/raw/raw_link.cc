@@ -82,8 +82,13 @@ bool setup_port(uint16_t port, rte_mempool* pool, uint32_t frame_size) {
   rte_eth_dev_info info{};
   if (rte_eth_dev_info_get(port, &info) != 0) return false;
   rte_eth_conf conf{};
+  // Ask for an MTU that fits the frame only as far as the PMD says it can receive: memif
+  // (22.11) reports 1518-byte frames yet moves bigger ones as chained buffers; af_packet is
+  // bounded by its frame size.
   uint32_t mtu = frame_size > RTE_ETHER_HDR_LEN ? frame_size - RTE_ETHER_HDR_LEN : 0;
-  if (mtu > RTE_ETHER_MTU) conf.rxmode.mtu = std::min<uint32_t>(mtu, info.max_mtu);
+  uint32_t max_mtu = std::min<uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
+                                                          RTE_ETHER_CRC_LEN);
+  if (mtu > RTE_ETHER_MTU) conf.rxmode.mtu = std::min(mtu, max_mtu);
   if (rte_eth_dev_configure(port, 1, 1, &conf) != 0) return false;
   uint16_t nrx = kRingSize, ntx = kRingSize;
   rte_eth_dev_adjust_nb_rx_tx_desc(port, &nrx, &ntx);
@@ -91,7 +96,14 @@ bool setup_port(uint16_t port, rte_mempool* pool, uint32_t frame_size) {
   unsigned s = sock < 0 ? 0u : static_cast<unsigned>(sock);
   if (rte_eth_rx_queue_setup(port, 0, nrx, s, nullptr, pool) != 0) return false;
   if (rte_eth_tx_queue_setup(port, 0, ntx, s, nullptr) != 0) return false;
-  if (rte_eth_dev_start(port) != 0) return false;
+  // A memif client cannot start before its server listens: retry for a while.
+  uint64_t start_deadline = rte_get_timer_cycles() + 20 * rte_get_timer_hz();
+  while (rte_eth_dev_start(port) != 0) {
+    if (rte_get_timer_cycles() > start_deadline) return false;
+    rte_delay_ms(100);
+  }
+  std::printf("RAW port max_rx_pktlen=%u max_mtu=%u mtu=%u\n", info.max_rx_pktlen,
+              info.max_mtu, conf.rxmode.mtu);
   rte_eth_promiscuous_enable(port);
   uint64_t deadline = rte_get_timer_cycles() + 30 * rte_get_timer_hz();
   while (rte_get_timer_cycles() < deadline) {

@@ -61,6 +61,9 @@ class Link:
     name = "?"
     mtu = 1024  # the RoCE path MTU written to both configs
 
+    def fresh(self):
+        """Called before each pair of programs starts (see MemifLink)."""
+
     def port(self, side):
         raise NotImplementedError
 
@@ -91,6 +94,17 @@ class MemifLink(Link):
         self.mtu = mtu
         self.dir = tmpdir or tempfile.mkdtemp(prefix="ue2e-memif-")
         self.sock = os.path.join(self.dir, "memif.sock")
+
+    def fresh(self):
+        """A new socket path, so that no run meets a socket file a killed server left."""
+        MemifLink._runs = getattr(MemifLink, "_runs", 0) + 1
+        self.sock = os.path.join(self.dir, f"memif{MemifLink._runs}.sock")
+
+    def server_listening(self):
+        """True when a memif server listens on the socket. DPDK 22.11's memif uses an
+        abstract socket by default (socket-abstract=yes): no file appears, `ss -x` shows it."""
+        out = sh("ss", "-Hxl", check=False)
+        return any(self.sock in line for line in out.splitlines())
 
     def port(self, side):
         role = "server" if side == 0 else "client"

@@ -97,6 +97,7 @@ class Pair:
         self.link = link
         self.build_dir = build_dir
         self.dir = workdir or tempfile.mkdtemp(prefix="ue2e-run-")
+        link.fresh()
         self.configs = [write_config(os.path.join(self.dir, f"side{s}.toml"), link, s, extra_eal)
                         for s in (0, 1)]
         self.sides = [None, None]  # the first server and client
