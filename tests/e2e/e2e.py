@@ -6,6 +6,7 @@ network namespaces (tests/e2e/lib/links.py explains the addressing).
   e2e.py --build <dir> list          one line per case: name<TAB>labels<TAB>timeout
   e2e.py --build <dir> run <case>    runs one case; exit 0 = pass
   e2e.py --build <dir> run-all [--labels REGEX]
+  e2e.py --build <dir> demo          ib_write_bw over memif, as scripts/demo.sh shows it
 
 tests/e2e/CMakeLists.txt registers every case of `list` with ctest. Case names read
 <link>.<program>.<variant>; links: memif, af_packet, af_xdp (veth) and pcap (veth, net_pcap,
@@ -337,11 +338,32 @@ def run_case(case, build):
         return runner(case, link, build)
 
 
+def demo(build):
+    """scripts/demo.sh: ib_write_bw between two processes over uroce on a memif pair; prints
+    both command lines and the client's perftest table."""
+    with links.make_link("memif", link_mtu("memif")) as link:
+        port = pairmod.free_tcp_port()
+        argv = ["ib_write_bw", "-d", DEVICE, "-x", str(GID_INDEX), "-p", str(port), "-F"]
+        p = Pair(link, build)
+        print("uroce demo: two processes, one uroce device each, joined by a memif pair")
+        for side in (0, 1):
+            print(f"  {'server' if side == 0 else 'client'}: UROCE_CONFIG={p.configs[side]} "
+                  f"LD_LIBRARY_PATH={build}/lib "
+                  f"{' '.join(p.command(side, argv + ([link.oob_host()] if side else [])))}")
+        print(flush=True)
+        srv, cli = p.run(argv, argv + [link.oob_host()], port, 100)
+        if srv != 0 or cli != 0 or p.timed_out:
+            return fail("ib_write_bw over uroce did not complete", p)
+        print(p.sides[1].output())
+        return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="the build folder (holds lib/ and bin/)")
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("list")
+    sub.add_parser("demo")
     r = sub.add_parser("run")
     r.add_argument("case")
     ra = sub.add_parser("run-all")
@@ -353,6 +375,8 @@ def main():
         for c in cases.values():
             print(f"{c.name}\t{','.join(c.labels)}\t{c.timeout}")
         return 0
+    if a.cmd == "demo":
+        return demo(build)
     if a.cmd == "run":
         if a.case not in cases:
             print(f"unknown case {a.case}", file=sys.stderr)
