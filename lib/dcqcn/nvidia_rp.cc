@@ -17,7 +17,12 @@ NvidiaRp::NvidiaRp(const DcqcnParams& p, double port_speed_bps)
       t_dec_(Duration::micros(p.rate_reduce_monitor_period)),
       t_inc_(Duration::micros(p.rpg_time_reset)),
       rc_(c_),
-      rt_(c_) {}
+      rt_(c_) {
+  // Zero periods would divide by zero / spin; the lookup refuses them, a struct may not.
+  if (t_alpha_.ns <= 0) t_alpha_ = Duration::micros(1);
+  if (t_dec_.ns <= 0) t_dec_ = Duration::micros(1);
+  if (t_inc_.ns <= 0) t_inc_ = Duration::micros(1);
+}
 
 void NvidiaRp::reset() {
   rc_ = rt_ = c_;

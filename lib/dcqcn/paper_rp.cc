@@ -15,7 +15,11 @@ PaperRp::PaperRp(const DcqcnParams& p, double port_speed_bps)
       g_(alpha_gain(p)),
       k_(Duration::micros(p.dce_tcp_rtt)),
       rc_(c_),
-      rt_(c_) {}
+      rt_(c_) {
+  // Zero periods would make the timer loops spin; the lookup refuses them, a struct may not.
+  if (p_.rpg_time_reset == 0) p_.rpg_time_reset = 1;
+  if (k_.ns <= 0) k_ = Duration::micros(1);
+}
 
 void PaperRp::reset() {
   rc_ = rt_ = c_;

@@ -185,6 +185,18 @@ Result<double> get_param(const DcqcnParams& p, std::string_view raw_name) {
   return Status::not_found();
 }
 
+Status validate(const DcqcnParams& p, std::string* err) {
+  DcqcnParams scratch = p;
+#define X(field, lo, hi, unit)                                          \
+  {                                                                     \
+    Status s = set_param(&scratch, #field, as_double(p.field), err);    \
+    if (!s) return s;                                                   \
+  }
+  UROCE_DCQCN_PARAMS(X)
+#undef X
+  return Status::ok();
+}
+
 Status apply_overrides(DcqcnParams* p, const std::map<std::string, double>& overrides,
                        std::string* err) {
   for (const auto& [name, value] : overrides) {

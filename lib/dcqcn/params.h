@@ -140,6 +140,10 @@ Status set_param(DcqcnParams* p, std::string_view name, double value, std::strin
 /// Reads one parameter by name (as set_param). Returns not_found for an unknown name.
 Result<double> get_param(const DcqcnParams& p, std::string_view name);
 
+/// Checks every field against the ranges set_param enforces (for structs filled in code).
+/// @return Status::ok() or Status::invalid() with *err naming the first bad field.
+Status validate(const DcqcnParams& p, std::string* err);
+
 /// Applies every override of a `[device.dcqcn]` table; stops at the first error (see set_param).
 Status apply_overrides(DcqcnParams* p, const std::map<std::string, double>& overrides,
                        std::string* err);
