@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,26 @@ inline constexpr size_t kRoceOverhead = 128;
 
 /// Frames per RX/TX burst, and the size of the pending TX array.
 inline constexpr size_t kBurst = 32;
+
+/// What the PMD of an open DPDK port reports (for drivers/dpdk/PMDS.md and `uroce show`).
+struct PortInfo {
+  std::string driver;           ///< PMD name, e.g. "net_memif"
+  uint32_t max_rx_pktlen = 0;   ///< largest frame the PMD says it receives (with CRC)
+  uint16_t min_mtu = 0;         ///< MTU range the PMD accepts (L3 bytes)
+  uint16_t max_mtu = 0;
+  uint16_t max_rx_queues = 0;   ///< queue counts the PMD offers
+  uint16_t max_tx_queues = 0;
+  uint32_t link_speed_mbps = 0; ///< as reported (0: none, UINT32_MAX: unknown)
+  bool link_up = false;
+  uint32_t configured_mtu = 0;  ///< the L3 MTU uroce configured
+  uint64_t tx_frames = 0;       ///< ethdev counters (rte_eth_stats)
+  uint64_t rx_frames = 0;
+  uint64_t rx_missed = 0;       ///< dropped by the PMD for lack of RX buffers
+  uint64_t tx_errors = 0;
+};
+
+/// Facts about p if it is a DPDK port; false for any other Port.
+bool port_info(const Port& p, PortInfo* out);
 
 /// Opens the DPDK port of dev. On failure returns nullptr and sets *err to one line naming
 /// the device, the port and the problem (and, for a too-large mtu, what the PMD allows).
