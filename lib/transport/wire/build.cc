@@ -18,24 +18,36 @@ namespace uroce::wire {
 namespace {
 
 constexpr uint8_t kIpv4DefaultVersionIhl = 0x45;
+constexpr uint8_t kV4MappedPrefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+/// Adds a 16-bit word to a ones' complement sum kept unfolded in 32 bits.
+constexpr uint32_t fold16(uint32_t sum) {
+  sum = (sum & 0xffffu) + (sum >> 16);
+  return (sum & 0xffffu) + (sum >> 16);
+}
+
+/// Gid::is_ipv4_mapped() as one 12-byte compare.
+inline bool v4_mapped(const Gid& g) { return std::memcmp(g.raw.data(), kV4MappedPrefix, 12) == 0; }
 
 }  // namespace
 
 FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
-  FrameLayout l;
+  // The layout is assembled from locals at the end: filling a returned struct field by field
+  // makes the caller's register load of it stall on store forwarding.
   const OpcodeInfo& info = opcode_info(spec.opcode);
-  if (!info.valid) return l;
-  l.ipv6 = !(spec.src_ip.is_ipv4_mapped() && spec.dst_ip.is_ipv4_mapped());
+  if (!info.valid) return FrameLayout{};
+  const bool ipv6 = !(v4_mapped(spec.src_ip) && v4_mapped(spec.dst_ip));
+  uint16_t ipv4_sum_partial = 0;
   const size_t l2 = sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0);
-  const size_t l3 = l.ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
+  const size_t l3 = ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
   const size_t need = l2 + l3 + sizeof(UdpHdr) + info.length;
-  if (buf.size() < need) return l;
+  if (buf.size() < need) return FrameLayout{};
   uint8_t* p = buf.data();
 
   // Ethernet (+ 802.1Q).
   std::memcpy(p, spec.dst_mac.b.data(), 6);
   std::memcpy(p + 6, spec.src_mac.b.data(), 6);
-  const uint16_t ethertype = l.ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+  const uint16_t ethertype = ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
   if (spec.vlan) {
     store_be16(p + 12, kEtherTypeVlan);
     store_be16(p + 14, static_cast<uint16_t>(((spec.pcp & 7u) << kVlanPcpShift) |
@@ -45,12 +57,11 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   } else {
     store_be16(p + 12, ethertype);
   }
-  l.l3_offset = static_cast<uint16_t>(l2);
   uint8_t* ip = p + l2;
   const uint8_t tos = static_cast<uint8_t>((spec.dscp << kTosDscpShift) | (spec.ecn & kTosEcnMask));
 
   // IP; lengths and checksum are written by finalize_lengths().
-  if (l.ipv6) {
+  if (ipv6) {
     store_be32(ip, (6u << 28) | (uint32_t{tos} << kIpv6TcShift) |
                        (spec.flow_label & kIpv6FlowLabelMask));
     store_be16(ip + 4, 0);
@@ -59,25 +70,26 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
     std::memcpy(ip + 8, spec.src_ip.raw.data(), 16);
     std::memcpy(ip + 24, spec.dst_ip.raw.data(), 16);
   } else {
-    ip[0] = kIpv4DefaultVersionIhl;
-    ip[1] = tos;
-    store_be16(ip + 2, 0);
-    store_be16(ip + 4, spec.ip_id);
-    store_be16(ip + 6, kIpv4FlagDf);
-    ip[8] = spec.ttl;
-    ip[9] = kIpProtoUdp;
-    store_be16(ip + 10, 0);
-    store_be32(ip + 12, spec.src_ip.ipv4());
-    store_be32(ip + 16, spec.dst_ip.ipv4());
+    const uint32_t src = spec.src_ip.ipv4();
+    const uint32_t dst = spec.dst_ip.ipv4();
+    const uint32_t w0 = (uint32_t{kIpv4DefaultVersionIhl} << 8) | tos;
+    const uint32_t w4 = (uint32_t{spec.ttl} << 8) | kIpProtoUdp;
+    // Whole-word stores: version..total length, id..fragment, TTL..checksum, addresses.
+    store_be32(ip, w0 << 16);
+    store_be32(ip + 4, (uint32_t{spec.ip_id} << 16) | kIpv4FlagDf);
+    store_be32(ip + 8, w4 << 16);
+    store_be32(ip + 12, src);
+    store_be32(ip + 16, dst);
+    ipv4_sum_partial = static_cast<uint16_t>(fold16(w0 + spec.ip_id + kIpv4FlagDf + w4 +
+                                                      (src >> 16) + (src & 0xffffu) +
+                                                      (dst >> 16) + (dst & 0xffffu)));
   }
-  l.l4_offset = static_cast<uint16_t>(l2 + l3);
 
   // UDP; length by finalize_lengths(), checksum 0 (see build.h).
   uint8_t* udp = ip + l3;
   store_be16(udp, spec.udp_sport);
   store_be16(udp + 2, spec.udp_dport);
   store_be32(udp + 4, 0);
-  l.bth_offset = static_cast<uint16_t>(l.l4_offset + sizeof(UdpHdr));
 
   // BTH; pad count by finalize_lengths().
   uint8_t* bth = udp + sizeof(UdpHdr);
@@ -120,7 +132,13 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   if (h.has(ExtHdr::kCnpReserved)) {
     std::memset(bth + info.offset_of(ExtHdr::kCnpReserved), 0, sizeof(CnpReserved));
   }
-  l.payload_offset = static_cast<uint16_t>(l.bth_offset + info.length);
+  FrameLayout l;
+  l.l3_offset = static_cast<uint16_t>(l2);
+  l.l4_offset = static_cast<uint16_t>(l2 + l3);
+  l.bth_offset = static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr));
+  l.payload_offset = static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr) + info.length);
+  l.ipv6 = ipv6;
+  l.ipv4_sum_partial = ipv4_sum_partial;
   return l;
 }
 
@@ -143,8 +161,9 @@ size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& l, size_t pay
     store_be16(ip + 4, static_cast<uint16_t>(ip_len - sizeof(Ipv6Hdr)));
   } else {
     store_be16(ip + 2, static_cast<uint16_t>(ip_len));
-    store_be16(ip + 10, 0);
-    store_be16(ip + 10, ipv4_checksum(ip, sizeof(Ipv4Hdr)));
+    // RFC 1624: add the total length to the partial sum computed by build_headers().
+    const uint32_t sum = fold16(uint32_t{l.ipv4_sum_partial} + static_cast<uint32_t>(ip_len));
+    store_be16(ip + 10, static_cast<uint16_t>(~sum & 0xffffu));
   }
   store_be16(p + l.l4_offset + 4, static_cast<uint16_t>(frame_len - l.l4_offset));
   return frame_len;

@@ -73,6 +73,9 @@ struct FrameLayout {
   uint16_t bth_offset = 0;      ///< BTH
   uint16_t payload_offset = 0;  ///< first payload byte; 0 when build_headers() failed
   bool ipv6 = false;
+  /// IPv4: ones' complement sum of the header with total length and checksum 0, folded to 16
+  /// bits (RFC 1624 incremental update base), so finalize_lengths() need not re-read the header.
+  uint16_t ipv4_sum_partial = 0;
 };
 
 /// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header a frame can have.
