@@ -172,8 +172,17 @@ Status set_param(DcqcnParams* p, std::string_view raw_name, double value, std::s
   }
   UROCE_DCQCN_PARAMS(X)
 #undef X
+  if (is_cp_param(name)) {
+    if (err) *err = "dcqcn parameter '" + std::string(raw_name) +
+                    "' is an ECN marking (switch/CP) knob, not a reaction/notification point one";
+    return Status::not_found();
+  }
   if (err) *err = "unknown dcqcn parameter '" + std::string(raw_name) + "'; allowed: " + known_names();
   return Status::not_found();
+}
+
+bool is_cp_param(std::string_view name) {
+  return name == "kmin" || name == "kmax" || name == "pmax";
 }
 
 Result<double> get_param(const DcqcnParams& p, std::string_view raw_name) {
@@ -200,6 +209,7 @@ Status validate(const DcqcnParams& p, std::string* err) {
 Status apply_overrides(DcqcnParams* p, const std::map<std::string, double>& overrides,
                        std::string* err) {
   for (const auto& [name, value] : overrides) {
+    if (is_cp_param(name)) continue;  // the switch model's knobs, carried in the same table
     Status s = set_param(p, name, value, err);
     if (!s) return s;
   }

@@ -144,7 +144,12 @@ Result<double> get_param(const DcqcnParams& p, std::string_view name);
 /// @return Status::ok() or Status::invalid() with *err naming the first bad field.
 Status validate(const DcqcnParams& p, std::string* err);
 
-/// Applies every override of a `[device.dcqcn]` table; stops at the first error (see set_param).
+/// True for the ECN marking (CP) knobs kmin, kmax, pmax that the config accepts in the same
+/// `[device.dcqcn]` table; they configure a switch model, not the RP/NP, so they are skipped.
+bool is_cp_param(std::string_view name);
+
+/// Applies every override of a `[device.dcqcn]` table (skipping is_cp_param names); stops at
+/// the first error (see set_param).
 Status apply_overrides(DcqcnParams* p, const std::map<std::string, double>& overrides,
                        std::string* err);
 

@@ -5,6 +5,7 @@
  */
 #include <gtest/gtest.h>
 
+#include "config/profile.h"
 #include "dcqcn/params.h"
 
 namespace uroce::dcqcn {
@@ -106,6 +107,24 @@ TEST(DcqcnParams, ApplyOverridesStopsAtFirstError) {
   EXPECT_EQ(p.rpg_min_dec_fac, 90u);
   EXPECT_FALSE(apply_overrides(&p, {{"bogus", 1}}, &err));
   EXPECT_FALSE(err.empty());
+}
+
+// Every name lib/config accepts under [device.dcqcn] maps onto a field (or is a CP knob that
+// apply_overrides skips), so a valid config never fails here.
+TEST(DcqcnParams, EveryConfigNameIsKnown) {
+  for (std::string_view name : config::kDcqcnParamNames) {
+    SCOPED_TRACE(std::string(name));
+    DcqcnParams p;
+    std::string err;
+    if (is_cp_param(name)) {
+      EXPECT_EQ(set_param(&p, name, 1, &err), Status::not_found());
+      EXPECT_NE(err.find("ECN marking"), std::string::npos);
+      EXPECT_TRUE(apply_overrides(&p, {{std::string(name), 1.0}}, &err));
+      continue;
+    }
+    const double v = get_param(p, name).value();
+    EXPECT_TRUE(set_param(&p, name, v, &err)) << err;
+  }
 }
 
 TEST(DcqcnParams, ParseMode) {
