@@ -1,0 +1,215 @@
+/**
+ * @file events_test.cc
+ * @brief Completion channels (ibv_get_cq_event(3): the fd works with poll(), one event per
+ * arm, solicited-only arming), ibv_create_cq_ex polling (start/next/end_poll, read_*), and
+ * EBUSY on destroying a channel with CQs attached.
+ */
+#include <fcntl.h>
+#include <poll.h>
+
+#include <cstring>
+
+#include "verbs_fixture.h"
+
+namespace uroce::verbs_test {
+namespace {
+
+class ChannelTest : public QpPairTest {
+ protected:
+  void SetUp() override {
+    open(IBV_QPT_RC);
+    ch_ = ibv_create_comp_channel(ctx_);
+    ASSERT_NE(ch_, nullptr);
+    ecq_ = ibv_create_cq(ctx_, 64, this, ch_, 0);
+    ASSERT_NE(ecq_, nullptr);
+    // A third QP pair side: b2 receives on the event CQ, connected to a2.
+    a2_ = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
+    b2_ = make_qp(IBV_QPT_RC, ecq_, nullptr, false);
+    ASSERT_NE(a2_, nullptr);
+    ASSERT_NE(b2_, nullptr);
+    ASSERT_EQ(connect_qp(ctx_, a2_, b2_->qp_num, 5, 6), 0);
+    ASSERT_EQ(connect_qp(ctx_, b2_, a2_->qp_num, 6, 5), 0);
+  }
+  void extra_teardown() override {
+    if (a2_) {
+      EXPECT_EQ(ibv_destroy_qp(a2_), 0);
+    }
+    if (b2_) {
+      EXPECT_EQ(ibv_destroy_qp(b2_), 0);
+    }
+    if (ecq_) {
+      EXPECT_EQ(ibv_destroy_cq(ecq_), 0);
+    }
+    if (ch_) {
+      EXPECT_EQ(ibv_destroy_comp_channel(ch_), 0);
+    }
+  }
+  void post_recv_b2(Buffer& dst, uint64_t id) {
+    ibv_sge s{dst.addr(), static_cast<uint32_t>(dst.bytes.size()), dst.mr->lkey};
+    ibv_recv_wr rwr{};
+    rwr.wr_id = id;
+    rwr.sg_list = &s;
+    rwr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(b2_, &rwr, &bad), 0);
+  }
+  void send_a2(Buffer& src, unsigned flags) {
+    ibv_sge s{src.addr(), static_cast<uint32_t>(src.bytes.size()), src.mr->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &s;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.send_flags = IBV_SEND_SIGNALED | flags;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(a2_, &wr, &bad), 0);
+    auto wcs = poll_n(cq_a_, 1);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+  }
+  ibv_comp_channel* ch_ = nullptr;
+  ibv_cq* ecq_ = nullptr;
+  ibv_qp* a2_ = nullptr;
+  ibv_qp* b2_ = nullptr;
+};
+
+TEST_F(ChannelTest, ArmedCqSignalsTheFdOnce) {
+  Buffer src(pd_, 64, kAllAccess);
+  Buffer dst(pd_, 64, kAllAccess);
+  fill_pattern(src.bytes, 1);
+  ASSERT_EQ(ibv_req_notify_cq(ecq_, 0), 0);
+  post_recv_b2(dst, 1);
+  post_recv_b2(dst, 2);
+  send_a2(src, 0);
+  // Expect: the channel fd becomes readable (the passive side is progressed in the background).
+  pollfd p{ch_->fd, POLLIN, 0};
+  ASSERT_EQ(poll(&p, 1, 2000), 1);
+  ibv_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(ch_, &cq, &cq_ctx), 0);
+  EXPECT_EQ(cq, ecq_);
+  EXPECT_EQ(cq_ctx, this);
+  ibv_ack_cq_events(cq, 1);
+  auto wcs = poll_n(ecq_, 1);
+  ASSERT_EQ(wcs.size(), 1u);
+  EXPECT_EQ(wcs[0].wr_id, 1u);
+  EXPECT_EQ(dst.bytes, src.bytes);
+  // Expect: not re-armed, so a second completion raises no event.
+  send_a2(src, 0);
+  ASSERT_EQ(poll_n(ecq_, 1).size(), 1u);
+  EXPECT_EQ(poll(&p, 1, 50), 0);
+  // A non-blocking fd with nothing pending: get_cq_event fails with EAGAIN.
+  fcntl(ch_->fd, F_SETFL, fcntl(ch_->fd, F_GETFL) | O_NONBLOCK);
+  errno = 0;
+  EXPECT_EQ(ibv_get_cq_event(ch_, &cq, &cq_ctx), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  // Destroying the channel while a CQ uses it: EBUSY.
+  EXPECT_EQ(ibv_destroy_comp_channel(ch_), EBUSY);
+}
+
+TEST_F(ChannelTest, SolicitedOnlyIgnoresUnsolicitedSends) {
+  Buffer src(pd_, 32, kAllAccess);
+  Buffer dst(pd_, 32, kAllAccess);
+  ASSERT_EQ(ibv_req_notify_cq(ecq_, 1), 0);
+  post_recv_b2(dst, 1);
+  post_recv_b2(dst, 2);
+  send_a2(src, 0);
+  ASSERT_EQ(poll_n(ecq_, 1).size(), 1u);
+  pollfd p{ch_->fd, POLLIN, 0};
+  // Expect: an unsolicited SEND does not signal a solicited-only arm.
+  EXPECT_EQ(poll(&p, 1, 50), 0);
+  send_a2(src, IBV_SEND_SOLICITED);
+  ASSERT_EQ(poll(&p, 1, 2000), 1);
+  ibv_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  ASSERT_EQ(ibv_get_cq_event(ch_, &cq, &cq_ctx), 0);
+  EXPECT_EQ(cq, ecq_);
+  ibv_ack_cq_events(cq, 1);
+  ASSERT_EQ(poll_n(ecq_, 1).size(), 1u);
+}
+
+class CqExTest : public QpPairTest {
+ protected:
+  void SetUp() override {
+    ctx_ = open_builtin();
+    ASSERT_NE(ctx_, nullptr);
+    pd_ = ibv_alloc_pd(ctx_);
+    ASSERT_NE(pd_, nullptr);
+    ibv_cq_init_attr_ex ca{};
+    ca.cqe = 64;
+    ca.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM |
+                  IBV_WC_EX_WITH_SRC_QP;
+    cqx_ = ibv_create_cq_ex(ctx_, &ca);
+    ASSERT_NE(cqx_, nullptr);
+    cq_a_ = ibv_create_cq(ctx_, 64, nullptr, nullptr, 0);
+    cq_b_ = ibv_cq_ex_to_cq(cqx_);
+    a_ = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
+    b_ = make_qp(IBV_QPT_RC, cq_b_, nullptr, false);
+    ASSERT_NE(a_, nullptr);
+    ASSERT_NE(b_, nullptr);
+    ASSERT_EQ(connect_qp(ctx_, a_, b_->qp_num, 1, 2), 0);
+    ASSERT_EQ(connect_qp(ctx_, b_, a_->qp_num, 2, 1), 0);
+  }
+  ibv_cq_ex* cqx_ = nullptr;
+};
+
+TEST_F(CqExTest, StartNextEndPollReadFields) {
+  Buffer src(pd_, 100, kAllAccess);
+  Buffer dst(pd_, 300, kAllAccess);
+  fill_pattern(src.bytes, 8);
+  // Expect: empty CQ -> ENOENT (and no end_poll needed).
+  ibv_poll_cq_attr pa{};
+  EXPECT_EQ(ibv_start_poll(cqx_, &pa), ENOENT);
+  for (uint64_t i = 0; i < 3; ++i) {
+    ibv_sge s{dst.addr() + i * 100, 100, dst.mr->lkey};
+    ibv_recv_wr rwr{};
+    rwr.wr_id = 10 + i;
+    rwr.sg_list = &s;
+    rwr.num_sge = 1;
+    ibv_recv_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_recv(b_, &rwr, &bad), 0);
+  }
+  for (uint32_t i = 0; i < 3; ++i) {
+    ibv_sge sge{src.addr(), 100, src.mr->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND_WITH_IMM;
+    wr.imm_data = htobe32(i);
+    ASSERT_EQ(post_and_wait(wr).status, IBV_WC_SUCCESS);
+  }
+  // Poll until the first arrives (bounded), then walk the rest with next_poll.
+  int r = ENOENT;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((r = ibv_start_poll(cqx_, &pa)) == ENOENT && std::chrono::steady_clock::now() < deadline) {
+  }
+  ASSERT_EQ(r, 0);
+  std::vector<uint64_t> ids;
+  do {
+    EXPECT_EQ(cqx_->status, IBV_WC_SUCCESS);
+    EXPECT_EQ(ibv_wc_read_opcode(cqx_), IBV_WC_RECV);
+    EXPECT_EQ(ibv_wc_read_byte_len(cqx_), 100u);
+    EXPECT_EQ(ibv_wc_read_qp_num(cqx_), b_->qp_num);
+    EXPECT_TRUE(ibv_wc_read_wc_flags(cqx_) & IBV_WC_WITH_IMM);
+    EXPECT_EQ(be32toh(ibv_wc_read_imm_data(cqx_)), ids.size());
+    ids.push_back(cqx_->wr_id);
+  } while (ibv_next_poll(cqx_) == 0);
+  ibv_end_poll(cqx_);
+  EXPECT_EQ(ids, (std::vector<uint64_t>{10, 11, 12}));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(std::memcmp(dst.bytes.data() + i * 100, src.bytes.data(), 100), 0);
+}
+
+TEST(CqExCreate, UnsupportedWcFlagsAreRefused) {
+  ibv_context* ctx = open_builtin();
+  ASSERT_NE(ctx, nullptr);
+  ibv_cq_init_attr_ex ca{};
+  ca.cqe = 8;
+  ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+  errno = 0;
+  EXPECT_EQ(ibv_create_cq_ex(ctx, &ca), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
+}  // namespace
+}  // namespace uroce::verbs_test
