@@ -61,8 +61,21 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
   st.start();
   // Generous simulated-time bound: 100 s of simulated time.
   bool ok = f.sim.run_while([&] { return !st.done(); }, Timestamp{} + Duration::seconds(100));
-  if (f.sim.stalled()) return "simulator stalled (a node asks for polls without progress)";
-  if (!st.error().empty()) return st.error();
+  auto counters = [&] {
+    std::string out = " [t=" + std::to_string(f.sim.now().ns) + " ns";
+    for (int h = 0; h < 2; ++h) {
+      CounterBlock& cb = f.host[h]->counters();
+      out += h ? "; B:" : "; A:";
+      for (Counter k : {Counter::local_ack_timeout_err, Counter::packet_seq_err,
+                        Counter::implied_nak_seq_err, Counter::roce_adp_retrans,
+                        Counter::out_of_sequence, Counter::duplicate_request,
+                        Counter::rnr_nak_retry_err, Counter::rx_icrc_encapsulated})
+        if (cb.get(k)) out += " " + std::string(counter_name(k)) + "=" + std::to_string(cb.get(k));
+    }
+    return out + "]";
+  };
+  if (f.sim.stalled()) return "simulator stalled (a node asks for polls without progress)" + counters();
+  if (!st.error().empty()) return st.error() + counters();
   if (!ok)
     return "stream did not finish: " + std::to_string(st.completed()) + "/" +
            std::to_string(st.posted()) + " completed at t=" + std::to_string(f.sim.now().ns) +
@@ -72,6 +85,12 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
   f.sim.run_until(f.sim.now() + Duration::millis(20));
   st.check_no_extra_completions();
   if (!st.error().empty()) return st.error();
+  // The impairments really acted (both directions together).
+  const LinkStats& s0 = f.wire_from(0).stats();
+  const LinkStats& s1 = f.wire_from(1).stats();
+  if (loss > 0 && s0.lost + s1.lost == 0) return "no frame was lost";
+  if (s0.reordered + s1.reordered == 0 || s0.duplicated + s1.duplicated == 0)
+    return "no frame was reordered or duplicated";
   if (is_atomic(op)) {
     if (st.completed() != bytes / 4096) return "wrong number of atomics completed";
   } else if (st.bytes_completed() != bytes) {
