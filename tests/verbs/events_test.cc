@@ -30,13 +30,15 @@ class ChannelTest : public QpPairTest {
     ASSERT_EQ(connect_qp(ctx_, a2_, b2_->qp_num, 5, 6), 0);
     ASSERT_EQ(connect_qp(ctx_, b2_, a2_->qp_num, 6, 5), 0);
   }
-  void extra_teardown() override {
+  void extra_qp_teardown() override {
     if (a2_) {
       EXPECT_EQ(ibv_destroy_qp(a2_), 0);
     }
     if (b2_) {
       EXPECT_EQ(ibv_destroy_qp(b2_), 0);
     }
+  }
+  void extra_teardown() override {
     if (ecq_) {
       EXPECT_EQ(ibv_destroy_cq(ecq_), 0);
     }

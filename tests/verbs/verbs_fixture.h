@@ -181,6 +181,7 @@ class QpPairTest : public ::testing::Test {
     if (b_) {
       EXPECT_EQ(ibv_destroy_qp(b_), 0);
     }
+    extra_qp_teardown();
     if (cq_a_) {
       EXPECT_EQ(ibv_destroy_cq(cq_a_), 0);
     }
@@ -195,6 +196,8 @@ class QpPairTest : public ::testing::Test {
       EXPECT_EQ(ibv_close_device(ctx_), 0);
     }
   }
+  /// Destroys QPs a test created beyond the pair (before the CQs go).
+  virtual void extra_qp_teardown() {}
   /// Destroys what a test created beyond the pair (before the PD goes).
   virtual void extra_teardown() {}
 
