@@ -74,7 +74,10 @@ void PfcRx::on_pause_frame(const PauseFrame& f, Timestamp now) {
   for (int p = 0; p < kNumPriorities; ++p) {
     if (!(f.class_enable & (1u << p))) continue;
     Prio& s = prio_[p];
-    if (!f.global) ++c_->rx_prio_pause[p];
+    if (!f.global) {
+      ++c_->rx_prio_pause[p];
+      if (!(honoured_ & (1u << p))) continue;  // PFC off on this priority: not honoured
+    }
     const uint16_t q = f.quanta[p];
     if (q == 0) {  // XON: resume now
       s.until = earliest(s.until, now);

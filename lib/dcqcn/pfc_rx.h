@@ -73,6 +73,9 @@ class PfcRx {
   /// True while the watchdog has stopped honouring pause on `prio`.
   bool ignoring(uint8_t prio) const { return prio_[prio].ignoring; }
   void set_link_bps(uint64_t bps) { link_bps_ = bps; }
+  /// Priorities whose PFC pause is honoured (PFC enabled locally, 802.1Qbb); frames naming
+  /// others are counted but ignored. Default all eight. 802.3x PAUSE is always honoured.
+  void set_honoured_mask(uint8_t mask) { honoured_ = mask; }
 
  private:
   struct Prio {
@@ -91,6 +94,7 @@ class PfcRx {
   void end_pause(int p, Timestamp at);
 
   uint64_t link_bps_;
+  uint8_t honoured_ = 0xFF;  ///< priorities with PFC enabled
   PfcWatchdogConfig wd_;
   PfcCounters* c_;
   std::array<Prio, kNumPriorities> prio_{};

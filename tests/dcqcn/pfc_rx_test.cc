@@ -148,6 +148,21 @@ TEST(PfcRx, GlobalPausePausesAll) {
   EXPECT_EQ(c.rx_prio_pause[0], 0u);
 }
 
+// 802.1Qbb: pause on a priority without PFC enabled locally is counted, not honoured.
+TEST(PfcRx, PriorityWithoutPfcIsNotPaused) {
+  PfcCounters c;
+  PfcRx rx(k100G, {}, &c);
+  rx.set_honoured_mask(1u << 3);
+  PauseFrame f = xoff(3);
+  f.class_enable |= 1u << 0;
+  f.quanta[0] = 0xFFFF;
+  rx.on_pause_frame(f, us(0));
+  EXPECT_FALSE(rx.can_start_frame(3, us(1)));
+  EXPECT_TRUE(rx.can_start_frame(0, us(1)));
+  EXPECT_EQ(c.rx_prio_pause[0], 1u);
+  EXPECT_EQ(c.rx_prio_pause_duration[0], 0u);
+}
+
 /// Refreshes XOFF on priority 3 every 150 µs from 0 up to `end`, checking at every step that
 /// priority 3 stays paused. Runs the watchdog at its deadlines in between.
 void refresh_until(PfcRx& rx, Timestamp end) {
