@@ -31,6 +31,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -371,11 +372,23 @@ void round_verify(const Options& o, Ctx* c) {
   std::memset(c->buf2.data(), 0, c->buf2.size());
   double deadline = now_s() + o.timeout_s;
   ibv_wc wc{};
-  bool ok = post_rdma(qp, IBV_WR_RDMA_WRITE, c->mr, c->buf.data(), kVerifyBytes, d, 0, 1) &&
-            poll_one(c->cq, &wc, deadline) && wc.status == IBV_WC_SUCCESS;
+  // One WR and its completion; prints why when it fails.
+  auto run_wr = [&](ibv_wr_opcode op, ibv_mr* mr, void* local, uint64_t id) {
+    if (!post_rdma(qp, op, mr, local, kVerifyBytes, d, 0, id)) {
+      std::printf("post_send failed: %s\n", std::strerror(errno));
+      return false;
+    }
+    wc = {};
+    if (!poll_one(c->cq, &wc, deadline)) {
+      std::printf("no completion within %.0f s\n", o.timeout_s);
+      return false;
+    }
+    if (wc.status != IBV_WC_SUCCESS) std::printf("completion: %s\n", ibv_wc_status_str(wc.status));
+    return wc.status == IBV_WC_SUCCESS;
+  };
+  bool ok = run_wr(IBV_WR_RDMA_WRITE, c->mr, c->buf.data(), 1);
   check(ok, "round 2: RDMA WRITE of 1 MiB completes");
-  ok = ok && post_rdma(qp, IBV_WR_RDMA_READ, c->mr2, c->buf2.data(), kVerifyBytes, d, 0, 2) &&
-       poll_one(c->cq, &wc, deadline) && wc.status == IBV_WC_SUCCESS;
+  ok = ok && run_wr(IBV_WR_RDMA_READ, c->mr2, c->buf2.data(), 2);
   check(ok, "round 2: RDMA READ of 1 MiB completes");
   check(ok && std::memcmp(c->buf.data(), c->buf2.data(), kVerifyBytes) == 0,
         "round 2: READ returns the written pattern byte for byte");
