@@ -72,11 +72,14 @@ struct FrameLayout {
   uint16_t l4_offset = 0;       ///< UDP header
   uint16_t bth_offset = 0;      ///< BTH
   uint16_t payload_offset = 0;  ///< first payload byte; 0 when build_headers() failed
-  bool ipv6 = false;
   /// IPv4: ones' complement sum of the header with total length and checksum 0, folded to 16
   /// bits (RFC 1624 incremental update base), so finalize_lengths() need not re-read the header.
   uint16_t ipv4_sum_partial = 0;
+  bool ipv6 = false;
+  uint8_t reserved0 = 0;   ///< padding (keeps the struct two 8-byte words, returned in registers)
+  uint32_t reserved1 = 0;  ///< padding
 };
+static_assert(sizeof(FrameLayout) == 16);
 
 /// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header a frame can have.
 inline constexpr size_t kMaxHeadersLen = 14 + 4 + 40 + 8 + kMaxTransportHeaderLen;

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "transport/wire/bth.h"
+#include "transport/wire/ipv4.h"
 #include "transport/wire/ipv6.h"
 #include "transport/wire/udp.h"
 
