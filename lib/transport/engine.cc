@@ -406,6 +406,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         break;
       }
       case QpState::kErr:
+        qp->state = cur;  // qp_error() performs the transition (flush, last-WQE event)
         m.qp_error(*qp);
         break;
       case QpState::kRts:

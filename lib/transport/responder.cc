@@ -214,6 +214,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) 
         inc(Counter::out_of_buffer);
         queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer),
                   qp.epsn);
+        qp.nak_sent = true;  // the rest of the message is dropped silently until the retry
         return;
       }
       qp.cur_off = 0;
@@ -270,6 +271,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) 
       // WRITE_WITH_IMM consumes a receive WQE at its last packet; none -> RNR NAK.
       inc(Counter::out_of_buffer);
       queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer), qp.epsn);
+      qp.nak_sent = true;
       return;
     }
     if (len) {

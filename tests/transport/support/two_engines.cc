@@ -73,7 +73,7 @@ TwoEngines::TwoEngines(uint64_t seed, bool ipv6, uint32_t max_mtu, uint32_t cq_d
     cfg.gids = {s.gid};
     cfg.max_mtu = max_mtu;
     cfg.key_seed = seed * 31 + static_cast<uint64_t>(i);
-    s.engine = std::make_unique<Engine>(cfg, &s.counters, nullptr);
+    s.engine = std::make_unique<Engine>(cfg, &s.counters, &s.observer);
     s.pd = s.engine->alloc_pd().value();
     s.scq = s.engine->create_cq(cq_depth).value();
     s.rcq = s.engine->create_cq(cq_depth).value();

@@ -35,8 +35,23 @@ struct LinkOptions {
   bool blackhole = false;  ///< drop everything (a peer that stopped answering)
 };
 
+/// Records async events and CQ notifications.
+class RecordingObserver final : public EngineObserver {
+ public:
+  void on_cq_event(uint32_t cq_id) override { cq_events.push_back(cq_id); }
+  void on_async_event(const AsyncEvent& ev) override { events.push_back(ev); }
+  bool saw(AsyncEventType t, uint32_t id) const {
+    for (const auto& e : events)
+      if (e.type == t && e.id == id) return true;
+    return false;
+  }
+  std::vector<uint32_t> cq_events;
+  std::vector<AsyncEvent> events;
+};
+
 /// One side: an engine with one PD, one CQ per direction, a registered buffer.
 struct Side {
+  RecordingObserver observer;
   CounterBlock counters;
   std::unique_ptr<Engine> engine;
   Gid gid;

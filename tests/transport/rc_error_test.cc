@@ -1,0 +1,293 @@
+/**
+ * @file rc_error_test.cc
+ * @brief RC error paths between two engines in fake time: RETRY_EXC_ERR after
+ * (retry_cnt + 1) x local ACK timeout then WR_FLUSH_ERR, RNR with rnr_retry 7 succeeding once a
+ * receive is posted, RNR_RETRY_EXC_ERR, REM_ACCESS_ERR with the target untouched,
+ * REM_INV_REQ_ERR / LOC_LEN_ERR, LOC_PROT_ERR, deregistration killing keys at once
+ * (IBA Vol 1 §9.7.6, §9.9.3, §10.6).
+ */
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "support/two_engines.h"
+
+namespace uroce::transport::testing {
+namespace {
+
+constexpr uint32_t kAll =
+    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+struct Rc {
+  explicit Rc(QpAttr a = base(), uint32_t access = kAll) : h(5) {
+    auto q = h.connect(QpType::kRc, a, 64, 4, 64, access);
+    qa = q.first;
+    qb = q.second;
+    am.resize(1 << 20);
+    bm.resize(1 << 20);
+    fill_pattern(am.data(), am.size(), 1);
+    fill_pattern(bm.data(), bm.size(), 2);
+    ka = A().reg_mr(h.a().pd, addr(am), am.size(), kAll).value();
+    kb = B().reg_mr(h.b().pd, addr(bm), bm.size(), kAll).value();
+  }
+  static QpAttr base() {
+    QpAttr a;
+    a.path_mtu = 3;
+    a.timeout = 10;  // 4.194 ms
+    a.retry_cnt = 3;
+    a.rnr_retry = 7;
+    a.min_rnr_timer = 1;  // 10 us
+    a.max_rd_atomic = 4;
+    a.max_dest_rd_atomic = 4;
+    return a;
+  }
+  static uint64_t addr(std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); }
+  Engine& A() { return *h.a().engine; }
+  Engine& B() { return *h.b().engine; }
+  Status post(WrOpcode op, uint64_t id, uint32_t len, uint64_t raddr, uint32_t rkey,
+              uint32_t lkey = 0, uint32_t flags = kSendSignaled) {
+    Sge sg{addr(am), len, lkey ? lkey : ka.lkey};
+    SendWr w;
+    w.wr_id = id;
+    w.opcode = op;
+    w.send_flags = flags;
+    w.sg = &sg;
+    w.num_sge = 1;
+    w.remote_addr = raddr;
+    w.rkey = rkey;
+    return A().post_send(qa, w, h.now());
+  }
+  void post_recv_b(uint64_t id, uint32_t len, uint64_t at = 0) {
+    Sge sg{addr(bm) + at, len, kb.lkey};
+    RecvWr r;
+    r.wr_id = id;
+    r.sg = &sg;
+    r.num_sge = 1;
+    ASSERT_TRUE(B().post_recv(qb, r));
+  }
+  std::vector<Cqe> wait_cqes(Engine& e, uint32_t cq, size_t n, Duration max = Duration::seconds(10)) {
+    std::vector<Cqe> out;
+    h.run_until([&] {
+      Cqe c[16];
+      size_t k = e.poll_cq(cq, c);
+      out.insert(out.end(), c, c + k);
+      return out.size() >= n;
+    }, max);
+    return out;
+  }
+  QpState state(Engine& e, uint32_t qpn) {
+    QpAttr a;
+    e.query_qp(qpn, &a, nullptr);
+    return a.qp_state;
+  }
+  TwoEngines h;
+  uint32_t qa = 0, qb = 0;
+  std::vector<uint8_t> am, bm;
+  MrKeys ka, kb;
+};
+
+TEST(RcError, RetryExceededAfterTimeoutTimesRetriesThenFlush) {
+  Rc t;
+  t.h.link(0).blackhole = true;  // B never hears anything: a peer that stopped answering
+  const Timestamp t0 = t.h.now();
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 1, 3000, Rc::addr(t.bm), t.kb.rkey));
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 2, 100, 0, 0));
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaRead, 3, 100, Rc::addr(t.bm), t.kb.rkey));
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 3);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].wr_id, 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRetryExcErr);
+  EXPECT_EQ(c[1].wr_id, 2u);
+  EXPECT_EQ(c[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(c[2].wr_id, 3u);
+  EXPECT_EQ(c[2].status, WcStatus::kWrFlushErr);
+  // Initial send + retry_cnt (3) retries, each waiting the full timeout:
+  // 4 x 4.096 us x 2^10 = 16.777 ms.
+  const Duration expected = Duration::nanos(4 * 4096 * 1024);
+  const Duration took = t.h.now() - t0;
+  EXPECT_GE(took, expected);
+  EXPECT_LT(took, expected + Duration::micros(100));
+  EXPECT_EQ(t.h.a().counters.get(Counter::local_ack_timeout_err), 3u);
+  EXPECT_EQ(t.h.a().counters.get(Counter::req_transport_retries_exceeded), 1u);
+  EXPECT_EQ(t.state(t.A(), t.qa), QpState::kErr);
+  // Posting to a QP in ERR completes at once with WR_FLUSH_ERR.
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 4, 10, 0, 0));
+  Cqe e[2];
+  ASSERT_EQ(t.A().poll_cq(t.h.a().scq, e), 1u);
+  EXPECT_EQ(e[0].wr_id, 4u);
+  EXPECT_EQ(e[0].status, WcStatus::kWrFlushErr);
+}
+
+TEST(RcError, RnrRetryForeverSucceedsOnceReceiveIsPosted) {
+  Rc t;  // rnr_retry 7
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 5000, 0, 0));
+  // No receive on B for 50 ms of fake time: RNR NAKs, no completion, no error.
+  t.h.run_until([] { return false; }, Duration::millis(50));
+  Cqe c[4];
+  EXPECT_EQ(t.A().poll_cq(t.h.a().scq, c), 0u);
+  EXPECT_GT(t.h.a().counters.get(Counter::rnr_nak_retry_err), 10u);
+  EXPECT_GT(t.h.b().counters.get(Counter::out_of_buffer), 10u);
+  EXPECT_EQ(t.state(t.A(), t.qa), QpState::kRts);
+  t.post_recv_b(7, 8192);
+  std::vector<Cqe> s = t.wait_cqes(t.A(), t.h.a().scq, 1);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].status, WcStatus::kSuccess);
+  std::vector<Cqe> r = t.wait_cqes(t.B(), t.h.b().rcq, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].wr_id, 7u);
+  EXPECT_EQ(r[0].byte_len, 5000u);
+  EXPECT_EQ(0, std::memcmp(t.bm.data(), t.am.data(), 5000));
+}
+
+TEST(RcError, RnrRetryExceeded) {
+  QpAttr a = Rc::base();
+  a.rnr_retry = 2;
+  Rc t(a);
+  ASSERT_TRUE(t.post(WrOpcode::kSendWithImm, 1, 10, 0, 0));
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 2, 10, Rc::addr(t.bm), t.kb.rkey));
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 2);
+  ASSERT_EQ(c.size(), 2u);
+  EXPECT_EQ(c[0].status, WcStatus::kRnrRetryExcErr);
+  EXPECT_EQ(c[1].status, WcStatus::kWrFlushErr);
+  EXPECT_EQ(t.h.a().counters.get(Counter::rnr_nak_retry_err), 2u);
+  EXPECT_EQ(t.h.a().counters.get(Counter::req_rnr_retries_exceeded), 1u);
+}
+
+TEST(RcError, RemoteAccessErrorLeavesTargetUntouched) {
+  struct Case {
+    const char* what;
+    WrOpcode op;
+    uint32_t len;
+    int64_t off;       // from the start of B's region
+    bool bad_key;
+  };
+  const Case cases[] = {
+      {"bad rkey", WrOpcode::kRdmaWrite, 3000, 0, true},
+      {"past the end", WrOpcode::kRdmaWrite, 3000, (1 << 20) - 1000, false},
+      {"before the start", WrOpcode::kRdmaWrite, 8, -8, false},
+      {"read bad rkey", WrOpcode::kRdmaRead, 100, 0, true},
+      {"atomic past end", WrOpcode::kAtomicFetchAndAdd, 8, 1 << 20, false},
+  };
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.what);
+    Rc t;
+    std::vector<uint8_t> before = t.bm;
+    std::vector<uint8_t> abefore = t.am;
+    ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 10, 0, 0));  // earlier WR completes normally
+    t.post_recv_b(9, 64, 4096);
+    before = t.bm;
+    ASSERT_TRUE(t.post(k.op, 2, k.len, Rc::addr(t.bm) + static_cast<uint64_t>(k.off),
+                       k.bad_key ? t.kb.rkey ^ 0x100 : t.kb.rkey));
+    ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 3, 10, Rc::addr(t.bm), t.kb.rkey));
+    std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 3);
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+    EXPECT_EQ(c[1].status, WcStatus::kRemAccessErr);
+    EXPECT_EQ(c[2].status, WcStatus::kWrFlushErr);
+    // SEND landed at offset 4096 before the failure; nothing else on B changed.
+    std::memcpy(before.data() + 4096, t.am.data(), 10);
+    EXPECT_EQ(before, t.bm);
+    if (k.op == WrOpcode::kRdmaRead) {
+      EXPECT_EQ(0, std::memcmp(abefore.data(), t.am.data(), abefore.size()));
+    }
+    EXPECT_EQ(t.state(t.B(), t.qb), QpState::kErr);
+    EXPECT_TRUE(t.h.b().observer.saw(AsyncEventType::kQpAccessErr, t.qb));
+    EXPECT_EQ(t.h.a().counters.get(Counter::req_remote_access_errors), 1u);
+    EXPECT_EQ(t.h.b().counters.get(Counter::resp_remote_access_errors), 1u);
+  }
+}
+
+TEST(RcError, DeregisteredRegionRefusedAtOnce) {
+  Rc t;
+  ASSERT_TRUE(t.B().dereg_mr(t.kb.lkey));
+  std::vector<uint8_t> before = t.bm;
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 1, 100, Rc::addr(t.bm), t.kb.rkey));
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRemAccessErr);
+  EXPECT_EQ(before, t.bm);
+}
+
+TEST(RcError, SendTooLongForReceiveIsLocLenAndRemInvReq) {
+  Rc t;
+  t.post_recv_b(5, 100);
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 2000, 0, 0));
+  std::vector<Cqe> s = t.wait_cqes(t.A(), t.h.a().scq, 1);
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].status, WcStatus::kRemInvReqErr);
+  std::vector<Cqe> r = t.wait_cqes(t.B(), t.h.b().rcq, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].wr_id, 5u);
+  EXPECT_EQ(r[0].status, WcStatus::kLocLenErr);
+  EXPECT_TRUE(t.h.b().observer.saw(AsyncEventType::kQpReqErr, t.qb));
+}
+
+TEST(RcError, BadLkeyIsLocProtErrInOrder) {
+  Rc t;
+  t.post_recv_b(1, 100);
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 50, 0, 0));                        // fine
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 2, 50, 0, 0, t.ka.lkey ^ 0x40));       // bad lkey
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 3, 50, Rc::addr(t.bm), t.kb.rkey));
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 3);
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(c[1].status, WcStatus::kLocProtErr);
+  EXPECT_EQ(c[2].status, WcStatus::kWrFlushErr);
+  // Atomic with a length other than 8: LOC_LEN_ERR.
+  Rc u;
+  ASSERT_TRUE(u.post(WrOpcode::kAtomicFetchAndAdd, 1, 4, Rc::addr(u.bm), u.kb.rkey));
+  std::vector<Cqe> d = u.wait_cqes(u.A(), u.h.a().scq, 1);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].status, WcStatus::kLocLenErr);
+}
+
+TEST(RcError, OperationNotEnabledOnQpIsInvalidRequest) {
+  Rc t(Rc::base(), kAccessLocalWrite | kAccessRemoteWrite);  // no REMOTE_READ on the QP
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaRead, 1, 64, Rc::addr(t.bm), t.kb.rkey));
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRemInvReqErr);
+}
+
+TEST(RcError, MisalignedAtomicIsInvalidRequest) {
+  Rc t;
+  ASSERT_TRUE(t.post(WrOpcode::kAtomicCmpAndSwp, 1, 8, Rc::addr(t.bm) + 4, t.kb.rkey));
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kRemInvReqErr);
+}
+
+TEST(RcError, ModifyToErrFlushesBothQueuesWithSrqLastWqeEvent) {
+  TwoEngines h(8);
+  Engine& e = *h.a().engine;
+  uint32_t srq = e.create_srq(h.a().pd, 16, 1, 0).value();
+  QpInitAttr ia;
+  ia.type = QpType::kRc;
+  ia.pd = h.a().pd;
+  ia.send_cq = h.a().scq;
+  ia.recv_cq = h.a().rcq;
+  ia.srq = srq;
+  ia.max_send_wr = 8;
+  ia.max_send_sge = 1;
+  uint32_t qpn = e.create_qp(ia).value();
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  ASSERT_TRUE(e.modify_qp(qpn, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags));
+  a.qp_state = QpState::kErr;
+  ASSERT_TRUE(e.modify_qp(qpn, a, kAttrState));
+  EXPECT_TRUE(h.a().observer.saw(AsyncEventType::kQpLastWqeReached, qpn));
+  // The SRQ is not flushed: it is shared.
+  std::vector<uint8_t> buf(64);
+  MrKeys k = e.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(buf.data()), 64, kAll).value();
+  Sge sg{reinterpret_cast<uint64_t>(buf.data()), 64, k.lkey};
+  RecvWr r;
+  r.sg = &sg;
+  r.num_sge = 1;
+  EXPECT_TRUE(e.post_srq_recv(srq, r));
+  Cqe c[4];
+  EXPECT_EQ(e.poll_cq(h.a().rcq, c), 0u);
+}
+
+}  // namespace
+}  // namespace uroce::transport::testing
