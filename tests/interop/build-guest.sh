@@ -8,7 +8,8 @@
 #     points at (override with UROCE_GUEST_KERNEL=linux-image-6.1.0-57-amd64); unpacked with
 #     dpkg-deb -x, and only the modules the guest loads (and their dependencies) are kept;
 #   - the root filesystem: an initramfs (newc cpio, gzip) holding busybox-static, iproute2
-#     (ip, tc, rdma), ibverbs-utils, perftest, rdma-core and libibverbs with the rxe provider,
+#     (ip, tc, rdma), dash as /bin/sh, ibverbs-utils, perftest, rdma-core and libibverbs with
+#     the rxe provider,
 #     plus every shared library they need (the lib* packages of their Depends, recursively;
 #     the build fails if any ELF file's DT_NEEDED is still missing);
 #   - tests/interop/guest/init, the boot-time script (see that file).
@@ -52,7 +53,9 @@ fi
 # Userland packages named by issue #7, plus busybox for the shell and coreutils.
 # libcap2-bin is in iproute2's Depends but only ships setcap: left out.
 # zlib1g is named here because the closure below follows only lib* names.
-top_pkgs=(busybox-static iproute2 ibverbs-utils perftest rdma-core libibverbs1 ibverbs-providers
+# dash is /bin/sh: Debian's busybox-static shell prefers its own applets over PATH (its
+# "tc" and "ip" would shadow iproute2's).
+top_pkgs=(busybox-static dash iproute2 ibverbs-utils perftest rdma-core libibverbs1 ibverbs-providers
   librdmacm1 libibumad3 zlib1g)
 
 # Recursively follows Depends/PreDepends, keeping only lib* packages beyond the top ones.
@@ -152,7 +155,7 @@ for a in $("$root/bin/busybox" --list-full); do
     ln -s /bin/busybox "$root/$a"
   fi
 done
-ln -sf /bin/busybox "$root/bin/sh"
+ln -sf dash "$root/bin/sh"
 printf 'include /etc/ld.so.conf.d/*.conf\n' >"$root/etc/ld.so.conf"
 ldconfig -r "$root"
 printf '127.0.0.1 localhost\n198.18.0.2 guest0\n198.18.0.3 guest1\n' >"$root/etc/hosts"

@@ -93,7 +93,8 @@ fi
 
 # The capture must be live before any guest can send: wait (bounded) for dumpcap's banner.
 if [[ -n $capture ]]; then
-  nsx dumpcap -q -P -i brr -f "$filter" -w "$capture" 2>"$out/dumpcap.log" &
+  # (ip netns exec execs its command, so $! is dumpcap itself and the kill below reaches it)
+  ip netns exec "$ns" dumpcap -q -P -i brr -f "$filter" -w "$capture" 2>"$out/dumpcap.log" &
   cap_pid=$!
   pids+=("$cap_pid")
   for _ in $(seq 100); do
@@ -135,7 +136,7 @@ for ((i = 0; i < guests; i++)); do
 
   : >"$out/out$i.log"
   starts[$i]=$(date +%s.%N)
-  nsx nice -n 5 timeout "$qemu_bound" qemu-system-x86_64 -accel "$accel" -cpu max -m 320 -smp 1 \
+  ip netns exec "$ns" nice -n 5 timeout "$qemu_bound" qemu-system-x86_64 -accel "$accel" -cpu max -m 320 -smp 1 \
     -display none -monitor none -no-reboot -kernel "$img/vmlinuz" -initrd "$out/initrd$i" \
     -append "$append" -serial "file:$out/console$i.log" -serial "file:$out/out$i.log" \
     "${net[@]}" >"$out/qemu$i.log" 2>&1 &
@@ -146,7 +147,7 @@ done
 host_rc=0
 if [[ -n $host_cmd ]]; then
   set +e
-  UROCE_INTEROP_OUT=$out nsx timeout "$qemu_bound" bash -c "$host_cmd" >"$out/host.log" 2>&1
+  UROCE_INTEROP_OUT=$out ip netns exec "$ns" timeout "$qemu_bound" bash -c "$host_cmd" >"$out/host.log" 2>&1
   host_rc=$?
   set -e
 fi
