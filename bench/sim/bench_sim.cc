@@ -6,7 +6,7 @@
  * later work), and the simulator's own speed in simulated frames per wall-clock second.
  *
  * Usage: bench_sim [--bytes N] [--msg BYTES] [--window WRS] [--mtu IBV_MTU] [--loss P]
- *                  [--timeout T] [--seed S]
+ *                  [--timeout T] [--seed S] [--txq FRAMES]
  * Goodput = payload bytes / (last completion - first post) in simulated time. The wall clock
  * is read here only, to time the simulator itself. Units: bytes, Gb/s, ns.
  */
@@ -35,6 +35,7 @@ struct Options {
   double loss = 0.01;
   uint8_t timeout = 8;
   uint64_t seed = 1;
+  uint32_t txq = 256;  // host TX queue, frames
 };
 
 struct RunResult {
@@ -54,7 +55,7 @@ RunResult run(const Options& o, double loss) {
   RunResult r;
   Simulator sim;
   LinkParams lp{.rate_bps = 100'000'000'000ull, .propagation = Duration::nanos(1000),
-                .max_frames = 256};
+                .max_frames = o.txq};
   std::unique_ptr<EngineHost> h[2];
   std::unique_ptr<Link> tx[2];
   for (int i = 0; i < 2; ++i) {
@@ -154,14 +155,16 @@ int main(int argc, char** argv) {
     else if (k == "--loss") o.loss = std::strtod(v, nullptr);
     else if (k == "--timeout") o.timeout = static_cast<uint8_t>(std::strtoul(v, nullptr, 0));
     else if (k == "--seed") o.seed = std::strtoull(v, nullptr, 0);
+    else if (k == "--txq") o.txq = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
   }
   std::printf("RC WRITE, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
-              "window %u, %llu bytes, local ACK timeout 4.096us*2^%u\n",
-              128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout);
+              "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames\n",
+              128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout,
+              o.txq);
   RunResult base = run(o, 0.0);
   RunResult lossy = run(o, o.loss);
   for (auto* r : {&base, &lossy}) {
