@@ -25,6 +25,7 @@ void PaperRp::reset() {
   rc_ = rt_ = c_;
   alpha_base_ = 1.0;
   alpha_epoch_ = Timestamp{};
+  alpha_running_ = false;
   active_ = false;
   increased_since_cut_ = false;
   tcnt_ = bccnt_ = 0;
@@ -33,7 +34,7 @@ void PaperRp::reset() {
 }
 
 double PaperRp::alpha_at(Timestamp now) const {
-  if (now < alpha_epoch_ || k_.ns <= 0) return alpha_base_;
+  if (!alpha_running_ || now < alpha_epoch_) return alpha_base_;  // no decay before a CNP
   const int64_t ticks = (now - alpha_epoch_).ns / k_.ns;
   return alpha_base_ * std::pow(1.0 - g_, static_cast<double>(ticks));
 }
@@ -50,6 +51,7 @@ void PaperRp::on_cnp(Timestamp now) {
   if (p_.alpha_order == AlphaOrder::kCutThenUpdate) alpha = (1.0 - g_) * alpha + g_;
   alpha_base_ = alpha;
   alpha_epoch_ = now;
+  alpha_running_ = true;
   active_ = true;
   increased_since_cut_ = false;
   tcnt_ = bccnt_ = 0;

@@ -56,6 +56,7 @@ class PaperRp final : public CongestionControl {
   double rc_, rt_;      ///< current / target rate, bit/s
   double alpha_base_ = 1.0;      ///< α right after the last CNP
   Timestamp alpha_epoch_;        ///< time of the last CNP (α decay grid origin)
+  bool alpha_running_ = false;   ///< a CNP has started the α decay (it runs on after release)
   bool active_ = false;          ///< limiter engaged
   bool increased_since_cut_ = false;  ///< for the QCN first-increase quirk
   uint32_t tcnt_ = 0, bccnt_ = 0;

@@ -189,5 +189,45 @@ TEST(NvidiaRpGolden, TenCnpsInOnePeriodCutOnce) {
   EXPECT_EQ(rp.stats().rp_rate_decrease_events, 1u);
 }
 
+std::vector<Timestamp> to_times(const std::vector<double>& us_list) {
+  std::vector<Timestamp> v;
+  for (double t : us_list) v.push_back(testing::at_us(t));
+  return v;
+}
+
+// Beyond §1.6: irregular, seeded CNP sequences through the reference model (gen_golden.py),
+// paper mode: cuts interleaved with fast recovery and additive increase.
+TEST(PaperRpGolden, IrregularCnpsMatchModel) {
+  PaperRp rp(model_paper_params(), 40e9);
+  auto trace = testing::replay(rp, to_times(testing::kR1Cnps), testing::at_us(testing::kR1Cnps.back() + 1500));
+  expect_matches(trace, testing::kR1, true, 0, 40e9, 40);
+}
+
+// nvidia mode with irregular CNPs: several CNPs per 4 µs period (α +g, coalescing), cuts after
+// increase events (clamp_tgt_rate_after_time_inc), a final burst inside one period.
+TEST(NvidiaRpGolden, IrregularCnpsMatchModel) {
+  NvidiaRp rp(g3_params(1020), 100e9);
+  auto trace = testing::replay(rp, to_times(testing::kR2Cnps), testing::at_us(6000));
+  expect_matches(trace, testing::kR2, false, 1, 100e9, testing::kR2.size());
+  EXPECT_EQ(rp.stats().rp_cnp_handled, testing::kR2Cnps.size());
+  EXPECT_GE(rp.stats().rp_cnp_coalesced, 1u);  // the final burst inside one period
+}
+
+// Same CNPs, firmware gain 5/1024 and clamp_tgt_rate = 1 (Rt ← Rc on every cut).
+TEST(NvidiaRpGolden, IrregularCnpsClampAlwaysMatchModel) {
+  DcqcnParams p = g3_params(1019);
+  p.clamp_tgt_rate = true;
+  NvidiaRp rp(p, 100e9);
+  auto trace = testing::replay(rp, to_times(testing::kR2Cnps), testing::at_us(6000));
+  expect_matches(trace, testing::kR2b, false, 1, 100e9, testing::kR2b.size());
+}
+
+// Same CNPs with HPCC "dcqcn_paper" timing (α and decrease every 50 µs, increase every 55 µs).
+TEST(NvidiaRpGolden, IrregularCnpsHpccPaperMatchModel) {
+  NvidiaRp rp(hpcc_dcqcn_paper_preset(100e9), 100e9);
+  auto trace = testing::replay(rp, to_times(testing::kR2Cnps), testing::at_us(6000));
+  expect_matches(trace, testing::kR3, false, 1, 100e9, testing::kR3.size());
+}
+
 }  // namespace
 }  // namespace uroce::dcqcn
