@@ -24,7 +24,9 @@
 #include <atomic>
 #include <cstring>
 #include <ctime>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <set>
 #include <string_view>
@@ -37,16 +39,11 @@ namespace uroce::dpdk {
 
 namespace {
 
-constexpr uint16_t kRingSize = 1024;       ///< descriptors per RX/TX queue
-constexpr unsigned kPoolSize = 4095;       ///< mbufs per port (2^n - 1 is optimal for rings)
+constexpr uint16_t kRingSize = 512;        ///< descriptors per RX/TX queue
+constexpr unsigned kPoolSize = 4095;       ///< mbufs per port: net_af_xdp alone takes 2048 for its fill queue
 constexpr unsigned kPoolCache = 128;       ///< per-lcore mbuf cache
 constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
 constexpr uint8_t kPfcGroup[6] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
-
-/// PMDs whose reported maximum frame (max_rx_pktlen / max_mtu) is not enforced on the data
-/// path, measured here (drivers/dpdk/PMDS.md): net_memif chains frames over its bsize buffers
-/// and carries 4224-byte frames although it reports 1518.
-constexpr std::string_view kAdvisoryFrameLimit[] = {"net_memif"};
 
 std::mutex g_open_mu;  ///< serialises ethdev set-up and tear-down; guards the two below
 
@@ -247,17 +244,59 @@ class DpdkPort final : public Port {
   }
 };
 
-/// The devargs a port is created with: the port string, plus for net_memif a buffer size
-/// (bsize) that holds a whole frame of the device's MTU. With the default 2048-byte buffers a
-/// 4224-byte frame spans three descriptors, and DPDK 22.11's memif then lost and corrupted
-/// about 2 % of the frames between two processes (measured, PMDS.md); one buffer per frame
-/// fixed that. An explicit bsize in the port string is kept.
-std::string devargs_for(const config::Device& dev) {
-  if (dev.port.rfind("net_memif", 0) != 0 || dev.port.find("bsize=") != std::string::npos)
-    return dev.port;
-  uint32_t bsize = 2048;
-  while (bsize < dev.mtu + kRoceOverhead) bsize *= 2;
-  return bsize == 2048 ? dev.port : dev.port + ",bsize=" + std::to_string(bsize);
+/// How a PMD is set up for a device's frame size (measured here, drivers/dpdk/PMDS.md).
+struct PmdPlan {
+  std::string devargs;         ///< the port string, with size devargs added where needed
+  size_t min_data_room = 0;    ///< mbuf data room the PMD requires
+  bool limit_advisory = false; ///< the PMD's reported max frame is not enforced
+};
+
+/// The value of devarg `key` in a port string, or 0.
+uint32_t devarg_u32(const std::string& port, const std::string& key) {
+  size_t pos = port.find("," + key + "=");
+  return pos == std::string::npos ? 0
+                                  : static_cast<uint32_t>(std::strtoul(
+                                        port.c_str() + pos + key.size() + 2, nullptr, 10));
+}
+
+uint32_t pow2_at_least(size_t n, uint32_t from) {
+  while (from < n) from *= 2;
+  return from;
+}
+
+/// net_memif: a buffer size (bsize) that holds a whole frame. With the default 2048-byte
+/// buffers a 4224-byte frame spans three descriptors, and DPDK 22.11's memif then lost and
+/// corrupted about 2 % of the frames between two processes; one buffer per frame fixed that.
+/// memif reports a 1518-byte maximum frame but does not enforce it.
+/// net_af_packet: reports 1518 whatever its devargs say, and drops larger frames with the
+/// default framesz of 2048; with framesz = blocksz >= frame + 64 and mbufs that hold
+/// framesz - 32 bytes, 4224-byte frames pass.
+PmdPlan plan_pmd(const config::Device& dev) {
+  PmdPlan plan{dev.port};
+  const size_t frame = dev.mtu + kRoceOverhead;
+  if (dev.port.rfind("net_memif", 0) == 0) {
+    plan.limit_advisory = true;
+    if (!devarg_u32(dev.port, "bsize") && frame > 2048)
+      plan.devargs += ",bsize=" + std::to_string(pow2_at_least(frame, 2048));
+  } else if (dev.port.rfind("net_af_packet", 0) == 0) {
+    uint32_t framesz = devarg_u32(dev.port, "framesz");
+    if (!framesz && frame > 1514) {
+      framesz = pow2_at_least(frame + 64, 2048);
+      plan.devargs += ",framesz=" + std::to_string(framesz);
+      if (devarg_u32(dev.port, "blocksz") < framesz)
+        plan.devargs += ",blocksz=" + std::to_string(framesz);
+    }
+    if (framesz) {
+      plan.min_data_room = framesz;
+      plan.limit_advisory = framesz >= frame + 64;
+    }
+  }
+  return plan;
+}
+
+/// PMDs whose default MAC is the same in every process (derived from the port number).
+bool has_shared_default_mac(std::string_view driver) {
+  return driver == "net_pcap" || driver == "net_ring" || driver == "net_null";
 }
 
 std::string fail(const config::Device& dev, const std::string& what, std::string* err) {
@@ -339,7 +378,8 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
       g_parked.erase(it);
     }
   }
-  if (!probe_port(devargs_for(dev), &port_id, &e)) {
+  const PmdPlan plan = plan_pmd(dev);
+  if (!probe_port(plan.devargs, &port_id, &e)) {
     fail(dev, e, err);
     return nullptr;
   }
@@ -367,9 +407,7 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   const uint32_t dev_max_l3 = std::min<uint32_t>(
       info.max_mtu, info.max_rx_pktlen > overhead ? info.max_rx_pktlen - overhead : 0);
   const uint32_t port_max_frame = dev_max_l3 + 14;  // without FCS, untagged
-  bool advisory = std::find(std::begin(kAdvisoryFrameLimit), std::end(kAdvisoryFrameLimit),
-                            std::string_view(info.driver_name)) != std::end(kAdvisoryFrameLimit);
-  if (port_max_frame < max_frame && !advisory) {
+  if (port_max_frame < max_frame && !plan.limit_advisory) {
     uint32_t fits = 256;
     while (fits * 2 + kRoceOverhead <= port_max_frame) fits *= 2;
     return give_up("mtu " + std::to_string(dev.mtu) + " needs frames of " +
@@ -380,8 +418,8 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
 
   char pool_name[RTE_MEMPOOL_NAMESIZE];
   std::snprintf(pool_name, sizeof pool_name, "uroce_p%u_%u", port_id, g_pool_seq++);
-  const uint16_t data_room =
-      static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + std::max<size_t>(2048, (max_frame + 127) & ~size_t{127}));
+  const size_t room = std::max({size_t{2048}, (max_frame + 127) & ~size_t{127}, plan.min_data_room});
+  const uint16_t data_room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room);
   rte_mempool* pool = rte_pktmbuf_pool_create(pool_name, kPoolSize, kPoolCache, 0, data_room,
                                               static_cast<int>(rte_eth_dev_socket_id(port_id)) < 0
                                                   ? SOCKET_ID_ANY
@@ -407,8 +445,16 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   if (rc != 0) return give_up_pool("rte_eth_tx_queue_setup: " + dpdk_error(rc));
 
   rte_ether_addr ea{};
-  if (dev.mac) {
-    std::memcpy(ea.addr_bytes, dev.mac->b.data(), 6);
+  std::optional<MacAddr> want_mac = dev.mac;
+  if (!want_mac && has_shared_default_mac(info.driver_name)) {
+    // Two processes would otherwise both be 02:70:63:61:70:00 ("pcap" + port 0).
+    rte_eth_random_addr(ea.addr_bytes);
+    MacAddr m;
+    std::memcpy(m.b.data(), ea.addr_bytes, 6);
+    want_mac = m;
+  }
+  if (want_mac) {
+    std::memcpy(ea.addr_bytes, want_mac->b.data(), 6);
     // Not every PMD can change its address; the software filter uses the configured one anyway.
     if (rte_eth_dev_default_mac_addr_set(port_id, &ea) != 0)
       rte_eth_promiscuous_enable(port_id);  // a NIC must then not filter it out
@@ -418,8 +464,8 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   const bool start_later = rc != 0 && std::string_view(info.driver_name) == "net_memif" &&
                            dev.port.find("role=client") != std::string::npos;
   if (rc != 0 && !start_later) return give_up_pool("rte_eth_dev_start: " + dpdk_error(rc));
-  if (!dev.mac) rte_eth_macaddr_get(port_id, &ea);
-  if (!dev.mac || rte_eth_promiscuous_get(port_id) != 1) rte_eth_promiscuous_disable(port_id);
+  if (!want_mac) rte_eth_macaddr_get(port_id, &ea);
+  if (!want_mac || rte_eth_promiscuous_get(port_id) != 1) rte_eth_promiscuous_disable(port_id);
   MacAddr mac;
   std::memcpy(mac.b.data(), ea.addr_bytes, 6);
 

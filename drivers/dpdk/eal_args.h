@@ -34,7 +34,7 @@ struct EalPlan {
   std::vector<std::string> pci;          ///< PCI addresses to allow (empty: --no-pci)
   std::vector<std::string> extra;        ///< devices' `eal` arguments, in order
   bool hugepages = false;                ///< free hugepages and a hugetlbfs mount exist
-  uint32_t memory_mb = 256;              ///< -m with --no-huge
+  uint32_t memory_mb = 512;              ///< -m with --no-huge (untouched pages cost nothing)
   std::string cpus;                      ///< CPU list for --lcores, e.g. "0-1" ("" = EAL's)
   std::string log_level = "error";       ///< --log-level value
 };

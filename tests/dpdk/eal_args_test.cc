@@ -30,7 +30,7 @@ TEST(EalArgs, VdevWithoutHugepages) {
   auto a = build_eal_args(p);
   EXPECT_EQ(a, (std::vector<std::string>{"uroce", "--file-prefix=uroce-42-abc", "--no-pci",
                                          "--vdev=net_memif0,role=server,socket=/tmp/a.sock",
-                                         "--no-huge", "-m", "256", "--lcores=0@(0-1)",
+                                         "--no-huge", "-m", "512", "--lcores=0@(0-1)",
                                          "--no-telemetry", "--log-level=error"}));
   // --no-huge must never come with --in-memory (EAL refuses the pair).
   EXPECT_FALSE(has(a, "--in-memory"));
@@ -62,7 +62,7 @@ TEST(EalArgs, UserArgumentsComeLastAndReplaceTheAutomaticOnes) {
   p.extra = {"--no-huge", "-m", "1024", "-l", "1", "--log-level=pmd.net.memif:debug"};
   auto a = build_eal_args(p);
   EXPECT_EQ(std::count(a.begin(), a.end(), "--no-huge"), 1);
-  EXPECT_FALSE(has(a, "256"));
+  EXPECT_FALSE(has(a, "512"));
   EXPECT_FALSE(has(a, "--lcores=0@(0-1)"));
   EXPECT_FALSE(has(a, "--log-level=error"));
   ASSERT_GE(a.size(), 6u);

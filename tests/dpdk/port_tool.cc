@@ -13,7 +13,7 @@
  * bytes without FCS). Exit status 0 on success, 1 on any error.
  *
  * Usage: port_tool --role rx|tx --port <vdev> --ip <addr/len> [--peer <addr>] [--mtu M]
- *                  [--size B] [--seconds S]
+ *                  [--size B] [--seconds S] [--pace frames_per_s]
  */
 #include <chrono>
 #include <cstdio>
@@ -36,6 +36,7 @@ struct Options {
   uint32_t mtu = 1024;
   size_t size = 1082;
   double seconds = 2;
+  double pace = 0;  ///< frames/s the sender keeps to (0: as fast as the port takes them)
 };
 
 struct Rx : uroce::FrameHandler {
@@ -46,15 +47,16 @@ struct Rx : uroce::FrameHandler {
       ended = true;
       return;
     }
-    bool ok = seq == next;
+    bool ok = seq >= next;  // a gap is loss; going back is reordering or duplication
     for (size_t i = 18; ok && i < f.size(); ++i) ok = f[i] == static_cast<uint8_t>(seq + i);
     if (!ok) ++bad;
+    if (seq > next) lost += seq - next;
     next = seq + 1;
     ++frames;
     bytes += f.size();
   }
   uint32_t next = 0;
-  uint64_t frames = 0, bad = 0, bytes = 0;
+  uint64_t frames = 0, bad = 0, lost = 0, bytes = 0;
   bool ended = false;
 };
 
@@ -83,6 +85,7 @@ int main(int argc, char** argv) {
     else if (k == "--mtu") o.mtu = static_cast<uint32_t>(std::atoi(v.c_str()));
     else if (k == "--size") o.size = static_cast<size_t>(std::atoi(v.c_str()));
     else if (k == "--seconds") o.seconds = std::atof(v.c_str());
+    else if (k == "--pace") o.pace = std::atof(v.c_str());
     else {
       std::fprintf(stderr, "port_tool: unknown option %s\n", k.c_str());
       return 1;
@@ -116,8 +119,9 @@ int main(int argc, char** argv) {
       }
     }
     double secs = std::chrono::duration<double>(last - first).count();
-    std::printf("PORT rx frames=%llu bad=%llu fps=%.0f gbps=%.3f mac=%s ended=%d\n",
+    std::printf("PORT rx frames=%llu bad=%llu lost=%llu fps=%.0f gbps=%.3f mac=%s ended=%d\n",
                 static_cast<unsigned long long>(rx.frames), static_cast<unsigned long long>(rx.bad),
+                static_cast<unsigned long long>(rx.lost),
                 secs > 0 ? rx.frames / secs : 0.0, secs > 0 ? rx.bytes * 8 / secs / 1e9 : 0.0,
                 port->mac().to_string().c_str(), rx.ended ? 1 : 0);
     return rx.bad == 0 && rx.ended ? 0 : 1;
@@ -143,8 +147,11 @@ int main(int argc, char** argv) {
   uint32_t seq = 0;
   start = Clock::now();
   auto end = start + std::chrono::duration_cast<Clock::duration>(limit);
-  while (Clock::now() < end) {
-    for (int i = 0; i < 32 && send(*port, dst, seq, o.size); ++i) ++seq;
+  for (auto now = Clock::now(); now < end; now = Clock::now()) {
+    uint64_t allowed = o.pace > 0 ? static_cast<uint64_t>(
+                                        std::chrono::duration<double>(now - start).count() * o.pace)
+                                  : UINT64_MAX;
+    for (int i = 0; i < 32 && seq < allowed && send(*port, dst, seq, o.size); ++i) ++seq;
     port->flush();
     port->rx_burst(rx, 32);  // keep answering ARP
   }
