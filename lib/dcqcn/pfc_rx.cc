@@ -69,7 +69,9 @@ void PfcRx::on_timer(Timestamp now) {
 }
 
 void PfcRx::on_pause_frame(const PauseFrame& f, Timestamp now) {
-  on_timer(now);
+  // Bring state to just before `now`: a pause expiring exactly at `now` and refreshed by this
+  // frame stays one continuous pause (no transition, the watchdog keeps counting).
+  on_timer(now - Duration::nanos(1));
   if (f.global) ++c_->rx_global_pause;
   for (int p = 0; p < kNumPriorities; ++p) {
     if (!(f.class_enable & (1u << p))) continue;
@@ -93,6 +95,7 @@ void PfcRx::on_pause_frame(const PauseFrame& f, Timestamp now) {
       s.warned = s.errored = false;
     }
   }
+  on_timer(now);
 }
 
 bool PfcRx::can_start_frame(uint8_t prio, Timestamp now) {

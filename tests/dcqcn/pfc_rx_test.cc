@@ -209,6 +209,20 @@ TEST(PfcRx, RefreshKeepsPausedAndWatchdogFiresAtDetect) {
   EXPECT_FALSE(rx2.can_start_frame(3, Timestamp{Duration::millis(200).ns}));  // still honoured
 }
 
+// A refresh arriving exactly when the previous pause expires keeps one continuous pause.
+TEST(PfcRx, RefreshAtExpiryIsContinuous) {
+  PfcCounters c;
+  PfcWatchdogConfig wd;
+  wd.detect = Duration::micros(20);
+  PfcRx rx(k100G, wd, &c);
+  for (int i = 0; i < 6; ++i) rx.on_pause_frame(xoff(3, 1000), Timestamp{i * 5120});  // 5.12 µs each
+  EXPECT_EQ(c.rx_prio_pause_transition[3], 0u);
+  EXPECT_EQ(c.tx_pause_storm_error_events, 1u);  // continuous since 0: fires at 20 µs
+  rx.on_timer(us(100));
+  EXPECT_EQ(c.rx_prio_pause_transition[3], 1u);
+  EXPECT_EQ(c.rx_prio_pause_duration[3], 30u);  // 6 × 5.12 µs = 30.72
+}
+
 // A pause that lapses (no refresh before expiry) restarts the continuous-pause clock.
 TEST(PfcRx, GapInRefreshResetsWatchdog) {
   PfcCounters c;
