@@ -225,6 +225,7 @@ INSTANTIATE_TEST_SUITE_P(Uc, UcLossTest,
 struct UdRun {
   std::vector<Cqe> rx;
   std::vector<std::vector<uint8_t>> payloads;
+  std::vector<std::vector<uint8_t>> grhs;  ///< the 40-byte GRH slot of each receive
   uint64_t sent = 0;
   std::string err;
 };
@@ -295,6 +296,7 @@ UdRun run_ud(TwoHostFabric& f, const Impairments& imp, uint32_t n, uint32_t bad_
       const uint8_t* p = dst.data() + (e.wr_id % kSlots) * kSlot;
       uint32_t len = e.byte_len >= kGrh ? e.byte_len - kGrh : 0;
       r.payloads.emplace_back(p + kGrh, p + kGrh + std::min(len, kMax));
+      r.grhs.emplace_back(p, p + kGrh);
     }
     for (size_t k = 0; k < cq.size(); ++k) post_recv();
     return false;
@@ -330,6 +332,15 @@ TEST(UdTest, LossDropsDatagramsAndNothingElseIsCorrupted) {
     int64_t idx = read_message(r.payloads[i].data(), static_cast<uint32_t>(r.payloads[i].size()));
     ASSERT_GE(idx, 0) << "datagram " << i << " corrupted";
     EXPECT_EQ(r.payloads[i].size(), 8 + (static_cast<uint64_t>(idx) * 37) % (1024 - 8 + 1));
+    // GRH slot over IPv4 (rdma-core/rxe layout): 20 undefined bytes, then the IPv4 header
+    // with the sender's source address 198.18.0.1 and ours as destination.
+    const auto& g = r.grhs[i];
+    EXPECT_EQ(g[20] >> 4, 4);
+    EXPECT_EQ(g[20 + 9], 17);  // UDP
+    EXPECT_EQ(std::vector<uint8_t>(g.begin() + 32, g.begin() + 36),
+              (std::vector<uint8_t>{198, 18, 0, 1}));
+    EXPECT_EQ(std::vector<uint8_t>(g.begin() + 36, g.begin() + 40),
+              (std::vector<uint8_t>{198, 18, 0, 2}));
   }
   EXPECT_EQ(r.rx.front().src_qp, r.rx.back().src_qp);
 }

@@ -364,6 +364,24 @@ TEST(SwitchTest, RedEcnMarksAboveKmaxAndNotBelowKmin) {
   EXPECT_EQ(t.sw.stats().ecn_marked, 0u);
 }
 
+TEST(SwitchTest, EcnAtDequeueMarksOnTheQueueLeftBehind) {
+  SwitchConfig cfg;
+  cfg.ecn = EcnConfig{.enabled = true, .kmin_bytes = 20'000, .kmax_bytes = 40'000, .pmax = 0.5,
+                      .at_dequeue = true};
+  Star s(3, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(100)}, cfg);
+  s.hosts[0]->send(300, 1000, mac_of(3));
+  s.hosts[1]->send(300, 1000, mac_of(3));
+  ASSERT_TRUE(s.sim.run_until(Timestamp{10'000'000}));
+  ASSERT_EQ(s.hosts[2]->rx.size(), 600u);
+  size_t marked = 0;
+  for (auto& r : s.hosts[2]->rx) marked += ecn(r.bytes) == Ecn::kCe;
+  // Expect: marking while the queue behind the departing frame is above kmax (most of the
+  // incast), and the tail of the burst (queue draining below kmin) unmarked.
+  EXPECT_GT(marked, 400u);
+  EXPECT_EQ(ecn(s.hosts[2]->rx.back().bytes), Ecn::kEct0);
+  EXPECT_EQ(marked, s.sw.stats().ecn_marked);
+}
+
 TEST(SwitchTest, PfcPausesSendersInsteadOfDropping) {
   SwitchConfig cfg;
   cfg.buffer_bytes = 60'000;
