@@ -86,6 +86,20 @@ EalPlan make_plan(const config::Device& dev) {
   return plan;
 }
 
+/// Removes /var/run/dpdk/uroce-<pid>-* folders of processes that no longer exist (a killed
+/// program cannot remove its own at exit).
+void remove_stale_runtime_dirs() {
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/var/run/dpdk", ec)) {
+    std::string name = entry.path().filename().string();
+    if (name.rfind("uroce-", 0) != 0) continue;
+    int pid = std::atoi(name.c_str() + 6);
+    if (pid <= 0 || pid == getpid()) continue;
+    if (std::filesystem::exists("/proc/" + std::to_string(pid), ec)) continue;
+    std::filesystem::remove_all(entry.path(), ec);
+  }
+}
+
 }  // namespace
 
 bool ensure_eal(const config::Device& dev, std::string* err) {
@@ -95,6 +109,7 @@ bool ensure_eal(const config::Device& dev, std::string* err) {
     *err = g_error;
     return false;
   }
+  remove_stale_runtime_dirs();
   EalPlan plan = make_plan(dev);
   g_args = build_eal_args(plan);
   g_argv.clear();

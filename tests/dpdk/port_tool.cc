@@ -7,12 +7,13 @@
  * Roles:
  *   rx       receives test frames, checks sequence and payload byte for byte, stops at an end
  *            frame or after --seconds; answers ARP meanwhile.
- *   tx       resolves --peer by ARP (≤ 5 s), sends frames of --size bytes for --seconds as
+ *   info     prints what the PMD reports (PortInfo) and exits.
+ *   tx       resolves --peer by ARP (≤ 10 s), sends frames of --size bytes for --seconds as
  *            fast as the port takes them, then end frames.
  * Output: one line "PORT <role> frames=N bad=B fps=F gbps=G mac=M" (frames/s; Gbit/s of frame
  * bytes without FCS). Exit status 0 on success, 1 on any error.
  *
- * Usage: port_tool --role rx|tx --port <vdev> --ip <addr/len> [--peer <addr>] [--mtu M]
+ * Usage: port_tool --role rx|tx|info --port <vdev> --ip <addr/len> [--peer <addr>] [--mtu M]
  *                  [--size B] [--seconds S] [--pace frames_per_s]
  */
 #include <chrono>
@@ -126,8 +127,20 @@ int main(int argc, char** argv) {
                 port->mac().to_string().c_str(), rx.ended ? 1 : 0);
     return rx.bad == 0 && rx.ended ? 0 : 1;
   }
+  if (o.role == "info") {
+    uroce::dpdk::PortInfo info;
+    uroce::dpdk::port_info(*port, &info);
+    std::printf("PORT info driver=%s max_rx_pktlen=%u min_mtu=%u max_mtu=%u rxq=%u txq=%u "
+                "speed_mbps=%u link_up=%d configured_mtu=%u max_frame=%zu speed_bps=%llu mac=%s\n",
+                info.driver.c_str(), info.max_rx_pktlen, info.min_mtu, info.max_mtu,
+                info.max_rx_queues, info.max_tx_queues, info.link_speed_mbps, info.link_up ? 1 : 0,
+                info.configured_mtu, port->max_frame_len(),
+                static_cast<unsigned long long>(port->link_speed_bps()),
+                port->mac().to_string().c_str());
+    return 0;
+  }
   if (o.role != "tx") {
-    std::fprintf(stderr, "port_tool: --role must be rx or tx\n");
+    std::fprintf(stderr, "port_tool: --role must be rx, tx or info\n");
     return 1;
   }
   uroce::Gid peer;
@@ -139,8 +152,9 @@ int main(int argc, char** argv) {
   auto start = Clock::now();
   while (!port->resolve(peer, &dst)) {
     port->rx_burst(rx, 64);
-    if (Clock::now() - start > std::chrono::seconds(5)) {
-      std::fprintf(stderr, "port_tool: %s did not answer ARP within 5 s\n", o.peer.c_str());
+    // 10 s: the peer may still be starting EAL on a loaded machine.
+    if (Clock::now() - start > std::chrono::seconds(10)) {
+      std::fprintf(stderr, "port_tool: %s did not answer ARP within 10 s\n", o.peer.c_str());
       return 1;
     }
   }

@@ -32,7 +32,7 @@ port() { echo "net_${pmd}0,iface=$1"; }
 ip netns exec "$nsb" "$tool" --role rx --port "$(port "ub$tag")" --ip 198.18.0.1/15 --mtu "$mtu" \
   --seconds 15 >"$dir/rx.out" 2>"$dir/rx.err" &
 rxpid=$!
-# The sender retries ARP every 100 ms for 5 s, which covers the receiver starting up.
+# The sender retries ARP every 100 ms for 10 s, which covers the receiver starting up.
 ip netns exec "$nsa" "$tool" --role tx --port "$(port "ua$tag")" --ip 198.18.0.2/15 \
   --peer 198.18.0.1 --mtu "$mtu" --size "$size" --seconds 2 --pace "$pace" >"$dir/tx.out" 2>"$dir/tx.err"
 txrc=$?
