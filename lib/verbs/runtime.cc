@@ -9,7 +9,9 @@
  *  - a background thread per device, so that a passive side (the target of WRITE/READ, a
  *    process blocked in ibv_get_cq_event) still answers. When idle it backs off: spin
  *    (kSpinRounds), then sched_yield (kYieldRounds), then sleeps doubling from 1 us to
- *    kMaxSleep, never past the engine's next deadline.
+ *    kMaxSleep; after kDeepIdle without work it sleeps kDeepSleep, after kDeeperIdle
+ *    kDeeperSleep (an idle process then costs well under 5 % of a core). Never past the
+ *    engine's next deadline.
  * Units: nanoseconds (Timestamp), microseconds for the sleep constants.
  */
 #include <sched.h>
@@ -29,7 +31,11 @@ namespace {
 
 constexpr int kSpinRounds = 200;                    ///< idle polls before yielding
 constexpr int kYieldRounds = 200;                   ///< idle yields before sleeping
-constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest idle sleep
+constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest sleep while recently busy
+constexpr Duration kDeepIdle = Duration::millis(10);  ///< no work for this long: deep idle
+constexpr Duration kDeepSleep = Duration::micros(250);
+constexpr Duration kDeeperIdle = Duration::seconds(1);
+constexpr Duration kDeeperSleep = Duration::millis(1);
 constexpr size_t kRxBurst = 64;                     ///< frames per RX burst
 
 std::mutex& runtime_mu() {
@@ -97,6 +103,7 @@ void Runtime::start_thread() {
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);  // 5 us: short sleeps stay short
     pthread_setname_np(pthread_self(), "uroce-progress");
     int idle = 0;
+    Timestamp last_work = now();
     uint64_t seen_app = app_progress.load(std::memory_order_relaxed);
     while (!stop.load(std::memory_order_relaxed)) {
       size_t work = 0;
@@ -110,6 +117,7 @@ void Runtime::start_thread() {
       uint64_t app = app_progress.load(std::memory_order_relaxed);
       if (work > 0) {
         idle = 0;
+        last_work = now();
         continue;
       }
       if (app != seen_app) {
@@ -126,8 +134,14 @@ void Runtime::start_thread() {
         int shift = std::min((idle - kSpinRounds - kYieldRounds) / 8, 6);
         Duration d = Duration::micros(int64_t{1} << shift);
         if (d > kMaxSleep) d = kMaxSleep;
+        Timestamp t = now();
+        if (t - last_work > kDeeperIdle) {
+          d = kDeeperSleep;
+        } else if (t - last_work > kDeepIdle) {
+          d = kDeepSleep;
+        }
         if (!deadline.is_never()) {
-          Duration left = deadline - now();
+          Duration left = deadline - t;
           if (left < d) d = left;
         }
         if (d.ns > 0) {
