@@ -127,6 +127,32 @@ TEST_F(MemifPair, ArpResolvesThePeerMac) {
   for (auto& f : hb_.frames) EXPECT_NE(load_be16(f.data() + 12), 0x0806);
 }
 
+TEST_F(MemifPair, NeighbourDiscoveryResolvesAnIpv6Peer) {
+  static int seq = 100;
+  sock_ = "/tmp/uroce-memif-test-" + std::to_string(getpid()) + "-v6.sock";
+  std::string n = std::to_string(seq++);
+  auto with_v6 = [](config::Device d, const char* v6) {
+    config::Address a;
+    EXPECT_TRUE(Gid::parse(v6, &a.gid));
+    a.prefix = 64;
+    d.addresses.push_back(a);
+    return d;
+  };
+  std::string err;
+  a_ = open_dpdk_port(with_v6(device("a", "net_memif" + n + "0,role=server,id=0,socket=" + sock_, 0xc6120001, 1024), "2001:db8::1"), &err);
+  ASSERT_TRUE(a_) << err;
+  b_ = open_dpdk_port(with_v6(device("b", "net_memif" + n + "1,role=client,id=0,socket=" + sock_, 0xc6120002, 1024), "2001:db8::2"), &err);
+  ASSERT_TRUE(b_) << err;
+  Gid peer;
+  ASSERT_TRUE(Gid::parse("2001:db8::2", &peer));
+  MacAddr mac;
+  // Expect: an NS to b's solicited-node group, b's NA, then a knows b's MAC.
+  ASSERT_TRUE(poll_until([&] { return a_->resolve(peer, &mac); }));
+  EXPECT_EQ(mac, b_->mac());
+  // ND frames (ICMPv6) are consumed by the port, not passed to the handler.
+  for (auto& f : hb_.frames) EXPECT_FALSE(f[12] == 0x86 && f[13] == 0xdd && f[20] == 58);
+}
+
 TEST_F(MemifPair, FramesBothWaysByteForByte) {
   ASSERT_NO_FATAL_FAILURE(open(1024));
   EXPECT_EQ(a_->max_frame_len(), 1024u + kRoceOverhead);
