@@ -30,7 +30,7 @@ namespace uroce::verbs {
 namespace {
 
 constexpr int kSpinRounds = 200;                    ///< idle polls before yielding
-constexpr int kYieldRounds = 200;                   ///< idle yields before sleeping
+constexpr int kYieldRounds = 16;                    ///< idle yields before sleeping
 constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest sleep while recently busy
 constexpr Duration kDeepIdle = Duration::millis(10);  ///< no work for this long: deep idle
 constexpr Duration kDeepSleep = Duration::micros(250);
