@@ -1,0 +1,264 @@
+/**
+ * @file control_test.cc
+ * @brief Engine control path: modify_qp against the ibv_modify_qp(3) table (EINVAL, nothing
+ * changes on failure), value checks, EBUSY rules of PD/CQ/SRQ, post_send/post_recv errors,
+ * CQ overflow and notification, SRQ limit event.
+ */
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "support/packet_builder.h"
+#include "support/two_engines.h"
+
+namespace uroce::transport::testing {
+namespace {
+
+struct Fixture {
+  Fixture() {
+    EngineConfig cfg;
+    cfg.gids = {Gid::from_ipv4(0xc6120001u)};
+    e = std::make_unique<Engine>(cfg, &ctr, &obs);
+    pd = e->alloc_pd().value();
+    cq = e->create_cq(4).value();
+  }
+  uint32_t qp(QpType t, uint32_t srq = 0) {
+    QpInitAttr ia;
+    ia.type = t;
+    ia.pd = pd;
+    ia.send_cq = ia.recv_cq = cq;
+    ia.srq = srq;
+    ia.max_send_wr = 3;
+    ia.max_recv_wr = 2;
+    ia.max_send_sge = 2;
+    ia.max_recv_sge = 1;
+    ia.max_inline_data = 16;
+    auto r = e->create_qp(ia);
+    EXPECT_TRUE(r);
+    EXPECT_EQ(ia.max_send_wr, 4u);  // rounded up and written back
+    return r.value();
+  }
+  QpState state(uint32_t q) {
+    QpAttr a;
+    e->query_qp(q, &a, nullptr);
+    return a.qp_state;
+  }
+  CounterBlock ctr;
+  RecordingObserver obs;
+  std::unique_ptr<Engine> e;
+  uint32_t pd = 0, cq = 0;
+};
+
+constexpr uint32_t kInitRc = kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags;
+constexpr uint32_t kRtrRc = kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                            kAttrMaxDestRdAtomic | kAttrMinRnrTimer;
+constexpr uint32_t kRtsRc = kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
+                            kAttrSqPsn | kAttrMaxQpRdAtomic;
+
+QpAttr good_attr(QpState s) {
+  QpAttr a;
+  a.qp_state = s;
+  a.av.dgid = Gid::from_ipv4(0xc6120002u);
+  a.path_mtu = 3;
+  a.dest_qp_num = 99;
+  return a;
+}
+
+TEST(Control, ModifyQpTableOnTheEngine) {
+  Fixture f;
+  uint32_t q = f.qp(QpType::kRc);
+  EXPECT_EQ(f.state(q), QpState::kReset);
+  // RESET -> RTR does not exist.
+  EXPECT_EQ(f.e->modify_qp(q, good_attr(QpState::kRtr), kRtrRc), Status::invalid());
+  // RESET -> INIT with a UD-only attribute.
+  EXPECT_EQ(f.e->modify_qp(q, good_attr(QpState::kInit), kInitRc | kAttrQkey), Status::invalid());
+  EXPECT_EQ(f.state(q), QpState::kReset);
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kInit), kInitRc));
+  // INIT -> RTR missing MIN_RNR_TIMER.
+  EXPECT_EQ(f.e->modify_qp(q, good_attr(QpState::kRtr), kRtrRc & ~kAttrMinRnrTimer),
+            Status::invalid());
+  // Bad values: path MTU 6, MTU above the port's, sgid index out of range.
+  QpAttr bad = good_attr(QpState::kRtr);
+  bad.path_mtu = 6;
+  EXPECT_EQ(f.e->modify_qp(q, bad, kRtrRc), Status::invalid());
+  bad = good_attr(QpState::kRtr);
+  bad.av.sgid_index = 3;
+  EXPECT_EQ(f.e->modify_qp(q, bad, kRtrRc), Status::invalid());
+  bad = good_attr(QpState::kRtr);
+  bad.max_dest_rd_atomic = 200;
+  EXPECT_EQ(f.e->modify_qp(q, bad, kRtrRc), Status::invalid());
+  // Nothing changed by the failed calls.
+  EXPECT_EQ(f.state(q), QpState::kInit);
+  QpAttr got;
+  f.e->query_qp(q, &got, nullptr);
+  EXPECT_EQ(got.dest_qp_num, 0u);
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kRtr), kRtrRc));
+  QpAttr rts = good_attr(QpState::kRts);
+  rts.retry_cnt = 8;
+  EXPECT_EQ(f.e->modify_qp(q, rts, kRtsRc), Status::invalid());
+  rts.retry_cnt = 7;
+  // CUR_STATE that does not match.
+  rts.cur_qp_state = QpState::kInit;
+  EXPECT_EQ(f.e->modify_qp(q, rts, kRtsRc | kAttrCurState), Status::invalid());
+  rts.cur_qp_state = QpState::kRtr;
+  ASSERT_TRUE(f.e->modify_qp(q, rts, kRtsRc | kAttrCurState));
+  EXPECT_EQ(f.state(q), QpState::kRts);
+  // RTS -> SQD -> RTS, and RTS -> RESET.
+  QpAttr s = good_attr(QpState::kSqd);
+  ASSERT_TRUE(f.e->modify_qp(q, s, kAttrState | kAttrEnSqdAsyncNotify));
+  s.qp_state = QpState::kRts;
+  ASSERT_TRUE(f.e->modify_qp(q, s, kAttrState));
+  s.qp_state = QpState::kReset;
+  ASSERT_TRUE(f.e->modify_qp(q, s, kAttrState));
+  EXPECT_EQ(f.state(q), QpState::kReset);
+  // UD: INIT needs QKEY; RTR needs nothing; RTS needs SQ_PSN.
+  uint32_t u = f.qp(QpType::kUd);
+  QpAttr ua;
+  ua.qp_state = QpState::kInit;
+  EXPECT_EQ(f.e->modify_qp(u, ua, kAttrState | kAttrPkeyIndex | kAttrPort), Status::invalid());
+  ASSERT_TRUE(f.e->modify_qp(u, ua, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey));
+  ua.qp_state = QpState::kRtr;
+  ASSERT_TRUE(f.e->modify_qp(u, ua, kAttrState));
+  ua.qp_state = QpState::kRts;
+  EXPECT_EQ(f.e->modify_qp(u, ua, kAttrState), Status::invalid());
+  ASSERT_TRUE(f.e->modify_qp(u, ua, kAttrState | kAttrSqPsn));
+  EXPECT_EQ(f.e->modify_qp(12345, ua, kAttrState), Status::not_found());
+}
+
+TEST(Control, EbusyRules) {
+  Fixture f;
+  uint32_t srq = f.e->create_srq(f.pd, 8, 1, 0).value();
+  uint32_t q = f.qp(QpType::kRc, srq);
+  std::vector<uint8_t> buf(64);
+  MrKeys k = f.e->reg_mr(f.pd, reinterpret_cast<uint64_t>(buf.data()), 64, 0).value();
+  EXPECT_EQ(f.e->dealloc_pd(f.pd), Status::busy());
+  EXPECT_EQ(f.e->destroy_cq(f.cq), Status::busy());
+  EXPECT_EQ(f.e->destroy_srq(srq), Status::busy());
+  ASSERT_TRUE(f.e->destroy_qp(q));
+  EXPECT_EQ(f.e->dealloc_pd(f.pd), Status::busy());  // SRQ and MR still use it
+  ASSERT_TRUE(f.e->destroy_srq(srq));
+  EXPECT_EQ(f.e->dealloc_pd(f.pd), Status::busy());  // MR
+  ASSERT_TRUE(f.e->dereg_mr(k.lkey));
+  EXPECT_EQ(f.e->dereg_mr(k.lkey), Status::not_found());
+  ASSERT_TRUE(f.e->destroy_cq(f.cq));
+  ASSERT_TRUE(f.e->dealloc_pd(f.pd));
+  EXPECT_EQ(f.e->dealloc_pd(f.pd), Status::not_found());
+  // MR rules through the engine.
+  uint32_t pd2 = f.e->alloc_pd().value();
+  EXPECT_EQ(f.e->reg_mr(pd2, reinterpret_cast<uint64_t>(buf.data()), 64, kAccessRemoteWrite)
+                .status(),
+            Status::invalid());
+  EXPECT_EQ(f.e->reg_mr(pd2 + 5, reinterpret_cast<uint64_t>(buf.data()), 64, 0).status(),
+            Status::not_found());
+}
+
+TEST(Control, PostErrors) {
+  Fixture f;
+  uint32_t q = f.qp(QpType::kRc);
+  SendWr w;
+  w.opcode = WrOpcode::kSend;
+  // RESET: posting is not allowed.
+  EXPECT_EQ(f.e->post_send(q, w, Timestamp{0}), Status::invalid());
+  EXPECT_EQ(f.e->post_recv(q, RecvWr{}), Status::invalid());
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kInit), kInitRc));
+  EXPECT_TRUE(f.e->post_recv(q, RecvWr{}));  // INIT allows receives
+  EXPECT_TRUE(f.e->post_recv(q, RecvWr{}));
+  EXPECT_EQ(f.e->post_recv(q, RecvWr{}), Status::no_memory());  // RQ of 2 full
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kRtr), kRtrRc));
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kRts), kRtsRc));
+  Sge sg[3] = {};
+  w.sg = sg;
+  w.num_sge = 3;  // max_send_sge 2
+  EXPECT_EQ(f.e->post_send(q, w, Timestamp{0}), Status::invalid());
+  w.num_sge = 1;
+  sg[0].length = 17;  // inline limit 16
+  w.send_flags = kSendInline;
+  EXPECT_EQ(f.e->post_send(q, w, Timestamp{0}), Status::invalid());
+  w.opcode = WrOpcode::kBindMw;
+  w.send_flags = 0;
+  EXPECT_EQ(f.e->post_send(q, w, Timestamp{0}), Status::invalid());
+  // UC does not do READ; UD needs an address handle.
+  uint32_t uc = f.qp(QpType::kUc);
+  SendWr r;
+  r.opcode = WrOpcode::kRdmaRead;
+  EXPECT_EQ(f.e->post_send(uc, r, Timestamp{0}), Status::invalid());
+  uint32_t ud = f.qp(QpType::kUd);
+  QpAttr ua;
+  ua.qp_state = QpState::kInit;
+  ASSERT_TRUE(f.e->modify_qp(ud, ua, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey));
+  ua.qp_state = QpState::kRtr;
+  ASSERT_TRUE(f.e->modify_qp(ud, ua, kAttrState));
+  ua.qp_state = QpState::kRts;
+  ASSERT_TRUE(f.e->modify_qp(ud, ua, kAttrState | kAttrSqPsn));
+  SendWr d;
+  EXPECT_EQ(f.e->post_send(ud, d, Timestamp{0}), Status::invalid());
+  // SQ full: 4 entries.
+  SendWr ok;
+  ok.opcode = WrOpcode::kRdmaWrite;
+  for (int i = 0; i < 4; ++i) EXPECT_TRUE(f.e->post_send(q, ok, Timestamp{0}));
+  EXPECT_EQ(f.e->post_send(q, ok, Timestamp{0}), Status::no_memory());
+}
+
+TEST(Control, CqOverflowRaisesCqErrAndArmNotifies) {
+  Fixture f;  // CQ depth 4
+  uint32_t q = f.qp(QpType::kRc);
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kInit), kInitRc));
+  ASSERT_TRUE(f.e->req_notify_cq(f.cq, false));
+  f.e->post_recv(q, RecvWr{});
+  f.e->post_recv(q, RecvWr{});
+  // ERR flushes both receives: one notification (the arm is consumed).
+  QpAttr e;
+  e.qp_state = QpState::kErr;
+  ASSERT_TRUE(f.e->modify_qp(q, e, kAttrState));
+  EXPECT_EQ(f.obs.cq_events.size(), 1u);
+  for (int i = 0; i < 4; ++i) f.e->post_recv(q, RecvWr{});  // each flushed at once
+  EXPECT_TRUE(f.obs.saw(AsyncEventType::kCqErr, f.cq));
+  Cqe c[8];
+  EXPECT_EQ(f.e->poll_cq(f.cq, c), 4u);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(c[i].status, WcStatus::kWrFlushErr);
+}
+
+TEST(Control, SrqLimitEventFiresOnce) {
+  EngineUnderTest t;
+  uint32_t srq = t.e->create_srq(t.pd, 8, 1, 3).value();
+  QpInitAttr ia;
+  ia.type = QpType::kUd;
+  ia.pd = t.pd;
+  ia.send_cq = ia.recv_cq = t.cq;
+  ia.srq = srq;
+  ia.max_send_wr = 4;
+  uint32_t q = t.e->create_qp(ia).value();
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.qkey = 5;
+  ASSERT_TRUE(t.e->modify_qp(q, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey));
+  a.qp_state = QpState::kRtr;
+  ASSERT_TRUE(t.e->modify_qp(q, a, kAttrState));
+  for (int i = 0; i < 4; ++i) {
+    Sge sg{t.va(static_cast<size_t>(i) * 1024), 1024, t.keys.lkey};
+    RecvWr r;
+    r.wr_id = static_cast<uint64_t>(i);
+    r.sg = &sg;
+    r.num_sge = 1;
+    ASSERT_TRUE(t.e->post_srq_recv(srq, r));
+  }
+  PacketBuilder pb(t.neigh.peer, MacAddr{{0x02, 0, 0, 0, 0, 0x02}}, Gid::from_ipv4(0xc6120001u),
+                   Gid::from_ipv4(0xc6120002u), q);
+  for (int i = 0; i < 3; ++i) {
+    wire::FrameSpec s = pb.spec(wire::Opcode::kUdSendOnly, static_cast<uint32_t>(i), false);
+    s.deth = {5, Qpn(0x77)};
+    std::vector<uint8_t> payload(100, 1);
+    t.rx(pb.build(s, payload));
+  }
+  // 4 posted, 3 consumed: fewer than 3 left once, after the second datagram.
+  int n = 0;
+  for (const auto& ev : t.observer.events) n += ev.type == AsyncEventType::kSrqLimitReached;
+  EXPECT_EQ(n, 1);
+  uint32_t limit = 9;
+  ASSERT_TRUE(t.e->query_srq(srq, nullptr, nullptr, &limit));
+  EXPECT_EQ(limit, 0u);  // disarmed
+  EXPECT_EQ(t.cqes().size(), 3u);
+}
+
+}  // namespace
+}  // namespace uroce::transport::testing
