@@ -5,11 +5,11 @@
  */
 #include "transport/wire/icrc.h"
 
+#include <emmintrin.h>
 #include <immintrin.h>
 #include <isa-l/crc.h>
 
 #include <array>
-#include <initializer_list>
 #include <cstring>
 
 #include "transport/wire/bth.h"
@@ -88,87 +88,66 @@ inline void mask_variant_fields(uint8_t* tmp, size_t ip_len, bool ipv4) {
 
 constexpr size_t kL4L5 = sizeof(UdpHdr) + sizeof(Bth);
 
-/// 16 bytes as a GCC/Clang vector (SSE2 on x86-64, NEON on arm64).
-using V16 = uint8_t __attribute__((vector_size(16)));
-
-/// A byte mask with 0xFF at the given offsets (< 16 + base), as a vector of bytes [base, +16).
-constexpr V16 mask16(size_t base, std::initializer_list<size_t> at) {
-  V16 v{};
-  for (size_t i : at)
-    if (i >= base && i < base + 16) v[i - base] = 0xff;
-  return v;
-}
-/// Same, 8 bytes as a little/big-endian-agnostic uint64_t built byte by byte at run time.
-constexpr std::array<uint8_t, 8> mask8(size_t base, std::initializer_list<size_t> at) {
-  std::array<uint8_t, 8> m{};
-  for (size_t i : at)
-    if (i >= base && i < base + 8) m[i - base] = 0xff;
+/// OR-masks for the vector path, in the layout of its buffer (see icrc_pseudo_header()).
+/// IPv4: LRH 0..7 (all 0xFF), IP at 8: TOS 9, TTL 16, checksum 18-19; UDP checksum 34-35;
+/// BTH byte 4 at 40.
+constexpr std::array<uint8_t, 48> make_mask_v4() {
+  std::array<uint8_t, 48> m{};
+  for (size_t i : {0, 1, 2, 3, 4, 5, 6, 7, 9, 16, 18, 19, 34, 35, 40}) m[i] = 0xff;
   return m;
 }
-uint64_t as_u64(const std::array<uint8_t, 8>& m) {
-  uint64_t v;
-  std::memcpy(&v, m.data(), 8);
-  return v;
+/// IPv6: 4 LRH bytes 0..3, IP at 4: traffic class + flow label (byte 4 low nibble, 5-7), hop
+/// limit 11; UDP checksum 50-51; BTH byte 4 at 56.
+constexpr std::array<uint8_t, 64> make_mask_v6() {
+  std::array<uint8_t, 64> m{};
+  for (size_t i : {0, 1, 2, 3, 5, 6, 7, 11, 50, 51, 56}) m[i] = 0xff;
+  m[4] = 0x0f;
+  return m;
 }
-
-// IPv4 (40 bytes): TOS 1, TTL 8, checksum 10-11, UDP checksum 26-27, BTH byte 4 = 32.
-constexpr std::initializer_list<size_t> kV4Masked = {1, 8, 10, 11, 26, 27, 32};
-const V16 kMaskV4[2] = {mask16(0, kV4Masked), mask16(16, kV4Masked)};
-const uint64_t kMaskV4Tail = as_u64(mask8(32, kV4Masked));
-// IPv6 (60 bytes): TC + flow label (byte 0 low nibble, 1-3), hop limit 7, UDP checksum 46-47,
-// BTH byte 4 = 52.
-constexpr std::initializer_list<size_t> kV6Masked = {1, 2, 3, 7, 46, 47, 52};
-const V16 kMaskV6First = [] {
-  V16 v = mask16(0, kV6Masked);
-  v[0] = 0x0f;
-  return v;
-}();
-const V16 kMaskV6Third = mask16(32, kV6Masked);
-const uint64_t kMaskV6Tail = as_u64(mask8(48, kV6Masked));
+alignas(16) constexpr std::array<uint8_t, 48> kMaskV4 = make_mask_v4();
+alignas(16) constexpr std::array<uint8_t, 64> kMaskV6 = make_mask_v6();
+/// Running CRC after the first 4 of the 8 LRH bytes.
+constexpr uint32_t kCrcAfterLrhHalf = crc32_bitwise(kCrc32Init, kMaskedLrh.data(), 4);
 
 }  // namespace
 
 uint32_t icrc_pseudo_header(const uint8_t* l3, size_t ipv4_ihl_bytes) {
+#if defined(__SSE2__)
   // The variant fields are masked to all ones, so masking is an OR with a constant. The common
-  // layouts (IPv4 without options: 40 bytes, IPv6: 60 bytes) are OR-ed in 16-byte vectors and
-  // stored with the same widths ISA-L loads them with; IPv4 with options takes the byte path.
-  alignas(16) uint8_t tmp[60 + kL4L5];
+  // layouts are assembled in whole 16-byte vectors, LRH bytes included, so that the buffer ISA-L
+  // reads is a multiple of 16 bytes stored with the same 16-byte stores it loads (a partial
+  // overlap would stall on store forwarding): IPv4 = 8 x 0xFF + 40 bytes = 48, IPv6 = the last
+  // 4 0xFF bytes + 60 bytes = 64 (the first 4 are in the seed).
   if (ipv4_ihl_bytes == sizeof(Ipv4Hdr)) {
-    V16 a, b;
-    uint64_t c;
-    std::memcpy(&a, l3, 16);
-    std::memcpy(&b, l3 + 16, 16);
-    std::memcpy(&c, l3 + 32, 8);
-    a |= kMaskV4[0];
-    b |= kMaskV4[1];
-    c |= kMaskV4Tail;
-    std::memcpy(tmp, &a, 16);
-    std::memcpy(tmp + 16, &b, 16);
-    std::memcpy(tmp + 32, &c, 8);
-    return isal_crc(kCrcAfterLrh, tmp, sizeof(Ipv4Hdr) + kL4L5);
+    const __m128i* m = reinterpret_cast<const __m128i*>(kMaskV4.data());
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(l3));
+    alignas(16) uint8_t tmp[48];
+    __m128i* t = reinterpret_cast<__m128i*>(tmp);
+    _mm_store_si128(t, _mm_or_si128(_mm_slli_si128(x, 8), _mm_load_si128(m)));
+    _mm_store_si128(t + 1, _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 8)),
+                                        _mm_load_si128(m + 1)));
+    _mm_store_si128(t + 2, _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l3 + 24)),
+                                        _mm_load_si128(m + 2)));
+    return isal_crc(kCrc32Init, tmp, sizeof(tmp));
   }
   if (ipv4_ihl_bytes == 0) {
-    V16 a, b, c;
-    uint64_t d;
-    uint32_t e;
-    std::memcpy(&a, l3, 16);
-    std::memcpy(&b, l3 + 16, 16);
-    std::memcpy(&c, l3 + 32, 16);
-    std::memcpy(&d, l3 + 48, 8);
-    std::memcpy(&e, l3 + 56, 4);
-    a |= kMaskV6First;
-    c |= kMaskV6Third;
-    d |= kMaskV6Tail;
-    std::memcpy(tmp, &a, 16);
-    std::memcpy(tmp + 16, &b, 16);
-    std::memcpy(tmp + 32, &c, 16);
-    std::memcpy(tmp + 48, &d, 8);
-    std::memcpy(tmp + 56, &e, 4);
-    return isal_crc(kCrcAfterLrh, tmp, sizeof(Ipv6Hdr) + kL4L5);
+    const __m128i* m = reinterpret_cast<const __m128i*>(kMaskV6.data());
+    const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(l3));
+    alignas(16) uint8_t tmp[64];
+    __m128i* t = reinterpret_cast<__m128i*>(tmp);
+    _mm_store_si128(t, _mm_or_si128(_mm_slli_si128(x, 4), _mm_load_si128(m)));
+    for (int i = 1; i < 4; ++i) {
+      const auto* src = reinterpret_cast<const __m128i*>(l3 + 16 * i - 4);
+      _mm_store_si128(t + i, _mm_or_si128(_mm_loadu_si128(src), _mm_load_si128(m + i)));
+    }
+    return isal_crc(kCrcAfterLrhHalf, tmp, sizeof(tmp));
   }
-  const size_t n = ipv4_ihl_bytes + kL4L5;
+#endif
+  uint8_t tmp[60 + kL4L5];
+  const size_t ip_len = ipv4_ihl_bytes ? ipv4_ihl_bytes : sizeof(Ipv6Hdr);
+  const size_t n = ip_len + kL4L5;
   std::memcpy(tmp, l3, n);
-  mask_variant_fields(tmp, ipv4_ihl_bytes, true);
+  mask_variant_fields(tmp, ip_len, ipv4_ihl_bytes != 0);
   return isal_crc(kCrcAfterLrh, tmp, n);
 }
 
