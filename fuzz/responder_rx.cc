@@ -1,0 +1,225 @@
+/**
+ * @file responder_rx.cc
+ * @brief libFuzzer target: arbitrary frames into an engine with an RC QP in RTS (and a UD
+ * QP), registered memory surrounded by canaries. The engine must never crash, never trip a
+ * sanitizer, and never write outside the regions it was given write access to.
+ *
+ * Input: a sequence of records. Each record starts with a tag byte:
+ *   tag & 3 == 0: raw frame: 2-byte length, then that many bytes, given to on_frame() as is.
+ *   otherwise:    structured: fields (opcode, PSN offset, RETH/AtomicETH/AETH values, payload
+ *                 length, flags) are read from the input and a well-formed frame with a valid
+ *                 ICRC addressed to one of the QPs is built with the wire builder, so the
+ *                 fuzzer reaches the responder's and completer's logic past the gate.
+ * After each record the engine transmits (into a discarding sink) and fake time advances.
+ * Units: bytes, ns.
+ */
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "common/counters.h"
+#include "common/packet_io.h"
+#include "transport/engine.h"
+#include "transport/wire/build.h"
+
+namespace {
+
+using namespace uroce;
+using namespace uroce::transport;
+
+constexpr size_t kCanary = 4096;
+constexpr size_t kRw = 16384;  ///< region with every access (receive buffers live here too)
+constexpr size_t kRo = 4096;   ///< region with REMOTE_READ only: must never change
+constexpr uint8_t kCanaryByte = 0xa5;
+
+class NullSink final : public TxSink {
+ public:
+  uint8_t* begin_frame(size_t max_len) override {
+    buf_.resize(max_len);
+    return buf_.data();
+  }
+  void end_frame(size_t, const TxMeta&) override {}
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+class AnyNeighbor final : public NeighborResolver {
+ public:
+  bool resolve(const Gid&, MacAddr* mac) override {
+    *mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+    return true;
+  }
+};
+
+struct Reader {
+  const uint8_t* p;
+  size_t n;
+  uint8_t u8() {
+    if (!n) return 0;
+    --n;
+    return *p++;
+  }
+  uint16_t u16() { return static_cast<uint16_t>(u8() << 8 | u8()); }
+  uint32_t u32() { return uint32_t{u16()} << 16 | u16(); }
+};
+
+void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Memory: [canary][rw region][canary][ro region][canary].
+  std::vector<uint8_t> mem(kCanary + kRw + kCanary + kRo + kCanary, kCanaryByte);
+  uint8_t* rw = mem.data() + kCanary;
+  uint8_t* ro = rw + kRw + kCanary;
+  for (size_t i = 0; i < kRw; ++i) rw[i] = static_cast<uint8_t>(i * 7);
+  for (size_t i = 0; i < kRo; ++i) ro[i] = static_cast<uint8_t>(i * 13);
+  const std::vector<uint8_t> ro_copy(ro, ro + kRo);
+
+  CounterBlock counters;
+  EngineConfig cfg;
+  cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
+  const Gid me = Gid::from_ipv4(0xc6120002u), peer = Gid::from_ipv4(0xc6120001u);
+  cfg.gids = {me};
+  Engine e(cfg, &counters, nullptr);
+  uint32_t pd = e.alloc_pd().value();
+  uint32_t cq = e.create_cq(256).value();
+  MrKeys krw = e.reg_mr(pd, reinterpret_cast<uint64_t>(rw), kRw, 0xf).value();
+  MrKeys kro = e.reg_mr(pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
+
+  QpInitAttr ia;
+  ia.type = QpType::kRc;
+  ia.pd = pd;
+  ia.send_cq = ia.recv_cq = cq;
+  ia.max_send_wr = ia.max_recv_wr = 16;
+  ia.max_send_sge = ia.max_recv_sge = 2;
+  uint32_t rc = e.create_qp(ia).value();
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.qp_access_flags = 0xf;
+  e.modify_qp(rc, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
+  a.qp_state = QpState::kRtr;
+  a.av.dgid = peer;
+  a.path_mtu = 1;  // 256: many packets per message
+  a.dest_qp_num = 0x55;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 4;
+  e.modify_qp(rc, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                         kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  a.qp_state = QpState::kRts;
+  a.sq_psn = 1000;
+  a.timeout = 1;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  e.modify_qp(rc, a, kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn |
+                         kAttrMaxQpRdAtomic);
+  ia.type = QpType::kUd;
+  uint32_t ud = e.create_qp(ia).value();
+  QpAttr u;
+  u.qp_state = QpState::kInit;
+  u.qkey = 0x1234;
+  e.modify_qp(ud, u, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey);
+  u.qp_state = QpState::kRtr;
+  e.modify_qp(ud, u, kAttrState);
+
+  // Receive buffers (in the rw region) and outstanding requests, so responses have a target.
+  for (int i = 0; i < 8; ++i) {
+    Sge sg{reinterpret_cast<uint64_t>(rw) + static_cast<uint64_t>(i) * 1024, 1024, krw.lkey};
+    RecvWr r;
+    r.wr_id = static_cast<uint64_t>(i);
+    r.sg = &sg;
+    r.num_sge = 1;
+    e.post_recv(rc, r);
+    e.post_recv(ud, r);
+  }
+  const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicFetchAndAdd,
+                          WrOpcode::kSend, WrOpcode::kRdmaRead};
+  for (int i = 0; i < 5; ++i) {
+    Sge sg{reinterpret_cast<uint64_t>(rw) + 8192 + static_cast<uint64_t>(i) * 1024,
+           ops[i] == WrOpcode::kAtomicFetchAndAdd ? 8u : 600u, krw.lkey};
+    SendWr w;
+    w.wr_id = 100 + static_cast<uint64_t>(i);
+    w.opcode = ops[i];
+    w.send_flags = kSendSignaled;
+    w.sg = &sg;
+    w.num_sge = 1;
+    w.remote_addr = 0x10000;
+    w.rkey = 0x99;
+    e.post_send(rc, w, Timestamp{0});
+  }
+  NullSink sink;
+  AnyNeighbor neigh;
+  Timestamp now{1000};
+  e.poll_transmit(sink, neigh, now);
+
+  wire::FrameSpec base;
+  base.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+  base.dst_mac = cfg.mac;
+  base.src_ip = peer;
+  base.dst_ip = me;
+  std::vector<uint8_t> frame(wire::kMaxFrameOverhead + 4096);
+  Reader in{data, size};
+  Cqe cqes[32];
+  while (in.n) {
+    uint8_t tag = in.u8();
+    if ((tag & 3) == 0) {
+      size_t len = in.u16() % 4200;
+      len = len < in.n ? len : in.n;
+      e.on_frame({in.p, len}, now);
+      in.p += len;
+      in.n -= len;
+    } else {
+      wire::FrameSpec s = base;
+      s.opcode = static_cast<wire::Opcode>(in.u8());
+      bool to_ud = tag & 4;
+      s.dest_qpn = Qpn(to_ud ? ud : (tag & 8) ? in.u32() : rc);
+      s.psn = Psn((tag & 16) ? in.u32() : in.u8());  // near the expected PSNs, or anywhere
+      s.ackreq = tag & 32;
+      s.se = tag & 64;
+      uint8_t sel = in.u8();
+      uint64_t off = in.u16();
+      // Addresses mostly inside (or around) the regions, with valid or random keys.
+      uint64_t va = (sel & 1) ? reinterpret_cast<uint64_t>(ro) + off - 64
+                              : reinterpret_cast<uint64_t>(rw) + off - 64;
+      if (sel & 2) va = uint64_t{in.u32()} << 32 | in.u32();
+      uint32_t rkey = (sel & 4) ? in.u32() : (sel & 1) ? kro.rkey : krw.rkey;
+      s.reth = {va, rkey, in.u16() * ((sel & 8) ? 1u : 97u)};
+      s.atomic_eth = {va & ~uint64_t{(sel & 16) ? 0u : 7u}, rkey, in.u32(), in.u32()};
+      s.aeth.syndrome = in.u8();
+      s.aeth.msn = Msn(in.u8());
+      s.atomic_ack_orig = in.u32();
+      s.imm = in.u32();
+      s.ieth_rkey = in.u32();
+      s.deth = {(sel & 32) ? 0x1234u : in.u32(), Qpn(in.u16())};
+      s.pkey = (sel & 64) ? in.u16() : uint16_t{0xffff};
+      s.ecn = in.u8() & 3;
+      size_t plen = in.u16() % 1100;
+      plen = plen < in.n ? plen : in.n;
+      wire::FrameLayout l = wire::build_headers(s, frame);
+      if (l.payload_offset != 0) {
+        std::memcpy(frame.data() + l.payload_offset, in.p, plen);
+        size_t len = wire::finalize(frame, l, plen);
+        if (len) e.on_frame({frame.data(), len}, now);
+      }
+      in.p += plen;
+      in.n -= plen;
+    }
+    now.ns += (tag >> 7) ? 20'000'000 : 1000;  // sometimes jump past every timer
+    e.poll_transmit(sink, neigh, now);
+    e.poll_cq(cq, cqes);
+    // Canaries and the read-only region never change.
+    for (size_t i = 0; i < kCanary; ++i) {
+      check(mem[i] == kCanaryByte);
+      check(rw[kRw + i] == kCanaryByte);
+      check(ro[kRo + i] == kCanaryByte);
+    }
+    check(std::memcmp(ro, ro_copy.data(), kRo) == 0);
+  }
+  return 0;
+}
