@@ -1,0 +1,119 @@
+/**
+ * @file async_test.cc
+ * @brief Affiliated asynchronous events through ibv_get_async_event(3) on the pollable
+ * async_fd: responder access error (IBV_EVENT_QP_ACCESS_ERR on the target QP), CQ overrun
+ * (IBV_EVENT_CQ_ERR), and Last WQE Reached for a QP on an SRQ entering the error state.
+ */
+#include <poll.h>
+
+#include <cstring>
+
+#include "verbs_fixture.h"
+
+namespace uroce::verbs_test {
+namespace {
+
+/// Waits (bounded) for the next async event other than PORT_ACTIVE.
+bool next_event(ibv_context* ctx, ibv_async_event* ev, int timeout_ms = 2000) {
+  for (;;) {
+    pollfd p{ctx->async_fd, POLLIN, 0};
+    if (poll(&p, 1, timeout_ms) != 1) return false;
+    if (ibv_get_async_event(ctx, ev) != 0) return false;
+    ibv_ack_async_event(ev);
+    if (ev->event_type != IBV_EVENT_PORT_ACTIVE) return true;
+  }
+}
+
+class AsyncTest : public QpPairTest {
+ protected:
+  void SetUp() override { open(IBV_QPT_RC); }
+};
+
+TEST_F(AsyncTest, RemoteAccessViolationRaisesQpAccessErrOnTheTarget) {
+  Buffer src(pd_, 64, kAllAccess);
+  Buffer ro(pd_, 64, IBV_ACCESS_LOCAL_WRITE, 0x11);  // no remote rights
+  ibv_sge sge{src.addr(), 64, src.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = ro.addr();
+  wr.wr.rdma.rkey = ro.mr->rkey;
+  EXPECT_EQ(post_and_wait(wr).status, IBV_WC_REM_ACCESS_ERR);
+  ibv_async_event ev;
+  bool saw_access_err = false;
+  while (!saw_access_err && next_event(ctx_, &ev)) {
+    if (ev.event_type == IBV_EVENT_QP_ACCESS_ERR) {
+      saw_access_err = true;
+      EXPECT_EQ(ev.element.qp, b_);
+    }
+  }
+  EXPECT_TRUE(saw_access_err);
+  for (uint8_t b : ro.bytes) ASSERT_EQ(b, 0x11);
+}
+
+TEST_F(AsyncTest, CqOverrunRaisesCqErr) {
+  ibv_cq* tiny = ibv_create_cq(ctx_, 2, nullptr, nullptr, 0);
+  ASSERT_NE(tiny, nullptr);
+  ibv_qp* q = make_qp(IBV_QPT_RC, tiny, nullptr, false);
+  ibv_qp* peer = make_qp(IBV_QPT_RC, cq_b_, nullptr, false);
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(peer, nullptr);
+  ASSERT_EQ(connect_qp(ctx_, q, peer->qp_num, 1, 2), 0);
+  ASSERT_EQ(connect_qp(ctx_, peer, q->qp_num, 2, 1), 0);
+  Buffer src(pd_, 8, kAllAccess);
+  Buffer dst(pd_, 8, kAllAccess);
+  ibv_sge sge{src.addr(), 8, src.mr->lkey};
+  for (int i = 0; i < 4; ++i) {
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = dst.addr();
+    wr.wr.rdma.rkey = dst.mr->rkey;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(q, &wr, &bad), 0);
+  }
+  // Expect: four completions into a CQ of two: IBV_EVENT_CQ_ERR for it.
+  ibv_async_event ev;
+  bool saw = false;
+  while (!saw && next_event(ctx_, &ev)) {
+    if (ev.event_type == IBV_EVENT_CQ_ERR) {
+      saw = true;
+      EXPECT_EQ(ev.element.cq, tiny);
+    }
+  }
+  EXPECT_TRUE(saw);
+  EXPECT_EQ(ibv_destroy_qp(q), 0);
+  EXPECT_EQ(ibv_destroy_qp(peer), 0);
+  EXPECT_EQ(ibv_destroy_cq(tiny), 0);
+}
+
+TEST_F(AsyncTest, QpOnSrqEnteringErrorRaisesLastWqeReached) {
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd_, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp* q = make_qp(IBV_QPT_RC, cq_b_, srq, false);
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(connect_qp(ctx_, q, a_->qp_num, 1, 2), 0);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);
+  ibv_async_event ev;
+  bool saw = false;
+  while (!saw && next_event(ctx_, &ev)) {
+    if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
+      saw = true;
+      EXPECT_EQ(ev.element.qp, q);
+    }
+  }
+  EXPECT_TRUE(saw);
+  EXPECT_EQ(ibv_destroy_qp(q), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+}  // namespace
+}  // namespace uroce::verbs_test
