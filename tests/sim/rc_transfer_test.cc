@@ -12,6 +12,7 @@
  */
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <tuple>
 
@@ -102,7 +103,11 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
 TEST_P(RcTransferTest, EveryByteEveryCompletionOnceInOrder) {
   auto [op, loss] = GetParam();
   uint64_t bytes = sim_bytes();
-  EXPECT_EQ(run_stream(op, loss, bytes, /*mtu 1024*/ 3), "");
+  uint64_t sim_ns = 0;
+  EXPECT_EQ(run_stream(op, loss, bytes, /*mtu 1024*/ 3, 0x100, 0x200, false, &sim_ns), "");
+  std::printf("%s: %llu %s in %.3f ms of simulated time\n", stream_op_name(op),
+              static_cast<unsigned long long>(is_atomic(op) ? bytes / 4096 : bytes),
+              is_atomic(op) ? "operations" : "bytes", static_cast<double>(sim_ns) / 1e6);
 }
 
 std::string case_name(const ::testing::TestParamInfo<std::tuple<StreamOp, int>>& p) {
