@@ -88,6 +88,14 @@ def perftest_variants(tool):
     return {k: a for k, a in v.items() if a is not None}
 
 
+VERIFY_VARIANTS = {
+    "write": ["-o", "write", "-s", "65536", "-n", "50"],
+    "write1M": ["-o", "write", "-s", str(MIB), "-n", "10"],
+    "read": ["-o", "read", "-s", "65536", "-n", "50"],
+    "send": ["-o", "send", "-s", "4096", "-n", "200"],
+    "atomic": ["-o", "atomic", "-n", "200"],
+}
+
 SHORT = {  # the default (not `long`) set beyond the memif defaults
     "af_packet.ibv_rc_pingpong.default", "af_packet.ib_write_bw.default",
     "pcap.ibv_rc_pingpong.s4096",
@@ -128,7 +136,10 @@ def all_cases():
                 add(f"{link}.{tool}.{var}", "perftest", link, 300 if var == "a" else 120,
                     tool=tool, args=args)
     for link in ("memif", "af_packet"):
-        add(f"{link}.uroce_verify.default", "verify", link, 120, short=True)
+        # examples/uroce_verify: data checked byte for byte on both sides.
+        for var, args in VERIFY_VARIANTS.items():
+            add(f"{link}.uroce_verify.{var}", "verify", link, 120, short=var == "write",
+                args=args)
         add(f"{link}.peer_kill.default", "peer_kill", link, 120, short=(link == "memif"))
     return cases
 
@@ -320,7 +331,7 @@ def run_verify(case, link, build):
     if not os.path.exists(prog):
         return fail(f"{case.name}: {prog} is not built (examples/uroce_verify)")
     port = pairmod.free_tcp_port()
-    args = [prog, "--device", DEVICE, "--gid-index", str(GID_INDEX), "--port", str(port)]
+    args = [prog, "-d", DEVICE, "-g", str(GID_INDEX), "-p", str(port)] + case.kw["args"]
     return run_two(case, link, build, args, args, port, lambda outs: None)[0]
 
 
