@@ -13,7 +13,13 @@ seconds="${FUZZ_SECONDS:-60}"
 jobs="${FUZZ_JOBS:-2}"
 build="$root/build-fuzz"
 
-cmake --preset fuzz -S "$root" >/dev/null
+mkdir -p "$build"
+# UROCE_BUILD_BENCH=ON only so that bench/*/CMakeLists.txt that link benchmark::benchmark
+# unconditionally still configure; no benchmark is built here.
+if ! cmake --preset fuzz -S "$root" -DUROCE_BUILD_BENCH=ON >"$build/configure.log" 2>&1; then
+  echo "fuzz.sh: configure failed:"; grep -A8 "CMake Error" "$build/configure.log" | head -40
+  exit 1
+fi
 if [[ -n "${FUZZ_TARGETS:-}" ]]; then
   targets=(${FUZZ_TARGETS})
 else
