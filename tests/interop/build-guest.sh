@@ -52,11 +52,12 @@ fi
 
 # Userland packages named by issue #7, plus busybox for the shell and coreutils.
 # libcap2-bin is in iproute2's Depends but only ships setcap: left out.
-# zlib1g is named here because the closure below follows only lib* names.
+# zlib1g is named here because the closure below follows only lib* names; libstdc++6 lets the
+# project's own C++ verbs programs (examples/uroce_verify) run in the guest on rxe.
 # dash is /bin/sh: Debian's busybox-static shell prefers its own applets over PATH (its
 # "tc" and "ip" would shadow iproute2's).
 top_pkgs=(busybox-static dash iproute2 ibverbs-utils perftest rdma-core libibverbs1 ibverbs-providers
-  librdmacm1 libibumad3 zlib1g)
+  librdmacm1 libibumad3 zlib1g libstdc++6)
 
 # Recursively follows Depends/PreDepends, keeping only lib* packages beyond the top ones.
 closure() {

@@ -4,9 +4,9 @@
 #        this script creates and deletes itself, runs a command in each, and reports.
 #
 # Topology, all inside the namespace uroce-interop-<pid> (nothing is routed out of it):
-#   guest i, eth0 (RoCE link) -- tap r<i> --+-- bridge brr --- [veth up0/up0br, --host-port]
+#   guest i, eth0 (RoCE link) -- tap r<i> --+-- bridge rocebr --- [veth up0/up0br, --host-port]
 #                                           +-- dumpcap (--capture) listens here
-#   guest i, eth1 (--oob only) -- tap o<i> --- bridge bro, kernel address 198.19.0.1/24
+#   guest i, eth1 (--oob only) -- tap o<i> --- bridge oobbr, kernel address 198.19.0.1/24
 # Guest i gets eth0 198.18.0.<i+2>/24, MAC 02:00:00:00:00:<i+2>, rxe0 on eth0, and with --oob
 # eth1 198.19.0.<i+2>/24. The RoCE link and the out-of-band TCP link are separate /24s so that
 # neither guest nor host routes one over the other. --host-port adds a veth pair whose end up0
@@ -17,12 +17,14 @@
 #   --cmd<i> TEXT|@FILE  shell script run in guest i (as /uroce-cmd.sh); default: ibv_devinfo
 #   --timeout S          bound on each guest's command, seconds (default 120); the whole qemu run
 #                        is bounded by S + 120 s of boot budget
-#   --capture FILE       write RoCEv2 frames seen on brr to FILE (pcap, filter --filter)
+#   --capture FILE       write RoCEv2 frames seen on rocebr to FILE (pcap, filter --filter)
 #   --filter BPF         capture filter (default "udp port 4791")
 #   --oob                give the guests eth1 on the out-of-band bridge
 #   --host-port          add the veth up0 for a host-side userspace peer
 #   --host-cmd TEXT      run TEXT on the host inside the namespace (bash -c) while the guests
 #                        run; it is bounded by the same timeout and its status counts
+#   --file PATH          copy PATH into every guest as /root/<name> (repeatable), e.g. a
+#                        verbs program built here; it runs on the guest's rdma-core and rxe
 #   --out DIR            keep logs there (default: a temporary folder, printed)
 # Environment: UROCE_INTEROP_ACCEL=kvm|tcg (default: kvm only if the CPU shows vmx/svm; on the
 #   project's machines /dev/kvm exists but a KVM guest never starts, so TCG it is).
@@ -35,7 +37,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${UROCE_INTEROP_CACHE:-$here/cache}
 guests=1 timeout_s=120 capture= filter="udp port 4791" oob= host_port= host_cmd= out=
-declare -a cmds=()
+declare -a cmds=() files=()
 while (($#)); do
   case $1 in
     --guests) guests=$2; shift 2 ;;
@@ -47,6 +49,7 @@ while (($#)); do
     --host-port) host_port=1; shift ;;
     --host-cmd) host_cmd=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
+    --file) files+=("$2"); shift 2 ;;
     *) echo "run-guest: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -77,24 +80,26 @@ trap 'exit 130' INT TERM
 nsx() { ip netns exec "$ns" "$@"; }
 ip netns add "$ns"
 nsx ip link set lo up
-nsx ip link add brr type bridge
-nsx ip link set brr up
+nsx ip link add name rocebr type bridge
+nsx ip link set rocebr up
 if [[ -n $oob ]]; then
-  nsx ip link add bro type bridge
-  nsx ip addr add 198.19.0.1/24 dev bro
-  nsx ip link set bro up
+  nsx ip link add name oobbr type bridge
+  nsx ip addr add 198.19.0.1/24 dev oobbr
+  nsx ip link set oobbr up
 fi
 if [[ -n $host_port ]]; then
-  nsx ip link add up0 type veth peer name up0br
-  nsx ip link set up0br master brr
+  nsx ip link add name up0 type veth peer name up0br
+  nsx ip link set up0br master rocebr
   nsx ip link set up0br up
   nsx ip link set up0 up
 fi
+# No kernel chatter (IPv6 router/neighbour solicitations) on the namespace's links.
+nsx sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
 
 # The capture must be live before any guest can send: wait (bounded) for dumpcap's banner.
 if [[ -n $capture ]]; then
   # (ip netns exec execs its command, so $! is dumpcap itself and the kill below reaches it)
-  ip netns exec "$ns" dumpcap -q -P -i brr -f "$filter" -w "$capture" 2>"$out/dumpcap.log" &
+  ip netns exec "$ns" dumpcap -q -P -i rocebr -f "$filter" -w "$capture" 2>"$out/dumpcap.log" &
   cap_pid=$!
   pids+=("$cap_pid")
   for _ in $(seq 100); do
@@ -110,14 +115,14 @@ qemu_bound=$((timeout_s + 120))
 declare -a qpids=() starts=() ends=()
 for ((i = 0; i < guests; i++)); do
   nsx ip tuntap add "r$i" mode tap
-  nsx ip link set "r$i" master brr
+  nsx ip link set "r$i" master rocebr
   nsx ip link set "r$i" up
   net=(-netdev "tap,id=r,ifname=r$i,script=no,downscript=no"
        -device "virtio-net-pci,netdev=r,mac=02:00:00:00:00:0$((i + 2)),romfile=")
   append="console=ttyS0 panic=-1 quiet uroce.ip=198.18.0.$((i + 2))/24 uroce.timeout=$timeout_s"
   if [[ -n $oob ]]; then
     nsx ip tuntap add "o$i" mode tap
-    nsx ip link set "o$i" master bro
+    nsx ip link set "o$i" master oobbr
     nsx ip link set "o$i" up
     net+=(-netdev "tap,id=o,ifname=o$i,script=no,downscript=no"
           -device "virtio-net-pci,netdev=o,mac=02:00:00:00:01:0$((i + 2)),romfile=")
@@ -131,7 +136,9 @@ for ((i = 0; i < guests; i++)); do
   mkdir -p "$out/cmd$i"
   printf '#!/bin/sh\n%s\n' "$c" >"$out/cmd$i/uroce-cmd.sh"
   chmod 0755 "$out/cmd$i/uroce-cmd.sh"
-  (cd "$out/cmd$i" && echo uroce-cmd.sh | cpio -o -H newc --quiet | gzip -1) >"$out/cmd$i.gz"
+  mkdir -p "$out/cmd$i/root"
+  for f in "${files[@]}"; do cp "$f" "$out/cmd$i/root/"; done
+  (cd "$out/cmd$i" && find uroce-cmd.sh root | cpio -o -H newc --quiet | gzip -1) >"$out/cmd$i.gz"
   cat "$img/initrd.gz" "$out/cmd$i.gz" >"$out/initrd$i"
 
   : >"$out/out$i.log"

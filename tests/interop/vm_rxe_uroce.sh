@@ -1,0 +1,170 @@
+#!/usr/bin/env bash
+# @file vm_rxe_uroce.sh
+# @brief The interop VM test (issue #7): Linux Soft-RoCE in a guest against uroce on the host,
+#        both directions, with Debian's unmodified ibverbs-utils and perftest and the project's
+#        data-verifying uroce_verify on each side.
+#
+# Topology (run-guest.sh --oob --host-port; all inside a namespace it creates and deletes):
+#   RoCE:  guest eth0 198.18.0.2/24 (rxe0, GID index 1) -- tap -- bridge -- veth up0br | up0
+#          up0 has no kernel address: uroce drives it with DPDK net_af_packet,iface=up0 and owns
+#          198.18.0.1 (GID index 0) in userspace; both sides use static neighbours (no ARP).
+#   TCP:   perftest's and pingpong's out-of-band exchange goes over a SECOND virtio NIC, guest
+#          eth1 198.19.0.2/24 -- tap -- bridge oobbr 198.19.0.1/24 (the host kernel's address).
+#          Chosen over "uroce answers TCP": uroce is not a TCP stack, and keeping the exchange
+#          off the RoCE link keeps the capture and the counters pure RoCEv2.
+# Each case runs a server on one side and its client on the other (client retries its
+# connect until the server listens, bounded); cases alternate which side serves.
+# Checks: every program exits 0 on both sides, the capture of the RoCE link decodes in tshark
+# with scapy's ICRC good on every frame, and rxe's rcvd_pkts counter equals the number of
+# RoCE frames uroce sent it (rxe drops bad-ICRC packets before counting them).
+#
+# Usage: vm_rxe_uroce.sh <build dir> [--long]   (the build dir holds lib/libibverbs.so.1 and
+#        bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency and more verify ops)
+# Time: boot ~10-20 s (TCG), short case list ~1-2 min; every program is bounded by a timeout.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:?usage: vm_rxe_uroce.sh <build dir> [--long]}
+build=$(cd "$build" && pwd)
+long=${2:-}
+
+lib=$build/lib/libibverbs.so.1
+verify=$build/bin/uroce_verify
+for f in "$lib" "$verify"; do
+  [[ -e $f ]] || { echo "vm_rxe_uroce: $f is missing (build targets ibverbs, uroce_verify)" >&2
+                   exit 1; }
+done
+out=$(mktemp -d /tmp/uroce-vm-test.XXXXXX)
+
+# Case table: name | server side (uroce|rxe) | program | arguments (both sides).
+# The per-side device and GID index are added below: uroce0/-x 0 on the host, rxe0/-x 1 in
+# the guest. Sizes above 1024 (the path MTU) make multi-packet messages.
+cases=(
+  "rc_pingpong_uroce_srv|uroce|ibv_rc_pingpong|-s 4096 -n 20"
+  "rc_pingpong_rxe_srv|rxe|ibv_rc_pingpong|-s 4096 -n 20"
+  "write_bw_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 50"
+  "write_bw_rxe_srv|rxe|ib_write_bw|-F -m 1024 -s 65536 -n 50"
+  "verify_write_rxe_srv|rxe|uroce_verify|-o write -s 10000 -n 20"
+  "verify_write_uroce_srv|uroce|uroce_verify|-o write -s 10000 -n 20"
+)
+if [[ $long == --long ]]; then
+  cases+=(
+    "rc_pingpong_small_uroce_srv|uroce|ibv_rc_pingpong|-s 1 -n 50"
+    "rc_pingpong_1m_rxe_srv|rxe|ibv_rc_pingpong|-s 1048576 -n 5"
+    "ud_pingpong_uroce_srv|uroce|ibv_ud_pingpong|-s 1024 -n 20"
+    "ud_pingpong_rxe_srv|rxe|ibv_ud_pingpong|-s 1024 -n 20"
+    "read_bw_uroce_srv|uroce|ib_read_bw|-F -m 1024 -s 65536 -n 50"
+    "read_bw_rxe_srv|rxe|ib_read_bw|-F -m 1024 -s 65536 -n 50"
+    "send_bw_uroce_srv|uroce|ib_send_bw|-F -m 1024 -s 8192 -n 50"
+    "send_bw_rxe_srv|rxe|ib_send_bw|-F -m 1024 -s 8192 -n 50"
+    "atomic_bw_uroce_srv|uroce|ib_atomic_bw|-F -m 1024 -n 50"
+    "atomic_bw_rxe_srv|rxe|ib_atomic_bw|-F -m 1024 -n 50"
+    "write_lat_uroce_srv|uroce|ib_write_lat|-F -m 1024 -s 64 -n 100"
+    "write_lat_rxe_srv|rxe|ib_write_lat|-F -m 1024 -s 64 -n 100"
+    "verify_read_rxe_srv|rxe|uroce_verify|-o read -s 10000 -n 20"
+    "verify_send_uroce_srv|uroce|uroce_verify|-o send -s 5000 -n 20"
+    "verify_atomic_rxe_srv|rxe|uroce_verify|-o atomic -n 20"
+  )
+fi
+
+# Device/GID options of one side for one program.
+side_opts() {  # side program
+  local dev gid
+  if [[ $1 == uroce ]]; then dev=uroce0 gid=0; else dev=rxe0 gid=1; fi
+  case $2 in
+    ibv_*) echo "-d $dev -i 1 -g $gid" ;;
+    uroce_verify) echo "-d $dev -g $gid" ;;
+    *) echo "-d $dev -x $gid" ;;
+  esac
+}
+
+# One script per side, same case order. A case's line: CASE <name> rc=<n> t=<s>.
+# run NAME [retry] PROGRAM ARGS...: bounded by 90 s per attempt; with "retry" a client whose
+# connect was refused (the server does not listen yet) tries again, at most 80 times.
+# (Time from /proc/uptime: busybox date has no %N.)
+header='now() { cut -d" " -f1 /proc/uptime; }
+run() {
+  name=$1; shift; again=0; [ "$1" = retry ] && { again=1; shift; }
+  t0=$(now); n=0
+  while :; do
+    timeout 90 "$@" >"${TMPDIR:-/tmp}/case.out" 2>&1; rc=$?; cat "${TMPDIR:-/tmp}/case.out"
+    [ $again = 1 ] && [ $rc -ne 0 ] && [ $n -lt 80 ] && grep -qi "onnect" "${TMPDIR:-/tmp}/case.out" || break
+    n=$((n + 1)); sleep 0.5
+  done
+  echo "CASE $name rc=$rc t=$(echo "$(now) $t0" | awk "{printf \"%.2f\", \$1 - \$2}")"
+}'
+guest_s="$header
+ip neigh replace 198.18.0.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent
+rdma statistic show link rxe0/1 | sed 's/^/STAT-BEFORE /'"
+host_s="$header
+export UROCE_CONFIG=$out/uroce.toml LD_LIBRARY_PATH=$build/lib TMPDIR=$out
+cd \"\$UROCE_INTEROP_OUT\""
+for c in "${cases[@]}"; do
+  IFS='|' read -r name srv prog args <<<"$c"
+  gprog=$prog hprog=$prog
+  [[ $prog == uroce_verify ]] && gprog=/root/uroce_verify hprog=$verify
+  if [[ $srv == uroce ]]; then
+    host_s+=$'\n'"run $name $hprog $(side_opts uroce "$prog") $args"
+    guest_s+=$'\n'"run $name retry $gprog $(side_opts rxe "$prog") $args 198.19.0.1"
+  else
+    guest_s+=$'\n'"run $name $gprog $(side_opts rxe "$prog") $args"
+    host_s+=$'\n'"run $name retry $hprog $(side_opts uroce "$prog") $args 198.19.0.2"
+  fi
+done
+guest_s+=$'\n''rdma statistic show link rxe0/1 | sed "s/^/STAT-AFTER /"'
+guest_s+=$'\n''dmesg | grep -i -E "rxe|icrc" | sed "s/^/DMESG /"'
+guest_s+=$'\n''exit 0'
+host_s+=$'\n''exit 0'
+
+cat >"$out/uroce.toml" <<'EOF'
+# uroce on the host side of the interop VM test (tests/interop/vm_rxe_uroce.sh)
+[[device]]
+name = "uroce0"
+port = "net_af_packet0,iface=up0"
+addresses = ["198.18.0.1/24"]
+mtu = 1024
+mac = "02:00:00:00:00:01"
+neighbors = { "198.18.0.2" = "02:00:00:00:00:02" }
+EOF
+
+start=$(date +%s.%N)
+set +e
+"$here/run-guest.sh" --guests 1 --oob --host-port --timeout 900 --out "$out" \
+    --capture "$out/rxe_uroce.pcap" --file "$verify" \
+    --cmd0 "$guest_s" --host-cmd "$host_s"
+run_rc=$?
+set -e
+total=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN{printf "%.1f", b - a}')
+
+# --- verdict ------------------------------------------------------------------------------
+fail=0
+for c in "${cases[@]}"; do
+  name=${c%%|*}
+  g=$(grep -a "^CASE $name " "$out/out0.log" 2>/dev/null | tr -d "\r" || true)
+  h=$(grep -a "^CASE $name " "$out/host.log" 2>/dev/null || true)
+  if [[ $g == *" rc=0 "* && $h == *" rc=0 "* ]]; then
+    echo "PASS $name (${g##*t=} s)"
+  else
+    echo "FAIL $name: guest '${g:-no result}' host '${h:-no result}'"
+    fail=1
+  fi
+done
+
+if [[ -s $out/rxe_uroce.pcap ]]; then
+  tmpd=$(mktemp -d)
+  cp "$out/rxe_uroce.pcap" "$tmpd/"
+  /usr/bin/python3 "$here/check_fixtures.py" --any "$tmpd/rxe_uroce.pcap" || fail=1
+  to_rxe=$(tshark -n -r "$out/rxe_uroce.pcap" -Y 'ip.dst == 198.18.0.2 && udp.dstport == 4791' \
+             2>/dev/null | wc -l)
+  rcvd_before=$(sed -n 's/.*STAT-BEFORE.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
+  rcvd_after=$(sed -n 's/.*STAT-AFTER.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
+  rcvd=$(( ${rcvd_after:-0} - ${rcvd_before:-0} ))
+  echo "vm_rxe_uroce: frames to rxe in the capture: $to_rxe; rxe rcvd_pkts: $rcvd"
+  ((to_rxe > 0 && rcvd == to_rxe)) || { echo "FAIL rxe accepted $rcvd of $to_rxe frames"; fail=1; }
+  rm -rf "$tmpd"
+else
+  echo "FAIL no RoCE frame captured"
+  fail=1
+fi
+echo "vm_rxe_uroce: total ${total} s (run-guest rc=$run_rc), logs in $out"
+((fail == 0 && run_rc == 0))
