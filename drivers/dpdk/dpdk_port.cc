@@ -58,8 +58,9 @@ struct Parked {
   size_t max_frame;     ///< frame size it was set up for (0: set-up failed, stopped)
   MacAddr mac;          ///< its MAC
 };
-std::map<uint16_t, Parked> g_parked;
-std::set<uint16_t> g_open;  ///< ethdev ports a DpdkPort owns now
+// Never destroyed: a Port held in another library's static may be closed during exit.
+std::map<uint16_t, Parked>& g_parked = *new std::map<uint16_t, Parked>;
+std::set<uint16_t>& g_open = *new std::set<uint16_t>;  ///< ethdev ports a DpdkPort owns now
 
 /// Frees a pool no mbuf of which is out (an mbuf still in a PMD ring would dangle otherwise;
 /// such a pool is left allocated: a bounded leak, one per re-open).
@@ -205,6 +206,7 @@ class DpdkPort final : public Port {
   }
 
   bool resolve(const Gid& ip, MacAddr* mac) override {
+    if (neighbors_.lookup(ip, mac)) return true;  // the per-packet path: no clock read
     size_t before = npending_;
     bool ok = neighbors_.resolve(ip, mac, monotonic_now(), *this);
     if (npending_ != before) flush();

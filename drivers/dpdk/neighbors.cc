@@ -139,8 +139,12 @@ bool Neighbors::on_arp(std::span<const uint8_t> frame, TxSink& tx) {
   Gid target = Gid::from_ipv4(arp.tpa.load());
   MacAddr sha = mac_of(arp.sha);
   bool for_us = owns(target);
-  // RFC 826: update an existing entry from any ARP; add one when we are the target.
-  if (arp.spa.load() != 0) learn(sender, sha, for_us);
+  const config::Address* local = source_for(sender);
+  bool gratuitous_local = sender == target && local &&
+                          same_prefix(local->gid, sender, 96 + local->prefix);
+  // RFC 826: update an existing entry from any ARP; add one when we are the target, or for a
+  // gratuitous ARP from our subnet (RFC 5227 §3 announcements).
+  if (arp.spa.load() != 0) learn(sender, sha, for_us || gratuitous_local);
   if (for_us && arp.op.load() == wire::kArpOpRequest &&
       send_arp(wire::kArpOpReply, sha, sha, arp.tpa.load(), arp.spa.load(), tx))
     ++stats_.arp_replies_sent;
@@ -239,19 +243,24 @@ bool Neighbors::send_nd(uint8_t type, uint32_t flags, const Key& src, const Key&
   return true;
 }
 
-bool Neighbors::resolve(const Gid& ip, MacAddr* mac, Timestamp now, TxSink& tx) {
-  if (owns(ip)) {
-    *mac = mac_;
+bool Neighbors::lookup(const Gid& ip, MacAddr* mac) const {
+  if (auto it = cache_.find(ip.raw); it != cache_.end()) {
+    *mac = it->second;
     return true;
   }
   if (auto it = static_.find(ip.raw); it != static_.end()) {
     *mac = it->second;
     return true;
   }
-  if (auto it = cache_.find(ip.raw); it != cache_.end()) {
-    *mac = it->second;
+  if (owns(ip)) {
+    *mac = mac_;
     return true;
   }
+  return false;
+}
+
+bool Neighbors::resolve(const Gid& ip, MacAddr* mac, Timestamp now, TxSink& tx) {
+  if (lookup(ip, mac)) return true;
   const config::Address* src = source_for(ip);
   if (!src) return false;  // no address of that family: nothing to ask from
   auto [it, fresh] = last_request_.try_emplace(ip.raw, now);

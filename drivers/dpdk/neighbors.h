@@ -11,7 +11,9 @@
  *  - ARP requests and NS for one of our addresses are answered (ARP reply; NA with S and O set,
  *    to all-nodes when the solicitation came from the unspecified address).
  *  - The sender of such a request is learned, and so is every ARP reply or NA we see; an ARP
- *    packet whose sender is already cached updates the entry (RFC 826 "merge").
+ *    packet whose sender is already cached updates the entry (RFC 826 "merge"); a gratuitous
+ *    ARP (sender = target) from one of our subnets creates an entry, so a peer that starts
+ *    later is known before it sends anything else.
  *  - resolve(): our own address, then static neighbours, then the cache; else an ARP request
  *    (broadcast) or an NS (solicited-node multicast) is sent, at most once per retry interval
  *    per address, and false is returned.
@@ -55,6 +57,9 @@ class Neighbors {
 
   /// Handles an ARP or ND frame; returns false (and does nothing) for any other frame.
   bool on_frame(std::span<const uint8_t> frame, Timestamp now, TxSink& tx);
+
+  /// Looks ip up (own address, static, cache) without sending anything or reading time.
+  bool lookup(const Gid& ip, MacAddr* mac) const;
 
   /// Looks ip up; on a miss may send a request through tx (rate limited) and returns false.
   bool resolve(const Gid& ip, MacAddr* mac, Timestamp now, TxSink& tx);

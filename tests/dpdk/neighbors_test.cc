@@ -176,6 +176,20 @@ TEST(NeighborsArp, GratuitousArpUpdatesAKnownEntry) {
   EXPECT_TRUE(tx.frames.empty());
 }
 
+TEST(NeighborsArp, GratuitousArpFromOurSubnetCreatesAnEntry) {
+  Neighbors n = make();
+  CaptureSink tx;
+  // Receive gratuitous ARP for 198.18.0.2 (inside 198.18.0.0/15)
+  n.on_frame(arp_frame(1, MacAddr::broadcast(), kPeerMac, kPeerIp, MacAddr{}, kPeerIp), Timestamp{0}, tx);
+  // Receive gratuitous ARP for 10.0.0.2 (not our subnet)
+  n.on_frame(arp_frame(1, MacAddr::broadcast(), kPeerMac, 0x0a000002, MacAddr{}, 0x0a000002), Timestamp{0}, tx);
+  MacAddr m;
+  EXPECT_TRUE(n.lookup(Gid::from_ipv4(kPeerIp), &m));
+  EXPECT_EQ(m, kPeerMac);
+  EXPECT_FALSE(n.lookup(Gid::from_ipv4(0x0a000002), &m));
+  EXPECT_TRUE(tx.frames.empty());
+}
+
 TEST(NeighborsArp, StaticNeighboursAndOwnAddressNeedNoRequest) {
   Neighbors n = make({{"198.18.0.7", kPeerMac}});
   CaptureSink tx;
