@@ -72,11 +72,16 @@ class TwoHostFabric {
         host[i]->attach(tx[i].get());
       }
     }
-    // Debug aid: UROCE_SIM_PCAP=file.pcap records both directions as the receivers see them.
+    // Debug aid: UROCE_SIM_PCAP=file.pcap records both directions as the receivers see them,
+    // from simulated time UROCE_SIM_PCAP_FROM_NS on (default 0).
     if (const char* p = std::getenv("UROCE_SIM_PCAP"); p && *p) {
       pcap = std::make_unique<PcapWriter>(p);
+      const char* from = std::getenv("UROCE_SIM_PCAP_FROM_NS");
+      int64_t from_ns = from ? std::strtoll(from, nullptr, 0) : 0;
       for (int i = 0; i < 2; ++i)
-        wire_from(i).set_tap([this](const Frame& fr, Timestamp t) { pcap->write(fr, t); });
+        wire_from(i).set_tap([this, from_ns](const Frame& fr, Timestamp t) {
+          if (t.ns >= from_ns) pcap->write(fr, t);
+        });
     }
   }
   /// The link carrying frames from host `from` towards the other host that impairments act on
