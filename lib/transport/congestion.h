@@ -27,7 +27,7 @@ class QpCongestion {
   virtual ~QpCongestion() = default;
   /// Earliest time the QP may send its next data packet of `bytes` (whole frame); a value
   /// <= now means "now". ACKs, NAKs, read responses are not gated.
-  virtual Timestamp next_send_time(uint32_t bytes, Timestamp now) = 0;
+  virtual Timestamp next_send_time(uint32_t bytes, Timestamp now) const = 0;
   /// A data frame of `bytes` (whole frame) left the QP.
   virtual void on_packet_sent(uint32_t bytes, Timestamp now) = 0;
   /// A CNP for this QP arrived (rp_cnp_handled is counted by the engine).
@@ -62,7 +62,7 @@ class CongestionFactory {
 /// The default: never gates, ignores CNPs.
 class NoCongestion final : public QpCongestion {
  public:
-  Timestamp next_send_time(uint32_t, Timestamp now) override { return now; }
+  Timestamp next_send_time(uint32_t, Timestamp now) const override { return now; }
   void on_packet_sent(uint32_t, Timestamp) override {}
   void on_cnp(Timestamp) override {}
   Timestamp next_deadline() const override { return Timestamp::never(); }

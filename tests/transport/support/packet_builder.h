@@ -17,6 +17,7 @@
 
 #include "common/counters.h"
 #include "common/packet_io.h"
+#include "transport/congestion.h"
 #include "transport/engine.h"
 #include "transport/wire/build.h"
 #include "transport/wire/ipv4.h"
@@ -152,8 +153,9 @@ struct EngineUnderTest {
   static constexpr size_t kCanary = 4096;
   static constexpr size_t kRegion = 65536;
 
-  explicit EngineUnderTest(QpType type = QpType::kRc) {
+  explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr) {
     EngineConfig cfg;
+    cfg.cc = cc;
     cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 0x02}};
     cfg.gids = {Gid::from_ipv4(0xc6120002u)};
     cfg.key_seed = 77;

@@ -1,0 +1,159 @@
+/**
+ * @file cc_test.cc
+ * @brief The congestion-control seam and frame fields: CE marks -> notification point ->
+ * CNP (Annex 17 §A17.9.3), CNP -> reaction point, the per-QP send-time gate and its deadline,
+ * DSCP from the AV traffic class -> TxMeta priority, and the receive gate's drop counters.
+ */
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "support/packet_builder.h"
+#include "transport/congestion.h"
+
+namespace uroce::transport::testing {
+namespace {
+
+using wire::Opcode;
+
+class FakeQpCc final : public QpCongestion {
+ public:
+  Timestamp next_send_time(uint32_t, Timestamp now) const override {
+    return gate > now ? gate : now;
+  }
+  void on_packet_sent(uint32_t bytes, Timestamp) override { sent_bytes += bytes; }
+  void on_cnp(Timestamp) override { ++cnps; }
+  Timestamp next_deadline() const override { return Timestamp::never(); }
+  void on_timer(Timestamp) override {}
+  uint64_t rate_bps() const override { return 0; }
+  Timestamp gate{0};
+  uint64_t sent_bytes = 0;
+  int cnps = 0;
+};
+
+class AlwaysNp final : public NotificationPoint {
+ public:
+  bool on_ce_marked(uint32_t, Timestamp) override { return true; }
+};
+
+class FakeFactory final : public CongestionFactory {
+ public:
+  std::unique_ptr<QpCongestion> make_qp(uint32_t, uint64_t) override {
+    auto p = std::make_unique<FakeQpCc>();
+    last = p.get();
+    return p;
+  }
+  std::unique_ptr<NotificationPoint> make_np() override { return std::make_unique<AlwaysNp>(); }
+  FakeQpCc* last = nullptr;
+};
+
+TEST(Congestion, CeMarkedRequestMakesACnpToTheSourceQp) {
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  // Receive WRITE_ONLY psn 100 with ECN = CE (in-order)
+  // Expect: the ACK and a CNP: opcode 0x81, BECN, DestQP = the peer's QPN, CNP DSCP 48
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, 100);
+  s.reth = {t.va(), t.keys.rkey, 4};
+  s.ecn = wire::kEcnCe;
+  std::vector<uint8_t> pl(4, 1);
+  t.rx(t.pb.build(s, pl));
+  EXPECT_EQ(t.counters.get(Counter::np_ecn_marked_roce_packets), 1u);
+  ASSERT_EQ(t.tx(), 2u);
+  Captured ack = t.sink.pop();
+  EXPECT_EQ(ack.p.opcode, Opcode::kRcAcknowledge);
+  EXPECT_TRUE(t.sink.front_meta().is_cnp);
+  EXPECT_EQ(t.sink.front_meta().priority, 6);  // DSCP 48 -> class 6
+  Captured cnp = t.sink.pop();
+  EXPECT_EQ(cnp.p.opcode, Opcode::kCnp);
+  EXPECT_TRUE(cnp.p.becn);
+  EXPECT_EQ(cnp.p.dest_qpn, Qpn(EngineUnderTest::kPeerQpn));
+  EXPECT_EQ(cnp.p.dscp, 48);
+  EXPECT_EQ(cnp.p.dst_ip, Gid::from_ipv4(0xc6120001u));
+  EXPECT_EQ(t.counters.get(Counter::np_cnp_sent), 1u);
+}
+
+TEST(Congestion, CnpReachesTheReactionPoint) {
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  FakeQpCc* cc = f.last;
+  wire::FrameSpec s = t.pb.spec(Opcode::kCnp, 0, false);
+  s.becn = true;
+  t.rx(t.pb.build(s));
+  EXPECT_EQ(cc->cnps, 1);
+  EXPECT_EQ(t.counters.get(Counter::rp_cnp_handled), 1u);
+  s.dest_qpn = Qpn(0xabcdef);
+  t.rx(t.pb.build(s));
+  EXPECT_EQ(t.counters.get(Counter::rp_cnp_ignored), 1u);
+}
+
+TEST(Congestion, SendTimeGateHoldsRequestsNotAcks) {
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  FakeQpCc* cc = f.last;
+  cc->gate = t.now + Duration::micros(10);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 100));
+  // Receive a request meanwhile: its ACK is not gated.
+  std::vector<uint8_t> pl(4, 1);
+  t.rx(t.pb.write(Opcode::kRcRdmaWriteOnly, 100, t.va(), t.keys.rkey, 4, pl));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.pop().p.opcode, Opcode::kRcAcknowledge);
+  EXPECT_EQ(t.e->next_deadline(), cc->gate);
+  t.now = cc->gate;
+  ASSERT_EQ(t.tx(), 1u);
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaWriteOnly);
+  EXPECT_EQ(cc->sent_bytes, c.bytes.size());
+}
+
+TEST(Frames, TrafficClassSetsDscpAndPriority) {
+  EngineUnderTest t;
+  QpAttr a;
+  a.qp_state = QpState::kSqd;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState));
+  a.av.dgid = Gid::from_ipv4(0xc6120001u);
+  a.av.traffic_class = 34 << 2;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrAv));
+  a.qp_state = QpState::kRts;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState));
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 10));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.front_meta().priority, 4);
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.dscp, 34);
+  EXPECT_EQ(c.p.ecn, wire::kEcnEct0);
+  EXPECT_EQ(c.p.src_mac, (MacAddr{{0x02, 0, 0, 0, 0, 0x02}}));
+  EXPECT_EQ(c.p.dst_mac, t.neigh.peer);
+}
+
+TEST(Gate, DropsAreCountedByReason) {
+  EngineUnderTest t;
+  std::vector<uint8_t> pl(4, 1);
+  // Unknown QPN.
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, 100);
+  s.dest_qpn = Qpn(0x777777);
+  t.rx(t.pb.build(s, pl));
+  EXPECT_EQ(t.counters.get(Counter::rx_unknown_qp), 1u);
+  // Bad ICRC.
+  auto f = t.pb.write(Opcode::kRcRdmaWriteOnly, 100, t.va(), t.keys.rkey, 4, pl);
+  f[f.size() - 6] ^= 1;
+  t.rx(f);
+  EXPECT_EQ(t.counters.get(Counter::rx_icrc_encapsulated), 1u);
+  // UC opcode to an RC QP.
+  t.rx(t.pb.build(t.pb.spec(Opcode::kUcSendOnly, 100), pl));
+  EXPECT_EQ(t.counters.get(Counter::rx_bad_qp_state), 1u);
+  // Wrong partition.
+  s = t.pb.spec(Opcode::kRcSendOnly, 100);
+  s.pkey = 0x1234;
+  t.rx(t.pb.build(s, pl));
+  EXPECT_EQ(t.counters.get(Counter::rx_pkey_violation), 1u);
+  // Not RoCE: a short frame.
+  std::vector<uint8_t> junk(10, 0);
+  t.rx(junk);
+  EXPECT_GE(t.counters.get(Counter::rx_malformed), 1u);
+  // None of them reached the responder.
+  EXPECT_EQ(t.tx(), 0u);
+  EXPECT_EQ(t.counters.get(Counter::rx_vport_rdma_unicast_packets), 3u);
+}
+
+}  // namespace
+}  // namespace uroce::transport::testing
