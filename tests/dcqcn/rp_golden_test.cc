@@ -52,8 +52,10 @@ void expect_matches(const std::vector<RpEvent>& all, const std::vector<GoldenRow
 // dcqcn.md §1.6 G1: paper RP, 40G, one CNP at 0, htsim FR convention (events 1..5 are FR).
 TEST(PaperRpGolden, G1SingleCnpHtsimConvention) {
   PaperRp rp(model_paper_params(), 40e9);
-  auto trace = testing::replay(rp, {Timestamp{0}}, testing::at_us(3000));
+  auto trace = testing::replay(rp, {Timestamp{0}}, testing::at_us(6000));
   // Expect: 20, 30, 35, 37.5, 38.75, 39.375 Gb/s (FR), then AI 39.7075 ... 40 at 550 µs.
+  // Rc then halves its distance to C per 55 µs event: reaching C to the last bit takes ~45
+  // more events (~2.5 ms), so the replay runs to 6 ms before the limiter must be released.
   expect_matches(trace, testing::kG1, true, 0, 40e9, 11);
   EXPECT_EQ(rp.stats().rp_rate_increase_fr, 5u);
   EXPECT_EQ(rp.rate_bps(), 40e9);
