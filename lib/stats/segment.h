@@ -1,0 +1,76 @@
+/**
+ * @file segment.h
+ * @brief The writer side of a statistics segment (layout.h): created by the process that owns
+ * a device, written without locks by its engine and driver, removed when it is destroyed or
+ * the process exits normally (atexit). A segment of a process that was killed stays behind;
+ * readers (reader.h) report it as stale.
+ *
+ * Typical use in the composition root of a device (lib/verbs):
+ *   auto seg = stats::StatsSegment::create(cfg.name, stats::summarize(cfg), &err);
+ *   CounterBlock* counters = seg ? seg->counters() : &private_counters;
+ *   engine = std::make_unique<transport::Engine>(ec, counters, observer);
+ */
+#pragma once
+
+#include <sys/types.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "common/counters.h"
+#include "stats/layout.h"
+
+namespace uroce::stats {
+
+struct CreateOptions {
+  std::string run_dir;                      ///< empty: run_dir() ($UROCE_RUN_DIR or /dev/shm)
+  uint32_t qp_capacity = kDefaultQpCapacity;  ///< QP slots; add_qp() fails beyond
+  pid_t pid = 0;                            ///< 0: this process (tests may name another)
+  uint64_t start_time = 0;                  ///< 0: read from /proc for pid
+};
+
+class StatsSegment {
+ public:
+  /// Creates <run dir>/uroce.<device>.<pid> (replacing a leftover of the same name, which can
+  /// only be a dead process's), fills header, names and config, and publishes it.
+  /// @return nullptr with *err set to one line (the path and the system error) on failure.
+  static std::unique_ptr<StatsSegment> create(std::string_view device,
+                                              const ConfigSummary& config, std::string* err,
+                                              const CreateOptions& opts = {});
+  /// Marks the segment closed, unlinks it and its baseline, unmaps it.
+  ~StatsSegment();
+  StatsSegment(const StatsSegment&) = delete;
+  StatsSegment& operator=(const StatsSegment&) = delete;
+
+  /// The engine counters, for transport::Engine's constructor. Valid for the segment's life.
+  CounterBlock* counters() { return counters_; }
+  /// Per-priority and port statistics (driver / TX scheduler).
+  PortStats* port() { return port_; }
+  /// Claims a free QP slot for qpn (type 0 RC, 1 UC, 2 UD) in state RESET, counters zero.
+  /// @return nullptr when every slot is taken (the QP then simply has no record).
+  QpRecord* add_qp(uint32_t qpn, uint32_t type);
+  /// Frees a slot claimed by add_qp (null is ignored).
+  void remove_qp(QpRecord* rec);
+  /// Optional liveness bump (e.g. once per progress loop).
+  void heartbeat() { add(header_->heartbeat); }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  StatsSegment() = default;
+  void close();
+
+  std::string path_;
+  void* base_ = nullptr;
+  size_t size_ = 0;
+  SegmentHeader* header_ = nullptr;
+  CounterBlock* counters_ = nullptr;
+  PortStats* port_ = nullptr;
+  QpRecord* qps_ = nullptr;
+  uint32_t qp_capacity_ = 0;
+  uint32_t next_slot_ = 0;  ///< where add_qp starts looking
+  friend void close_all_at_exit();
+};
+
+}  // namespace uroce::stats
