@@ -36,8 +36,12 @@ void EngineHost::poll(Timestamp now) {
   dirty_ = false;
   poll_now_ = now;
   engine_->poll_transmit(*this, neigh_, now);
-  if (!app_) return;
-  for (int i = 0; i < 64 && app_(*this, now); ++i) engine_->poll_transmit(*this, neigh_, now);
+  for (int i = 0; i < 64; ++i) {
+    bool posted = false;
+    for (auto& app : apps_) posted |= app(*this, now);
+    if (!posted) break;
+    engine_->poll_transmit(*this, neigh_, now);
+  }
 }
 
 void EngineHost::receive(uint32_t, Frame&& f, Timestamp now) {

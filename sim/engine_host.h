@@ -56,7 +56,13 @@ class EngineHost final : public Node, public HostPort, public LinkObserver, publ
   /// The link this host transmits on (not owned); the host becomes its observer.
   void attach(Link* tx) override;
   Link* tx_link() { return tx_; }
-  void set_app(App app) { app_ = std::move(app); }
+  /// Replaces all application callbacks with `app`.
+  void set_app(App app) {
+    apps_.clear();
+    apps_.push_back(std::move(app));
+  }
+  /// Adds an application callback (several streams may share a host); run in order added.
+  void add_app(App app) { apps_.push_back(std::move(app)); }
   /// Ask for a poll at the current time (after posting from outside the app callback).
   void wake() { dirty_ = true; }
   /// Stops processing: received frames are discarded and nothing is transmitted.
@@ -89,7 +95,7 @@ class EngineHost final : public Node, public HostPort, public LinkObserver, publ
   std::unique_ptr<transport::Engine> engine_;
   StaticNeighbors neigh_;
   Link* tx_ = nullptr;
-  App app_;
+  std::vector<App> apps_;
   Frame cur_;
   bool have_cur_ = false;
   bool dirty_ = true;

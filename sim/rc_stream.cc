@@ -102,8 +102,8 @@ bool RcStream::more_to_post() const {
 }
 
 void RcStream::start() {
-  a_.set_app([this](EngineHost&, Timestamp now) { return step_a(now); });
-  b_.set_app([this](EngineHost&, Timestamp now) { return step_b(now); });
+  a_.add_app([this](EngineHost&, Timestamp now) { return step_a(now); });
+  b_.add_app([this](EngineHost&, Timestamp now) { return step_b(now); });
   bool needs_recv = cfg_.op == StreamOp::kSend || cfg_.op == StreamOp::kSendWithImm ||
                     cfg_.op == StreamOp::kWriteWithImm;
   if (needs_recv)

@@ -61,7 +61,7 @@ class RcStream {
   RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32_t a_qpn,
            uint32_t a_scq, EngineHost& b, uint32_t b_pd, uint32_t b_qpn, uint32_t b_rcq);
 
-  /// Installs the app callbacks of both hosts and posts the first window.
+  /// Adds its app callbacks to both hosts and posts the first window.
   void start();
   /// All WRs completed (or an error stopped the stream).
   bool done() const { return finished_ || !error_.empty(); }
