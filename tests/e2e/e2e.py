@@ -122,7 +122,7 @@ def all_cases():
             for var, args in pingpong_variants(tool, link).items():
                 if only_default and var not in ("default", "s1024"):
                     continue
-                add(f"{link}.{tool}.{var}", "pingpong", link, 300 if "1M" in var else 120,
+                add(f"{link}.{tool}.{var}", "pingpong", link, 180 if "1M" in var else 120,
                     tool=tool, args=args)
         for tool in PERFTESTS:
             for var, args in perftest_variants(tool).items():

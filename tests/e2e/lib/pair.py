@@ -112,7 +112,10 @@ class Pair:
 
     def command(self, side, argv):
         """The full command line of a program on `side`: namespace, core pin, program."""
-        return self.link.wrap(side) + ["taskset", "-c", str(side % os.cpu_count())] + argv
+        # stdbuf: line-buffered stdout, so that a program killed at its deadline still shows
+        # how far it got.
+        return self.link.wrap(side) + ["taskset", "-c", str(side % os.cpu_count()),
+                                       "stdbuf", "-oL", "-eL"] + argv
 
     def start(self, side, argv, tag=""):
         label = ("server" if side == 0 else "client") + tag
