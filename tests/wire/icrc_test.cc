@@ -1,6 +1,6 @@
 /**
  * @file icrc_test.cc
- * @brief ICRC (IBA Annex 17 §A17.3.3) and the byte-exact CNP vector of reference/dcqcn.md §3.1
+ * @brief ICRC (IBA Annex 17, reference/dcqcn.md §3.1) and the byte-exact CNP vector of reference/dcqcn.md §3.1
  * (libconntrack-cm tests/test_cnp.cpp, from the Mellanox "RoCEv2 CNP Packet Format Example").
  */
 #include "transport/wire/icrc.h"

@@ -10,8 +10,10 @@
  * finish_icrc() instead of finalize().
  *
  * IP version: IPv4 when both spec.src_ip and spec.dst_ip are IPv4-mapped GIDs, IPv6 otherwise.
- * UDP checksum: 0 for IPv4 (RFC 768) and also 0 for IPv6, as Linux rxe sends it and as
- * IBTA Annex 17 §A17.4.3 permits for RoCEv2 (the ICRC protects the packet; RFC 6935/6936).
+ * UDP checksum: 0 for IPv4 (RFC 768) and also 0 for IPv6. That is what Linux rxe sends for both
+ * (drivers/infiniband/sw/rxe/rxe_net.c prepare_udp_hdr() sets check = 0 before prepare6()), and
+ * rxe's UDP tunnel socket accepts zero-checksum IPv6 (RFC 6935/6936 allow it for tunnels; the
+ * ICRC covers the packet). The parser does not verify UDP checksums.
  * References: IBA Annex 17, IBA Vol 1 §9.2-9.3. Units: bytes.
  */
 #pragma once
@@ -110,7 +112,7 @@ void write_icrc(std::span<uint8_t> buf, const FrameLayout& layout, size_t frame_
 /// e.g. folded into its payload copy. Writes store_icrc(buf + frame_len - 4, crc).
 void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc);
 
-/// Builds a whole CNP (Annex 17 §A17.9.3) from spec's L2/L3/UDP fields, pkey and dest_qpn
+/// Builds a whole CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1) from spec's L2/L3/UDP fields, pkey and dest_qpn
 /// (= the source QP of the congested flow): opcode 0x81, BECN 1, FECN 0, PSN 0, SE/M/pad/AckReq
 /// 0, 16 zero bytes, ICRC. Returns the frame length, or 0 if buf is too short.
 size_t build_cnp(const FrameSpec& spec, std::span<uint8_t> buf);

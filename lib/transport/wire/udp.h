@@ -2,7 +2,7 @@
  * @file udp.h
  * @brief UDP header (RFC 768) as a packed big-endian struct; the RoCEv2 port.
  *
- * Units: bytes. RoCEv2 (IBTA Annex 17 §A17.2) uses destination port 4791; the source port is
+ * Units: bytes. RoCEv2 (IBTA Annex 17) uses destination port 4791; the source port is
  * chosen per QP for ECMP entropy.
  */
 #pragma once
