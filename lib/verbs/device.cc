@@ -119,9 +119,11 @@ UROCE_EXPORT ibv_device** uroce_get_device_list_1_1(int* num) {
     if (!e) {
       e = new DeviceEntry();
       fill_entry(e, d, static_cast<int>(reg.size()));
+      e->source = cfg->source;
       reg.push_back(e);
     } else if (!runtime_is_open(e)) {
       fill_entry(e, d, e->index);
+      e->source = cfg->source;
     }
     listed.push_back(e);
   }

@@ -29,6 +29,9 @@
 #include "common/port.h"
 #include "config/config.h"
 #include "transport/engine.h"
+#ifdef UROCE_HAVE_STATS
+#include "stats/segment.h"
+#endif
 
 namespace uroce::verbs {
 
@@ -53,6 +56,7 @@ T* from_ibv(C* p) {
 struct DeviceEntry {
   ibv_device dev;         ///< what ibv_get_device_list hands out; first member
   config::Device cfg;     ///< its configuration (refreshed while not open)
+  std::string source;     ///< the configuration file it came from, or "built-in"
   uint64_t guid = 0;      ///< node GUID, host order (EUI-64 of the MAC)
   int index = 0;          ///< ibv_get_device_index
 };
@@ -65,7 +69,10 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   DeviceEntry* dev;
   std::mutex mu;                                ///< the engine lock
   std::unique_ptr<Port> port;
-  CounterBlock counters;
+  CounterBlock counters;                        ///< used when there is no stats segment
+#ifdef UROCE_HAVE_STATS
+  std::unique_ptr<stats::StatsSegment> stats;   ///< shared-memory counters for `uroce show`
+#endif
   std::unique_ptr<transport::Engine> engine;
   std::vector<Gid> gids;                        ///< GID table (index = address index)
   uint8_t active_mtu = IBV_MTU_1024;            ///< enum ibv_mtu of the configured MTU

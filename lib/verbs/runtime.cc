@@ -24,6 +24,9 @@
 #include <random>
 
 #include "verbs/objects.h"
+#ifdef UROCE_HAVE_STATS
+#include "stats/summary.h"
+#endif
 
 namespace uroce::verbs {
 
@@ -245,11 +248,22 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.roce_dscp = dev->cfg.roce_dscp;
   ec.cnp_dscp = dev->cfg.cnp_dscp;
   ec.ecn = dev->cfg.ecn;
+  ec.dscp_to_prio = dev->cfg.dscp_to_prio;
   std::random_device rd;
   ec.key_seed = (uint64_t{rd()} << 32) | rd();
   rt->gids = ec.gids;
   rt->active_mtu = mtu_enum(dev->cfg.mtu);
-  rt->engine = std::make_unique<transport::Engine>(ec, &rt->counters, rt.get());
+  CounterBlock* counters = &rt->counters;
+#ifdef UROCE_HAVE_STATS
+  // Counters live in the device's shared-memory segment when it can be created; a failure
+  // (no writable run dir) only costs visibility from outside the process.
+  std::string serr;
+  rt->stats = stats::StatsSegment::create(dev->cfg.name, stats::summarize(dev->cfg, dev->source),
+                                          &serr);
+  if (rt->stats) counters = rt->stats->counters();
+  else if (getenv("UROCE_VERBS_DEBUG")) std::fprintf(stderr, "uroce: %s\n", serr.c_str());
+#endif
+  rt->engine = std::make_unique<transport::Engine>(ec, counters, rt.get());
   rt->open_count = 1;
   rt->start_thread();
   Runtime* p = rt.release();
