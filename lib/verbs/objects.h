@@ -90,6 +90,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::thread thread;
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> app_progress{0};        ///< bumped by application-driven progress
+  bool exiting = false;                         ///< process exit began: no more progress (mu)
 
   /// One progress step: RX burst, timers + transmit, flush. Requires mu. Returns work done.
   size_t progress_locked(Timestamp now);

@@ -69,6 +69,20 @@ inline void cpu_relax() {
 #endif
 }
 
+/// At exit: stop every progress thread before lib/stats' own atexit handler unmaps the
+/// counter segments the engines write (handlers run in reverse order of registration, and
+/// this one is registered after the first segment exists). Application-driven progress stops
+/// too; verbs calls from later atexit handlers still work but no longer progress the engine.
+void stop_progress_at_exit() {
+  std::lock_guard<std::mutex> g(runtime_mu());
+  for (auto& [dev, rt] : open_runtimes()) {
+    rt->stop.store(true);
+    if (rt->thread.joinable()) rt->thread.join();
+    std::lock_guard<std::mutex> l(rt->mu);
+    rt->exiting = true;
+  }
+}
+
 }  // namespace
 
 Timestamp now() {
@@ -91,6 +105,7 @@ size_t Runtime::progress_locked(Timestamp t) {
 }
 
 void drive_locked(Runtime* rt) {
+  if (rt->exiting) return;
   Timestamp t = now();
   for (int i = 0; i < 4; ++i)
     if (rt->progress_locked(t) == 0) break;
@@ -263,6 +278,10 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   if (rt->stats) counters = rt->stats->counters();
   else if (getenv("UROCE_VERBS_DEBUG")) std::fprintf(stderr, "uroce: %s\n", serr.c_str());
 #endif
+  // Registered after the first stats segment (and after the port, whose driver may register
+  // its own cleanup), so it runs before their handlers.
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(stop_progress_at_exit); });
   rt->engine = std::make_unique<transport::Engine>(ec, counters, rt.get());
   rt->open_count = 1;
   rt->start_thread();
