@@ -5,7 +5,8 @@
        one here wrote: tshark's InfiniBand-over-UDP-4791 dissector and scapy's RoCEv2 ICRC.
 
 For every fixture rxe_<name>.pcap it checks:
-  1. tshark decodes every frame as RoCEv2 (UDP 4791, a BTH opcode), none malformed;
+  1. tshark decodes every frame as RoCEv2 (UDP 4791, a BTH opcode), none malformed (with the
+     heuristic guesses at upper protocols in the payload turned off);
   2. scapy parses the same BTH (opcode, destination QP, PSN) as tshark, and the ICRC that
      scapy computes (IBA Annex 17 A17.4.1: masked IPv4/UDP/BTH pseudo-header, CRC-32) equals
      the one on the wire, for every frame;
@@ -24,6 +25,7 @@ import pathlib
 import struct
 import subprocess
 import sys
+import zlib
 
 from scapy.all import rdpcap, Ether, IP, UDP  # noqa: E402
 from scapy.contrib.roce import BTH  # noqa: E402
@@ -49,10 +51,50 @@ TSHARK_FIELDS = ["frame.number", "udp.dstport", "infiniband.bth.opcode",
 TSV_HEADER = "# frame\topcode\tdest_qpn\tpsn\taeth_syndrome   (hex; '-' = no AETH) from tshark"
 
 
+def fast_icrc_ok(frame):
+    """ICRC check without scapy (IBA A17.4.1 for IPv4, no VLAN): CRC-32 over 8 bytes of 0xff,
+    the IP header with TOS, TTL and checksum set to 0xff, the UDP header with checksum 0xffff,
+    the BTH with its byte 4 (FECN, BECN, resv6) set to 0xff, then the rest up to the ICRC,
+    compared with the last 4 bytes (little-endian on the wire). Returns None if not
+    Ether/IPv4/UDP. About 100 times faster than scapy; the fixtures check both agree."""
+    if len(frame) < 14 + 20 + 8 + 12 + 4 or frame[12:14] != b"\x08\x00":
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    ip_len = struct.unpack_from("!H", frame, 16)[0]
+    pkt = bytearray(frame[14:14 + ip_len])
+    pkt[1] = 0xFF                   # TOS (DSCP + ECN)
+    pkt[8] = 0xFF                   # TTL
+    pkt[10:12] = b"\xff\xff"        # IP header checksum
+    pkt[ihl + 6:ihl + 8] = b"\xff\xff"  # UDP checksum
+    pkt[ihl + 8 + 4] = 0xFF         # BTH FECN/BECN/resv6
+    crc = zlib.crc32(b"\xff" * 8 + bytes(pkt[:-4])) & 0xFFFFFFFF
+    return struct.pack("<I", crc) == bytes(pkt[-4:])
+
+
+_HEURISTICS = None
+
+
+def payload_heuristics_off():
+    """tshark options that turn off every heuristic dissector of InfiniBand payloads: they
+    guess at upper protocols (RPC-over-RDMA, iSER, SMB Direct...) from random test bytes and
+    then report the frame malformed, e.g. a 1-byte SEND_ONLY."""
+    global _HEURISTICS
+    if _HEURISTICS is None:
+        res = subprocess.run(["tshark", "-G", "heuristic-decodes"], capture_output=True,
+                             text=True, check=True)
+        _HEURISTICS = []
+        for line in res.stdout.splitlines():
+            c = line.split("\t")
+            # (ethertype is the table's EoIB fallback and also Ethernet's own: keep it.)
+            if len(c) >= 2 and c[0] == "infiniband.payload" and c[1] != "ethertype":
+                _HEURISTICS += ["--disable-protocol", c[1]]
+    return _HEURISTICS
+
+
 def tshark_rows(pcap):
     """One tuple per frame: (frame, dport, opcode, dqpn, psn, syndrome or None, malformed)."""
-    cmd = ["tshark", "-n", "-r", str(pcap), "-T", "fields", "-E", "separator=\t",
-           "-E", "occurrence=f"]
+    cmd = ["tshark", "-n", *payload_heuristics_off(), "-r", str(pcap), "-T", "fields",
+           "-E", "separator=\t", "-E", "occurrence=f"]
     for f in TSHARK_FIELDS:
         cmd += ["-e", f]
     res = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -89,6 +131,18 @@ def check_one(pcap, write_expect, decode_only=False):
         if malformed:
             errors.append(f"frame {frame}: tshark reports it malformed")
 
+    if decode_only:
+        # Large captures (the VM test's): the fast ICRC on every frame, scapy on a sample.
+        raw_frames = [bytes(p) for p in rdpcap(str(pcap))]
+        for (frame, *_), data in zip(rows, raw_frames):
+            if fast_icrc_ok(data) is not True:
+                errors.append(f"frame {frame}: bad ICRC (or not Ether/IPv4/UDP)")
+        sample = raw_frames[::max(1, len(raw_frames) // 200)]
+        for data in sample:
+            b = Ether(data)[BTH]
+            if struct.pack("!I", b.icrc) != b.compute_icrc(None):
+                errors.append("scapy disagrees: bad ICRC in the sample")
+        return len(rows), errors
     pkts = rdpcap(str(pcap))
     if len(pkts) != len(rows):
         errors.append(f"scapy reads {len(pkts)} frames, tshark {len(rows)}")
@@ -105,9 +159,9 @@ def check_one(pcap, write_expect, decode_only=False):
         if wire != computed:
             errors.append(f"frame {frame}: ICRC on the wire {wire.hex()} != computed "
                           f"{computed.hex()}")
+        elif fast_icrc_ok(bytes(p)) is not True:
+            errors.append(f"frame {frame}: scapy accepts the ICRC, fast_icrc_ok does not")
 
-    if decode_only:
-        return len(rows), errors
     ops = {r[2] for r in rows}
     missing = REQUIRED.get(name, set()) - ops
     if name not in REQUIRED:

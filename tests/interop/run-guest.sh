@@ -153,8 +153,14 @@ done
 
 host_rc=0
 if [[ -n $host_cmd ]]; then
+  # In the background and waited for, so that a signal runs the cleanup trap at once (bash
+  # defers traps while a foreground command runs).
+  UROCE_INTEROP_OUT=$out ip netns exec "$ns" timeout "$qemu_bound" bash -c "$host_cmd" \
+    >"$out/host.log" 2>&1 &
+  host_pid=$!
+  pids+=("$host_pid")
   set +e
-  UROCE_INTEROP_OUT=$out ip netns exec "$ns" timeout "$qemu_bound" bash -c "$host_cmd" >"$out/host.log" 2>&1
+  wait "$host_pid"
   host_rc=$?
   set -e
 fi
