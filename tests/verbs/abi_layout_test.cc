@@ -8,6 +8,7 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
+#include <dlfcn.h>
 #include <poll.h>
 
 #include <cstddef>
@@ -93,6 +94,57 @@ TEST_F(AbiContext, UnsupportedOpsFailWithEopnotsupp) {
   errno = 0;
   EXPECT_EQ(ibv_import_device(3), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
+}
+
+TEST_F(AbiContext, UnimplementedPublicVerbsFailCleanly) {
+  ibv_pd* pd = ibv_alloc_pd(ctx_);
+  ASSERT_NE(pd, nullptr);
+  errno = 0;
+  EXPECT_EQ(ibv_reg_dmabuf_mr(pd, 0, 4096, 0, 3, IBV_ACCESS_LOCAL_WRITE), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_EQ(ibv_import_pd(ctx_, 1), nullptr);
+  EXPECT_EQ(ibv_import_mr(pd, 1), nullptr);
+  ibv_ece ece{};
+  ibv_cq* cq = ibv_create_cq(ctx_, 4, nullptr, nullptr, 0);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_UD;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(pd, &ia);
+  ASSERT_NE(qp, nullptr);
+  EXPECT_EQ(ibv_query_ece(qp, &ece), EOPNOTSUPP);
+  ibv_gid g{};
+  EXPECT_EQ(ibv_attach_mcast(qp, &g, 0), EOPNOTSUPP);
+  EXPECT_EQ(ibv_destroy_qp(qp), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+}
+
+TEST(AbiVersions, CompatAndPrivateEntriesAreCallable) {
+  void* h = dlopen("libibverbs.so.1", RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(h, nullptr);
+  // The 1.0 compat ABI (old struct layouts) fails with ENOSYS; the 1.1 default works.
+  using OpenFn = void* (*)(void*);
+  auto open10 = reinterpret_cast<OpenFn>(dlvsym(h, "ibv_open_device", "IBVERBS_1.0"));
+  auto open11 = reinterpret_cast<OpenFn>(dlvsym(h, "ibv_open_device", "IBVERBS_1.1"));
+  ASSERT_NE(open10, nullptr);
+  ASSERT_NE(open11, nullptr);
+  EXPECT_NE(reinterpret_cast<void*>(open10), reinterpret_cast<void*>(open11));
+  errno = 0;
+  EXPECT_EQ(open10(nullptr), nullptr);
+  EXPECT_EQ(errno, ENOSYS);
+  // Provider registration (from libmlx5/libefa constructors) is accepted; commands fail.
+  std::string node = "IBVERBS_PRIVATE_" + std::to_string(UROCE_TEST_PRIVATE_ABI);
+  std::string reg = "verbs_register_driver_" + std::to_string(UROCE_TEST_PRIVATE_ABI);
+  auto reg_fn = reinterpret_cast<void (*)(const void*)>(dlvsym(h, reg.c_str(), node.c_str()));
+  ASSERT_NE(reg_fn, nullptr);
+  reg_fn(nullptr);
+  auto cmd = reinterpret_cast<int (*)()>(dlvsym(h, "ibv_cmd_alloc_pd", node.c_str()));
+  ASSERT_NE(cmd, nullptr);
+  EXPECT_EQ(cmd(), EOPNOTSUPP);
+  dlclose(h);
 }
 
 TEST_F(AbiContext, DeviceAndPortQueries) {
