@@ -13,8 +13,8 @@
 #include <cstring>
 #include <vector>
 
-#include "transport/wire/build.h"
 #include "transport/wire/bth.h"
+#include "transport/wire/build.h"
 #include "transport/wire/parse.h"
 
 namespace {
@@ -87,8 +87,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Everything the parser returned points inside the input.
   check(p.info != nullptr && p.info->valid);
-  check(p.payload.empty() || (p.payload.data() >= data && p.payload.data() + p.payload.size() <=
-                                                               data + size));
+  check(p.payload.empty() ||
+        (p.payload.data() >= data && p.payload.data() + p.payload.size() <= data + size));
   check(p.ip_header.data() >= data && p.ip_header.data() + p.ip_header.size() <= data + size);
 
   // An IPv6 header carrying IPv4-mapped addresses cannot be expressed by the builder (it picks
@@ -99,7 +99,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint8_t> buf(p.payload.size() + kMaxFrameOverhead);
   const FrameLayout l = build_headers(s, buf);
   check(l.payload_offset != 0);
-  if (!p.payload.empty()) std::memcpy(buf.data() + l.payload_offset, p.payload.data(), p.payload.size());
+  if (!p.payload.empty())
+    std::memcpy(buf.data() + l.payload_offset, p.payload.data(), p.payload.size());
   const size_t len = finalize(buf, l, p.payload.size());
   check(len != 0);
   buf.resize(len);

@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "transport/wire/describe.h"
 #include "transport/wire/parse.h"
 #include "wire_test_util.h"
 
@@ -85,8 +86,8 @@ TEST(BuildParse, RoundTripEveryOpcode) {
         s.fecn = (v & 4) != 0;
         const size_t max_payload = kOpcodeTable[v].has_payload() ? 9 : 0;
         for (size_t n = 0; n <= max_payload; ++n) {
-          SCOPED_TRACE(testing::Message() << kOpcodeTable[v].name << " v6=" << ipv6
-                                          << " vlan=" << vlan << " n=" << n);
+          SCOPED_TRACE(testing::Message()
+                       << kOpcodeTable[v].name << " v6=" << ipv6 << " vlan=" << vlan << " n=" << n);
           FrameLayout l;
           const auto f = test::build_frame(s, n, &l);
           ASSERT_FALSE(f.empty());
@@ -163,6 +164,23 @@ TEST(BuildParse, CnpBuilderSetsTheCnpFields) {
   EXPECT_EQ(p.psn, Psn(0));
   EXPECT_EQ(p.dest_qpn, s.dest_qpn);
   EXPECT_EQ(build_cnp(s, std::span<uint8_t>(buf).first(len - 1)), 0u);
+}
+
+TEST(Describe, OneLineSummary) {
+  FrameSpec s = test::default_spec(Opcode::kRcRdmaWriteFirst);
+  const auto f = test::build_frame(s, 8);
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kOk);
+  EXPECT_EQ(describe(p),
+            "RC_RDMA_WRITE_FIRST 198.18.0.1:49443 > 198.18.0.2 dqpn=0x000abc psn=1193046 A "
+            "pkey=0xffff dscp=26 ecn=2 RETH(va=0x1122334455667788 rkey=0xaabbccdd len=4096) "
+            "payload=8");
+  s = test::default_spec(Opcode::kRcAcknowledge);
+  s.aeth = {aeth_syndrome(kAethTypeRnrNak, 14), Msn(5)};
+  s.ackreq = false;
+  const auto g = test::build_frame(s, 0);
+  ASSERT_EQ(parse(g, &p), DropReason::kOk);
+  EXPECT_NE(describe(p).find("AETH(RNR_NAK value=14 msn=5)"), std::string::npos) << describe(p);
 }
 
 }  // namespace

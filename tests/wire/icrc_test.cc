@@ -1,13 +1,15 @@
 /**
  * @file icrc_test.cc
- * @brief ICRC (IBA Annex 17, reference/dcqcn.md §3.1) and the byte-exact CNP vector of reference/dcqcn.md §3.1
- * (libconntrack-cm tests/test_cnp.cpp, from the Mellanox "RoCEv2 CNP Packet Format Example").
+ * @brief ICRC (IBA Annex 17, reference/dcqcn.md §3.1) and the byte-exact CNP vector of
+ * reference/dcqcn.md §3.1 (libconntrack-cm tests/test_cnp.cpp, from the Mellanox "RoCEv2 CNP Packet
+ * Format Example").
  */
 #include "transport/wire/icrc.h"
 
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -146,13 +148,13 @@ uint32_t reference_pseudo_header(const uint8_t* l3, size_t ihl) {
   std::memcpy(b + 8, l3, ip + 8 + 12);
   uint8_t* h = b + 8;
   if (ihl) {
-    h[1] = 0xff;               // TOS
-    h[8] = 0xff;               // TTL
-    h[10] = h[11] = 0xff;      // header checksum
+    h[1] = 0xff;           // TOS
+    h[8] = 0xff;           // TTL
+    h[10] = h[11] = 0xff;  // header checksum
   } else {
-    h[0] |= 0x0f;              // traffic class (high nibble)
-    h[1] = h[2] = h[3] = 0xff; // traffic class (low nibble) + flow label
-    h[7] = 0xff;               // hop limit
+    h[0] |= 0x0f;               // traffic class (high nibble)
+    h[1] = h[2] = h[3] = 0xff;  // traffic class (low nibble) + flow label
+    h[7] = 0xff;                // hop limit
   }
   h[ip + 6] = h[ip + 7] = 0xff;  // UDP checksum
   h[ip + 8 + 4] = 0xff;          // BTH FECN|BECN|Resv6
@@ -189,6 +191,38 @@ TEST(Icrc, HeaderPartThenPayloadEqualsWhole) {
   g[g.size() - 1] = 0;
   finish_icrc(g, g.size(), crc);
   EXPECT_EQ(g, f);
+}
+
+TEST(Icrc, FusedPathWithExtendedHeadersAndPad) {
+  // Headers (pseudo-header + RETH + ImmDt), then the payload in chunks, then the pad: the same
+  // ICRC finalize() writes, for IPv4/IPv6, tagged or not.
+  for (bool ipv6 : {false, true}) {
+    for (bool vlan : {false, true}) {
+      FrameSpec s = test::default_spec(Opcode::kRcRdmaWriteOnlyWithImmediate, ipv6);
+      s.vlan = vlan;
+      constexpr size_t kPayload = 4093;  // 3 pad bytes
+      FrameLayout l;
+      const auto want = test::build_frame(s, kPayload, &l);
+      ASSERT_FALSE(want.empty());
+
+      std::vector<uint8_t> buf(kPayload + kMaxFrameOverhead);
+      const FrameLayout l2 = build_headers(s, buf);
+      const size_t len = finalize_lengths(buf, l2, kPayload);
+      ASSERT_EQ(len, want.size());
+      uint32_t crc = icrc_headers(buf, l2);
+      for (size_t off = 0; off < kPayload; off += 1000) {
+        const size_t n = std::min<size_t>(1000, kPayload - off);
+        for (size_t i = 0; i < n; ++i)
+          buf[l2.payload_offset + off + i] = want[l.payload_offset + off + i];
+        crc = crc32_update(crc, std::span<const uint8_t>(buf).subspan(l2.payload_offset + off, n));
+      }
+      const size_t pad_at = l2.payload_offset + kPayload;
+      crc = crc32_update(crc, std::span<const uint8_t>(buf).subspan(pad_at, len - 4 - pad_at));
+      finish_icrc(buf, len, crc);
+      buf.resize(len);
+      EXPECT_EQ(buf, want) << "ipv6=" << ipv6 << " vlan=" << vlan;
+    }
+  }
 }
 
 }  // namespace

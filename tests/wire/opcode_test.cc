@@ -1,6 +1,7 @@
 /**
  * @file opcode_test.cc
- * @brief Opcode table (IBA Vol 1 §9.2.1 table 37, §9.3; Annex 17 §9.3 as reference/dcqcn.md §3.1 gives it) consistency tests.
+ * @brief Opcode table (IBA Vol 1 §9.2.1 table 37, §9.3; Annex 17 §9.3 as reference/dcqcn.md §3.1
+ * gives it) consistency tests.
  */
 #include "transport/wire/opcode.h"
 
@@ -21,9 +22,13 @@ static_assert(!std::is_constructible_v<OpFlags, HdrMask>);
 static_assert(!std::is_constructible_v<HdrMask, OpFlags>);
 static_assert(!std::is_convertible_v<Opcode, uint8_t>);
 template <typename Set, typename Elem>
-concept HasWith = requires(Set s, Elem e) { s.has(e); };
+concept HasWith = requires(Set s, Elem e) {
+  s.has(e);
+};
 template <typename A, typename B>
-concept Orable = requires(A a, B b) { a | b; };
+concept Orable = requires(A a, B b) {
+  a | b;
+};
 static_assert(HasWith<HdrMask, ExtHdr> && HasWith<OpFlags, OpFlag>);
 static_assert(!HasWith<HdrMask, Opcode> && !HasWith<HdrMask, OpFlag> && !HasWith<HdrMask, int>);
 static_assert(!HasWith<OpFlags, ExtHdr> && !HasWith<OpFlags, Opcode>);
@@ -63,11 +68,14 @@ TEST(OpcodeTable, ServiceFlagMatchesOpcodeTopBits) {
     EXPECT_EQ(i.is(OpFlag::kUc), service == 1) << i.name;
     EXPECT_EQ(i.is(OpFlag::kUd), service == 3) << i.name;
     EXPECT_EQ(i.is(OpFlag::kCnp), service == 4) << i.name;
-    EXPECT_EQ(i.name.substr(0, 3), service == 0 ? "RC_" : service == 1 ? "UC_" : service == 3 ? "UD_" : "CNP");
+    EXPECT_EQ(i.name.substr(0, 3), service == 0   ? "RC_"
+                                   : service == 1 ? "UC_"
+                                   : service == 3 ? "UD_"
+                                                  : "CNP");
     if (service == 4) continue;
     // Exactly one position and one direction.
-    const int positions = i.is(OpFlag::kFirst) + i.is(OpFlag::kMiddle) + i.is(OpFlag::kLast) +
-                          i.is(OpFlag::kOnly);
+    const int positions =
+        i.is(OpFlag::kFirst) + i.is(OpFlag::kMiddle) + i.is(OpFlag::kLast) + i.is(OpFlag::kOnly);
     EXPECT_EQ(positions, 1) << i.name;
     EXPECT_NE(i.is(OpFlag::kRequest), i.is(OpFlag::kResponse)) << i.name;
     // IMM <=> ImmDt present, INV <=> IETH present.

@@ -112,7 +112,7 @@ TEST(Parse, BadIpv4Headers) {
   f[kL3] = 0x4f;  // IHL 15 = 60 bytes, but only 44 bytes follow the Ethernet header
   EXPECT_EQ(parse_of(f), DropReason::kIpBadHeaderLength);
   f = valid_frame();
-  f[kL3] = 0x4f;   // IHL 15 inside the frame: the "options" swallow UDP, so UDP is misread
+  f[kL3] = 0x4f;  // IHL 15 inside the frame: the "options" swallow UDP, so UDP is misread
   reseal_ipv4(f);
   EXPECT_EQ(parse_of(f), DropReason::kUdpBadLength);
 

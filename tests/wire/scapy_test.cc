@@ -22,7 +22,8 @@ uint64_t num(const std::string& s) { return std::stoull(s, nullptr, 0); }
 TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
   UROCE_REQUIRE_SCAPY();
   std::string out;
-  const std::string cmd = std::string(UROCE_PYTHON3) + " " UROCE_WIRE_TEST_DIR "/scapy_frames.py gen";
+  const std::string cmd =
+      std::string(UROCE_PYTHON3) + " " UROCE_WIRE_TEST_DIR "/scapy_frames.py gen";
   ASSERT_EQ(test::run_capture(cmd, &out), 0) << out;
   const auto lines = test::lines_of(out);
   int frames = 0;
@@ -70,8 +71,7 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
         {"aeth_msn", [&] { return p.has(ExtHdr::kAeth) ? p.aeth.msn.value() : ~0ull; }},
         {"atomic_va", [&] { return p.has(ExtHdr::kAtomicEth) ? p.atomic_eth.va : ~0ull; }},
         {"atomic_rkey", [&] { return p.has(ExtHdr::kAtomicEth) ? p.atomic_eth.rkey : ~0ull; }},
-        {"atomic_swap",
-         [&] { return p.has(ExtHdr::kAtomicEth) ? p.atomic_eth.swap_add : ~0ull; }},
+        {"atomic_swap", [&] { return p.has(ExtHdr::kAtomicEth) ? p.atomic_eth.swap_add : ~0ull; }},
         {"atomic_cmp", [&] { return p.has(ExtHdr::kAtomicEth) ? p.atomic_eth.compare : ~0ull; }},
         {"orig", [&] { return p.has(ExtHdr::kAtomicAckEth) ? p.atomic_ack_orig : ~0ull; }},
         {"imm", [&] { return p.has(ExtHdr::kImmDt) ? p.imm : ~0ull; }},
@@ -113,9 +113,8 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
   }
   EXPECT_EQ(frames, 64);
   // SEND, WRITE, READ req/resp, ACK, atomics, atomic ACK, UC, UD, CNP all present.
-  for (int op : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c,
-                 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17, 0x24, 0x2a, 0x64, 0x65,
-                 0x81}) {
+  for (int op : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d,
+                 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17, 0x24, 0x2a, 0x64, 0x65, 0x81}) {
     EXPECT_GE(opcodes_seen[op], 2) << op;
   }
 }

@@ -36,20 +36,19 @@ inline bool tool_present(const std::string& path) {
 }
 
 /// Fails the current test (fatally) if python3 with scapy.contrib.roce is not usable.
-#define UROCE_REQUIRE_SCAPY()                                                                 \
-  do {                                                                                        \
-    std::string out_;                                                                         \
-    ASSERT_TRUE(::uroce::wire::test::tool_present(UROCE_PYTHON3))                             \
-        << "python3 not found (" << UROCE_PYTHON3 << "); run scripts/install-deps.sh";        \
-    ASSERT_EQ(::uroce::wire::test::run_capture(std::string(UROCE_PYTHON3) +                   \
-                                                   " -c 'import scapy.contrib.roce' 2>&1",   \
-                                               &out_),                                        \
-              0)                                                                              \
-        << "python3-scapy missing (" << out_ << "); run scripts/install-deps.sh";            \
+#define UROCE_REQUIRE_SCAPY()                                                                  \
+  do {                                                                                         \
+    std::string out_;                                                                          \
+    ASSERT_TRUE(::uroce::wire::test::tool_present(UROCE_PYTHON3))                              \
+        << "python3 not found (" << UROCE_PYTHON3 << "); run scripts/install-deps.sh";         \
+    ASSERT_EQ(::uroce::wire::test::run_capture(                                                \
+                  std::string(UROCE_PYTHON3) + " -c 'import scapy.contrib.roce' 2>&1", &out_), \
+              0)                                                                               \
+        << "python3-scapy missing (" << out_ << "); run scripts/install-deps.sh";              \
   } while (0)
 
-#define UROCE_REQUIRE_TSHARK()                                                               \
-  ASSERT_TRUE(::uroce::wire::test::tool_present(UROCE_TSHARK))                               \
+#define UROCE_REQUIRE_TSHARK()                                 \
+  ASSERT_TRUE(::uroce::wire::test::tool_present(UROCE_TSHARK)) \
       << "tshark not found (" << UROCE_TSHARK << "); run scripts/install-deps.sh"
 
 /// Splits "k=v k=v ..." tokens into a map.

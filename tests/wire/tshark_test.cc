@@ -28,15 +28,27 @@ struct Built {
 
 std::vector<Built> frames_to_check() {
   std::vector<Built> v;
-  const Opcode ops[] = {
-      Opcode::kRcSendFirst, Opcode::kRcSendMiddle, Opcode::kRcSendLastWithImmediate,
-      Opcode::kRcSendOnly, Opcode::kRcSendOnlyWithInvalidate, Opcode::kRcRdmaWriteFirst,
-      Opcode::kRcRdmaWriteMiddle, Opcode::kRcRdmaWriteLast, Opcode::kRcRdmaWriteOnlyWithImmediate,
-      Opcode::kRcRdmaReadRequest, Opcode::kRcRdmaReadResponseFirst,
-      Opcode::kRcRdmaReadResponseMiddle, Opcode::kRcRdmaReadResponseOnly, Opcode::kRcAcknowledge,
-      Opcode::kRcAtomicAcknowledge, Opcode::kRcCompareSwap, Opcode::kRcFetchAdd,
-      Opcode::kUcSendOnlyWithImmediate, Opcode::kUcRdmaWriteOnly, Opcode::kUdSendOnly,
-      Opcode::kUdSendOnlyWithImmediate};
+  const Opcode ops[] = {Opcode::kRcSendFirst,
+                        Opcode::kRcSendMiddle,
+                        Opcode::kRcSendLastWithImmediate,
+                        Opcode::kRcSendOnly,
+                        Opcode::kRcSendOnlyWithInvalidate,
+                        Opcode::kRcRdmaWriteFirst,
+                        Opcode::kRcRdmaWriteMiddle,
+                        Opcode::kRcRdmaWriteLast,
+                        Opcode::kRcRdmaWriteOnlyWithImmediate,
+                        Opcode::kRcRdmaReadRequest,
+                        Opcode::kRcRdmaReadResponseFirst,
+                        Opcode::kRcRdmaReadResponseMiddle,
+                        Opcode::kRcRdmaReadResponseOnly,
+                        Opcode::kRcAcknowledge,
+                        Opcode::kRcAtomicAcknowledge,
+                        Opcode::kRcCompareSwap,
+                        Opcode::kRcFetchAdd,
+                        Opcode::kUcSendOnlyWithImmediate,
+                        Opcode::kUcRdmaWriteOnly,
+                        Opcode::kUdSendOnly,
+                        Opcode::kUdSendOnlyWithImmediate};
   uint32_t k = 0;
   for (bool ipv6 : {false, true}) {
     for (Opcode op : ops) {
@@ -104,19 +116,64 @@ uint64_t bytes_num(const std::string& s) {
   return v;
 }
 
-const char* kFields[] = {
-    "frame.protocols", "infiniband.bth.opcode", "infiniband.bth.se", "infiniband.bth.m",
-    "infiniband.bth.padcnt", "infiniband.bth.tver", "infiniband.bth.p_key",
-    "infiniband.bth.destqp", "infiniband.bth.a", "infiniband.bth.psn", "infiniband.reth.va",
-    "infiniband.reth.r_key", "infiniband.reth.dmalen", "infiniband.aeth.syndrome",
-    "infiniband.aeth.msn", "infiniband.atomiceth.swapdt", "infiniband.atomiceth.cmpdt",
-    "infiniband.atomicacketh.origremdt", "infiniband.immdt", "infiniband.ieth",
-    "infiniband.deth.q_key", "infiniband.deth.srcqp", "infiniband.invariant.crc",
-    "udp.srcport", "udp.dstport", "ip.checksum.status", "vlan.priority", "vlan.id"};
+const char* kFields[] = {"frame.protocols",
+                         "infiniband.bth.opcode",
+                         "infiniband.bth.se",
+                         "infiniband.bth.m",
+                         "infiniband.bth.padcnt",
+                         "infiniband.bth.tver",
+                         "infiniband.bth.p_key",
+                         "infiniband.bth.destqp",
+                         "infiniband.bth.a",
+                         "infiniband.bth.psn",
+                         "infiniband.reth.va",
+                         "infiniband.reth.r_key",
+                         "infiniband.reth.dmalen",
+                         "infiniband.aeth.syndrome",
+                         "infiniband.aeth.msn",
+                         "infiniband.atomiceth.swapdt",
+                         "infiniband.atomiceth.cmpdt",
+                         "infiniband.atomicacketh.origremdt",
+                         "infiniband.immdt",
+                         "infiniband.ieth",
+                         "infiniband.deth.q_key",
+                         "infiniband.deth.srcqp",
+                         "infiniband.invariant.crc",
+                         "udp.srcport",
+                         "udp.dstport",
+                         "ip.checksum.status",
+                         "vlan.priority",
+                         "vlan.id"};
 enum Col {
-  kProtocols, kOpcode, kSe, kM, kPad, kTver, kPkey, kDestQp, kAckReq, kPsn, kRethVa,
-  kRethRkey, kRethLen, kAethSyn, kAethMsn, kSwap, kCmp, kOrig, kImm, kIeth, kQkey, kSrcQp,
-  kIcrc, kSport, kDport, kIpCsum, kVlanPcp, kVlanId, kNumCols
+  kProtocols,
+  kOpcode,
+  kSe,
+  kM,
+  kPad,
+  kTver,
+  kPkey,
+  kDestQp,
+  kAckReq,
+  kPsn,
+  kRethVa,
+  kRethRkey,
+  kRethLen,
+  kAethSyn,
+  kAethMsn,
+  kSwap,
+  kCmp,
+  kOrig,
+  kImm,
+  kIeth,
+  kQkey,
+  kSrcQp,
+  kIcrc,
+  kSport,
+  kDport,
+  kIpCsum,
+  kVlanPcp,
+  kVlanId,
+  kNumCols
 };
 
 TEST(Tshark, DecodesOurFramesWithTheSameFields) {
@@ -128,8 +185,7 @@ TEST(Tshark, DecodesOurFramesWithTheSameFields) {
   const std::string pcap = dir.path() + "/built.pcap";
   write_pcap(pcap, frames);
 
-  std::string cmd = std::string(UROCE_TSHARK) +
-                    " -n -o ip.check_checksum:TRUE -r " + pcap +
+  std::string cmd = std::string(UROCE_TSHARK) + " -n -o ip.check_checksum:TRUE -r " + pcap +
                     " -T fields -E separator=/t -E occurrence=f";
   for (const char* f : kFields) cmd += std::string(" -e ") + f;
   cmd += " 2>/dev/null";
@@ -233,8 +289,8 @@ TEST(Tshark, ScapyFindsOurIcrcCorrect) {
   const std::string pcap = dir.path() + "/built.pcap";
   write_pcap(pcap, frames);
   std::string out;
-  const std::string cmd = std::string(UROCE_PYTHON3) + " " UROCE_WIRE_TEST_DIR
-                          "/scapy_frames.py check " + pcap + " 2>&1";
+  const std::string cmd = std::string(UROCE_PYTHON3) +
+                          " " UROCE_WIRE_TEST_DIR "/scapy_frames.py check " + pcap + " 2>&1";
   ASSERT_EQ(test::run_capture(cmd, &out), 0) << out;
   size_t ok = 0, decoded = 0;
   for (const auto& line : test::lines_of(out)) {

@@ -74,9 +74,9 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   const uint16_t ethertype = ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
   if (spec.vlan) {
     store_be16(p + 12, kEtherTypeVlan);
-    store_be16(p + 14, static_cast<uint16_t>(((spec.pcp & 7u) << kVlanPcpShift) |
-                                             (spec.dei ? kVlanDeiMask : 0u) |
-                                             (spec.vid & kVlanVidMask)));
+    store_be16(p + 14,
+               static_cast<uint16_t>(((spec.pcp & 7u) << kVlanPcpShift) |
+                                     (spec.dei ? kVlanDeiMask : 0u) | (spec.vid & kVlanVidMask)));
     store_be16(p + 16, ethertype);
   } else {
     store_be16(p + 12, ethertype);
@@ -86,8 +86,8 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
 
   // IP; lengths and checksum are written by finalize_lengths().
   if (ipv6) {
-    store_be32(ip, (6u << 28) | (uint32_t{tos} << kIpv6TcShift) |
-                       (spec.flow_label & kIpv6FlowLabelMask));
+    store_be32(
+        ip, (6u << 28) | (uint32_t{tos} << kIpv6TcShift) | (spec.flow_label & kIpv6FlowLabelMask));
     store_be16(ip + 4, 0);
     ip[6] = kIpProtoUdp;
     ip[7] = spec.ttl;
@@ -104,9 +104,9 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
     store_be32(ip + 8, w4 << 16);
     store_be32(ip + 12, src);
     store_be32(ip + 16, dst);
-    ipv4_sum_partial = static_cast<uint16_t>(fold16(w0 + spec.ip_id + kIpv4FlagDf + w4 +
-                                                      (src >> 16) + (src & 0xffffu) +
-                                                      (dst >> 16) + (dst & 0xffffu)));
+    ipv4_sum_partial =
+        static_cast<uint16_t>(fold16(w0 + spec.ip_id + kIpv4FlagDf + w4 + (src >> 16) +
+                                     (src & 0xffffu) + (dst >> 16) + (dst & 0xffffu)));
   }
 
   // UDP; length by finalize_lengths(), checksum 0 (see build.h).
@@ -195,6 +195,13 @@ void write_icrc(std::span<uint8_t> buf, const FrameLayout& l, size_t frame_len) 
   const uint32_t crc =
       icrc_compute(std::span<const uint8_t>(l3, covered), l.ipv6 ? 0 : sizeof(Ipv4Hdr));
   store_icrc(buf.data() + frame_len - kIcrcLen, crc);
+}
+
+uint32_t icrc_headers(std::span<const uint8_t> buf, const FrameLayout& l) {
+  const uint8_t* l3 = buf.data() + l.l3_offset;
+  const uint32_t crc = icrc_pseudo_header(l3, l.ipv6 ? 0 : sizeof(Ipv4Hdr));
+  const size_t ext_begin = l.bth_offset + sizeof(Bth);
+  return crc32_update(crc, buf.subspan(ext_begin, l.payload_offset - ext_begin));
 }
 
 void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc) {

@@ -107,12 +107,21 @@ size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& layout, size_
 /// writes it into the last 4 bytes of buf[0, frame_len).
 void write_icrc(std::span<uint8_t> buf, const FrameLayout& layout, size_t frame_len);
 
+/// The running ICRC over the masked pseudo-header and the extended headers, i.e. everything the
+/// ICRC covers before the payload; call after finalize_lengths(). A fused copy path continues it:
+///   uint32_t crc = icrc_headers(buf, l);
+///   crc = crc32_update(crc, payload);             // e.g. chunk by chunk while copying
+///   crc = crc32_update(crc, pad bytes (zero));    // frame_len - 4 - payload_offset - payload_len
+///   finish_icrc(buf, frame_len, crc);
+uint32_t icrc_headers(std::span<const uint8_t> buf, const FrameLayout& layout);
+
 /// Same as write_icrc() for a caller that already holds the running CRC of the whole covered
 /// range: crc = crc32_update(icrc_pseudo_header(l3, ihl), bytes after the BTH up to the ICRC),
 /// e.g. folded into its payload copy. Writes store_icrc(buf + frame_len - 4, crc).
 void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc);
 
-/// Builds a whole CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1) from spec's L2/L3/UDP fields, pkey and dest_qpn
+/// Builds a whole CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1) from spec's L2/L3/UDP fields,
+/// pkey and dest_qpn
 /// (= the source QP of the congested flow): opcode 0x81, BECN 1, FECN 0, PSN 0, SE/M/pad/AckReq
 /// 0, 16 zero bytes, ICRC. Returns the frame length, or 0 if buf is too short.
 size_t build_cnp(const FrameSpec& spec, std::span<uint8_t> buf);

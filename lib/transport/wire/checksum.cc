@@ -5,10 +5,10 @@
  * Sums 32-bit words in native byte order: the ones' complement sum is byte-order independent
  * (RFC 1071 §2(B)), so one swap at the end gives the network-order result.
  */
-#include "transport/wire/ipv4.h"
-
 #include <bit>
 #include <cstring>
+
+#include "transport/wire/ipv4.h"
 
 namespace uroce::wire {
 

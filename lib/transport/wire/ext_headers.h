@@ -1,7 +1,8 @@
 /**
  * @file ext_headers.h
  * @brief BTH extended transport headers (IBA Vol 1 §9.3): RETH, AETH, AtomicETH, AtomicAckETH,
- * ImmDt, IETH, DETH, and the 16 reserved bytes of a RoCEv2 CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1).
+ * ImmDt, IETH, DETH, and the 16 reserved bytes of a RoCEv2 CNP (Annex 17 §9.3, per
+ * reference/dcqcn.md §3.1).
  *
  * Units: bytes for lengths, virtual addresses in bytes. Each wire struct has a decoded "value"
  * twin (RethValue, ...) in host order, which ParsedPacket and FrameSpec carry.
@@ -17,9 +18,8 @@
 
 namespace uroce::wire {
 
-#define UROCE_WIRE_ASSERT_LAYOUT(T, size)                             \
-  static_assert(sizeof(T) == (size) && alignof(T) == 1 &&              \
-                    std::is_trivially_copyable_v<T>,                  \
+#define UROCE_WIRE_ASSERT_LAYOUT(T, size)                                                  \
+  static_assert(sizeof(T) == (size) && alignof(T) == 1 && std::is_trivially_copyable_v<T>, \
                 "wire struct " #T " must be packed, " #size " bytes")
 
 // ---------------------------------------------------------------------------------------------
@@ -135,7 +135,8 @@ struct DethValue {
   friend constexpr bool operator==(const DethValue&, const DethValue&) = default;
 };
 
-/// The 16 reserved bytes that follow the BTH of a CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1); all zero.
+/// The 16 reserved bytes that follow the BTH of a CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1);
+/// all zero.
 struct CnpReserved {
   std::array<uint8_t, 16> reserved;
 };

@@ -21,12 +21,12 @@ inline constexpr uint32_t kIpv6FlowLabelMask = 0x000fffff;  ///< bits 19:0
 
 /// IPv6 fixed header (40 bytes).
 struct Ipv6Hdr {
-  Be32 ver_tc_flow;                ///< Version(31:28) = 6, Traffic Class(27:20), Flow Label(19:0)
-  Be16 payload_length;             ///< bytes after this header
-  uint8_t next_header;             ///< kIpProtoUdp for RoCEv2 (no extension headers)
-  uint8_t hop_limit;               ///< hops
-  std::array<uint8_t, 16> src;     ///< source address
-  std::array<uint8_t, 16> dst;     ///< destination address
+  Be32 ver_tc_flow;             ///< Version(31:28) = 6, Traffic Class(27:20), Flow Label(19:0)
+  Be16 payload_length;          ///< bytes after this header
+  uint8_t next_header;          ///< kIpProtoUdp for RoCEv2 (no extension headers)
+  uint8_t hop_limit;            ///< hops
+  std::array<uint8_t, 16> src;  ///< source address
+  std::array<uint8_t, 16> dst;  ///< destination address
 
   constexpr uint8_t version() const { return static_cast<uint8_t>(ver_tc_flow.load() >> 28); }
   constexpr uint8_t traffic_class() const {

@@ -1,6 +1,7 @@
 /**
  * @file opcode.h
- * @brief BTH opcodes and the constexpr opcode table (IBA Vol 1 §9.2.1, §9.3; Annex 17 §9.3 as reference/dcqcn.md §3.1 gives it).
+ * @brief BTH opcodes and the constexpr opcode table (IBA Vol 1 §9.2.1, §9.3; Annex 17 §9.3 as
+ * reference/dcqcn.md §3.1 gives it).
  *
  * Everything is generated from opcodes.def: the Opcode enum, and kOpcodeTable, 256 rows giving
  * per opcode which extended headers follow the BTH, their byte offsets from the start of the BTH,
@@ -45,8 +46,9 @@ inline constexpr size_t kExtHdrCount = 9;
 
 /// Wire size of each ExtHdr, bytes (kPayload: 0).
 inline constexpr std::array<uint8_t, kExtHdrCount> kExtHdrSize = {
-    sizeof(Deth), sizeof(Reth), sizeof(AtomicEth), sizeof(Aeth), sizeof(AtomicAckEth),
-    sizeof(ImmDt), sizeof(Ieth), sizeof(CnpReserved), 0};
+    sizeof(Deth), sizeof(Reth),         sizeof(AtomicEth),
+    sizeof(Aeth), sizeof(AtomicAckEth), sizeof(ImmDt),
+    sizeof(Ieth), sizeof(CnpReserved),  0};
 
 /// A set of ExtHdr. Not constructible from an integer or an Opcode.
 class HdrMask {
@@ -67,12 +69,26 @@ class HdrMask {
 
 /// Classification flags of an opcode.
 enum class OpFlag : uint8_t {
-  kRc, kUc, kUd, kCnp,       // service
-  kRequest, kResponse,       // direction: requester -> responder, or responder -> requester
-  kFirst, kMiddle, kLast, kOnly,
-  kSend, kWrite, kReadRequest, kReadResponse, kAck, kAtomic, kAtomicAck,
-  kImm, kInv,
-  kRwqe,                     // the message consumes a receive WQE
+  kRc,
+  kUc,
+  kUd,
+  kCnp,  // service
+  kRequest,
+  kResponse,  // direction: requester -> responder, or responder -> requester
+  kFirst,
+  kMiddle,
+  kLast,
+  kOnly,
+  kSend,
+  kWrite,
+  kReadRequest,
+  kReadResponse,
+  kAck,
+  kAtomic,
+  kAtomicAck,
+  kImm,
+  kInv,
+  kRwqe,  // the message consumes a receive WQE
 };
 
 /// A set of OpFlag. Not constructible from an integer, an Opcode or a HdrMask.

@@ -23,27 +23,27 @@
 namespace uroce::wire {
 
 // X(name, counter): every reason a frame is dropped and the counter it increments.
-#define UROCE_WIRE_DROP_REASONS(X)                                                            \
-  X(kOk, rx_malformed)               /* not a drop */                                         \
-  X(kShortFrame, rx_malformed)       /* shorter than an Ethernet header (+ VLAN tag) */       \
-  X(kNotIp, rx_not_roce)             /* EtherType neither IPv4 nor IPv6 */                    \
-  X(kIpTruncated, rx_malformed)      /* frame ends inside the IP header */                    \
-  X(kIpBadVersion, rx_malformed)     /* IP version does not match the EtherType */            \
-  X(kIpBadHeaderLength, rx_malformed) /* IPv4 IHL < 5 or beyond the frame */                  \
-  X(kIpBadLength, rx_malformed)      /* IP total / payload length inconsistent with frame */  \
-  X(kIpBadChecksum, rx_malformed)    /* IPv4 header checksum wrong */                         \
-  X(kIpFragment, rx_malformed)       /* IPv4 fragment (MF or offset set) */                   \
-  X(kNotUdp, rx_not_roce)            /* IP protocol / next header is not UDP */               \
-  X(kUdpTruncated, rx_malformed)     /* IP payload shorter than a UDP header */               \
-  X(kUdpBadLength, rx_malformed)     /* UDP length != IP payload length */                    \
-  X(kNotRocePort, rx_not_roce)       /* UDP destination port is not 4791 */                   \
-  X(kBthTruncated, rx_malformed)     /* UDP payload shorter than BTH + ICRC */                \
-  X(kUnknownOpcode, rx_unknown_opcode) /* opcode not in the table */                          \
-  X(kBadTver, rx_malformed)          /* BTH TVer != 0 */                                      \
-  X(kHeaderTruncated, rx_malformed)  /* extended headers run past the packet */               \
-  X(kBadPad, rx_malformed)           /* pad count > payload, or payload+pad not 4-aligned */  \
-  X(kUnexpectedPayload, rx_malformed) /* payload on an opcode that carries none */           \
-  X(kBadIcrc, rx_icrc_encapsulated)  /* ICRC mismatch */
+#define UROCE_WIRE_DROP_REASONS(X)                                                             \
+  X(kOk, rx_malformed)                 /* not a drop */                                        \
+  X(kShortFrame, rx_malformed)         /* shorter than an Ethernet header (+ VLAN tag) */      \
+  X(kNotIp, rx_not_roce)               /* EtherType neither IPv4 nor IPv6 */                   \
+  X(kIpTruncated, rx_malformed)        /* frame ends inside the IP header */                   \
+  X(kIpBadVersion, rx_malformed)       /* IP version does not match the EtherType */           \
+  X(kIpBadHeaderLength, rx_malformed)  /* IPv4 IHL < 5 or beyond the frame */                  \
+  X(kIpBadLength, rx_malformed)        /* IP total / payload length inconsistent with frame */ \
+  X(kIpBadChecksum, rx_malformed)      /* IPv4 header checksum wrong */                        \
+  X(kIpFragment, rx_malformed)         /* IPv4 fragment (MF or offset set) */                  \
+  X(kNotUdp, rx_not_roce)              /* IP protocol / next header is not UDP */              \
+  X(kUdpTruncated, rx_malformed)       /* IP payload shorter than a UDP header */              \
+  X(kUdpBadLength, rx_malformed)       /* UDP length != IP payload length */                   \
+  X(kNotRocePort, rx_not_roce)         /* UDP destination port is not 4791 */                  \
+  X(kBthTruncated, rx_malformed)       /* UDP payload shorter than BTH + ICRC */               \
+  X(kUnknownOpcode, rx_unknown_opcode) /* opcode not in the table */                           \
+  X(kBadTver, rx_malformed)            /* BTH TVer != 0 */                                     \
+  X(kHeaderTruncated, rx_malformed)    /* extended headers run past the packet */              \
+  X(kBadPad, rx_malformed)             /* pad count > payload, or payload+pad not 4-aligned */ \
+  X(kUnexpectedPayload, rx_malformed)  /* payload on an opcode that carries none */            \
+  X(kBadIcrc, rx_icrc_encapsulated)    /* ICRC mismatch */
 
 enum class DropReason : uint8_t {
 #define X(name, counter) name,
@@ -63,9 +63,9 @@ struct ParsedPacket {
   MacAddr dst_mac;
   MacAddr src_mac;
   bool has_vlan = false;
-  uint8_t pcp = 0;    ///< 802.1Q priority, 0 when untagged
-  bool dei = false;   ///< 802.1Q drop eligible
-  uint16_t vid = 0;   ///< 802.1Q VLAN id, 0 when untagged
+  uint8_t pcp = 0;   ///< 802.1Q priority, 0 when untagged
+  bool dei = false;  ///< 802.1Q drop eligible
+  uint16_t vid = 0;  ///< 802.1Q VLAN id, 0 when untagged
   // L3
   uint8_t ip_version = 0;  ///< 4 or 6
   Gid src_ip;              ///< IPv4-mapped (::ffff:a.b.c.d) for IPv4

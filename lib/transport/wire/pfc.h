@@ -29,9 +29,9 @@ inline constexpr size_t kMacControlFrameLen = 60;
 
 /// PFC body after the Ethernet header (20 bytes).
 struct PfcBody {
-  Be16 opcode;                  ///< kMacControlOpPfc
-  Be16 class_enable;            ///< bits 7:0 = e7..e0 (bit p enables time[p]); 15:8 zero
-  std::array<Be16, 8> time;     ///< pause time per priority, quanta
+  Be16 opcode;               ///< kMacControlOpPfc
+  Be16 class_enable;         ///< bits 7:0 = e7..e0 (bit p enables time[p]); 15:8 zero
+  std::array<Be16, 8> time;  ///< pause time per priority, quanta
 };
 static_assert(sizeof(PfcBody) == 20 && alignof(PfcBody) == 1 &&
               std::is_trivially_copyable_v<PfcBody>);
@@ -47,8 +47,8 @@ static_assert(sizeof(PauseBody) == 4 && alignof(PauseBody) == 1 &&
 /// A decoded PFC or PAUSE frame.
 struct MacControlFrame {
   MacAddr src;
-  bool pfc = false;           ///< true: PFC; false: 802.3x PAUSE
-  uint8_t class_enable = 0;   ///< PFC: bit p set = time[p] is valid; PAUSE: 0xff
+  bool pfc = false;                  ///< true: PFC; false: 802.3x PAUSE
+  uint8_t class_enable = 0;          ///< PFC: bit p set = time[p] is valid; PAUSE: 0xff
   std::array<uint16_t, 8> quanta{};  ///< PFC: per priority; PAUSE: quanta[0..7] all = the time
 };
 
