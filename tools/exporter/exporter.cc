@@ -1,0 +1,168 @@
+/**
+ * @file exporter.cc
+ * @brief Segment -> Prometheus metric families and the HTTP endpoint (exporter.h).
+ */
+#include "exporter.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/exposer.h>
+#include <signal.h>
+
+#include <cstdio>
+#include <map>
+#include <memory>
+
+#include "stats/proc.h"
+#include "stats/reader.h"
+
+namespace uroce::exporter {
+
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+/// Families by name, in first-seen order, so every series of one name shares one family.
+class Families {
+ public:
+  void add(const std::string& name, std::string_view help, MetricType type, Labels labels,
+           double value) {
+    auto it = index_.find(name);
+    if (it == index_.end()) {
+      it = index_.emplace(name, out_.size()).first;
+      out_.push_back(MetricFamily{name, std::string(help), type, {}});
+    }
+    ClientMetric m;
+    m.label = std::move(labels);
+    if (type == MetricType::Counter) m.counter.value = value;
+    else m.gauge.value = value;
+    out_[it->second].metric.push_back(std::move(m));
+  }
+  std::vector<MetricFamily> take() { return std::move(out_); }
+
+ private:
+  std::map<std::string, size_t> index_;
+  std::vector<MetricFamily> out_;
+};
+
+Labels with(Labels base, std::string name, std::string value) {
+  base.push_back({std::move(name), std::move(value)});
+  return base;
+}
+
+void add_snapshot(Families& f, const stats::Snapshot& s) {
+  Labels base = {{"device", s.device}, {"port", "1"}, {"pid", std::to_string(s.pid)}};
+  const stats::ConfigSummary& c = s.config;
+  Labels info = base;
+  info.push_back({"profile", std::string(stats::get_text(c.profile))});
+  info.push_back({"lossless", c.lossless ? "1" : "0"});
+  info.push_back({"trust", std::string(stats::get_text(c.trust))});
+  info.push_back({"dcqcn_mode", std::string(stats::get_text(c.dcqcn_mode))});
+  f.add("rdma_device_info", "Effective RoCE configuration of the device (value 1)",
+        MetricType::Gauge, info, 1);
+  for (size_t i = 0; i < s.counters.size(); ++i) {
+    std::string_view help = "uroce engine counter";
+    for (size_t k = 0; k < kCounterCount; ++k)
+      if (kCounterNames[k] == s.counter_names[i]) help = kCounterHelp[k];
+    f.add("rdma_" + s.counter_names[i] + "_total", help, MetricType::Counter, base,
+          static_cast<double>(s.counters[i]));
+  }
+  for (const stats::StatDesc& d : stats::kPrioStats) {
+    bool counter = d.kind == stats::Kind::kCounter;
+    std::string name = "rdma_" + std::string(d.name) + (counter ? "_total" : "_bytes");
+    for (int p = 0; p < stats::kNumPriorities; ++p)
+      f.add(name, d.help, counter ? MetricType::Counter : MetricType::Gauge,
+            with(base, "priority", std::to_string(p)),
+            static_cast<double>(stats::prio_value(s.port, d, p)));
+  }
+  for (const stats::StatDesc& d : stats::kPortStats) {
+    bool counter = d.kind == stats::Kind::kCounter;
+    f.add("rdma_" + std::string(d.name) + (counter ? "_total" : ""), d.help,
+          counter ? MetricType::Counter : MetricType::Gauge, base,
+          static_cast<double>(stats::prio_value(s.port, d, 0)));
+  }
+  f.add("rdma_qps", "Queue pairs of the device", MetricType::Gauge, base,
+        static_cast<double>(s.qps.size()));
+  for (const stats::QpRecord& q : s.qps) {
+    Labels ql = with(base, "qp", std::to_string(q.qpn));
+    for (size_t i = 0; i < stats::kQpCounterCount; ++i)
+      f.add("rdma_qp_" + std::string(stats::kQpStats[i].name) + "_total", stats::kQpStats[i].help,
+            MetricType::Counter, ql, static_cast<double>(q.counters[i]));
+    f.add("rdma_rp_current_rate_mbps", "DCQCN current rate Rc of the QP, Mb/s (0 = unlimited)",
+          MetricType::Gauge, ql, stats::load_double(q.rate_mbps));
+    f.add("rdma_rp_target_rate_mbps", "DCQCN target rate Rt of the QP, Mb/s", MetricType::Gauge,
+          ql, stats::load_double(q.target_mbps));
+    f.add("rdma_rp_alpha", "DCQCN alpha of the QP (0..1)", MetricType::Gauge, ql,
+          stats::load_double(q.alpha));
+    f.add("rdma_qp_state", "QP state (0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 SQD, 5 SQE, 6 ERR)",
+          MetricType::Gauge, ql, q.state);
+  }
+}
+
+class SegmentCollector : public prometheus::Collectable {
+ public:
+  explicit SegmentCollector(std::string dir) : dir_(std::move(dir)) {}
+  std::vector<MetricFamily> Collect() const override { return collect_families(dir_); }
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace
+
+std::vector<MetricFamily> collect_families(const std::string& run_dir) {
+  Families f;
+  std::map<std::string, int> states = {{"live", 0}, {"stale", 0}, {"unreadable", 0}};
+  for (const stats::SegmentInfo& info : stats::list_segments(stats::run_dir(run_dir))) {
+    if (info.state == stats::SegmentState::kStale) {
+      states["stale"]++;
+      continue;
+    }
+    if (info.state == stats::SegmentState::kUnreadable) {
+      states["unreadable"]++;
+      continue;
+    }
+    stats::Snapshot s;
+    std::string err;
+    stats::ReadStatus st = stats::read_segment(info.path, &s, &err);
+    if (st != stats::ReadStatus::kOk) {
+      states[st == stats::ReadStatus::kError ? "unreadable" : "stale"]++;
+      continue;
+    }
+    states["live"]++;
+    add_snapshot(f, s);
+  }
+  for (const auto& [state, n] : states)
+    f.add("rdma_exporter_segments", "Statistics segments found at the last scrape, by state",
+          MetricType::Gauge, {{"state", state}}, n);
+  return f.take();
+}
+
+int run(const std::string& listen, const std::string& run_dir) {
+  // Block the stop signals before the server threads start, so only sigwait sees them.
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(listen, 2);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "uroce: exporter: cannot listen on %s: %s\n", listen.c_str(), e.what());
+    return 1;
+  }
+  auto collector = std::make_shared<SegmentCollector>(run_dir);
+  exposer->RegisterCollectable(collector);
+  std::vector<int> ports = exposer->GetListeningPorts();
+  std::string host = listen.substr(0, listen.rfind(':'));
+  std::printf("listening on %s:%d\n", host.c_str(), ports.empty() ? 0 : ports.front());
+  std::fflush(stdout);
+  int sig = 0;
+  sigwait(&stop, &sig);
+  return 0;
+}
+
+}  // namespace uroce::exporter

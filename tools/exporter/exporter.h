@@ -1,0 +1,37 @@
+/**
+ * @file exporter.h
+ * @brief `uroce exporter`: a Prometheus endpoint (prometheus-cpp) that reads every live
+ * statistics segment (lib/stats) at scrape time and serves its raw cumulative values, so a
+ * restart of the exporter or a `uroce clear counters` never distorts rates (no Add per
+ * scrape; reference/dcqcn.md §5.3). Stale and unreadable segments are skipped and counted.
+ *
+ * Names (reference/dcqcn.md §5.3 "each hw counter is exported as rdma_<name>_total"):
+ *   rdma_<engine counter>_total                  counter  {device, port, pid}
+ *   rdma_<per-priority stat>_total               counter  {device, port, pid, priority}
+ *   rdma_tx_prio_queue_depth_bytes, _high_water_bytes  gauge {.., priority}
+ *   rdma_<port stat>_total, rdma_link_speed_mbps {device, port, pid}
+ *   rdma_qp_<qp counter>_total                   counter  {device, port, pid, qp}
+ *   rdma_rp_current_rate_mbps, rdma_rp_target_rate_mbps, rdma_rp_alpha, rdma_qp_state
+ *                                                gauge    {device, port, pid, qp}
+ *   rdma_device_info{device, port, pid, profile, lossless, trust, dcqcn_mode} 1
+ *   rdma_qps{device, port, pid}, rdma_exporter_segments{state}
+ * `port` is the IB port number ("1"). Units: bytes, frames, µs (pause durations), Mb/s.
+ */
+#pragma once
+
+#include <prometheus/metric_family.h>
+
+#include <string>
+#include <vector>
+
+namespace uroce::exporter {
+
+/// Every metric family for the segments in `run_dir` (empty: $UROCE_RUN_DIR or /dev/shm).
+std::vector<prometheus::MetricFamily> collect_families(const std::string& run_dir);
+
+/// Serves /metrics on `listen` ("host:port"; port 0 picks a free one) until SIGINT or
+/// SIGTERM. Prints "listening on <host>:<port>" on stdout once it accepts connections.
+/// @return the exit status (1 with one line on stderr when it cannot listen).
+int run(const std::string& listen, const std::string& run_dir);
+
+}  // namespace uroce::exporter

@@ -1,0 +1,26 @@
+/**
+ * @file doctor.h
+ * @brief `uroce doctor`: checks what a uroce program needs on this host and prints one line
+ * per check ("ok", "warn", "FAIL") with, for every problem, the command that fixes it:
+ * the configuration file, DPDK PMDs for the configured ports, hugepages (or the driver's
+ * --no-huge fallback), network interfaces, memif socket folders, capabilities and folder
+ * permissions, and left-over statistics segments. Exit status 1 when any check FAILs.
+ */
+#pragma once
+
+#include <string>
+
+namespace uroce::tool {
+
+/// Where the checks look; tests point them at fake trees.
+struct DoctorOptions {
+  std::string dpdk_lib_dir = "/usr/lib/x86_64-linux-gnu/dpdk";  ///< holds pmds-<abi>/
+  std::string sys_class_net = "/sys/class/net";
+  std::string meminfo = "/proc/meminfo";
+  std::string dpdk_run_dir = "/var/run/dpdk";
+  std::string run_dir;  ///< statistics segments; empty: $UROCE_RUN_DIR or /dev/shm
+};
+
+int doctor(const DoctorOptions& o);
+
+}  // namespace uroce::tool

@@ -1,0 +1,104 @@
+/**
+ * @file main.cc
+ * @brief The `uroce` command: show / clear the counters of running uroce programs, profiles,
+ * environment checks, and the Prometheus exporter (DESIGN.md "Counters", issue #6).
+ *
+ *   uroce show roce [--json] [--watch]          per device: config, PFC/ECN map, queues, counters
+ *   uroce show counters [--device D] [--qp N]   every counter (ethtool / hw_counters names)
+ *   uroce show qp                               every QP: state, type, peer, PSNs, DCQCN rate
+ *   uroce clear counters [--device D]           zero point for `show` (exporter stays raw)
+ *   uroce profile list | show NAME | apply NAME [--config FILE] | diff NAME [--config FILE]
+ *   uroce doctor                                what is wrong on this host, and the fix
+ *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
+ */
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "doctor.h"
+#include "exporter.h"
+#include "profile_cmd.h"
+#include "show.h"
+
+int main(int argc, char** argv) {
+  using namespace uroce::tool;
+  CLI::App app{"uroce: counters, profiles and checks for the uroce userspace RoCE stack"};
+  app.require_subcommand(1);
+  std::string run_dir;
+  app.add_option("--run-dir", run_dir, "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
+
+  ShowOptions so;
+  std::string qp_text;
+  auto* show = app.add_subcommand("show", "Show state and counters of running programs");
+  show->require_subcommand(1);
+  auto add_common = [&](CLI::App* c) {
+    c->add_option("--device,-d", so.device, "Only this device");
+    c->add_option("--pid", so.pid, "Only this process");
+    c->add_flag("--json", so.json, "JSON for scripts");
+    c->add_flag("--watch,-w", so.watch, "Refresh until interrupted");
+    c->add_option("--interval", so.interval_s, "Seconds between refreshes (--watch)");
+    c->add_flag("--raw", so.raw, "Ignore the baseline of `uroce clear counters`");
+  };
+  auto* roce = show->add_subcommand("roce", "RoCE view per device: profile, lossless, maps, PFC, ECN, DCQCN, queues");
+  add_common(roce);
+  auto* counters = show->add_subcommand("counters", "Every counter of each device (or of one QP)");
+  add_common(counters);
+  counters->add_option("--qp", qp_text, "Only this QP number (decimal or 0x hex)");
+  counters->add_flag("--all", so.all, "Also list per-priority counters that are zero");
+  auto* qp = show->add_subcommand("qp", "Every QP: state, type, peer, PSNs, DCQCN rate");
+  add_common(qp);
+
+  auto* clear = app.add_subcommand("clear", "Clear counters");
+  clear->require_subcommand(1);
+  auto* clear_counters_cmd = clear->add_subcommand("counters", "Start `uroce show` counters from zero");
+  clear_counters_cmd->add_option("--device,-d", so.device, "Only this device");
+  clear_counters_cmd->add_option("--pid", so.pid, "Only this process");
+
+  ProfileOptions po;
+  auto* profile = app.add_subcommand("profile", "Lossless/lossy/hpc/storage profiles for the config file");
+  profile->require_subcommand(1);
+  auto* plist = profile->add_subcommand("list", "List the profiles");
+  auto* pshow = profile->add_subcommand("show", "Print the keys a profile writes");
+  pshow->add_option("name", po.name, "Profile")->required();
+  auto* papply = profile->add_subcommand("apply", "Write a profile into the config file (atomically, with FILE.bak)");
+  papply->add_option("name", po.name, "Profile")->required();
+  papply->add_option("--config,-c", po.config, "Config file (default: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml)");
+  papply->add_option("--device,-d", po.device, "Only this device (default: all)");
+  auto* pdiff = profile->add_subcommand("diff", "What applying a profile would change");
+  pdiff->add_option("name", po.name, "Profile")->required();
+  pdiff->add_option("--config,-c", po.config, "Config file");
+  pdiff->add_option("--device,-d", po.device, "Only this device");
+
+  DoctorOptions dopt;
+  auto* doctor_cmd = app.add_subcommand("doctor", "Check this host for what uroce needs");
+
+  std::string listen = "127.0.0.1:9488";
+  auto* exporter = app.add_subcommand("exporter", "Serve the counters to Prometheus");
+  exporter->add_option("--listen,-l", listen, "host:port to listen on (port 0: any free port)");
+
+  CLI11_PARSE(app, argc, argv);
+  so.run_dir = run_dir;
+  dopt.run_dir = run_dir;
+  if (!qp_text.empty()) {
+    char* end = nullptr;
+    long long v = std::strtoll(qp_text.c_str(), &end, 0);
+    if (*end || v < 0 || v > 0xffffff) {
+      std::fprintf(stderr, "uroce: --qp %s: not a QP number (0..0xffffff)\n", qp_text.c_str());
+      return 2;
+    }
+    so.qp = v;
+  }
+
+  if (roce->parsed()) return show_roce(so);
+  if (counters->parsed()) return show_counters(so);
+  if (qp->parsed()) return show_qp(so);
+  if (clear_counters_cmd->parsed()) return clear_counters(so);
+  if (plist->parsed()) return profile_list();
+  if (pshow->parsed()) return profile_show(po);
+  if (papply->parsed()) return profile_apply(po);
+  if (pdiff->parsed()) return profile_diff(po);
+  if (doctor_cmd->parsed()) return doctor(dopt);
+  if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
+  return 2;
+}

@@ -1,0 +1,407 @@
+/**
+ * @file show.cc
+ * @brief The `show` and `clear` commands (show.h). Units as in lib/stats/layout.h: bytes,
+ * frames, µs for pause durations, Mb/s for rates.
+ */
+#include "show.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string_view>
+#include <vector>
+
+#include "config/config.h"
+#include "json.h"
+#include "stats/baseline.h"
+#include "stats/proc.h"
+#include "stats/reader.h"
+#include "stats/summary.h"
+
+namespace uroce::tool {
+
+namespace {
+
+using stats::Snapshot;
+
+/// What the reader found: readable snapshots, stale segments, and one line per failure.
+struct Found {
+  std::vector<Snapshot> snaps;
+  std::vector<std::string> stale;   ///< one line each
+  std::vector<std::string> errors;  ///< one line each
+  std::string dir;
+};
+
+Found collect(const ShowOptions& o) {
+  Found f;
+  f.dir = stats::run_dir(o.run_dir);
+  for (const stats::SegmentInfo& info : stats::list_segments(f.dir)) {
+    if (!o.device.empty() && info.device != o.device) continue;
+    if (o.pid && info.pid != o.pid) continue;
+    if (info.state == stats::SegmentState::kUnreadable) {
+      f.errors.push_back(info.problem);
+      continue;
+    }
+    if (info.state == stats::SegmentState::kStale) {
+      f.stale.push_back(info.problem);
+      continue;
+    }
+    Snapshot s;
+    std::string err;
+    switch (stats::read_segment(info.path, &s, &err)) {
+      case stats::ReadStatus::kOk:
+        if (!o.raw) stats::apply_baseline(&s);
+        f.snaps.push_back(std::move(s));
+        break;
+      case stats::ReadStatus::kStale: f.stale.push_back(err); break;
+      case stats::ReadStatus::kOwnerExited:
+      case stats::ReadStatus::kError: f.errors.push_back(err); break;
+    }
+  }
+  return f;
+}
+
+/// Prints the stale notes and errors; returns the exit status.
+int finish(const Found& f) {
+  for (const std::string& s : f.stale) std::fprintf(stderr, "uroce: %s\n", s.c_str());
+  for (const std::string& e : f.errors) std::fprintf(stderr, "uroce: %s\n", e.c_str());
+  return f.errors.empty() ? 0 : 1;
+}
+
+/// "0-7", "3,26", "-" for the DSCPs (or PCPs) that map to priority p.
+std::string values_for(const uint8_t* map, int n, int p) {
+  std::string out;
+  for (int v = 0; v < n;) {
+    if (map[v] != p) {
+      ++v;
+      continue;
+    }
+    int end = v;
+    while (end + 1 < n && map[end + 1] == p) ++end;
+    if (!out.empty()) out += ',';
+    out += end > v ? fmt::format("{}-{}", v, end) : std::to_string(v);
+    v = end + 1;
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::vector<int> list_for(const uint8_t* map, int n, int p) {
+  std::vector<int> out;
+  for (int v = 0; v < n; ++v)
+    if (map[v] == p) out.push_back(v);
+  return out;
+}
+
+constexpr std::string_view kCongestion[] = {"np_ecn_marked_roce_packets", "np_cnp_sent",
+                                            "rp_cnp_handled", "rp_cnp_ignored"};
+constexpr std::string_view kReliability[] = {
+    "roce_adp_retrans",     "local_ack_timeout_err",          "packet_seq_err",
+    "implied_nak_seq_err",  "rnr_nak_retry_err",              "out_of_sequence",
+    "duplicate_request",    "req_transport_retries_exceeded", "req_rnr_retries_exceeded",
+    "out_of_buffer",        "rx_icrc_encapsulated"};
+
+bool bit(uint8_t mask, int p) { return (mask >> p) & 1; }
+
+/// A configured device with no program running: its effective config and zero counters.
+Snapshot from_config(const config::Device& dev, const std::string& source) {
+  Snapshot s;
+  s.device = dev.name;
+  s.config = stats::summarize(dev, source);
+  s.counter_names.assign(kCounterNames.begin(), kCounterNames.end());
+  s.counters.assign(kCounterCount, 0);
+  return s;
+}
+
+void roce_json(JsonWriter& j, const Snapshot& s, bool running) {
+  const stats::ConfigSummary& c = s.config;
+  j.begin_object();
+  j.kv("device", s.device);
+  j.kv("state", running ? "running" : "configured");
+  j.kv("pid", static_cast<int64_t>(s.pid));
+  j.kv("port", stats::get_text(c.port));
+  j.kv("config", stats::get_text(c.source));
+  j.kv("mtu", c.mtu);
+  j.kv("profile", stats::get_text(c.profile));
+  j.kv("lossless", c.lossless != 0);
+  j.kv("trust", stats::get_text(c.trust));
+  j.kv("roce_dscp", int{c.roce_dscp});
+  j.kv("roce_priority", int{c.dscp_to_prio[c.roce_dscp & 63]});
+  j.kv("cnp_dscp", int{c.cnp_dscp});
+  j.kv("cnp_priority", int{c.dscp_to_prio[c.cnp_dscp & 63]});
+  j.kv("ecn", c.ecn != 0);
+  j.key("pfc").begin_object();
+  j.kv("xoff_bytes", c.pfc_xoff_bytes).kv("xon_bytes", c.pfc_xon_bytes);
+  j.kv("watchdog_detect_ms", c.pfc_watchdog_detect_ms);
+  j.kv("watchdog_restore_ms", c.pfc_watchdog_restore_ms);
+  j.kv("rx_global_pause", s.port.rx_global_pause);
+  j.kv("tx_pause_storm_warning_events", s.port.tx_pause_storm_warning_events);
+  j.kv("tx_pause_storm_error_events", s.port.tx_pause_storm_error_events);
+  j.end_object();
+  j.key("priorities").begin_array();
+  for (int p = 0; p < stats::kNumPriorities; ++p) {
+    j.begin_object();
+    j.kv("priority", p);
+    j.key("dscp").begin_array();
+    for (int d : list_for(c.dscp_to_prio, 64, p)) j.value(d);
+    j.end_array();
+    j.key("pcp").begin_array();
+    for (int d : list_for(c.pcp_to_prio, 8, p)) j.value(d);
+    j.end_array();
+    j.kv("tx_queue", int{c.prio_to_txq[p]});
+    j.kv("pfc", bit(c.pfc_enabled_mask, p));
+    j.kv("ecn", bit(c.ecn_enabled_mask, p));
+    for (const stats::StatDesc& d : stats::kPrioStats) j.kv(d.name, stats::prio_value(s.port, d, p));
+    j.end_object();
+  }
+  j.end_array();
+  j.key("dcqcn").begin_object();
+  j.kv("mode", stats::get_text(c.dcqcn_mode));
+  j.kv("enabled", c.dcqcn_enabled != 0);
+  j.key("params").begin_object();
+  for (uint32_t i = 0; i < c.dcqcn_param_count && i < stats::kMaxDcqcnParams; ++i)
+    j.kv(stats::get_text(c.dcqcn_params[i].name), c.dcqcn_params[i].value);
+  j.end_object();
+  j.end_object();
+  j.key("congestion").begin_object();
+  for (std::string_view n : kCongestion) j.kv(n, s.counter(n));
+  j.end_object();
+  j.key("reliability").begin_object();
+  for (std::string_view n : kReliability) j.kv(n, s.counter(n));
+  j.end_object();
+  j.kv("qps", static_cast<uint64_t>(s.qps.size()));
+  j.end_object();
+}
+
+
+void roce_table(std::string& out, const Snapshot& s, bool running) {
+  const stats::ConfigSummary& c = s.config;
+  std::string profile(stats::get_text(c.profile));
+  out += fmt::format("{}  {}  port {}  mtu {}  config {}\n", s.device,
+                     running ? fmt::format("pid {}", s.pid) : std::string("(not running)"),
+                     stats::get_text(c.port), c.mtu, stats::get_text(c.source));
+  out += fmt::format(
+      "  profile {}  lossless {}  trust {}  ECN {}  DCQCN {}  RoCE dscp {} -> prio {}  CNP dscp {} -> prio {}\n",
+      profile.empty() ? "(none)" : profile, c.lossless ? "on" : "off", stats::get_text(c.trust),
+      c.ecn ? "on" : "off", stats::get_text(c.dcqcn_mode), c.roce_dscp,
+      c.dscp_to_prio[c.roce_dscp & 63], c.cnp_dscp, c.dscp_to_prio[c.cnp_dscp & 63]);
+  out += fmt::format("  PFC xoff {} B  xon {} B  watchdog {} ms / {} ms  storms warn {} err {}\n",
+                     c.pfc_xoff_bytes, c.pfc_xon_bytes, c.pfc_watchdog_detect_ms,
+                     c.pfc_watchdog_restore_ms, s.port.tx_pause_storm_warning_events,
+                     s.port.tx_pause_storm_error_events);
+  out += fmt::format("  {:>4} {:<11} {:>3} {:>3} {:>3} {:>3} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>9} {:>12} {:>12}\n",
+                     "prio", "dscp", "pcp", "txq", "pfc", "ecn", "queue B", "hwm B", "rx pause",
+                     "rx pause us", "tx pause", "tx pause us", "ce marked", "rx bytes",
+                     "tx bytes");
+  for (int p = 0; p < stats::kNumPriorities; ++p) {
+    const stats::PortStats& ps = s.port;
+    out += fmt::format("  {:>4} {:<11} {:>3} {:>3} {:>3} {:>3} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>9} {:>12} {:>12}\n",
+                       p, values_for(c.dscp_to_prio, 64, p), values_for(c.pcp_to_prio, 8, p),
+                       c.prio_to_txq[p], bit(c.pfc_enabled_mask, p) ? "on" : "-",
+                       bit(c.ecn_enabled_mask, p) ? "on" : "-", ps.tx_prio_queue_depth[p],
+                       ps.tx_prio_queue_high_water[p], ps.rx_prio_pause[p],
+                       ps.rx_prio_pause_duration[p], ps.tx_prio_pause[p],
+                       ps.tx_prio_pause_duration[p], ps.rx_prio_marked[p], ps.rx_prio_bytes[p],
+                       ps.tx_prio_bytes[p]);
+  }
+  out += fmt::format("  congestion: ECN marked {}  CNP sent {}  CNP handled {}  CNP ignored {}\n",
+                     s.counter("np_ecn_marked_roce_packets"), s.counter("np_cnp_sent"),
+                     s.counter("rp_cnp_handled"), s.counter("rp_cnp_ignored"));
+  out += fmt::format(
+      "  reliability: retransmits {}  ACK timeouts {}  NAK seq {}  RNR NAK {}  out of sequence {}  "
+      "duplicates {}  retries exceeded {}/{} (transport/RNR)\n",
+      s.counter("roce_adp_retrans"), s.counter("local_ack_timeout_err"),
+      s.counter("packet_seq_err"), s.counter("rnr_nak_retry_err"), s.counter("out_of_sequence"),
+      s.counter("duplicate_request"), s.counter("req_transport_retries_exceeded"),
+      s.counter("req_rnr_retries_exceeded"));
+  // DCQCN parameters, wrapped to about 100 columns.
+  std::string params = fmt::format("  dcqcn {}:", stats::get_text(c.dcqcn_mode));
+  size_t line_start = 0;
+  for (uint32_t i = 0; i < c.dcqcn_param_count && i < stats::kMaxDcqcnParams; ++i) {
+    std::string item = fmt::format(" {}={:g}", stats::get_text(c.dcqcn_params[i].name),
+                                   c.dcqcn_params[i].value);
+    if (params.size() - line_start + item.size() > 100) {
+      params += "\n         ";
+      line_start = params.size() - 9;
+    }
+    params += item;
+  }
+  out += params + "\n";
+  if (running) {
+    int by_state[7] = {};
+    for (const auto& q : s.qps) by_state[q.state < 7 ? q.state : 6]++;
+    std::string states;
+    for (int i = 0; i < 7; ++i)
+      if (by_state[i]) states += fmt::format(" {} {}", stats::kQpStateNames[i], by_state[i]);
+    out += fmt::format("  qps: {}{}\n", s.qps.size(), states);
+  }
+}
+
+/// Runs fn once, or every interval until interrupted when watching.
+template <typename Fn>
+int repeat(const ShowOptions& o, Fn fn) {
+  if (!o.watch) return fn();
+  for (;;) {
+    std::fputs("\033[H\033[2J", stdout);  // home + clear screen
+    fn();
+    std::fflush(stdout);
+    sleep(static_cast<unsigned>(o.interval_s > 0 ? o.interval_s : 1));
+  }
+}
+
+}  // namespace
+
+int show_roce(const ShowOptions& o) {
+  return repeat(o, [&] {
+    Found f = collect(o);
+    std::vector<Snapshot> configured;
+    if (f.snaps.empty() && f.errors.empty()) {
+      // Nobody runs: show what the configuration would give.
+      std::string err;
+      std::optional<config::Config> cfg = config::load(&err);
+      if (!cfg) {
+        std::fprintf(stderr, "uroce: %s\n", err.c_str());
+        return 1;
+      }
+      for (const config::Device& d : cfg->devices)
+        if (o.device.empty() || d.name == o.device) configured.push_back(from_config(d, cfg->source));
+      if (configured.empty() && !o.device.empty()) {
+        std::fprintf(stderr, "uroce: device %s: not running and not in %s\n", o.device.c_str(),
+                     cfg->source.c_str());
+        return 1;
+      }
+    }
+    if (o.json) {
+      JsonWriter j;
+      j.begin_object().key("devices").begin_array();
+      for (const Snapshot& s : f.snaps) roce_json(j, s, true);
+      for (const Snapshot& s : configured) roce_json(j, s, false);
+      j.end_array();
+      j.key("stale").begin_array();
+      for (const auto& s : f.stale) j.value(s);
+      j.end_array();
+      j.key("errors").begin_array();
+      for (const auto& e : f.errors) j.value(e);
+      j.end_array().end_object();
+      std::printf("%s\n", j.str().c_str());
+    } else {
+      std::string out;
+      for (const Snapshot& s : f.snaps) roce_table(out, s, true);
+      for (const Snapshot& s : configured) roce_table(out, s, false);
+      std::fputs(out.c_str(), stdout);
+    }
+    return finish(f);
+  });
+}
+
+int show_counters(const ShowOptions& o) {
+  return repeat(o, [&] {
+    Found f = collect(o);
+    JsonWriter j;
+    std::string out;
+    bool qp_found = false;
+    j.begin_object().key("devices").begin_array();
+    for (const Snapshot& s : f.snaps) {
+      j.begin_object().kv("device", s.device).kv("pid", static_cast<int64_t>(s.pid));
+      out += fmt::format("{} pid {}\n", s.device, s.pid);
+      if (o.qp >= 0) {
+        for (const stats::QpRecord& q : s.qps) {
+          if (q.qpn != static_cast<uint64_t>(o.qp)) continue;
+          qp_found = true;
+          j.kv("qp", q.qpn).key("counters").begin_object();
+          out += fmt::format("  qp {:#x}\n", q.qpn);
+          for (size_t i = 0; i < stats::kQpCounterCount; ++i) {
+            j.kv(stats::kQpStats[i].name, q.counters[i]);
+            out += fmt::format("  {:<40} {}\n", stats::kQpStats[i].name, q.counters[i]);
+          }
+          j.end_object();
+        }
+      } else {
+        j.key("counters").begin_object();
+        for (size_t i = 0; i < s.counters.size(); ++i) {
+          j.kv(s.counter_names[i], s.counters[i]);
+          out += fmt::format("  {:<40} {}\n", s.counter_names[i], s.counters[i]);
+        }
+        for (const stats::StatDesc& d : stats::kPrioStats)
+          for (int p = 0; p < stats::kNumPriorities; ++p) {
+            uint64_t v = stats::prio_value(s.port, d, p);
+            std::string name = stats::prio_stat_name(d.name, p);
+            j.kv(name, v);
+            if (v || o.all) out += fmt::format("  {:<40} {}\n", name, v);
+          }
+        for (const stats::StatDesc& d : stats::kPortStats) {
+          uint64_t v = stats::prio_value(s.port, d, 0);
+          j.kv(d.name, v);
+          out += fmt::format("  {:<40} {}\n", d.name, v);
+        }
+        j.end_object();
+      }
+      j.end_object();
+    }
+    j.end_array().end_object();
+    std::fputs(o.json ? (j.str() + "\n").c_str() : out.c_str(), stdout);
+    int rc = finish(f);
+    if (o.qp >= 0 && !qp_found) {
+      std::fprintf(stderr, "uroce: no QP %lld in any running program%s\n",
+                   static_cast<long long>(o.qp),
+                   o.device.empty() ? "" : (" on device " + o.device).c_str());
+      return 1;
+    }
+    return rc;
+  });
+}
+
+int show_qp(const ShowOptions& o) {
+  return repeat(o, [&] {
+    Found f = collect(o);
+    JsonWriter j;
+    std::string out = fmt::format("{:<10} {:>7} {:>8} {:<4} {:<5} {:<24} {:>8} {:>8} {:>8} {:>10} {:>10} {:>6} {:>8}\n",
+                                  "device", "pid", "qpn", "type", "state", "peer gid", "peer qp",
+                                  "sq psn", "rq psn", "rate Mb/s", "target", "alpha", "retrans");
+    j.begin_object().key("qps").begin_array();
+    for (const Snapshot& s : f.snaps)
+      for (const stats::QpRecord& q : s.qps) {
+        Gid g;
+        std::copy(std::begin(q.peer_gid), std::end(q.peer_gid), g.raw.begin());
+        std::string gid = g.is_zero() ? "-" : g.to_string();
+        std::string_view type = q.type < 3 ? stats::kQpTypeNames[q.type] : "?";
+        std::string_view state = q.state < 7 ? stats::kQpStateNames[q.state] : "?";
+        double rate = stats::load_double(q.rate_mbps), target = stats::load_double(q.target_mbps),
+               alpha = stats::load_double(q.alpha);
+        uint64_t retrans = q.counters[static_cast<size_t>(stats::QpCounter::retransmits)];
+        out += fmt::format("{:<10} {:>7} {:>#8x} {:<4} {:<5} {:<24} {:>#8x} {:>8} {:>8} {:>10.1f} {:>10.1f} {:>6.3f} {:>8}\n",
+                           s.device, s.pid, q.qpn, type, state, gid, q.peer_qpn, q.sq_psn,
+                           q.rq_psn, rate, target, alpha, retrans);
+        j.begin_object().kv("device", s.device).kv("pid", static_cast<int64_t>(s.pid));
+        j.kv("qpn", q.qpn).kv("type", type).kv("state", state).kv("peer_gid", gid);
+        j.kv("peer_qpn", q.peer_qpn).kv("sq_psn", q.sq_psn).kv("rq_psn", q.rq_psn);
+        j.kv("rate_mbps", rate).kv("target_mbps", target).kv("alpha", alpha);
+        j.key("counters").begin_object();
+        for (size_t i = 0; i < stats::kQpCounterCount; ++i) j.kv(stats::kQpStats[i].name, q.counters[i]);
+        j.end_object().end_object();
+      }
+    j.end_array().end_object();
+    std::fputs(o.json ? (j.str() + "\n").c_str() : out.c_str(), stdout);
+    return finish(f);
+  });
+}
+
+int clear_counters(const ShowOptions& o) {
+  ShowOptions raw = o;
+  raw.raw = true;  // the baseline is the raw value
+  Found f = collect(raw);
+  for (const Snapshot& s : f.snaps) {
+    std::string err;
+    if (!stats::clear_counters(s, &err)) {
+      f.errors.push_back(err);
+      continue;
+    }
+    std::printf("cleared %s (pid %d)\n", s.device.c_str(), static_cast<int>(s.pid));
+  }
+  if (f.snaps.empty() && f.errors.empty())
+    std::printf("no running uroce device%s in %s\n",
+                o.device.empty() ? "" : (" " + o.device).c_str(), f.dir.c_str());
+  return finish(f);
+}
+
+}  // namespace uroce::tool
