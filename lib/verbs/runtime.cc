@@ -132,17 +132,19 @@ void Runtime::start_thread() {
         deadline = engine->next_deadline();
         mu.unlock();
       }
+      // While the application drives progress itself (post/poll calls), stay out of its way:
+      // no spinning, short sleeps only. Otherwise any work found restarts the spin phase.
       uint64_t app = app_progress.load(std::memory_order_relaxed);
+      bool app_active = app != seen_app;
+      seen_app = app;
       if (work > 0) {
-        idle = 0;
         last_work = now();
-        continue;
+        if (!app_active) {
+          idle = 0;
+          continue;
+        }
       }
-      if (app != seen_app) {
-        // The application drives progress itself: stay out of its way.
-        seen_app = app;
-        if (idle < kSpinRounds) idle = kSpinRounds;
-      }
+      if (app_active && idle < kSpinRounds + kYieldRounds) idle = kSpinRounds + kYieldRounds;
       ++idle;
       if (idle < kSpinRounds) {
         cpu_relax();
