@@ -24,7 +24,9 @@
 #include <atomic>
 #include <cstring>
 #include <ctime>
+#include <array>
 #include <cstdlib>
+#include <deque>
 #include <map>
 #include <optional>
 #include <mutex>
@@ -32,7 +34,11 @@
 #include <string_view>
 #include <vector>
 
+#include "dcqcn/pfc_frame.h"
+#include "dcqcn/pfc_rx.h"
+#include "dcqcn/tx_scheduler.h"
 #include "dpdk/eal.h"
+#include "dpdk/memif_guard.h"
 #include "dpdk/neighbors.h"
 
 namespace uroce::dpdk {
@@ -90,14 +96,22 @@ class DpdkPort final : public Port {
         devargs_(dev.port),
         mac_(mac),
         max_frame_(max_frame),
-        neighbors_(mac, dev.addresses, dev.neighbors) {
+        neighbors_(mac, dev.addresses, dev.neighbors),
+        pfc_rx_(link_speed_bps(), watchdog_config(dev.pfc), &pfc_counters_),
+        sched_(scheduler_config(dev)) {
     scratch_.resize(max_frame_);
+    uint8_t honoured = 0;
+    for (int p = 0; p < 8; ++p)
+      if (dev.pfc.enabled[p]) honoured |= static_cast<uint8_t>(1u << p);
+    pfc_rx_.set_honoured_mask(honoured);
   }
 
   ~DpdkPort() override {
     std::lock_guard<std::mutex> lock(g_open_mu);
     if (cur_) rte_pktmbuf_free(cur_);
     rte_pktmbuf_free_bulk(pending_, static_cast<unsigned>(npending_));
+    for (auto& q : q_)
+      for (rte_mbuf* m : q) rte_pktmbuf_free(m);
     g_open.erase(port_id_);
     // A port that never started is parked as "set-up failed": the next open configures it.
     g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_};
@@ -108,6 +122,17 @@ class DpdkPort final : public Port {
   /// Marks the port as not started yet: rx_burst()/flush() retry rte_eth_dev_start every
   /// kStartRetry (a memif client whose server is not listening yet cannot start).
   void start_later() { started_ = false; }
+
+  /// Makes rx_burst() restart the port when its link stays down (a memif client whose
+  /// server went away, or refused it while still starting, never reconnects by itself).
+  void reconnect_when_down() { reconnect_ = true; }
+
+  /// Marks the port as net_memif (link watched on every poll, regions guarded).
+  void set_memif() {
+    memif_ = true;
+    link_up_ = false;
+    memif_guard_refresh();
+  }
 
   /// Drops every frame waiting in the RX queue.
   void drain() {
@@ -123,9 +148,9 @@ class DpdkPort final : public Port {
   uint8_t* begin_frame(size_t max_len) override {
     if (max_len > max_frame_) return nullptr;
     if (!cur_) {
-      if (npending_ == kBurst) {
+      if (queued_ >= kMaxQueued) {
         flush();
-        if (npending_ == kBurst) return nullptr;
+        if (queued_ >= kMaxQueued) return nullptr;
       }
       cur_ = rte_pktmbuf_alloc(pool_);
       if (!cur_) {
@@ -136,22 +161,28 @@ class DpdkPort final : public Port {
     return rte_pktmbuf_mtod(cur_, uint8_t*);
   }
 
-  void end_frame(size_t len, const TxMeta& /*meta*/) override {
+  void end_frame(size_t len, const TxMeta& meta) override {
     if (!cur_) return;
     cur_->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
     cur_->pkt_len = cur_->data_len;
-    pending_[npending_++] = cur_;
+    q_[meta.priority & 7].push_back(cur_);
+    ++queued_;
+    ++ended_;
     cur_ = nullptr;
-    if (npending_ == kBurst) flush();
+    if (queued_ >= kBurst) flush();
   }
 
   // Port
   void flush() override {
-    if (npending_ == 0 || !ensure_started()) return;
-    uint16_t sent = rte_eth_tx_burst(port_id_, 0, pending_, static_cast<uint16_t>(npending_));
-    if (sent == 0) return;
-    std::memmove(pending_, pending_ + sent, (npending_ - sent) * sizeof(rte_mbuf*));
-    npending_ -= sent;
+    if (!ensure_started()) return;
+    for (int round = 0; round < 4; ++round) {
+      schedule();
+      if (npending_ == 0) return;
+      uint16_t sent = rte_eth_tx_burst(port_id_, 0, pending_, static_cast<uint16_t>(npending_));
+      std::memmove(pending_, pending_ + sent, (npending_ - sent) * sizeof(rte_mbuf*));
+      npending_ -= sent;
+      if (npending_ != 0 || queued_ == 0) return;  // the PMD is full, or all is out
+    }
   }
 
   size_t rx_burst(FrameHandler& h, size_t max) override {
@@ -162,7 +193,10 @@ class DpdkPort final : public Port {
       rte_mbuf* bufs[kBurst];
       uint16_t want = static_cast<uint16_t>(std::min(max - total, kBurst));
       uint16_t n = rte_eth_rx_burst(port_id_, 0, bufs, want);
-      if (n == 0) break;
+      if (n == 0) {
+        if (total == 0 && !memif_) check_link(monotonic_now());
+        break;
+      }
       Timestamp now{};
       for (uint16_t i = 0; i < n; ++i) {
         rte_mbuf* m = bufs[i];
@@ -174,13 +208,21 @@ class DpdkPort final : public Port {
                                                               scratch_.data()));
         }
         if (!data || len < 14) continue;
-        bool pfc = std::memcmp(data, kPfcGroup, 6) == 0;
-        if (!pfc && !neighbors_.accepts_dst(data)) continue;
         std::span<const uint8_t> frame(data, len);
+        if (std::memcmp(data, kPfcGroup, 6) == 0) {
+          // PFC / PAUSE: honoured here (lib/dcqcn PfcRx), never passed on.
+          if (auto f = dcqcn::parse_pause_frame(frame)) {
+            if (now.ns == 0) now = monotonic_now();
+            pfc_rx_.on_pause_frame(*f, now);
+            pause_seen_ = true;
+          }
+          continue;
+        }
+        if (!neighbors_.accepts_dst(data)) continue;
         if (now.ns == 0) now = monotonic_now();
-        size_t before = npending_;
+        uint64_t before = ended_;
         if (neighbors_.on_frame(frame, now, *this)) {
-          replied |= npending_ != before;
+          replied |= ended_ != before;
           continue;
         }
         h.on_frame(frame, RxMeta{});
@@ -189,7 +231,12 @@ class DpdkPort final : public Port {
       total += n;
       if (n < want) break;
     }
-    if (replied) flush();
+    // memif: look at the link on every poll (at most every kStartRetry), busy or not, so the
+    // guard knows the regions of a new connection before traffic flows on it.
+    if (memif_) check_link(monotonic_now());
+    // Frames the port queued itself (ARP/ND replies, announcements) go out without waiting
+    // for the engine's next flush().
+    if (replied || npending_ || queued_) flush();
     return total;
   }
 
@@ -207,10 +254,15 @@ class DpdkPort final : public Port {
 
   bool resolve(const Gid& ip, MacAddr* mac) override {
     if (neighbors_.lookup(ip, mac)) return true;  // the per-packet path: no clock read
-    size_t before = npending_;
+    uint64_t before = ended_;
     bool ok = neighbors_.resolve(ip, mac, monotonic_now(), *this);
-    if (npending_ != before) flush();
+    if (ended_ != before) flush();
     return ok;
+  }
+
+  const dcqcn::PfcCounters& pfc_counters() {
+    if (pause_seen_) pfc_rx_.on_timer(monotonic_now());
+    return pfc_counters_;
   }
 
  private:
@@ -221,13 +273,89 @@ class DpdkPort final : public Port {
   size_t max_frame_;
   Neighbors neighbors_;
   rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
-  rte_mbuf* pending_[kBurst] = {};   ///< frames ended, not yet taken by the PMD
+  rte_mbuf* pending_[kBurst] = {};   ///< frames scheduled, not yet taken by the PMD
   size_t npending_ = 0;
+  std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
+  size_t queued_ = 0;                ///< frames in q_
+  uint64_t ended_ = 0;               ///< end_frame() calls (to see whether a call sent)
+  dcqcn::PfcCounters pfc_counters_;
+  dcqcn::PfcRx pfc_rx_;              ///< received PFC/PAUSE state per priority
+  dcqcn::TxScheduler sched_;         ///< CNP class strict, DRR for the rest, skips paused
+  bool pause_seen_ = false;          ///< a pause frame arrived once (then TX consults pfc_rx_)
+
+  static constexpr size_t kMaxQueued = 512;  ///< frames in q_ before begin_frame() refuses
+
+  static dcqcn::PfcWatchdogConfig watchdog_config(const config::Pfc& pfc) {
+    dcqcn::PfcWatchdogConfig wd;
+    wd.detect = Duration::millis(pfc.watchdog_detect_ms);
+    wd.restore = Duration::millis(pfc.watchdog_restore_ms);
+    wd.ignore_pause = pfc.watchdog_ignore_pause;
+    return wd;
+  }
+  static dcqcn::TxSchedulerConfig scheduler_config(const config::Device& dev) {
+    dcqcn::TxSchedulerConfig c;
+    c.strict_mask = static_cast<uint8_t>(1u << (dev.dscp_to_prio[dev.cnp_dscp & 63] & 7));
+    return c;
+  }
+
+  /// Moves frames from the priority queues into the burst, in the scheduler's order; a
+  /// priority the peer paused (PFC) starts no frame.
+  void schedule() {
+    if (queued_ == 0) return;
+    Timestamp now = pause_seen_ ? monotonic_now() : Timestamp{};
+    dcqcn::PfcRx* pfc = pause_seen_ ? &pfc_rx_ : nullptr;
+    while (npending_ < kBurst && queued_ > 0) {
+      std::array<uint32_t, dcqcn::kNumPriorities> heads{};
+      for (int p = 0; p < 8; ++p) heads[p] = q_[p].empty() ? 0 : q_[p].front()->data_len;
+      std::optional<uint8_t> p = sched_.pick(heads, pfc, now);
+      if (!p) return;
+      pending_[npending_++] = q_[*p].front();
+      q_[*p].pop_front();
+      --queued_;
+    }
+  }
   std::vector<uint8_t> scratch_;     ///< linear copy of a multi-segment frame
   bool started_ = true;              ///< rte_eth_dev_start succeeded
+  bool reconnect_ = false;           ///< restart when the link stays down (memif client)
+  bool memif_ = false;               ///< net_memif (memif_guard.h)
+  Timestamp next_link_check_{};      ///< when check_link() looks next
+  Timestamp link_down_since_ = Timestamp::never();
+  bool link_up_ = true;              ///< as of the last check_link() (true: announced at open)
   Timestamp next_start_{};           ///< when to retry it otherwise
 
   static constexpr Duration kStartRetry = Duration::millis(100);
+  static constexpr Duration kLinkDownRestart = Duration::millis(300);
+
+  /// On an idle poll, at most every kStartRetry: announces our addresses again when the link
+  /// comes up (a memif peer that connects later missed the announcement at open), and, with
+  /// reconnect_, restarts a port whose link has been down for kLinkDownRestart (memif: stop +
+  /// start = reconnect to the server's socket).
+  void check_link(Timestamp now) {
+    if (now < next_link_check_) return;
+    next_link_check_ = now + kStartRetry;
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(port_id_, &link) != 0) return;
+    bool up = link.link_status == RTE_ETH_LINK_UP;
+    if (up && !link_up_) {
+      if (memif_) memif_guard_refresh();
+      neighbors_.announce(*this);
+    }
+    link_up_ = up;
+    if (up || !reconnect_) {
+      link_down_since_ = Timestamp::never();
+      return;
+    }
+    if (link_down_since_.is_never()) {
+      link_down_since_ = now;
+      return;
+    }
+    if (now - link_down_since_ < kLinkDownRestart) return;
+    link_down_since_ = Timestamp::never();
+    rte_eth_dev_stop(port_id_);
+    started_ = false;
+    next_start_ = now;
+    ensure_started();
+  }
 
   bool ensure_started() {
     if (started_) return true;
@@ -336,6 +464,7 @@ bool port_info(const Port& p, PortInfo* out) {
     out->rx_missed = st.imissed + st.rx_nombuf;
     out->tx_errors = st.oerrors;
   }
+  out->pfc = const_cast<DpdkPort*>(dp)->pfc_counters();
   return true;
 }
 
@@ -362,6 +491,10 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
         g_parked.erase(it);
         g_open.insert(port_id);
         auto port = std::make_unique<DpdkPort>(port_id, p.pool, p.mac, p.max_frame, dev);
+        if (dev.port.rfind("net_memif", 0) == 0) {
+          port->set_memif();
+          if (dev.port.find("role=client") != std::string::npos) port->reconnect_when_down();
+        }
         port->drain();
         port->neighbors().announce(*port);
         port->flush();
@@ -475,6 +608,10 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   g_open.insert(port_id);
   auto port = std::make_unique<DpdkPort>(port_id, pool, mac, max_frame, dev);
   if (start_later) port->start_later();
+  if (std::string_view(info.driver_name) == "net_memif") {
+    port->set_memif();
+    if (dev.port.find("role=client") != std::string::npos) port->reconnect_when_down();
+  }
   // ND needs the all-nodes and solicited-node groups; vdevs without a filter ignore this.
   std::vector<rte_ether_addr> mc;
   for (const MacAddr& m : port->neighbors().multicast_macs()) {

@@ -7,6 +7,13 @@
  * for the RoCE MTU, one RX and one TX queue, and answers ARP/ND for the device's addresses
  * itself (neighbors.h). What each PMD allows here is in drivers/dpdk/PMDS.md.
  *
+ * TX goes through eight software queues, one per TxMeta::priority: the CNP class (priority of
+ * cnp_dscp) strict, deficit round robin for the others (lib/dcqcn TxScheduler), and a priority
+ * paused by a received PFC frame starts no frame until the pause ends (lib/dcqcn PfcRx; only
+ * priorities with [device.pfc] enabled honour PFC, 802.3x PAUSE always). PFC/PAUSE frames are
+ * consumed, never passed to the FrameHandler. The port sends no PFC itself (its RX has no
+ * backlog: frames are handed on as they are polled).
+ *
  * Frame size: max_frame_len() = mtu + kRoceOverhead (Ethernet + 802.1Q + IPv6 + UDP + BTH +
  * the largest extended header + ICRC + pad), e.g. 1152 bytes for mtu 1024, 4224 for 4096.
  * Units: bytes, bits per second.
@@ -19,6 +26,7 @@
 #include <string>
 
 #include "common/port.h"
+#include "dcqcn/pfc_counters.h"
 #include "config/config.h"
 
 namespace uroce::dpdk {
@@ -45,6 +53,7 @@ struct PortInfo {
   uint64_t rx_frames = 0;
   uint64_t rx_missed = 0;       ///< dropped by the PMD for lack of RX buffers
   uint64_t tx_errors = 0;
+  dcqcn::PfcCounters pfc;       ///< received PFC/PAUSE (rx_prio*_pause...), per priority
 };
 
 /// Facts about p if it is a DPDK port; false for any other Port.

@@ -16,6 +16,7 @@
 #include "common/byteorder.h"
 #include "config/config.h"
 #include "dpdk/dpdk_port.h"
+#include "dcqcn/pfc_frame.h"
 #include "dpdk/eal.h"
 
 namespace uroce::dpdk {
@@ -205,6 +206,57 @@ TEST_F(MemifPair, FullBurstBackPressureLosesNothing) {
   ASSERT_TRUE(poll_until([&] { return hb_.frames.size() >= sent; })) << hb_.frames.size() << "/" << sent;
   ASSERT_EQ(hb_.frames.size(), sent);
   for (uint32_t i = 0; i < sent; ++i) check_frame(hb_.frames[i], i, 200);
+}
+
+TEST_F(MemifPair, PfcFramesAreHonouredCountedAndNotPassedOn) {
+  static int seq = 200;
+  sock_ = "/tmp/uroce-memif-test-" + std::to_string(getpid()) + "-pfc.sock";
+  std::string n = std::to_string(seq++);
+  config::Device bd = device("b", "net_memif" + n + "1,role=client,id=0,socket=" + sock_, 0xc6120002, 1024);
+  bd.pfc.enabled[3] = true;
+  std::string err;
+  a_ = open_dpdk_port(device("a", "net_memif" + n + "0,role=server,id=0,socket=" + sock_, 0xc6120001, 1024), &err);
+  ASSERT_TRUE(a_) << err;
+  b_ = open_dpdk_port(bd, &err);
+  ASSERT_TRUE(b_) << err;
+  MacAddr bmac;
+  ASSERT_NO_FATAL_FAILURE(resolve_b(&bmac));
+  // a sends PFC XOFF for priority 3 (max quanta) and an 802.3x PAUSE of 0 (no-op XON).
+  dcqcn::PauseFrame xoff;
+  xoff.class_enable = 1u << 3;
+  xoff.quanta[3] = 0xffff;
+  uint8_t* f = a_->begin_frame(dcqcn::kPfcFrameLen);
+  ASSERT_NE(f, nullptr);
+  dcqcn::build_pause_frame(xoff, a_->mac(), std::span<uint8_t, dcqcn::kPfcFrameLen>(f, dcqcn::kPfcFrameLen));
+  a_->end_frame(dcqcn::kPfcFrameLen, TxMeta{});
+  a_->flush();
+  PortInfo info;
+  // Expect: b counts it on priority 3 and does not pass it to its handler.
+  ASSERT_TRUE(poll_until([&] { return port_info(*b_, &info) && info.pfc.rx_prio_pause[3] == 1; }));
+  EXPECT_EQ(info.pfc.rx_prio_pause[0], 0u);
+  for (auto& fr : hb_.frames) EXPECT_NE(load_be16(fr.data() + 12), 0x8808);
+  // b sends on the paused priority 3 and on priority 0: all arrive (3 after the pause ends).
+  for (uint32_t i = 0; i < 20; ++i) {
+    uint8_t* b = b_->begin_frame(200);
+    ASSERT_NE(b, nullptr);
+    std::memcpy(b, a_->mac().b.data(), 6);
+    std::memcpy(b + 6, b_->mac().b.data(), 6);
+    store_be16(b + 12, kTestEtherType);
+    store_be32(b + 14, i);
+    for (size_t k = 18; k < 200; ++k) b[k] = static_cast<uint8_t>(i + k);
+    TxMeta meta;
+    meta.priority = i % 2 ? 3 : 0;
+    b_->end_frame(200, meta);
+  }
+  ASSERT_TRUE(poll_until([&] { return ha_.frames.size() >= 20; })) << ha_.frames.size();
+  std::vector<bool> seen(20);
+  for (auto& fr : ha_.frames) {
+    uint32_t i = load_be32(fr.data() + 14);
+    ASSERT_LT(i, 20u);
+    check_frame(fr, i, 200);
+    seen[i] = true;
+  }
+  for (uint32_t i = 0; i < 20; ++i) EXPECT_TRUE(seen[i]) << i;
 }
 
 TEST_F(MemifPair, FramesForOtherMacsAreFilteredOut) {

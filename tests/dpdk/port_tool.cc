@@ -25,6 +25,7 @@
 #include "common/byteorder.h"
 #include "config/config.h"
 #include "dpdk/dpdk_port.h"
+#include "dpdk/memif_guard.h"
 
 namespace {
 
@@ -165,6 +166,7 @@ int main(int argc, char** argv) {
     uint64_t allowed = o.pace > 0 ? static_cast<uint64_t>(
                                         std::chrono::duration<double>(now - start).count() * o.pace)
                                   : UINT64_MAX;
+    port->resolve(peer, &dst);  // as the engine does per packet: follows a changed MAC
     for (int i = 0; i < 32 && seq < allowed && send(*port, dst, seq, o.size); ++i) ++seq;
     port->flush();
     port->rx_burst(rx, 32);  // keep answering ARP
@@ -179,9 +181,10 @@ int main(int argc, char** argv) {
   uroce::dpdk::PortInfo info;
   uroce::dpdk::port_info(*port, &info);
   std::printf("PORT tx frames=%u fps=%.0f gbps=%.3f mac=%s driver=%s max_rx_pktlen=%u mtu=%u "
-              "speed_mbps=%u txq=%u rxq=%u\n",
+              "speed_mbps=%u txq=%u rxq=%u memif_guard_faults=%llu\n",
               seq, seq / secs, seq * o.size * 8 / secs / 1e9, port->mac().to_string().c_str(),
               info.driver.c_str(), info.max_rx_pktlen, info.configured_mtu, info.link_speed_mbps,
-              info.max_tx_queues, info.max_rx_queues);
+              info.max_tx_queues, info.max_rx_queues,
+              static_cast<unsigned long long>(uroce::dpdk::memif_guard_faults()));
   return 0;
 }
