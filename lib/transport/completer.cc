@@ -103,6 +103,12 @@ void Engine::Impl::rewind(Qp& qp, Psn psn) {
 }
 
 void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, Timestamp now) {
+  // A resend from an earlier PSN is already under way (e.g. an implied NAK found in the same
+  // ACK): it covers psn. Going forward to psn would skip the earlier packets.
+  if (diff(qp.next_psn, psn) < 0) {
+    if (why != Counter::kCount) inc(why);
+    return;
+  }
   if (qp.rewind_guard && qp.rewind_psn == psn && qp.rewind_una == qp.una) return;
   if (qp.retry_left == 0) {
     inc(Counter::req_transport_retries_exceeded);
@@ -172,7 +178,14 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     if (qp.state == QpState::kErr || qp.sq.head_pos() == qp.started_end) return;
     SendWqe& w = qp.sq.front();
     const uint32_t pos = qp.sq.head_pos();
-    if (diff(q, w.first_psn) < 0 || diff(q, w.last_psn) > 0) return;
+    if (diff(q, w.first_psn) < 0) return;  // stale
+    if (diff(q, w.last_psn) > 0) {
+      // A response to a later request: this READ/atomic's response was lost (implied NAK,
+      // IBA 9.7.5.2.3). Resend it now rather than wait for the timer.
+      if (is_rd_atomic(w))
+        retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, now);
+      return;
+    }
     const Psn expect = w.first_psn + w.resp_pkts;
     if (info.is(OpFlag::kReadResponse)) {
       if (w.opcode != WrOpcode::kRdmaRead) return;
@@ -235,7 +248,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     qp.rnr_until = now + rnr_timer_delay(a.value());
     qp.retrans_at = Timestamp::never();  // re-armed by the next packet sent
     qp.rewind_guard = false;
-    rewind(qp, q);
+    if (diff(qp.next_psn, q) >= 0) rewind(qp, q);  // never forward past an earlier resend
     return;
   }
   switch (a.value()) {

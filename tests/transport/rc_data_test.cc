@@ -270,15 +270,19 @@ TEST(RcData, Ipv6MultiSgeAndInline) {
 // Atomics: FETCH_ADD and CMP_SWAP under loss execute exactly once each, in order: the values
 // returned are exactly the prefix sums, the CAS chain never breaks.
 TEST(RcData, AtomicsExactlyOnceUnderLoss) {
-  for (double loss : {0.0, 0.01, 0.05}) {
-    TwoEngines h(3 + static_cast<uint64_t>(loss * 100));
+  for (double loss : {0.0, 0.01, 0.05, 0.10}) {
+   for (uint8_t depth : {uint8_t{1}, uint8_t{8}, uint8_t{16}}) {
+    SCOPED_TRACE(::testing::Message() << "loss " << loss << " max_rd_atomic " << int{depth});
+    TwoEngines h(3 + static_cast<uint64_t>(loss * 100) + depth);
     for (int d = 0; d < 2; ++d) {
       h.link(d).loss = loss;
-      h.link(d).duplicate = loss > 0 ? 0.01 : 0;
-      h.link(d).reorder = loss > 0 ? 0.01 : 0;
+      h.link(d).duplicate = loss > 0 ? 0.02 : 0;
+      h.link(d).reorder = loss > 0 ? 0.05 : 0;
     }
     MoveSpec ms;
-    auto [qa, qb] = h.connect(QpType::kRc, rc_attr(ms), 1024, 4, 0, kAll);
+    QpAttr at = rc_attr(ms);
+    at.max_rd_atomic = at.max_dest_rd_atomic = depth;
+    auto [qa, qb] = h.connect(QpType::kRc, at, 1024, 4, 0, kAll);
     Engine& ea = *h.a().engine;
     Engine& eb = *h.b().engine;
     alignas(8) static uint64_t target[2];
@@ -312,7 +316,10 @@ TEST(RcData, AtomicsExactlyOnceUnderLoss) {
       ASSERT_TRUE(h.step());
       size_t n = ea.poll_cq(h.a().scq, c);
       for (size_t k = 0; k < n; ++k) {
-        ASSERT_EQ(c[k].status, WcStatus::kSuccess);
+        ASSERT_EQ(c[k].status, WcStatus::kSuccess)
+            << "wr " << c[k].wr_id << " timeouts " << h.a().counters.get(Counter::local_ack_timeout_err)
+            << " implied " << h.a().counters.get(Counter::implied_nak_seq_err) << " seq "
+            << h.a().counters.get(Counter::packet_seq_err);
         ASSERT_EQ(c[k].wr_id, static_cast<uint64_t>(completed));
         ++completed;
       }
@@ -329,6 +336,7 @@ TEST(RcData, AtomicsExactlyOnceUnderLoss) {
     if (loss > 0) {
       EXPECT_GT(h.b().counters.get(Counter::duplicate_request), 0u);
     }
+   }
   }
 }
 
