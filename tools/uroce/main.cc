@@ -26,7 +26,9 @@ int main(int argc, char** argv) {
   CLI::App app{"uroce: counters, profiles and checks for the uroce userspace RoCE stack"};
   app.require_subcommand(1);
   std::string run_dir;
-  app.add_option("--run-dir", run_dir, "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
+  auto add_run_dir = [&](CLI::App* c) {
+    c->add_option("--run-dir", run_dir, "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
+  };
 
   ShowOptions so;
   std::string qp_text;
@@ -39,6 +41,7 @@ int main(int argc, char** argv) {
     c->add_flag("--watch,-w", so.watch, "Refresh until interrupted");
     c->add_option("--interval", so.interval_s, "Seconds between refreshes (--watch)");
     c->add_flag("--raw", so.raw, "Ignore the baseline of `uroce clear counters`");
+    add_run_dir(c);
   };
   auto* roce = show->add_subcommand("roce", "RoCE view per device: profile, lossless, maps, PFC, ECN, DCQCN, queues");
   add_common(roce);
@@ -54,6 +57,7 @@ int main(int argc, char** argv) {
   auto* clear_counters_cmd = clear->add_subcommand("counters", "Start `uroce show` counters from zero");
   clear_counters_cmd->add_option("--device,-d", so.device, "Only this device");
   clear_counters_cmd->add_option("--pid", so.pid, "Only this process");
+  add_run_dir(clear_counters_cmd);
 
   ProfileOptions po;
   auto* profile = app.add_subcommand("profile", "Lossless/lossy/hpc/storage profiles for the config file");
@@ -72,10 +76,12 @@ int main(int argc, char** argv) {
 
   DoctorOptions dopt;
   auto* doctor_cmd = app.add_subcommand("doctor", "Check this host for what uroce needs");
+  add_run_dir(doctor_cmd);
 
   std::string listen = "127.0.0.1:9488";
   auto* exporter = app.add_subcommand("exporter", "Serve the counters to Prometheus");
   exporter->add_option("--listen,-l", listen, "host:port to listen on (port 0: any free port)");
+  add_run_dir(exporter);
 
   CLI11_PARSE(app, argc, argv);
   so.run_dir = run_dir;
