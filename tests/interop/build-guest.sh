@@ -118,7 +118,10 @@ depmod -b "$kroot" "$kver"
 # virtio_pci/virtio_net: the NICs; rdma_rxe + ib_uverbs: Soft-RoCE and /dev/infiniband;
 # sch_netem: loss injection for the NAK fixture; af_packet: tcpdump-style sockets if wanted;
 # crc32_generic: the "crc32" shash rdma_rxe asks the crypto API for (its ICRC).
-want_mods=(virtio_pci virtio_net rdma_rxe ib_uverbs rdma_ucm sch_netem af_packet crc32_generic)
+# sch_ingress + cls_u32 + act_pedit + act_csum: rewrite the IP ECN field to CE on egress (the
+# VM test's ECN/CNP case), loaded on demand by its command.
+want_mods=(virtio_pci virtio_net rdma_rxe ib_uverbs rdma_ucm sch_netem af_packet crc32_generic
+  sch_ingress cls_u32 act_pedit act_csum)
 mkdir -p "$root/lib/modules/$kver"
 for m in "${want_mods[@]}"; do
   # "builtin <name>" lines are skipped: those are compiled into vmlinuz.

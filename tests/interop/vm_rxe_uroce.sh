@@ -18,15 +18,16 @@
 # with scapy's ICRC good on every frame, and rxe's rcvd_pkts counter equals the number of
 # RoCE frames uroce sent it (rxe drops bad-ICRC packets before counting them).
 #
-# Usage: vm_rxe_uroce.sh <build dir> [--long]   (the build dir holds lib/libibverbs.so.1 and
-#        bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency and more verify ops)
+# Usage: vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
+#        lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency,
+#        more verify ops and the ECN/CNP case; --ecn runs the ECN/CNP case alone)
 # Time: boot ~10-20 s (TCG), short case list ~1-2 min; every program is bounded by a timeout.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
-build=${1:?usage: vm_rxe_uroce.sh <build dir> [--long]}
+build=${1:?usage: vm_rxe_uroce.sh <build dir> [--long|--ecn]}
 build=$(cd "$build" && pwd)
-long=${2:-}
+mode=${2:-}
 
 lib=$build/lib/libibverbs.so.1
 verify=$build/bin/uroce_verify
@@ -36,7 +37,12 @@ for f in "$lib" "$verify"; do
 done
 out=$(mktemp -d /tmp/uroce-vm-test.XXXXXX)
 
-# Case table: name | server side (uroce|rxe) | program | arguments (both sides).
+# Case table: name | server side (uroce|rxe) | program | arguments (both sides)
+#             [| guest command before the case | guest command after it].
+# ecn_cnp_*: the guest rewrites the IP ECN field of everything it sends to uroce to CE (DSCP 26,
+# tc pedit on eth0 egress, IP checksum redone): uroce, as DCQCN notification point, must answer
+# with CNPs (BTH opcode 0x81) and rxe, which implements no DCQCN, must take them without error.
+# uroce's own data packets are ECT(0) throughout (config ecn = true, the default).
 # The per-side device and GID index are added below: uroce0/-x 0 on the host, rxe0/-x 1 in
 # the guest. Sizes above 1024 (the path MTU) make multi-packet messages.
 # READ/atomic cases pass -o 16 (outstanding reads) to both sides: a perftest client sets its
@@ -51,7 +57,14 @@ cases=(
   "verify_write_rxe_srv|rxe|uroce_verify|-o write -s 10000 -n 20"
   "verify_write_uroce_srv|uroce|uroce_verify|-o write -s 10000 -n 20"
 )
-if [[ $long == --long ]]; then
+ecn_case="ecn_cnp_write_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 20|ce_on|ce_off"
+case $mode in
+  --ecn) cases=("$ecn_case") ;;
+  --long) cases+=("$ecn_case") ;;
+  '') ;;
+  *) echo "vm_rxe_uroce: unknown mode $mode" >&2; exit 2 ;;
+esac
+if [[ $mode == --long ]]; then
   cases+=(
     "rc_pingpong_small_uroce_srv|uroce|ibv_rc_pingpong|-s 1 -n 50"
     "rc_pingpong_1m_rxe_srv|rxe|ibv_rc_pingpong|-s 1048576 -n 5"
@@ -98,13 +111,17 @@ run() {
   echo "CASE $name rc=$rc t=$(echo "$(now) $t0" | awk "{printf \"%.2f\", \$1 - \$2}")"
 }'
 guest_s="$header
+ce_on() { tc qdisc add dev eth0 clsact && tc filter add dev eth0 egress protocol ip u32 \\
+  match ip dst 198.18.0.1/32 action pedit ex munge ip tos set 0x6b pipe action csum ip; }
+ce_off() { tc qdisc del dev eth0 clsact; }
 ip neigh replace 198.18.0.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent
 rdma statistic show link rxe0/1 | sed 's/^/STAT-BEFORE /'"
 host_s="$header
 export UROCE_CONFIG=$out/uroce.toml LD_LIBRARY_PATH=$build/lib TMPDIR=$out
 cd \"\$UROCE_INTEROP_OUT\""
 for c in "${cases[@]}"; do
-  IFS='|' read -r name srv prog args <<<"$c"
+  IFS='|' read -r name srv prog args pre post <<<"$c"
+  [[ -n $pre ]] && guest_s+=$'\n'"$pre"
   gprog=$prog hprog=$prog
   [[ $prog == uroce_verify ]] && gprog=/root/uroce_verify hprog=$verify
   if [[ $srv == uroce ]]; then
@@ -114,6 +131,7 @@ for c in "${cases[@]}"; do
     guest_s+=$'\n'"run $name $gprog $(side_opts rxe "$prog") $args"
     host_s+=$'\n'"run $name retry $hprog $(side_opts uroce "$prog") $args 198.19.0.2"
   fi
+  [[ -n $post ]] && guest_s+=$'\n'"$post"
 done
 guest_s+=$'\n''rdma statistic show link rxe0/1 | sed "s/^/STAT-AFTER /"'
 guest_s+=$'\n''dmesg | grep -i -E "rxe|icrc" | sed "s/^/DMESG /"'
@@ -158,8 +176,18 @@ if [[ -s $out/rxe_uroce.pcap ]]; then
   tmpd=$(mktemp -d)
   cp "$out/rxe_uroce.pcap" "$tmpd/"
   /usr/bin/python3 "$here/check_fixtures.py" --any "$tmpd/rxe_uroce.pcap" || fail=1
-  to_rxe=$(tshark -n -r "$out/rxe_uroce.pcap" -Y 'ip.dst == 198.18.0.2 && udp.dstport == 4791' \
-             2>/dev/null | wc -l)
+  count() { tshark -n -r "$out/rxe_uroce.pcap" -Y "$1" 2>/dev/null | wc -l; }
+  # CNPs are left out: rxe 6.1 has no CNP opcode and drops them before counting.
+  to_rxe=$(count 'ip.dst == 198.18.0.2 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81')
+  cnps=$(count 'ip.dst == 198.18.0.2 && infiniband.bth.opcode == 0x81')
+  ce=$(count 'ip.src == 198.18.0.2 && ip.dsfield.ecn == 3')
+  ect_uroce=$(count 'ip.src == 198.18.0.1 && ip.dsfield.ecn == 2')
+  from_uroce=$(count 'ip.src == 198.18.0.1')
+  echo "vm_rxe_uroce: rxe sent $ce CE-marked frames, uroce sent $cnps CNPs;" \
+       "$ect_uroce of uroce's $from_uroce frames are ECT(0)"
+  if [[ $mode == --long || $mode == --ecn ]]; then
+    ((ce > 0 && cnps > 0)) || { echo "FAIL no CNP from uroce for CE-marked traffic"; fail=1; }
+  fi
   rcvd_before=$(sed -n 's/.*STAT-BEFORE.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd_after=$(sed -n 's/.*STAT-AFTER.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd=$(( ${rcvd_after:-0} - ${rcvd_before:-0} ))
