@@ -14,6 +14,14 @@
  * consumed, never passed to the FrameHandler. The port sends no PFC itself (its RX has no
  * backlog: frames are handed on as they are polled).
  *
+ * Links that come and go: a memif client opened before its server starts later (retried every
+ * 100 ms), and one whose server died reconnects after 300 ms of link down; the addresses are
+ * announced (gratuitous ARP / unsolicited NA) whenever the link comes up. memif_guard.h keeps
+ * a burst running while the peer dies from crashing the process.
+ *
+ * A closed port is parked (still started) and reused by the next open of the same port
+ * string and MTU, because DPDK 22.11's memif cannot re-create a server in one process.
+ *
  * Frame size: max_frame_len() = mtu + kRoceOverhead (Ethernet + 802.1Q + IPv6 + UDP + BTH +
  * the largest extended header + ICRC + pad), e.g. 1152 bytes for mtu 1024, 4224 for 4096.
  * Units: bytes, bits per second.

@@ -120,6 +120,29 @@ TEST(ConfigParse, ExplicitKeysOverrideTheProfile) {
   for (bool on : cfg->devices[0].pfc.enabled) EXPECT_FALSE(on);
 }
 
+TEST(ConfigParse, ProfilesSetPfcEcnAndDcqcn) {
+  std::string err;
+  auto lossy = parse(device("profile = \"lossy\""), kSource, &err);
+  ASSERT_TRUE(lossy.has_value()) << err;
+  for (bool on : lossy->devices[0].pfc.enabled) EXPECT_FALSE(on);
+  EXPECT_TRUE(lossy->devices[0].ecn);
+  auto hpc = parse(device("profile = \"hpc\""), kSource, &err);
+  ASSERT_TRUE(hpc.has_value()) << err;
+  EXPECT_TRUE(hpc->devices[0].pfc.enabled[3]);
+  EXPECT_DOUBLE_EQ(hpc->devices[0].dcqcn.params.at("min_time_between_cnps"), 0.0);
+  auto storage = parse(device("profile = \"storage\"\nroce_dscp = 40"), kSource, &err);
+  ASSERT_TRUE(storage.has_value()) << err;
+  EXPECT_TRUE(storage->devices[0].pfc.enabled[5]);  // the RoCE priority follows roce_dscp
+  EXPECT_EQ(storage->devices[0].pfc.xoff_bytes, 256u * 1024);
+}
+
+TEST(ConfigParse, NeighbourKeysAreNormalised) {
+  std::string err;
+  auto cfg = parse(device("neighbors = { \"2001:DB8:0::2\" = \"02:00:00:00:00:02\" }"), kSource, &err);
+  ASSERT_TRUE(cfg.has_value()) << err;
+  EXPECT_EQ(cfg->devices[0].neighbors.count("2001:db8::2"), 1u);
+}
+
 TEST(ConfigParse, AllowsEveryPowerOfTwoMtu) {
   for (int mtu : {256, 512, 1024, 2048, 4096}) {
     std::string err;
