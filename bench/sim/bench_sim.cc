@@ -5,7 +5,8 @@
  * directions, the lossy goodput as a fraction of the lossless one (go-back-N baseline for
  * later work), and the simulator's own speed in simulated frames per wall-clock second.
  *
- * Usage: bench_sim [--bytes N] [--msg BYTES] [--window WRS] [--mtu IBV_MTU] [--loss P]
+ * Usage: bench_sim --fabric16 [SIM_MS]   (16-host 2-tier topology, see run_fabric16)
+ *        bench_sim [--bytes N] [--msg BYTES] [--window WRS] [--mtu IBV_MTU] [--loss P]
  *                  [--timeout T] [--seed S] [--txq FRAMES]
  * Goodput = payload bytes / (last completion - first post) in simulated time. The wall clock
  * is read here only, to time the simulator itself. Units: bytes, Gb/s, ns.
@@ -17,7 +18,10 @@
 #include <cstring>
 #include <string>
 
+#include "dcqcn/params.h"
+#include "sim/dcqcn_cc.h"
 #include "sim/engine_host.h"
+#include "sim/fabric.h"
 #include "sim/rc_stream.h"
 #include "sim/simulator.h"
 #include "transport/engine.h"
@@ -146,9 +150,126 @@ RunResult run(const Options& o, double loss) {
   return r;
 }
 
+/// 16 hosts in a 2-tier topology (4 leaves of 4 hosts, one spine), every link 100 Gb/s and
+/// 1 us, RED/ECN on every switch port (HPCC production thresholds 400 KB / 1.6 MB / 0.2),
+/// DCQCN (nvidia mode, HPCC preset) on every host, host i streams RC WRITEs to host
+/// (i + 4) % 16 so every flow crosses the spine (4:1 oversubscribed leaf uplinks).
+int run_fabric16(double sim_ms) {
+  constexpr int kHosts = 16, kPerLeaf = 4;
+  constexpr uint64_t kRate = 100'000'000'000ull;
+  Simulator sim;
+  Fabric fab(sim);
+  SwitchConfig sc;
+  sc.ecn = EcnConfig{.enabled = true, .kmin_bytes = 400 * 1024, .kmax_bytes = 1600 * 1024,
+                     .pmax = 0.2};
+  sc.buffer_bytes = 32ull << 20;
+  LinkParams lp{.rate_bps = kRate, .propagation = Duration::nanos(1000), .max_frames = 64};
+  uint32_t spine = fab.add_switch(sc);
+  std::vector<uint32_t> leaf;
+  for (int l = 0; l < kHosts / kPerLeaf; ++l) {
+    leaf.push_back(fab.add_switch(sc));
+    fab.connect_switches(leaf.back(), spine, lp);
+  }
+  std::vector<std::unique_ptr<DcqcnFactory>> cc;
+  std::vector<std::unique_ptr<EngineHost>> h;
+  for (int i = 0; i < kHosts; ++i) {
+    cc.push_back(std::make_unique<DcqcnFactory>(dcqcn::hpcc_dcqcn_preset(static_cast<double>(kRate))));
+    transport::EngineConfig cfg;
+    cfg.mac = mac(i);
+    cfg.gids = {gid(i)};
+    cfg.link_speed_bps = kRate;
+    cfg.key_seed = 7 + static_cast<uint64_t>(i);
+    cfg.cc = cc.back().get();
+    cfg.max_unacked_psns = 1024;
+    h.push_back(std::make_unique<EngineHost>(sim, cfg, "h" + std::to_string(i)));
+    for (int j = 0; j < kHosts; ++j)
+      if (j != i) h.back()->neighbors().add(gid(j), mac(j));
+    fab.add_host(h.back().get(), mac(i), leaf[static_cast<size_t>(i / kPerLeaf)], lp);
+  }
+  fab.build_routes();
+  std::vector<std::unique_ptr<RcStream>> flows;
+  for (int i = 0; i < kHosts; ++i) {
+    int j = (i + kPerLeaf) % kHosts;
+    uint32_t qpn[2], pd[2], cq[2];
+    EngineHost* end[2] = {h[static_cast<size_t>(i)].get(), h[static_cast<size_t>(j)].get()};
+    for (int e = 0; e < 2; ++e) {
+      auto& eng = end[e]->engine();
+      pd[e] = eng.alloc_pd().value();
+      cq[e] = eng.create_cq(1024).value();
+      transport::QpInitAttr a;
+      a.type = QpType::kRc;
+      a.pd = pd[e];
+      a.send_cq = a.recv_cq = cq[e];
+      a.max_send_wr = a.max_recv_wr = 64;
+      a.max_send_sge = a.max_recv_sge = 2;
+      qpn[e] = eng.create_qp(a).value();
+    }
+    for (int e = 0; e < 2; ++e) {
+      using namespace transport;
+      auto& eng = end[e]->engine();
+      int peer = e ? i : j;
+      QpAttr a;
+      a.qp_state = QpState::kInit;
+      a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
+      Status st = eng.modify_qp(qpn[e], a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
+      a = QpAttr{};
+      a.qp_state = QpState::kRtr;
+      a.av.dgid = gid(peer);
+      a.path_mtu = 5;
+      a.dest_qp_num = qpn[1 - e];
+      a.max_dest_rd_atomic = 1;
+      a.min_rnr_timer = 1;
+      if (st) st = eng.modify_qp(qpn[e], a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
+                                                kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+      a = QpAttr{};
+      a.qp_state = QpState::kRts;
+      a.timeout = 14;
+      a.max_rd_atomic = 1;
+      if (st) st = eng.modify_qp(qpn[e], a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
+                                                kAttrRnrRetry | kAttrMaxQpRdAtomic);
+      if (!st) {
+        std::printf("fabric16: modify_qp failed\n");
+        return 1;
+      }
+    }
+    StreamConfig st;
+    st.op = StreamOp::kWrite;
+    st.total_bytes = 1ull << 40;
+    st.sizes = {65536};
+    st.window = 16;
+    st.verify = false;
+    flows.push_back(std::make_unique<RcStream>(st, *end[0], pd[0], qpn[0], cq[0], *end[1], pd[1],
+                                               qpn[1], cq[1]));
+  }
+  auto w0 = std::chrono::steady_clock::now();
+  std::clock_t c0 = std::clock();
+  for (auto& f : flows) f->start();
+  bool ok = sim.run_until(Timestamp{static_cast<int64_t>(sim_ms * 1e6)});
+  double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - w0).count();
+  double cpu = static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
+  uint64_t frames = 0, bytes = 0, cnps = 0;
+  for (int i = 0; i < kHosts; ++i) frames += fab.uplink(static_cast<uint32_t>(i)).stats().sent;
+  for (uint32_t s = 0; s < fab.switch_count(); ++s) frames += fab.sw(s).stats().forwarded;
+  for (auto& f : flows) {
+    bytes += f->bytes_completed();
+    if (!f->error().empty()) ok = false;
+  }
+  for (auto& x : h) cnps += x->counters().get(Counter::np_cnp_sent);
+  std::printf("fabric16: 16 hosts, 4 leaves + 1 spine, 100 Gb/s, DCQCN (HPCC preset), %.1f ms "
+              "simulated in %.2f s wall / %.2f s cpu; %llu frame hops, %.3f M hops/cpu-s; "
+              "aggregate goodput %.1f Gb/s (4 x 100 Gb/s of spine downlinks), CNPs %llu%s\n",
+              sim_ms, wall, cpu, static_cast<unsigned long long>(frames),
+              static_cast<double>(frames) / cpu / 1e6,
+              static_cast<double>(bytes) * 8 / (sim_ms / 1e3) / 1e9,
+              static_cast<unsigned long long>(cnps), ok ? "" : " (ERROR)");
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc >= 2 && std::string(argv[1]) == "--fabric16")
+    return run_fabric16(argc >= 3 ? std::strtod(argv[2], nullptr) : 10.0);
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
