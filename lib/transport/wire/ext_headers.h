@@ -66,7 +66,7 @@ struct Aeth {
 UROCE_WIRE_ASSERT_LAYOUT(Aeth, 4);
 
 struct AethValue {
-  uint8_t syndrome = 0;  ///< raw syndrome byte; see aeth_type()/aeth_code()
+  uint8_t syndrome = 0;  ///< raw syndrome byte; decoded by type() and value()
   Msn msn;               ///< message sequence number
   constexpr uint8_t type() const { return syndrome & kAethTypeMask; }
   constexpr uint8_t value() const { return syndrome & kAethValueMask; }
