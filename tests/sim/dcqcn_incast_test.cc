@@ -50,6 +50,31 @@ TEST(DcqcnIncastTest, TwoToOneAt40GFullFairShortQueueNoPause) {
   EXPECT_EQ(r.sw().stats().buffer_drops + r.sw().stats().headroom_drops, 0u);
 }
 
+TEST(DcqcnIncastTest, TwoToOneAt100GWithHpccThresholdsNvidiaMode) {
+  // dcqcn.md §2.2 R2: HPCC production ECN (Kmin 400 KB, Kmax 1.6 MB, Pmax 0.2), nvidia-mode
+  // RP with HPCC's parameters; expected ~50 Gb/s per flow, queue within Kmin..Kmax, no drops.
+  IncastSpec s;
+  s.rate_bps = 100'000'000'000ull;
+  s.ecn = EcnConfig{.enabled = true, .kmin_bytes = 400 * 1024, .kmax_bytes = 1600 * 1024,
+                    .pmax = 0.2, .at_dequeue = true};
+  s.pfc.xoff_bytes = 2 * 1024 * 1024;
+  s.pfc.xon_bytes = 1792 * 1024;
+  s.params = dcqcn::hpcc_dcqcn_preset(100e9);
+  s.path_mtu = 5;  // 4 KB packets at 100 Gb/s
+  s.run = Duration::millis(40);
+  s.csv_name = "incast_2to1_100g_hpcc.csv";
+  IncastRun r(s);
+  ASSERT_TRUE(r.run()) << r.error();
+  const double from = 10'000;
+  print("2:1 100G HPCC", r, from);
+  EXPECT_GT(r.receiver().counters().get(Counter::np_cnp_sent), 0u);
+  EXPECT_GE(r.mean(kUtil, from), 0.90);
+  EXPECT_GE(r.jain(from), 0.95);
+  EXPECT_LE(r.quantile(kQueue, 0.99, from), 1700 * 1024);  // about Kmax at most
+  EXPECT_EQ(r.sw().stats().buffer_drops + r.sw().stats().headroom_drops, 0u);
+  EXPECT_EQ(r.sw().stats().xoff_sent, 0u);
+}
+
 TEST(DcqcnIncastTest, QueueGrowsWithTheNumberOfSenders) {
   // Reference-model mean queues (dcqcn.md §2.3): 2:1 16 KB, 4:1 36 KB, 8:1 76 KB.
   const int kN[] = {2, 4, 8};
