@@ -1,0 +1,261 @@
+/**
+ * @file uroce_profile_test.cc
+ * @brief `uroce profile list | show | apply | diff` on temporary config files: the keys are
+ * written with comments, everything else is kept, the write is atomic with a .bak, the result
+ * validates with lib/config; unknown profiles, malformed files and inline tables are refused
+ * with one line and nothing written. Also `uroce doctor` on broken environments.
+ */
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <regex>
+
+#include "cli_support.h"
+#include "config/config.h"
+#include "stats/segment.h"
+
+namespace uroce::test {
+namespace {
+
+constexpr const char* kConfig =
+    "# lab host A\n"
+    "[[device]]\n"
+    "name = \"uroce0\"\n"
+    "port = \"net_memif0,role=server\"\n"
+    "addresses = [\"198.18.0.1/15\"]\n"
+    "mtu = 4096   # jumbo frames\n"
+    "\n"
+    "[device.pfc]\n"
+    "watchdog_detect_ms = 100\n"
+    "\n"
+    "[device.dcqcn]\n"
+    "rpg_hai_rate = 60\n"
+    "\n"
+    "[[device]]\n"
+    "name = \"uroce1\"\n"
+    "addresses = [\n"
+    "  \"198.18.0.2/15\",\n"
+    "]\n"
+    "roce_dscp = 3\n"
+    "dscp_to_prio = { \"3\" = 4 }\n";
+
+/// key text as a regex matching it literally.
+std::string escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (std::string_view("[]{}()*+?.\\^$|").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+class ProfileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.path + "/uroce.toml";
+    write_file(path_, kConfig);
+    chmod(path_.c_str(), 0640);
+  }
+  RunResult run(const std::string& args) { return run_uroce(dir_.path, args); }
+  config::Config parsed() {
+    std::string err;
+    auto c = config::parse(read_file(path_), path_, &err);
+    EXPECT_TRUE(c) << err;
+    return c ? *c : config::Config{};
+  }
+  int files_in_dir() {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path))
+      n += e.path().filename().string()[0] != '.';
+    return n;
+  }
+  TempDir dir_;
+  std::string path_;
+};
+
+TEST_F(ProfileTest, ApplyWritesCommentedKeysKeepsTheRestWithBackup) {
+  RunResult r = run("profile apply lossless --config " + path_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("uroce0: lossless: off -> on"), std::string::npos) << r.out;
+  std::string text = read_file(path_);
+  // Every managed key carries a comment.
+  for (const char* key : {"profile = \"lossless\"", "ecn = true", "enabled = [3]",
+                          "xoff_bytes = 65536", "xon_bytes = 32768", "mode = \"nvidia\""})
+    EXPECT_TRUE(std::regex_search(text, std::regex("\n" + escape(key) + " +# ")))
+        << key << "\n" << text;
+  // The user's lines are kept.
+  for (const char* kept : {"# lab host A\n", "mtu = 4096   # jumbo frames\n",
+                           "watchdog_detect_ms = 100\n", "rpg_hai_rate = 60\n",
+                           "dscp_to_prio = { \"3\" = 4 }\n", "  \"198.18.0.2/15\",\n"})
+    EXPECT_NE(text.find(kept), std::string::npos) << kept << "\n" << text;
+  EXPECT_EQ(read_file(path_ + ".bak"), kConfig);
+  struct stat st;
+  ASSERT_EQ(stat(path_.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  EXPECT_EQ(files_in_dir(), 2);  // the file and its backup, no temporaries
+
+  config::Config c = parsed();
+  ASSERT_EQ(c.devices.size(), 2u);
+  EXPECT_EQ(c.devices[0].profile, "lossless");
+  EXPECT_TRUE(c.devices[0].pfc.enabled[3]);
+  EXPECT_EQ(c.devices[0].pfc.xoff_bytes, 65536u);
+  EXPECT_EQ(c.devices[0].pfc.watchdog_detect_ms, 100u);
+  EXPECT_EQ(c.devices[0].dcqcn.params.at("rpg_hai_rate"), 60);
+  // uroce1 sends RoCE with DSCP 3, mapped to priority 4: PFC goes there.
+  EXPECT_EQ(c.devices[1].profile, "lossless");
+  EXPECT_TRUE(c.devices[1].pfc.enabled[4]);
+  EXPECT_FALSE(c.devices[1].pfc.enabled[3]);
+}
+
+TEST_F(ProfileTest, HpcThenLosslessRemovesTheTuning) {
+  ASSERT_EQ(run("profile apply hpc --config " + path_).status, 0);
+  config::Config c = parsed();
+  EXPECT_EQ(c.devices[0].dcqcn.params.at("rpg_time_reset"), 100);
+  EXPECT_EQ(c.devices[0].dcqcn.params.at("min_time_between_cnps"), 0);
+  ASSERT_EQ(run("profile apply lossless --config " + path_).status, 0);
+  c = parsed();
+  EXPECT_EQ(c.devices[0].dcqcn.params.count("rpg_time_reset"), 0u);
+  EXPECT_EQ(c.devices[0].dcqcn.params.count("min_time_between_cnps"), 0u);
+  EXPECT_EQ(c.devices[0].dcqcn.params.at("rpg_hai_rate"), 60);
+  // Applying it again changes nothing and writes nothing.
+  std::string before = read_file(path_);
+  RunResult r = run("profile apply lossless --config " + path_);
+  EXPECT_EQ(r.status, 0);
+  EXPECT_NE(r.out.find("already uses profile lossless"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(path_), before);
+}
+
+TEST_F(ProfileTest, OneDeviceOnly) {
+  ASSERT_EQ(run("profile apply storage --config " + path_ + " --device uroce1").status, 0);
+  config::Config c = parsed();
+  EXPECT_EQ(c.devices[0].profile, "");
+  EXPECT_EQ(c.devices[1].profile, "storage");
+  EXPECT_EQ(c.devices[1].pfc.xoff_bytes, 256u * 1024);
+  RunResult r = run("profile apply storage --config " + path_ + " --device nosuch");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("no device named \"nosuch\""), std::string::npos) << r.err;
+}
+
+TEST_F(ProfileTest, DiffChangesNothing) {
+  ASSERT_EQ(run("profile apply lossless --config " + path_).status, 0);
+  std::string before = read_file(path_);
+  RunResult r = run("profile diff lossy --config " + path_);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("uroce0: profile: \"lossless\" -> \"lossy\"\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("uroce0: lossless: on -> off\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("uroce0: pfc priorities: [3] -> []\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("uroce1: pfc priorities: [4] -> []\n"), std::string::npos) << r.out;
+  EXPECT_EQ(read_file(path_), before);
+}
+
+TEST_F(ProfileTest, UnknownProfileRefused) {
+  RunResult r = run("profile apply turbo --config " + path_);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err, "uroce: unknown profile \"turbo\"; known profiles: lossless, lossy, hpc, storage\n");
+  EXPECT_EQ(read_file(path_), kConfig);
+  EXPECT_EQ(files_in_dir(), 1);
+  EXPECT_EQ(run("profile show turbo").status, 2);
+  EXPECT_EQ(run("profile diff turbo --config " + path_).status, 2);
+}
+
+TEST_F(ProfileTest, MalformedConfigRefused) {
+  std::string bad = std::string(kConfig) + "mtu = \"big\"\n";
+  write_file(path_, bad);
+  RunResult r = run("profile apply lossless --config " + path_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find(path_ + ": device[1].mtu: is a string"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(path_), bad);
+  EXPECT_EQ(files_in_dir(), 1);
+
+  write_file(path_, "[[device]\nname = \"x\"\n");
+  r = run("profile apply lossless --config " + path_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("TOML syntax"), std::string::npos) << r.err;
+
+  r = run("profile apply lossless --config " + dir_.path + "/missing.toml");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("missing.toml: cannot read"), std::string::npos) << r.err;
+}
+
+TEST_F(ProfileTest, InlineTablesRefused) {
+  std::string text = "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\npfc = { enabled = [2] }\n";
+  write_file(path_, text);
+  RunResult r = run("profile apply lossless --config " + path_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(count_lines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("device[0].pfc: written inline; move it to a [device.pfc] table"), std::string::npos) << r.err;
+  EXPECT_EQ(read_file(path_), text);
+}
+
+TEST_F(ProfileTest, ListAndShow) {
+  RunResult r = run("profile list");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_EQ(count_lines(r.out), 4);
+  for (const char* p : {"lossless ", "lossy ", "hpc ", "storage "}) EXPECT_NE(r.out.find(p), std::string::npos);
+  r = run("profile show storage");
+  ASSERT_EQ(r.status, 0);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nxoff_bytes = 262144 +# profile storage: ")));
+  r = run("profile show hpc");
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\nrpg_time_reset = 100 +# profile hpc: ")));
+}
+
+class DoctorTest : public ::testing::Test {
+ protected:
+  RunResult run() {
+    return run_uroce(dir_.path, "doctor", "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  }
+  TempDir dir_;
+  std::string cfg_ = dir_.path + "/uroce.toml";
+};
+
+TEST_F(DoctorTest, BrokenEnvironmentListsFixes) {
+  write_file(cfg_,
+             "[[device]]\nname = \"a\"\nport = \"net_af_packet0,iface=uroce-nosuch0\"\n"
+             "addresses = [\"198.18.0.1/15\"]\n"
+             "[[device]]\nname = \"b\"\nport = \"net_memif0,role=client,socket-abstract=no,socket=" +
+                 dir_.path + "/nodir/m.sock\"\naddresses = [\"198.18.0.2/15\"]\n"
+             "[[device]]\nname = \"c\"\nport = \"net_nosuchpmd0\"\naddresses = [\"198.18.0.3/15\"]\n");
+  stats::CreateOptions o;
+  o.run_dir = dir_.path;
+  o.pid = dead_pid();
+  o.start_time = 1;
+  std::string err;
+  auto ghost = stats::StatsSegment::create("ghost", stats::ConfigSummary{}, &err, o);
+  ASSERT_TRUE(ghost) << err;
+  RunResult r = run();
+  EXPECT_EQ(r.status, 1) << r.out;
+  EXPECT_NE(r.out.find("ok    config: " + cfg_ + " parses (3 devices)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL  a (net_af_packet0,iface=uroce-nosuch0): interface uroce-nosuch0 does not exist\n"
+                       "      fix: sudo ip link add uroce-nosuch0 type veth"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memif socket folder " + dir_.path + "/nodir does not exist\n      fix: mkdir -p " +
+                       dir_.path + "/nodir\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL  c (net_nosuchpmd0): no PMD librte_net_nosuchpmd.so"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warn  stats: " + ghost->path() + " is left over from process " +
+                       std::to_string(o.pid) + " that is gone\n      fix: rm " + ghost->path()),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 problems found"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorTest, HealthyLoopbackPasses) {
+  write_file(cfg_, "[[device]]\nname = \"uroce0\"\naddresses = [\"198.18.0.1/15\"]\n");
+  RunResult r = run();
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok    uroce0 (loopback)"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorTest, MalformedConfigFails) {
+  write_file(cfg_, "[[device]]\nname = \"uroce0\"\nmtu = 1000\naddresses = [\"198.18.0.1/15\"]\n");
+  RunResult r = run();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.out.find("FAIL  config: " + cfg_ + ": device[0].mtu: 1000 is not a power of two"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("      fix: edit " + cfg_), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace uroce::test
