@@ -49,6 +49,7 @@ struct Rx : uroce::FrameHandler {
       ended = true;
       return;
     }
+    if (seq == 0) next = 0;  // a new sender (the peer process was replaced) starts over
     bool ok = seq >= next;  // a gap is loss; going back is reordering or duplication
     for (size_t i = 18; ok && i < f.size(); ++i) ok = f[i] == static_cast<uint8_t>(seq + i);
     if (!ok) ++bad;
@@ -177,7 +178,11 @@ int main(int argc, char** argv) {
     if (send(*port, dst, kEndSeq, 60)) ++sent;
     port->flush();
   }
-  for (auto t = Clock::now(); Clock::now() - t < std::chrono::milliseconds(200);) port->flush();
+  // Linger 1 s so the receiver drains its ring before our exit tears the link down.
+  for (auto t = Clock::now(); Clock::now() - t < std::chrono::seconds(1);) {
+    port->flush();
+    port->rx_burst(rx, 32);
+  }
   uroce::dpdk::PortInfo info;
   uroce::dpdk::port_info(*port, &info);
   std::printf("PORT tx frames=%u fps=%.0f gbps=%.3f mac=%s driver=%s max_rx_pktlen=%u mtu=%u "
