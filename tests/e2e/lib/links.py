@@ -185,17 +185,32 @@ class VethLink(Link):
 
 
 _live = []
+_hooks = []  # run before the namespaces go (pair.py kills its programs there)
+
+
+def on_cleanup(fn):
+    """Registers fn to run at exit and on SIGTERM/SIGINT/SIGHUP, before namespaces go."""
+    _hooks.append(fn)
+    _install_handlers()
+
+
+def _install_handlers():
+    if getattr(_install_handlers, "done", False):
+        return
+    _install_handlers.done = True
+    atexit.register(_cleanup_all)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, _on_signal)
 
 
 def _register_cleanup(link):
-    if not _live:
-        atexit.register(_cleanup_all)
-        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(sig, _on_signal)
+    _install_handlers()
     _live.append(link)
 
 
 def _cleanup_all():
+    for fn in _hooks:
+        fn()
     while _live:
         _live.pop().close()
 

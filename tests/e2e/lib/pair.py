@@ -53,6 +53,7 @@ class Side:
         self.proc = subprocess.Popen(argv, env=env, stdout=self.out, stderr=subprocess.STDOUT,
                                      start_new_session=True)
         self.rc = None
+        _running.append(self)
 
     def poll(self):
         if self.rc is None:
@@ -77,6 +78,17 @@ class Side:
         self.out.flush()
         with open(self.out_path, errors="replace") as f:
             return f.read()
+
+
+_running = []  # every Side started; killed when the harness exits (links.py's cleanup)
+
+
+def kill_all_sides():
+    for s in _running:
+        s.kill()
+
+
+links.on_cleanup(kill_all_sides)
 
 
 def free_tcp_port():
