@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -20,7 +21,8 @@ namespace uroce::stats {
 
 namespace {
 
-constexpr int kSeqlockTries = 1000;  ///< copies of one QP record before giving up on it
+constexpr int kSeqlockTries = 10000;  ///< copies of one QP record before giving up on it
+constexpr int kYieldEvery = 64;       ///< let a descheduled writer finish its update
 
 /// Copies n bytes word by word with relaxed atomic loads (the writer stores the same way).
 void copy_words(void* dst, const void* src, size_t n) {
@@ -163,6 +165,7 @@ ReadStatus read_segment(const std::string& path, Snapshot* out, std::string* err
     const QpRecord& src = qps[i];
     if (!__atomic_load_n(&src.in_use, __ATOMIC_ACQUIRE)) continue;
     for (int t = 0; t < kSeqlockTries; ++t) {
+      if (t && t % kYieldEvery == 0) sched_yield();
       uint32_t s1 = __atomic_load_n(&src.seq, __ATOMIC_ACQUIRE);
       if (s1 & 1) continue;
       QpRecord r;

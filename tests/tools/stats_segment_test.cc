@@ -9,9 +9,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 #include "stats/baseline.h"
 #include "stats/proc.h"
@@ -275,6 +277,57 @@ TEST_F(StatsSegmentTest, BaselineSubtracts) {
   EXPECT_EQ(s.port.tx_pause_storm_error_events, 0u);
   EXPECT_EQ(s.qps[0].counters[static_cast<size_t>(QpCounter::tx_packets)], 3u);
   EXPECT_EQ(s.port.tx_prio_queue_depth[3], 10u);  // gauges are not baselined
+}
+
+TEST_F(StatsSegmentTest, ConcurrentReaderSeesConsistentRecords) {
+  std::string err;
+  auto seg = StatsSegment::create("uroce0", cfg_, &err, opts_);
+  ASSERT_TRUE(seg) << err;
+  QpRecord* q = seg->add_qp(7, 0);
+  ASSERT_NE(q, nullptr);
+  constexpr uint32_t kUpdates = 200000;
+  std::atomic<bool> done{false};
+  // Writer: peer QPN i with a GID whose last four bytes spell i; the counter counts updates.
+  std::thread writer([&] {
+    for (uint32_t i = 1; i <= kUpdates; ++i) {
+      uint8_t gid[16] = {};
+      for (int b = 0; b < 4; ++b) gid[12 + b] = static_cast<uint8_t>(i >> (8 * (3 - b)));
+      q->set_peer(i, gid);
+      // Data-path work between identity changes, as a real owner has.
+      for (int k = 0; k < 16; ++k) q->inc(QpCounter::tx_packets);
+      seg->counters()->inc(Counter::np_cnp_sent);
+    }
+    done.store(true);
+  });
+  uint64_t last = 0;
+  int reads = 0, torn = 0;
+  while (!done.load() || reads < 10) {
+    Snapshot s;
+    if (read_segment(seg->path(), &s, &err) != ReadStatus::kOk) {
+      ADD_FAILURE() << err;
+      break;
+    }
+    ++reads;
+    // Expect: counters never go backwards; a QP record is never a mix of two updates.
+    uint64_t v = s.counter("np_cnp_sent");
+    EXPECT_GE(v, last);
+    last = v;
+    if (s.qps.size() != 1u) {
+      ADD_FAILURE() << "QP record not copied";
+      break;
+    }
+    const QpRecord& r = s.qps[0];
+    uint32_t from_gid = (uint32_t{r.peer_gid[12]} << 24) | (uint32_t{r.peer_gid[13]} << 16) |
+                        (uint32_t{r.peer_gid[14]} << 8) | r.peer_gid[15];
+    torn += from_gid != r.peer_qpn;
+  }
+  writer.join();
+  RecordProperty("reads", reads);
+  EXPECT_EQ(torn, 0);
+  Snapshot s;
+  ASSERT_EQ(read_segment(seg->path(), &s, &err), ReadStatus::kOk);
+  EXPECT_EQ(s.counter("np_cnp_sent"), kUpdates);
+  EXPECT_EQ(s.qps[0].peer_qpn, kUpdates);
 }
 
 TEST(StatsNames, ParseAndPrio) {
