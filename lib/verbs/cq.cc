@@ -286,6 +286,7 @@ UROCE_EXPORT ibv_comp_channel* ibv_create_comp_channel(ibv_context* c) {
   ch->ch.refcnt = 0;
   ch->wr_fd = fds[1];
   ctx_of(c)->children++;
+  ctx_of(c)->track(ctx_of(c)->channels, ch);
   return &ch->ch;
 }
 
@@ -293,6 +294,7 @@ UROCE_EXPORT int ibv_destroy_comp_channel(ibv_comp_channel* c) {
   Channel* ch = from_ibv<Channel>(c);
   if (ch->cqs.load() > 0) return EBUSY;
   ctx_of(c->context)->children--;
+  ctx_of(c->context)->untrack(ctx_of(c->context)->channels, ch);
   close(c->fd);
   close(ch->wr_fd);
   delete ch;

@@ -201,7 +201,7 @@ UROCE_DEFAULT_VERSION(uroce_open_device_1_1, ibv_open_device, "IBVERBS_1.1");
 UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
   // As rdma-core: closing always succeeds and releases what the program left open (perftest's
   // ib_send_bw client, for one, never destroys its receive CQ). QPs, SRQs and CQs leave the
-  // engine so that no callback reaches this context again; their memory is not reused.
+  // engine so that no callback reaches this context again, then MRs, AHs, PDs and channels.
   Context* ctx = ctx_of(c);
   Runtime* rt = ctx->rt;
   int left = ctx->children.load();
@@ -212,18 +212,36 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
     std::erase_if(rt->qps, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_qp(kv.first);
+      delete kv.second;
       return true;
     });
     std::erase_if(rt->srqs, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_srq(kv.first);
+      delete kv.second;
       return true;
     });
     std::erase_if(rt->cqs, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_cq(kv.first);
+      delete kv.second;
       return true;
     });
+    std::lock_guard<std::mutex> o(ctx->obj_mu);
+    for (Mr* m : ctx->mrs) {
+      rt->engine->dereg_mr(m->mr.lkey);
+      delete m;
+    }
+    for (Ah* a : ctx->ahs) delete a;
+    for (Pd* p : ctx->pds) {
+      rt->engine->dealloc_pd(p->id);
+      delete p;
+    }
+    for (Channel* ch : ctx->channels) {
+      close(ch->ch.fd);
+      close(ch->wr_fd);
+      delete ch;
+    }
     std::erase(rt->contexts, ctx);
   }
   release_runtime(rt);

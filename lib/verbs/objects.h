@@ -23,6 +23,7 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "common/counters.h"
@@ -36,7 +37,11 @@
 namespace uroce::verbs {
 
 struct Context;
+struct Ah;
+struct Channel;
 struct Cq;
+struct Mr;
+struct Pd;
 struct Qp;
 struct Srq;
 
@@ -112,7 +117,24 @@ struct Context {
   int async_wr = -1;                           ///< write end of the async event pipe
   std::mutex async_mu;
   std::deque<ibv_async_event> async_q;
-  std::atomic<int> children{0};                ///< PDs, CQs, channels, QPs, SRQs (EBUSY on close)
+  std::atomic<int> children{0};                ///< PDs, CQs, channels, QPs, SRQs still open
+
+  /// Objects the engine does not call back about, so ibv_close_device can release them.
+  std::mutex obj_mu;
+  std::unordered_set<Pd*> pds;
+  std::unordered_set<Mr*> mrs;
+  std::unordered_set<Ah*> ahs;
+  std::unordered_set<Channel*> channels;
+  template <typename T>
+  void track(std::unordered_set<T*>& set, T* obj) {
+    std::lock_guard<std::mutex> g(obj_mu);
+    set.insert(obj);
+  }
+  template <typename T>
+  void untrack(std::unordered_set<T*>& set, T* obj) {
+    std::lock_guard<std::mutex> g(obj_mu);
+    set.erase(obj);
+  }
 
   ibv_context* ibv() { return &vctx.context; }
   /// Queues an async event and makes async_fd readable (any thread; takes async_mu).

@@ -33,6 +33,7 @@ UROCE_EXPORT ibv_pd* uroce_alloc_pd_1_1(ibv_context* c) {
   pd->pd.handle = r.value();
   pd->id = r.value();
   ctx->children++;
+  ctx->track(ctx->pds, pd);
   return &pd->pd;
 }
 UROCE_DEFAULT_VERSION(uroce_alloc_pd_1_1, ibv_alloc_pd, "IBVERBS_1.1");
@@ -47,6 +48,7 @@ UROCE_EXPORT int uroce_dealloc_pd_1_1(ibv_pd* p) {
     if (!s) return s.code();
   }
   ctx->children--;
+  ctx->untrack(ctx->pds, pd);
   delete pd;
   return 0;
 }
@@ -90,6 +92,7 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
   mr->mr.handle = r->lkey;
   mr->mr.lkey = r->lkey;
   mr->mr.rkey = r->rkey;
+  ctx->track(ctx->mrs, mr);
   return &mr->mr;
 }
 
@@ -117,6 +120,7 @@ UROCE_EXPORT int uroce_dereg_mr_1_1(ibv_mr* m) {
     uroce::Status s = ctx->rt->engine->dereg_mr(m->lkey);
     if (!s) return s.code();
   }
+  ctx->untrack(ctx->mrs, from_ibv<Mr>(m));
   delete from_ibv<Mr>(m);
   return 0;
 }

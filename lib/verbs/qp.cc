@@ -37,7 +37,16 @@ namespace {
 
 constexpr uint32_t kKnownAttrMask = (1u << 21) - 1;  // IBV_QP_STATE .. IBV_QP_DEST_QPN
 
-bool opcode_ok(ibv_qp_type type, ibv_wr_opcode op) {
+/// The opcode as the integer a C program stored (any value; an out-of-range one must not be
+/// read as the C++ enum type).
+int raw_opcode(const ibv_send_wr* wr) {
+  int v;
+  static_assert(sizeof wr->opcode == sizeof v);
+  std::memcpy(&v, &wr->opcode, sizeof v);
+  return v;
+}
+
+bool opcode_ok(ibv_qp_type type, int op) {
   switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM:
@@ -205,7 +214,7 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
   Timestamp ts = now();
   for (; wr; wr = wr->next) {
     if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > t::kMaxSge ||
-        !opcode_ok(q->qp_type, wr->opcode)) {
+        !opcode_ok(q->qp_type, raw_opcode(wr))) {
       ret = EINVAL;
       break;
     }

@@ -178,6 +178,7 @@ UROCE_EXPORT ibv_ah* uroce_create_ah_1_1(ibv_pd* p, ibv_ah_attr* attr) {
   ah->ah.handle = 0;
   ah->av = av;
   pd->ahs++;
+  ctx->track(ctx->ahs, ah);
   return &ah->ah;
 }
 UROCE_DEFAULT_VERSION(uroce_create_ah_1_1, ibv_create_ah, "IBVERBS_1.1");
@@ -185,6 +186,7 @@ UROCE_DEFAULT_VERSION(uroce_create_ah_1_1, ibv_create_ah, "IBVERBS_1.1");
 UROCE_EXPORT int uroce_destroy_ah_1_1(ibv_ah* a) {
   Ah* ah = from_ibv<Ah>(a);
   from_ibv<Pd>(a->pd)->ahs--;
+  ctx_of(a->context)->untrack(ctx_of(a->context)->ahs, ah);
   delete ah;
   return 0;
 }
