@@ -39,7 +39,7 @@ std::set<StatsSegment*>& live() {
 
 void close_all_at_exit() {
   std::lock_guard<std::mutex> g(live_mu());
-  for (StatsSegment* s : live()) s->close();
+  for (StatsSegment* s : live()) s->retire();
 }
 
 std::unique_ptr<StatsSegment> StatsSegment::create(std::string_view device,
@@ -49,6 +49,9 @@ std::unique_ptr<StatsSegment> StatsSegment::create(std::string_view device,
     if (err) *err = what;
     return nullptr;
   };
+  if (const char* env = std::getenv("UROCE_STATS");
+      env && (std::string_view(env) == "0" || std::string_view(env) == "off"))
+    return fail("stats segment: disabled by UROCE_STATS=" + std::string(env));
   if (device.empty() || device.size() >= kDeviceNameLen)
     return fail("stats segment: device name \"" + std::string(device) + "\" is empty or too long");
   pid_t pid = opts.pid ? opts.pid : getpid();
@@ -132,11 +135,17 @@ std::unique_ptr<StatsSegment> StatsSegment::create(std::string_view device,
   return seg;
 }
 
-void StatsSegment::close() {
-  if (!base_) return;
+void StatsSegment::retire() {
+  if (!base_ || retired_) return;
+  retired_ = true;
   __atomic_fetch_or(&header_->flags, kFlagClosed, __ATOMIC_RELEASE);
   unlink(path_.c_str());
   unlink((path_ + ".baseline").c_str());
+}
+
+void StatsSegment::close() {
+  if (!base_) return;
+  retire();
   munmap(base_, size_);
   base_ = nullptr;
 }

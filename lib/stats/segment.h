@@ -2,7 +2,8 @@
  * @file segment.h
  * @brief The writer side of a statistics segment (layout.h): created by the process that owns
  * a device, written without locks by its engine and driver, removed when it is destroyed or
- * the process exits normally (atexit). A segment of a process that was killed stays behind;
+ * the process exits normally (atexit: the file is unlinked but stays mapped, so threads that
+ * still write at exit write into valid memory). A segment of a process that was killed stays behind;
  * readers (reader.h) report it as stale.
  *
  * Typical use in the composition root of a device (lib/verbs):
@@ -34,6 +35,7 @@ class StatsSegment {
  public:
   /// Creates <run dir>/uroce.<device>.<pid> (replacing a leftover of the same name, which can
   /// only be a dead process's), fills header, names and config, and publishes it.
+  /// $UROCE_STATS=0 (or "off") disables segments: create() then always fails.
   /// @return nullptr with *err set to one line (the path and the system error) on failure.
   static std::unique_ptr<StatsSegment> create(std::string_view device,
                                               const ConfigSummary& config, std::string* err,
@@ -59,7 +61,10 @@ class StatsSegment {
 
  private:
   StatsSegment() = default;
-  void close();
+  /// Marks closed and unlinks, but keeps the mapping: at exit other threads (a progress
+  /// thread, a driver) may still write counters until the process is gone.
+  void retire();
+  void close();  ///< retire() and unmap
 
   std::string path_;
   void* base_ = nullptr;
@@ -70,6 +75,7 @@ class StatsSegment {
   QpRecord* qps_ = nullptr;
   uint32_t qp_capacity_ = 0;
   uint32_t next_slot_ = 0;  ///< where add_qp starts looking
+  bool retired_ = false;    ///< unlinked (at exit); the mapping stays until the destructor
   friend void close_all_at_exit();
 };
 

@@ -330,6 +330,23 @@ TEST_F(StatsSegmentTest, ConcurrentReaderSeesConsistentRecords) {
   EXPECT_EQ(s.qps[0].peer_qpn, kUpdates);
 }
 
+TEST_F(StatsSegmentTest, DisabledByEnvironment) {
+  setenv("UROCE_STATS", "off", 1);
+  std::string err;
+  auto seg = StatsSegment::create("uroce0", cfg_, &err, opts_);
+  unsetenv("UROCE_STATS");
+  EXPECT_EQ(seg, nullptr);
+  EXPECT_NE(err.find("disabled by UROCE_STATS=off"), std::string::npos) << err;
+  EXPECT_TRUE(list_segments(dir_).empty());
+}
+
+TEST_F(StatsSegmentTest, CreateFailsInMissingFolder) {
+  opts_.run_dir = dir_ + "/missing";
+  std::string err;
+  EXPECT_EQ(StatsSegment::create("uroce0", cfg_, &err, opts_), nullptr);
+  EXPECT_NE(err.find("cannot create the stats segment: No such file or directory"), std::string::npos) << err;
+}
+
 TEST(StatsNames, ParseAndPrio) {
   std::string dev;
   pid_t pid = 0;
