@@ -202,6 +202,42 @@ TEST_F(CompleterTest, UnresolvedNeighbourCountsAndRetriesLater) {
   EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500}));
 }
 
+TEST_F(CompleterTest, SqdDrainsThenRaisesSqDrained) {
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 10));
+  EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500}));
+  QpAttr a;
+  a.qp_state = QpState::kSqd;
+  a.en_sqd_async_notify = 1;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState | kAttrEnSqdAsyncNotify));
+  // A WR posted in SQD is queued, not started.
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 10));
+  EXPECT_TRUE(sent_psns().empty());
+  // Receive ACK psn 500 (in-order)
+  // Expect: WR 1 completes, the SQ is drained: kSqDrained
+  t.rx(pb.ack(500));
+  EXPECT_TRUE(t.observer.saw(AsyncEventType::kSqDrained, t.qpn));
+  EXPECT_EQ(t.cqes().size(), 1u);
+  a.qp_state = QpState::kRts;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState));
+  EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{501}));
+}
+
+TEST_F(CompleterTest, SendWithInvalidateCarriesIeth) {
+  Sge sg{t.va(), 16, t.keys.lkey};
+  SendWr w;
+  w.opcode = WrOpcode::kSendWithInv;
+  w.invalidate_rkey = 0x12345678;
+  w.send_flags = kSendSignaled | kSendSolicited;
+  w.sg = &sg;
+  w.num_sge = 1;
+  ASSERT_TRUE(t.e->post_send(t.qpn, w, t.now));
+  ASSERT_EQ(t.tx(), 1u);
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.opcode, Opcode::kRcSendOnlyWithInvalidate);
+  EXPECT_EQ(c.p.ieth_rkey, 0x12345678u);
+  EXPECT_TRUE(c.p.se);
+}
+
 TEST_F(CompleterTest, FatalNaksCompleteWithTheirStatus) {
   struct Case {
     uint8_t syndrome;

@@ -239,6 +239,27 @@ TEST_F(ResponderTest, ZeroLengthWriteNeedsNoRkey) {
   EXPECT_EQ(t.sink.pop().p.aeth.syndrome, kAck);
 }
 
+TEST_F(ResponderTest, SendWithInvalidateAndSolicitedNotification) {
+  t.post_recv(1, 0, 256);
+  t.post_recv(2, 256, 256);
+  ASSERT_TRUE(t.e->req_notify_cq(t.cq, /*solicited_only=*/true));
+  // Receive SEND_ONLY psn 100 without SE (in-order)
+  // Expect: a completion, but no notification (armed for solicited only)
+  t.rx(pb.build(pb.spec(Opcode::kRcSendOnly, 100), bytes(8, 1)));
+  EXPECT_TRUE(t.observer.cq_events.empty());
+  // Receive SEND_ONLY_WITH_INVALIDATE psn 101 with SE (in-order)
+  // Expect: WITH_INV completion carrying the rkey; one notification
+  wire::FrameSpec s = pb.spec(Opcode::kRcSendOnlyWithInvalidate, 101);
+  s.ieth_rkey = 0xfeedbeef;
+  s.se = true;
+  t.rx(pb.build(s, bytes(8, 2)));
+  EXPECT_EQ(t.observer.cq_events.size(), 1u);
+  auto q = t.cqes();
+  ASSERT_EQ(q.size(), 2u);
+  EXPECT_TRUE(q[1].wc_flags & kWcWithInv);
+  EXPECT_EQ(q[1].imm_data, 0xfeedbeefu);
+}
+
 TEST(UcResponder, LostMiddleDropsMessageAndResyncsOnFirst) {
   EngineUnderTest t(QpType::kUc);
   PacketBuilder& pb = t.pb;
