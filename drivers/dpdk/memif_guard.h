@@ -12,6 +12,10 @@
  * finishes on zeros (ring empty: no frame; a torn frame fails the ICRC) and the next burst
  * sees the flag cleared. Any other fault goes to the previous handler. The zero pages stay
  * mapped (the address space of one region per incident).
+ *
+ * Not covered: memif_free_regions() also frees the region table, so a copy burst that
+ * dereferences a region pointer after that faults near address 0, which cannot be mapped;
+ * that narrower window remains a crash (PMDS.md).
  */
 #pragma once
 
