@@ -13,9 +13,9 @@
  * sees the flag cleared. Any other fault goes to the previous handler. The zero pages stay
  * mapped (the address space of one region per incident).
  *
- * Not covered: memif_free_regions() also frees the region table, so a copy burst that
- * dereferences a region pointer after that faults near address 0, which cannot be mapped;
- * that narrower window remains a crash (PMDS.md).
+ * Not covered: memif_free_regions() also frees the region table; a copy burst that reads a
+ * region pointer after that faults outside any region (most likely the one crash still seen,
+ * PMDS.md), which no mapping can absorb.
  */
 #pragma once
 
