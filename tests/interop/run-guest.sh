@@ -114,11 +114,14 @@ fi
 qemu_bound=$((timeout_s + 120))
 declare -a qpids=() starts=() ends=()
 for ((i = 0; i < guests; i++)); do
+  # Deep queues: a host-side peer sends 128-packet go-back-N windows at full speed into a
+  # TCG guest that drains them slowly.
   nsx ip tuntap add "r$i" mode tap
+  nsx ip link set "r$i" txqueuelen 10000
   nsx ip link set "r$i" master rocebr
   nsx ip link set "r$i" up
   net=(-netdev "tap,id=r,ifname=r$i,script=no,downscript=no"
-       -device "virtio-net-pci,netdev=r,mac=02:00:00:00:00:0$((i + 2)),romfile=")
+       -device "virtio-net-pci,netdev=r,mac=02:00:00:00:00:0$((i + 2)),rx_queue_size=1024,romfile=")
   append="console=ttyS0 panic=-1 quiet uroce.ip=198.18.0.$((i + 2))/24 uroce.timeout=$timeout_s"
   if [[ -n $oob ]]; then
     nsx ip tuntap add "o$i" mode tap
