@@ -161,7 +161,11 @@ UROCE_EXPORT ibv_context* uroce_open_device_1_1(ibv_device* d) {
     return nullptr;
   }
   DeviceEntry* e = entry_of(d);
-  Runtime* rt = acquire_runtime(e);
+  Runtime* rt;
+  {
+    std::lock_guard<std::mutex> g(registry_mu());  // listing must not refresh e->cfg meanwhile
+    rt = acquire_runtime(e);
+  }
   if (!rt) return nullptr;
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) {

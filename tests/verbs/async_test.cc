@@ -117,3 +117,67 @@ TEST_F(AsyncTest, QpOnSrqEnteringErrorRaisesLastWqeReached) {
 
 }  // namespace
 }  // namespace uroce::verbs_test
+
+namespace uroce::verbs_test {
+namespace {
+
+TEST_F(AsyncTest, VanishedPeerEndsInRetryExceededThenFlush) {
+  // A fresh requester that gives up fast: ACK timeout 4.096 us * 2^8 ~ 1 ms, two retries.
+  ibv_qp* q = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
+  ibv_qp* gone = make_qp(IBV_QPT_RC, cq_b_, nullptr, false);
+  ASSERT_NE(q, nullptr);
+  ASSERT_NE(gone, nullptr);
+  ASSERT_EQ(connect_qp(ctx_, q, gone->qp_num, 1, 2, kAllAccess, 8, 2), 0);
+  // The peer QP disappears (as when its process dies): nothing answers q any more.
+  ASSERT_EQ(ibv_destroy_qp(gone), 0);
+  Buffer src(pd_, 64, kAllAccess);
+  Buffer dst(pd_, 64, kAllAccess);
+  ibv_sge sge{src.addr(), 64, src.mr->lkey};
+  ibv_send_wr w[2] = {};
+  for (int i = 0; i < 2; ++i) {
+    w[i].wr_id = static_cast<uint64_t>(i);
+    w[i].sg_list = &sge;
+    w[i].num_sge = 1;
+    w[i].opcode = IBV_WR_RDMA_WRITE;
+    w[i].send_flags = IBV_SEND_SIGNALED;
+    w[i].wr.rdma.remote_addr = dst.addr();
+    w[i].wr.rdma.rkey = dst.mr->rkey;
+  }
+  w[0].next = &w[1];
+  ibv_send_wr* bad = nullptr;
+  ASSERT_EQ(ibv_post_send(q, &w[0], &bad), 0);
+  // Expect: the first WR fails with RETRY_EXC_ERR, the second is flushed; the QP is in ERR.
+  auto wcs = poll_n(cq_a_, 2, 10000);
+  ASSERT_EQ(wcs.size(), 2u);
+  EXPECT_EQ(wcs[0].wr_id, 0u);
+  EXPECT_EQ(wcs[0].status, IBV_WC_RETRY_EXC_ERR) << ibv_wc_status_str(wcs[0].status);
+  EXPECT_EQ(wcs[1].wr_id, 1u);
+  EXPECT_EQ(wcs[1].status, IBV_WC_WR_FLUSH_ERR) << ibv_wc_status_str(wcs[1].status);
+  ibv_qp_attr qa;
+  ibv_qp_init_attr qi;
+  ASSERT_EQ(ibv_query_qp(q, &qa, IBV_QP_STATE, &qi), 0);
+  EXPECT_EQ(qa.qp_state, IBV_QPS_ERR);
+  // (IBA reports a requester's retry exhaustion through the completion, not an async event.)
+  EXPECT_EQ(ibv_destroy_qp(q), 0);
+}
+
+TEST_F(AsyncTest, ResizeCqKeepsWorking) {
+  EXPECT_EQ(ibv_resize_cq(cq_a_, 1024), 0);
+  EXPECT_GE(cq_a_->cqe, 1024);
+  EXPECT_EQ(ibv_resize_cq(cq_a_, 0), EINVAL);
+  Buffer src(pd_, 16, kAllAccess);
+  Buffer dst(pd_, 16, kAllAccess);
+  fill_pattern(src.bytes, 9);
+  ibv_sge sge{src.addr(), 16, src.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_RDMA_WRITE;
+  wr.wr.rdma.remote_addr = dst.addr();
+  wr.wr.rdma.rkey = dst.mr->rkey;
+  EXPECT_EQ(post_and_wait(wr).status, IBV_WC_SUCCESS);
+  EXPECT_EQ(dst.bytes, src.bytes);
+}
+
+}  // namespace
+}  // namespace uroce::verbs_test

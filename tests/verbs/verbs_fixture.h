@@ -78,7 +78,8 @@ constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 /// Moves qp RESET -> INIT -> RTR -> RTS towards dest_qpn on the GID at index 0 of ctx.
 /// Returns the first ibv_modify_qp error, 0 on success.
 inline int connect_qp(ibv_context* ctx, ibv_qp* qp, uint32_t dest_qpn, uint32_t my_psn,
-                      uint32_t dest_psn, int access = kAllAccess) {
+                      uint32_t dest_psn, int access = kAllAccess, uint8_t timeout = 14,
+                      uint8_t retry_cnt = 7) {
   ibv_qp_attr a;
   std::memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_INIT;
@@ -120,8 +121,8 @@ inline int connect_qp(ibv_context* ctx, ibv_qp* qp, uint32_t dest_qpn, uint32_t 
   a.sq_psn = my_psn;
   mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
   if (qp->qp_type == IBV_QPT_RC) {
-    a.timeout = 14;
-    a.retry_cnt = 7;
+    a.timeout = timeout;
+    a.retry_cnt = retry_cnt;
     a.rnr_retry = 7;
     a.max_rd_atomic = 4;
     mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
