@@ -171,5 +171,74 @@ TEST_F(ConfigTest, GidTablePerAddressAndRcOverIpv6) {
   EXPECT_EQ(ibv_close_device(ctx), 0);
 }
 
+TEST_F(ConfigTest, UdOverIpv6CarriesAnIpv6Grh) {
+  ibv_context* ctx = open_named("uroce_lo");
+  ASSERT_NE(ctx, nullptr);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ASSERT_NE(pd, nullptr);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_UD;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* a = ibv_create_qp(pd, &ia);
+  ibv_qp* b = ibv_create_qp(pd, &ia);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  ASSERT_EQ(connect_qp(ctx, a, 0, 1, 0), 0);
+  ASSERT_EQ(connect_qp(ctx, b, 0, 1, 0), 0);
+  ibv_ah_attr aa{};
+  aa.is_global = 1;
+  ASSERT_EQ(ibv_query_gid(ctx, 1, 1, &aa.grh.dgid), 0);  // the IPv6 GID
+  aa.grh.sgid_index = 1;
+  aa.grh.hop_limit = 64;
+  aa.port_num = 1;
+  ibv_ah* ah = ibv_create_ah(pd, &aa);
+  ASSERT_NE(ah, nullptr);
+  {
+    Buffer src(pd, 100, kAllAccess);
+    Buffer dst(pd, 140, kAllAccess);
+    fill_pattern(src.bytes, 12);
+    ibv_sge rs{dst.addr(), 140, dst.mr->lkey};
+    ibv_recv_wr rwr{};
+    rwr.sg_list = &rs;
+    rwr.num_sge = 1;
+    ibv_recv_wr* rbad = nullptr;
+    ASSERT_EQ(ibv_post_recv(b, &rwr, &rbad), 0);
+    ibv_sge sge{src.addr(), 100, src.mr->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_SEND;
+    wr.wr.ud.ah = ah;
+    wr.wr.ud.remote_qpn = b->qp_num;
+    wr.wr.ud.remote_qkey = 0x11111111;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
+    auto wcs = poll_n(cq, 1);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
+    EXPECT_EQ(wcs[0].src_qp, a->qp_num);
+    EXPECT_EQ(std::memcmp(dst.bytes.data() + 40, src.bytes.data(), 100), 0);
+    // An IPv6 GRH: version 6, source and destination the IPv6 GID.
+    auto* grh = reinterpret_cast<ibv_grh*>(dst.bytes.data());
+    EXPECT_EQ(be32toh(grh->version_tclass_flow) >> 28, 6u);
+    EXPECT_EQ(std::memcmp(grh->sgid.raw, aa.grh.dgid.raw, 16), 0);
+    EXPECT_EQ(std::memcmp(grh->dgid.raw, aa.grh.dgid.raw, 16), 0);
+    ibv_ah_attr back;
+    ASSERT_EQ(ibv_init_ah_from_wc(ctx, 1, &wcs[0], grh, &back), 0);
+    EXPECT_EQ(back.grh.sgid_index, 1);
+    EXPECT_EQ(std::memcmp(back.grh.dgid.raw, aa.grh.dgid.raw, 16), 0);
+  }
+  EXPECT_EQ(ibv_destroy_ah(ah), 0);
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
 }  // namespace
 }  // namespace uroce::verbs_test
