@@ -106,6 +106,25 @@ TEST(DcqcnIncastTest, QueueGrowsWithTheNumberOfSenders) {
   EXPECT_LT(q[1], q[2]);
 }
 
+TEST(DcqcnIncastTest, SixteenToOneKeepsTheLinkBusyWithTheQueueNearKmax) {
+  // Reference model (dcqcn.md §2.3) 16:1: utilisation 0.973, Jain 0.996, mean queue 61 KB,
+  // p99 210 KB (about Kmax).
+  IncastSpec s;
+  s.senders = 16;
+  s.run = Duration::millis(60);
+  s.csv_name = "incast_16to1_40g.csv";
+  IncastRun r(s);
+  ASSERT_TRUE(r.run()) << r.error();
+  const double from = 20'000;
+  print("16:1", r, from);
+  EXPECT_GE(r.mean(kUtil, from), 0.95);
+  EXPECT_GE(r.jain(from), 0.95);
+  EXPECT_GE(r.mean(kQueue, from) / 1024, 61.0 / 4);
+  EXPECT_LE(r.mean(kQueue, from) / 1024, 61.0 * 4);
+  EXPECT_LE(r.quantile(kQueue, 0.99, from), 1.5 * 200 * 1024);
+  EXPECT_EQ(r.sw().stats().buffer_drops + r.sw().stats().headroom_drops, 0u);
+}
+
 TEST(DcqcnIncastTest, FlowJoinCutsDeepAndRecoversSlowly) {
   IncastSpec s;
   s.start = {Duration{}, Duration::millis(5)};
