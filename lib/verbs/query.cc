@@ -28,7 +28,7 @@ constexpr int kMaxRdAtom = 16;
 constexpr int kMaxSrq = 4096;
 constexpr int kMaxSrqWr = 16384;
 constexpr int kMaxAh = 1 << 16;
-constexpr uint32_t kVendorId = 0x1af4;   ///< reported vendor (none real: a software device)
+constexpr uint32_t kVendorId = 0;        ///< no IEEE OUI: a software device
 constexpr uint32_t kVendorPart = 0x0001;
 
 /// IBTA width/speed encodings that multiply out to the port's speed.
