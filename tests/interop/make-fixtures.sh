@@ -54,5 +54,6 @@ for n in "${names[@]}"; do
     ((naks > 0)) && break
     echo "make-fixtures: $n run $try saw no NAK, again"
   done
+  rm -rf "$log"   # the guests' logs and initrd copies (~30 MB); run-guest exits non-zero on failure
 done
 /usr/bin/python3 "$here/check_fixtures.py" --write-expect "$fixtures"
