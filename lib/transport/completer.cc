@@ -10,8 +10,9 @@
  * cumulative; a read response or atomic ACK implicitly acknowledges all earlier requests
  * (IBA 9.7.5.2.1). An ACK whose PSN covers a READ/atomic whose response has not arrived is an
  * implied NAK (IBA 9.7.5.2.3): the request is sent again from its first missing response.
- * retry_cnt counts retries caused by timeouts, sequence NAKs and implied NAKs; rnr_retry
- * counts RNR NAKs (7 = forever). Both reset on forward progress. Exhausting them completes
+ * retry_cnt counts local ACK timeouts (sequence NAKs and implied NAKs resend at once but do
+ * not spend it, see retry_from); rnr_retry counts RNR NAKs (7 = forever). Both reset on
+ * forward progress. Exhausting them completes
  * the head WQE with RETRY_EXC_ERR / RNR_RETRY_EXC_ERR and moves the QP to ERR.
  */
 #include <algorithm>
@@ -39,8 +40,10 @@ void Engine::Impl::retire_head(Qp& qp, WcStatus st) {
   if (qp.sq.empty() || qp.sq.head_pos() != pos) return;  // flushed meanwhile
   qp.sq.pop();
   if (qp.send_pos == pos) {
+    // Retired while being re-sent: continue with the next WQE at its first PSN.
     qp.send_pos = pos + 1;
     qp.send_off = 0;
+    if (w.started) qp.next_psn = w.last_psn + 1;
   }
   if (qp.started_end == pos) qp.started_end = pos + 1;
   activate(qp);
@@ -110,18 +113,17 @@ void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, Timestamp now) {
     return;
   }
   if (qp.rewind_guard && qp.rewind_psn == psn && qp.rewind_una == qp.una) return;
-  if (qp.retry_left == 0) {
-    inc(Counter::req_transport_retries_exceeded);
-    requester_fatal(qp, WcStatus::kRetryExcErr);
-    return;
-  }
-  qp.retry_left--;
+  // NAK-driven retries do not spend retry_cnt and do not restart the local ACK timer: under
+  // loss plus reordering one loss produces several such signals (sequence NAK, implied NAKs
+  // from later responses) within one round trip. retry_cnt counts local ACK timeouts, which
+  // keep running from the last forward progress, so a peer that never lets us progress still
+  // ends in RETRY_EXC_ERR after (retry_cnt + 1) x timeout.
+  (void)now;
   if (why != Counter::kCount) inc(why);
   qp.rewind_guard = true;
   qp.rewind_psn = psn;
   qp.rewind_una = qp.una;
   rewind(qp, psn);
-  qp.retrans_at = now + local_ack_timeout(qp.attr.timeout);
 }
 
 bool Engine::Impl::ack_through(Qp& qp, Psn psn, Timestamp now) {

@@ -302,14 +302,23 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   }
 
   if (!w.started) {
+    // A new WQE takes the PSNs after everything ever sent (all earlier WQEs are segmented).
     w.started = true;
     w.npkts = is_rd_atomic(w) && w.opcode != WrOpcode::kRdmaRead ? 1 : pkts_for(w.length, qp.mtu);
-    w.first_psn = qp.next_psn;
-    w.last_psn = qp.next_psn + (w.npkts - 1);
+    w.first_psn = qp.max_psn;
+    w.last_psn = qp.max_psn + (w.npkts - 1);
     w.resp_pkts = 0;
     qp.send_off = 0;
+    qp.next_psn = qp.max_psn;
     qp.started_end = pos + 1;
     if (is_rd_atomic(w)) qp.rd_atomic_out++;
+  } else {
+    // Re-sending (go-back-N): the PSN follows from the WQE and the cursor, never from a
+    // running counter, so segmentation is identical to the first transmission.
+    uint32_t idx = w.opcode == WrOpcode::kRdmaRead ? qp.send_off
+                   : is_rd_atomic(w)               ? 0
+                                                   : qp.send_off / qp.mtu;
+    qp.next_psn = w.first_psn + idx;
   }
 
   const Psn psn = qp.next_psn;

@@ -392,5 +392,145 @@ TEST(RcData, MixedOpsWithFenceInOrder) {
   EXPECT_EQ(0, std::memcmp(am.data() + 131072, expect.data(), 65536));
 }
 
+// A random mix of SEND, SEND_WITH_IMM, WRITE, WRITE_WITH_IMM, READ, FETCH_ADD and CMP_SWAP on
+// one QP with small MTU, heavy reordering, duplication and loss: every byte, every result and
+// the order of every completion on both sides.
+TEST(RcData, RandomMixUnderHeavyImpairment) {
+  for (uint64_t seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE(::testing::Message() << "seed " << seed);
+    TwoEngines h(seed * 1000);
+    for (int d = 0; d < 2; ++d) {
+      h.link(d).loss = 0.04;
+      h.link(d).reorder = 0.10;
+      h.link(d).reorder_delay = Duration::micros(20);
+      h.link(d).duplicate = 0.03;
+      h.link(d).corrupt = 0.01;
+    }
+    MoveSpec ms;
+    ms.path_mtu = 2;  // 512
+    QpAttr at = rc_attr(ms);
+    at.max_rd_atomic = at.max_dest_rd_atomic = 4;
+    at.timeout = 6;
+    auto [qa, qb] = h.connect(QpType::kRc, at, 256, 4, 64, kAll);
+    Engine& ea = *h.a().engine;
+    Engine& eb = *h.b().engine;
+    constexpr int kOps = 1500;
+    constexpr uint32_t kSlot = 8192;
+    std::vector<uint8_t> am(size_t{kOps} * kSlot), bm(size_t{kOps} * kSlot, 0);
+    fill_pattern(am.data(), am.size(), seed);
+    fill_pattern(bm.data(), bm.size(), seed + 100);
+    std::vector<uint8_t> b_orig = bm, a_orig = am;
+    alignas(8) static uint64_t counters[4];
+    for (int i = 0; i < 4; ++i) counters[i] = static_cast<uint64_t>(i) * 1000;
+    std::vector<uint64_t> results(kOps, 0);
+    MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(am.data()), am.size(), kAll).value();
+    MrKeys kb = eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(bm.data()), bm.size(), kAll).value();
+    MrKeys kr = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(results.data()), results.size() * 8,
+                          kAll).value();
+    MrKeys kc = eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(counters), sizeof counters, kAll)
+                    .value();
+    std::mt19937_64 rng(seed);
+    const WrOpcode kOpsList[] = {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite,
+                                 WrOpcode::kRdmaWriteWithImm, WrOpcode::kRdmaRead,
+                                 WrOpcode::kAtomicFetchAndAdd, WrOpcode::kAtomicCmpAndSwp};
+    struct Op { WrOpcode op; uint32_t len; uint64_t add; uint64_t cmp; int ctr; };
+    std::vector<Op> ops(kOps);
+    std::vector<uint64_t> expect_recv;  // wr_ids that make a receive completion, in order
+    int posted = 0, completed = 0;
+    size_t recv_done = 0;
+    uint64_t model[4] = {0, 1000, 2000, 3000};
+    std::vector<uint64_t> expect_result(kOps, 0);
+    Cqe c[64];
+    while (completed < kOps) {
+      while (posted < kOps && posted - completed < 48) {
+        int i = posted;
+        Op& o = ops[static_cast<size_t>(i)];
+        o.op = kOpsList[rng() % 7];
+        o.len = static_cast<uint32_t>(rng() % (kSlot + 1));
+        o.ctr = static_cast<int>(rng() % 4);
+        o.add = rng() % 100;
+        bool atomic = o.op == WrOpcode::kAtomicFetchAndAdd || o.op == WrOpcode::kAtomicCmpAndSwp;
+        // CMP_SWAP: compare against the modelled value half of the time (then it swaps).
+        o.cmp = (rng() % 2) ? model[o.ctr] : model[o.ctr] + 1;
+        if (atomic) {
+          expect_result[static_cast<size_t>(i)] = model[o.ctr];
+          if (o.op == WrOpcode::kAtomicFetchAndAdd) model[o.ctr] += o.add;
+          else if (o.cmp == model[o.ctr]) model[o.ctr] = o.add;
+        }
+        uint64_t slot = static_cast<uint64_t>(i) * kSlot;
+        Sge sg{reinterpret_cast<uint64_t>(am.data()) + slot, o.len, ka.lkey};
+        if (atomic) sg = {reinterpret_cast<uint64_t>(&results[static_cast<size_t>(i)]), 8, kr.lkey};
+        bool recv = o.op == WrOpcode::kSend || o.op == WrOpcode::kSendWithImm ||
+                    o.op == WrOpcode::kRdmaWriteWithImm;
+        if (recv) {
+          Sge rs{reinterpret_cast<uint64_t>(bm.data()) + slot, kSlot, kb.lkey};
+          RecvWr rw;
+          rw.wr_id = static_cast<uint64_t>(i);
+          rw.sg = &rs;
+          rw.num_sge = 1;
+          ASSERT_TRUE(eb.post_recv(qb, rw));
+          expect_recv.push_back(static_cast<uint64_t>(i));
+        }
+        SendWr w;
+        w.wr_id = static_cast<uint64_t>(i);
+        w.opcode = o.op;
+        w.send_flags = kSendSignaled | ((rng() % 8 == 0) ? uint32_t{kSendFence} : 0u);
+        w.sg = &sg;
+        w.num_sge = 1;
+        w.imm_data = static_cast<uint32_t>(i);
+        w.remote_addr = atomic ? reinterpret_cast<uint64_t>(&counters[o.ctr])
+                               : reinterpret_cast<uint64_t>(bm.data()) + slot;
+        w.rkey = atomic ? kc.rkey : kb.rkey;
+        w.compare_add = o.op == WrOpcode::kAtomicCmpAndSwp ? o.cmp : o.add;
+        w.swap = o.add;
+        ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+        ++posted;
+      }
+      ASSERT_TRUE(h.step()) << "idle with " << posted - completed << " outstanding";
+      ASSERT_LT(h.now().ns, int64_t{1'000'000'000'000}) << "no progress";
+      size_t n = ea.poll_cq(h.a().scq, c);
+      for (size_t k = 0; k < n; ++k) {
+        ASSERT_EQ(c[k].status, WcStatus::kSuccess) << "wr " << c[k].wr_id;
+        ASSERT_EQ(c[k].wr_id, static_cast<uint64_t>(completed)) << "out of order";
+        ++completed;
+      }
+      n = eb.poll_cq(h.b().rcq, c);
+      for (size_t k = 0; k < n; ++k) {
+        ASSERT_EQ(c[k].status, WcStatus::kSuccess);
+        ASSERT_LT(recv_done, expect_recv.size());
+        ASSERT_EQ(c[k].wr_id, expect_recv[recv_done]) << "receive out of order";
+        const Op& o = ops[c[k].wr_id];
+        ASSERT_EQ(c[k].byte_len, o.len);
+        if (o.op != WrOpcode::kSend) {
+          ASSERT_EQ(c[k].imm_data, static_cast<uint32_t>(c[k].wr_id));
+        }
+        ++recv_done;
+      }
+    }
+    EXPECT_EQ(recv_done, expect_recv.size());
+    for (int i = 0; i < kOps; ++i) {
+      const Op& o = ops[static_cast<size_t>(i)];
+      size_t slot = static_cast<size_t>(i) * kSlot;
+      switch (o.op) {
+        case WrOpcode::kRdmaRead:
+          ASSERT_EQ(0, std::memcmp(am.data() + slot, b_orig.data() + slot, o.len)) << i;
+          ASSERT_EQ(0, std::memcmp(am.data() + slot + o.len, a_orig.data() + slot + o.len,
+                                   kSlot - o.len)) << i;
+          break;
+        case WrOpcode::kAtomicFetchAndAdd:
+        case WrOpcode::kAtomicCmpAndSwp:
+          ASSERT_EQ(results[static_cast<size_t>(i)], expect_result[static_cast<size_t>(i)]) << i;
+          break;
+        default:
+          ASSERT_EQ(0, std::memcmp(bm.data() + slot, a_orig.data() + slot, o.len)) << i;
+          ASSERT_EQ(0, std::memcmp(bm.data() + slot + o.len, b_orig.data() + slot + o.len,
+                                   kSlot - o.len)) << i;
+          break;
+      }
+    }
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(counters[k], model[k]);
+  }
+}
+
 }  // namespace
 }  // namespace uroce::transport::testing
