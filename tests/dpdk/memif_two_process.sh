@@ -20,7 +20,8 @@ txrc=$?
 wait "$rxpid"; rxrc=$?; rxpid=
 cat "$dir/tx.out" "$dir/rx.out"; cat "$dir/tx.err" "$dir/rx.err" >&2
 [ $txrc -eq 0 ] || { echo "FAIL: tx exited $txrc"; exit 1; }
-[ $rxrc -eq 0 ] || { echo "FAIL: rx exited $rxrc (bad frames or no end frame)"; exit 1; }
+[ $rxrc -eq 0 ] || { echo "FAIL: rx exited $rxrc (bad frames or none)"; exit 1; }
+grep -q 'ended=1' "$dir/rx.out" || { echo "FAIL: the end frame was lost (memif must not lose)"; exit 1; }
 sent=$(sed -n 's/.*PORT tx frames=\([0-9]*\).*/\1/p' "$dir/tx.out")
 got=$(sed -n 's/.*PORT rx frames=\([0-9]*\).*/\1/p' "$dir/rx.out")
 [ -n "$sent" ] && [ "$sent" -gt 0 ] || { echo "FAIL: nothing sent"; exit 1; }
