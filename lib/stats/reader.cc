@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
 
 #include "stats/proc.h"
@@ -21,8 +22,12 @@ namespace uroce::stats {
 
 namespace {
 
-constexpr int kSeqlockTries = 10000;  ///< copies of one QP record before giving up on it
-constexpr int kYieldEvery = 64;       ///< let a descheduled writer finish its update
+constexpr int kSeqlockTries = 20000;  ///< copies of one QP record before giving up on it
+constexpr int kSpinTries = 64;        ///< then yield before every try, so that a writer
+                                      ///< preempted inside an update gets to finish it
+/// QpRecord bytes guarded by its seqlock: seq .. peer_gid.
+constexpr size_t kIdentityBytes = offsetof(QpRecord, sq_psn);
+static_assert(kIdentityBytes % 4 == 0);
 
 /// Copies n bytes word by word with relaxed atomic loads (the writer stores the same way).
 void copy_words(void* dst, const void* src, size_t n) {
@@ -165,13 +170,18 @@ ReadStatus read_segment(const std::string& path, Snapshot* out, std::string* err
     const QpRecord& src = qps[i];
     if (!__atomic_load_n(&src.in_use, __ATOMIC_ACQUIRE)) continue;
     for (int t = 0; t < kSeqlockTries; ++t) {
-      if (t && t % kYieldEvery == 0) sched_yield();
+      if (t >= kSpinTries) sched_yield();
       uint32_t s1 = __atomic_load_n(&src.seq, __ATOMIC_ACQUIRE);
       if (s1 & 1) continue;
+      // Only the identity fields need the seqlock; PSNs, rates and counters are single
+      // relaxed words, copied after it (a short critical copy rarely collides).
       QpRecord r;
-      copy_words(&r, &src, sizeof r);
+      copy_words(&r, &src, kIdentityBytes);
       std::atomic_thread_fence(std::memory_order_acquire);
       if (__atomic_load_n(&src.seq, __ATOMIC_RELAXED) != s1) continue;
+      copy_words(reinterpret_cast<unsigned char*>(&r) + kIdentityBytes,
+                 reinterpret_cast<const unsigned char*>(&src) + kIdentityBytes,
+                 sizeof r - kIdentityBytes);
       if (!__atomic_load_n(&src.in_use, __ATOMIC_ACQUIRE)) break;  // freed meanwhile
       s.qps.push_back(r);
       break;
