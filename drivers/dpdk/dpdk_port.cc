@@ -594,10 +594,18 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
     if (rte_eth_dev_default_mac_addr_set(port_id, &ea) != 0)
       rte_eth_promiscuous_enable(port_id);  // a NIC must then not filter it out
   }
-  rc = rte_eth_dev_start(port_id);
+  const bool memif_client = std::string_view(info.driver_name) == "net_memif" &&
+                            dev.port.find("role=client") != std::string::npos;
+  {
+    // A memif client whose server is not up yet logs an error per attempt: not one here.
+    int level = memif_client ? rte_log_get_level(memif_logtype()) : -1;
+    if (level >= 0) rte_log_set_level(static_cast<uint32_t>(memif_logtype()), RTE_LOG_CRIT);
+    rc = rte_eth_dev_start(port_id);
+    if (level >= 0)
+      rte_log_set_level(static_cast<uint32_t>(memif_logtype()), static_cast<uint32_t>(level));
+  }
   // A memif client cannot start before its server listens: it is started on first use then.
-  const bool start_later = rc != 0 && std::string_view(info.driver_name) == "net_memif" &&
-                           dev.port.find("role=client") != std::string::npos;
+  const bool start_later = rc != 0 && memif_client;
   if (rc != 0 && !start_later) return give_up_pool("rte_eth_dev_start: " + dpdk_error(rc));
   if (!want_mac) rte_eth_macaddr_get(port_id, &ea);
   if (!want_mac || rte_eth_promiscuous_get(port_id) != 1) rte_eth_promiscuous_disable(port_id);
