@@ -29,6 +29,7 @@
 #include "common/counters.h"
 #include "common/port.h"
 #include "config/config.h"
+#include "transport/congestion.h"
 #include "transport/engine.h"
 #ifdef UROCE_HAVE_STATS
 #include "stats/segment.h"
@@ -74,6 +75,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   DeviceEntry* dev;
   std::mutex mu;                                ///< the engine lock
   std::unique_ptr<Port> port;
+  std::unique_ptr<transport::CongestionFactory> cc;  ///< DCQCN (null: disabled); outlives engine
   CounterBlock counters;                        ///< used when there is no stats segment
 #ifdef UROCE_HAVE_STATS
   std::unique_ptr<stats::StatsSegment> stats;   ///< shared-memory counters for `uroce show`

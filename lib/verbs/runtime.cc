@@ -24,6 +24,9 @@
 #include <random>
 
 #include "verbs/objects.h"
+#ifdef UROCE_HAVE_DCQCN
+#include "verbs/congestion.h"
+#endif
 #ifdef UROCE_HAVE_STATS
 #include "stats/summary.h"
 #endif
@@ -266,6 +269,18 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.cnp_dscp = dev->cfg.cnp_dscp;
   ec.ecn = dev->cfg.ecn;
   ec.dscp_to_prio = dev->cfg.dscp_to_prio;
+#ifdef UROCE_HAVE_DCQCN
+  if (dev->cfg.dcqcn.enabled) {
+    std::string cerr;
+    rt->cc = make_congestion(dev->cfg, &cerr);
+    if (!rt->cc) {
+      std::fprintf(stderr, "uroce: %s: %s\n", dev->cfg.name.c_str(), cerr.c_str());
+      errno = EINVAL;
+      return nullptr;
+    }
+  }
+  ec.cc = rt->cc.get();
+#endif
   std::random_device rd;
   ec.key_seed = (uint64_t{rd()} << 32) | rd();
   rt->gids = ec.gids;
