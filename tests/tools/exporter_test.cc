@@ -166,6 +166,11 @@ TEST(ExporterTest, ScrapesRawCumulativeValues) {
   EXPECT_EQ(s1["rdma_exporter_segments{state=\"stale\"}"], 1);
   EXPECT_EQ(t1.find("device=\"ghost\""), std::string::npos);
   EXPECT_TRUE(names.count("rdma_device_info"));
+  // Compatibility names (yuuki/rdma_exporter).
+  EXPECT_EQ(s1["rdma_cc_tx_cnp_pkts_total" + base], 7);
+  EXPECT_EQ(s1["rdma_cc_rx_cnp_pkts_total" + base], 5);
+  EXPECT_EQ(s1["rdma_cc_rx_ce_pkts_total" + base], 11);
+  EXPECT_EQ(s1["rdma_roce_pfc_pause_duration_total" + labels("uroce0", me, ",direction=\"rx\"")], 250);
 
   // Traffic between the scrapes.
   seg->counters()->inc(Counter::np_cnp_sent, 2);
@@ -178,6 +183,7 @@ TEST(ExporterTest, ScrapesRawCumulativeValues) {
   EXPECT_EQ(s2["rdma_np_cnp_sent_total" + base], 9);
   EXPECT_EQ(s2["rdma_tx_vport_rdma_unicast_bytes_total" + base], 4096);
   EXPECT_GT(s2["rdma_tx_vport_rdma_unicast_bytes_total" + base], s1["rdma_tx_vport_rdma_unicast_bytes_total" + base]);
+  EXPECT_EQ(s2["rdma_port_xmit_data_total" + base], 1024);  // 4096 bytes in 4-byte words
   EXPECT_EQ(s2["rdma_rx_prio_pause_total" + labels("uroce0", me, ",priority=\"3\"")], 7);
   EXPECT_EQ(s2["rdma_qp_tx_packets_total" + ql], 10);
   EXPECT_EQ(exp.stop(), 0);

@@ -83,6 +83,29 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
           counter ? MetricType::Counter : MetricType::Gauge, base,
           static_cast<double>(stats::prio_value(s.port, d, 0)));
   }
+  // Names other RDMA exporters serve (reference/dcqcn.md §5.3, yuuki/rdma_exporter), so
+  // their dashboards work unchanged: the optional mlx5 cc_* counters, IB port data counters
+  // (in 4-byte words, as IBA PortXmitData/PortRcvData count), summed PFC pause durations.
+  f.add("rdma_cc_rx_ce_pkts_total", "CE-marked RoCE packets received (= np_ecn_marked_roce_packets)",
+        MetricType::Counter, base, static_cast<double>(s.counter("np_ecn_marked_roce_packets")));
+  f.add("rdma_cc_rx_cnp_pkts_total", "CNPs received (= rp_cnp_handled + rp_cnp_ignored)",
+        MetricType::Counter, base,
+        static_cast<double>(s.counter("rp_cnp_handled") + s.counter("rp_cnp_ignored")));
+  f.add("rdma_cc_tx_cnp_pkts_total", "CNPs sent (= np_cnp_sent)", MetricType::Counter, base,
+        static_cast<double>(s.counter("np_cnp_sent")));
+  f.add("rdma_port_xmit_data_total", "RoCE data sent, in 4-byte words (IBA PortXmitData)",
+        MetricType::Counter, base, static_cast<double>(s.counter("tx_vport_rdma_unicast_bytes") / 4));
+  f.add("rdma_port_rcv_data_total", "RoCE data received, in 4-byte words (IBA PortRcvData)",
+        MetricType::Counter, base, static_cast<double>(s.counter("rx_vport_rdma_unicast_bytes") / 4));
+  uint64_t rx_pause_us = 0, tx_pause_us = 0;
+  for (int p = 0; p < stats::kNumPriorities; ++p) {
+    rx_pause_us += s.port.rx_prio_pause_duration[p];
+    tx_pause_us += s.port.tx_prio_pause_duration[p];
+  }
+  f.add("rdma_roce_pfc_pause_duration_total", "PFC pause time over all priorities, microseconds",
+        MetricType::Counter, with(base, "direction", "rx"), static_cast<double>(rx_pause_us));
+  f.add("rdma_roce_pfc_pause_duration_total", "PFC pause time over all priorities, microseconds",
+        MetricType::Counter, with(base, "direction", "tx"), static_cast<double>(tx_pause_us));
   f.add("rdma_qps", "Queue pairs of the device", MetricType::Gauge, base,
         static_cast<double>(s.qps.size()));
   for (const stats::QpRecord& q : s.qps) {

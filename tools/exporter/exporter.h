@@ -15,6 +15,8 @@
  *                                                gauge    {device, port, pid, qp}
  *   rdma_device_info{device, port, pid, profile, lossless, trust, dcqcn_mode} 1
  *   rdma_qps{device, port, pid}, rdma_exporter_segments{state}
+ *   compatibility names of other exporters: rdma_cc_{rx_ce,rx_cnp,tx_cnp}_pkts_total,
+ *   rdma_port_{xmit,rcv}_data_total (4-byte words), rdma_roce_pfc_pause_duration_total{direction}
  * `port` is the IB port number ("1"). Units: bytes, frames, µs (pause durations), Mb/s.
  */
 #pragma once

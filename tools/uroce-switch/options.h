@@ -1,0 +1,53 @@
+/**
+ * @file options.h
+ * @brief uroce-switch's command line, parsed without DPDK (unit-tested). Sizes take K/M/G
+ * suffixes of 1024 (bytes), rates K/M/G of 1000 (bit/s), durations ns/us/ms/s.
+ *
+ *   --port DEVARGS        a DPDK vdev per switch port, in port order (repeat, >= 2)
+ *   --shape PORT=RATE     egress token bucket on port index PORT (e.g. 2=500M)
+ *   --burst SIZE          shaper bucket depth (default 16K)
+ *   --kmin/--kmax SIZE, --pmax P, --ecn on|off, --mark enqueue|dequeue
+ *   --pfc-xoff/--pfc-xon SIZE (xoff 0 = no PFC), --pfc-prios LIST (default 3)
+ *   --buffer SIZE         per-egress-port buffer (default 4M); frames beyond it are dropped
+ *   --link-rate RATE      port speed for pause quanta of unshaped ports (default 10G)
+ *   --stats-every DUR     periodic counter line (0 = only at exit)
+ *   --max-time DUR        stop by itself after this long (0 = run until SIGINT/SIGTERM)
+ *   --file-prefix NAME    EAL --file-prefix (default uroce-switch-<pid>)
+ * Units: bytes, bit/s, ns.
+ */
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/time.h"
+#include "uroce-switch/red.h"
+
+namespace uroce::uswitch {
+
+struct Options {
+  std::vector<std::string> ports;
+  std::map<uint32_t, uint64_t> shape_bps;   ///< port index -> rate
+  uint64_t burst_bytes = 16 * 1024;
+  RedParams red;
+  uint64_t pfc_xoff_bytes = 400 * 1024;
+  uint64_t pfc_xon_bytes = 300 * 1024;
+  uint8_t pfc_prios = 1u << 3;
+  uint64_t buffer_bytes = 4ull * 1024 * 1024;
+  uint64_t link_bps = 10'000'000'000ull;
+  Duration stats_every = Duration::seconds(1);
+  Duration max_time{};
+  std::string file_prefix;
+};
+
+bool parse_size(std::string_view s, uint64_t* out);
+bool parse_rate(std::string_view s, uint64_t* out);
+bool parse_duration(std::string_view s, Duration* out);
+
+/// Parses argv (without argv[0]); false with *err set on a bad or missing value.
+bool parse_options(const std::vector<std::string>& args, Options* o, std::string* err);
+
+}  // namespace uroce::uswitch
