@@ -59,7 +59,12 @@ void fill_port_attr(Context* ctx, ibv_port_attr* p) {
   p->lmc = 0;
   p->max_vl_num = 4;  // VL0-7: eight priorities (PFC)
   p->subnet_timeout = 18;
-  speed_width(rt->port->link_speed_bps(), &p->active_width, &p->active_speed);
+  uint64_t speed;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);  // the Port is used by one thread at a time
+    speed = rt->port->link_speed_bps();
+  }
+  speed_width(speed, &p->active_width, &p->active_speed);
   p->phys_state = 5;  // LinkUp
   p->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
