@@ -9,6 +9,7 @@ Usage: exporter_e2e.py --build <build dir>   (needs <build>/lib/libibverbs.so.1,
 Every wait is a condition polled against a deadline.
 """
 import argparse
+import json
 import os
 import re
 import subprocess
@@ -105,6 +106,16 @@ def main():
             if not grew_rx:
                 print("FAIL: no receive counter grew between scrapes")
                 return 1
+            # The CLI reads the same live segments.
+            show = subprocess.run([os.path.join(build, "bin", "uroce"), "show", "roce", "--json",
+                                   "--run-dir", run_dir], capture_output=True, text=True)
+            devs = json.loads(show.stdout)["devices"] if show.returncode == 0 else []
+            if len(devs) != 2 or any(d["state"] != "running" or d["device"] != "uroce0" or
+                                     d["mtu"] != 4096 for d in devs):
+                print(f"FAIL: uroce show roce: rc {show.returncode} {show.stderr.strip()} {devs}")
+                return 1
+            print(f"uroce show roce: pids {[d['pid'] for d in devs]}, profile "
+                  f"{[d['profile'] for d in devs]}, dcqcn {[d['dcqcn']['mode'] for d in devs]}")
             for s in (cli, srv):
                 s.wait(deadline - time.monotonic())
             if cli.rc != 0 or srv.rc != 0:
