@@ -1,0 +1,215 @@
+/**
+ * @file switch_model_test.cc
+ * @brief uroce-switch's DPDK-free parts: the RED marking curve (reference/dcqcn.md §1.2), the
+ * token-bucket shaper's rate, PFC XOFF/XON hysteresis on ingress bytes (§4), strict-priority
+ * service skipping paused priorities, classification and CE marking with a valid IPv4
+ * checksum, and option parsing. Time is injected. Units: bytes, bit/s, ns.
+ */
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "uroce-switch/egress_queues.h"
+#include "uroce-switch/frame_edit.h"
+#include "uroce-switch/options.h"
+#include "uroce-switch/pfc_ingress.h"
+#include "uroce-switch/red.h"
+#include "uroce-switch/shaper.h"
+
+namespace uroce::uswitch {
+namespace {
+
+TEST(SwitchRed, ProbabilityCurve) {
+  RedParams p{.enabled = true, .kmin_bytes = 20'000, .kmax_bytes = 200'000, .pmax = 0.2};
+  EXPECT_EQ(mark_probability(p, 0), 0.0);
+  EXPECT_EQ(mark_probability(p, 20'000), 0.0);
+  EXPECT_DOUBLE_EQ(mark_probability(p, 110'000), 0.1);
+  EXPECT_DOUBLE_EQ(mark_probability(p, 199'999), 0.2 * 179'999 / 180'000);
+  EXPECT_EQ(mark_probability(p, 200'000), 1.0);
+  p.enabled = false;
+  EXPECT_EQ(mark_probability(p, 1'000'000), 0.0);
+}
+
+TEST(SwitchRed, EmpiricalRateMatchesCurve) {
+  RedParams p{.enabled = true, .kmin_bytes = 20'000, .kmax_bytes = 200'000, .pmax = 0.2};
+  MarkRng rng(42);
+  int marked = 0;
+  const int n = 200'000;
+  for (int i = 0; i < n; ++i) marked += rng.should_mark(p, 110'000);
+  EXPECT_NEAR(static_cast<double>(marked) / n, 0.1, 0.005);
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(rng.should_mark(p, 200'000));
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(rng.should_mark(p, 20'000));
+}
+
+TEST(SwitchShaper, SustainedRateIsTheConfiguredRate) {
+  Timestamp t{0};
+  TokenBucket tb(500'000'000, 16 * 1024, t);
+  uint64_t sent = 0;
+  // Greedy sender of 1100-byte frames polled every 1 µs for 100 ms.
+  for (int i = 0; i < 100'000; ++i, t = t + Duration::micros(1)) {
+    while (tb.conforms(1100, t)) {
+      tb.consume(1100);
+      sent += 1100;
+    }
+  }
+  double bps = static_cast<double>(sent) * 8 / 0.1;
+  // 500 Mb/s plus at most the initial bucket (16 KiB over 100 ms = 1.3 Mb/s).
+  EXPECT_GT(bps, 499e6);
+  EXPECT_LT(bps, 502e6);
+}
+
+TEST(SwitchShaper, EarliestIsWhenCreditSuffices) {
+  Timestamp t{1'000};
+  TokenBucket tb(1'000'000'000, 1000, t);  // 1 byte/ns... 0.125 byte/ns
+  EXPECT_TRUE(tb.conforms(1000, t));
+  tb.consume(1000);
+  EXPECT_FALSE(tb.conforms(1, t));
+  Timestamp e = tb.earliest(500, t);
+  EXPECT_EQ((e - t).ns, 4000);  // 500 bytes at 1 Gb/s
+  EXPECT_FALSE(tb.conforms(500, e - Duration::nanos(10)));
+  EXPECT_TRUE(tb.conforms(500, e));
+  TokenBucket off(0, 0, t);
+  EXPECT_TRUE(off.conforms(9000, t));
+}
+
+TEST(SwitchPfc, XoffAtThresholdXonBelowWithHysteresis) {
+  dcqcn::PfcTxConfig cfg;
+  cfg.enabled_mask = 1u << 3;
+  cfg.xoff_bytes = 400'000;
+  cfg.xon_bytes = 300'000;
+  PfcIngress in(100'000'000'000ull, cfg);
+  Timestamp t{0};
+  std::vector<dcqcn::PauseFrame> sent;
+  auto step = [&](std::optional<dcqcn::PauseFrame> f) {
+    if (f) sent.push_back(*f);
+  };
+  for (int i = 0; i < 399; ++i) step(in.add(3, 1000, t));
+  EXPECT_TRUE(sent.empty());
+  step(in.add(3, 1000, t));  // 400 000 bytes: XOFF
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].class_enable, 1u << 3);
+  EXPECT_EQ(sent[0].quanta[3], 0xFFFF);
+  EXPECT_TRUE(in.asserted(3));
+  for (int i = 0; i < 99; ++i) step(in.remove(3, 1000, t));  // 301 000: still above XON
+  EXPECT_EQ(sent.size(), 1u);
+  EXPECT_TRUE(in.asserted(3));
+  step(in.add(3, 50'000, t));  // back above XOFF while asserted: no new frame
+  EXPECT_EQ(sent.size(), 1u);
+  step(in.remove(3, 51'000, t));  // 300 000: XON
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[1].quanta[3], 0);
+  EXPECT_FALSE(in.asserted(3));
+  // Other priorities never pause.
+  for (int i = 0; i < 1000; ++i) step(in.add(0, 1000, t));
+  EXPECT_EQ(sent.size(), 2u);
+}
+
+TEST(SwitchPfc, RefreshBeforeExpiry) {
+  dcqcn::PfcTxConfig cfg;
+  cfg.xoff_bytes = 1000;
+  cfg.xon_bytes = 500;
+  PfcIngress in(100'000'000'000ull, cfg);  // 0xFFFF quanta at 100 Gb/s = 335.5 µs
+  Timestamp t{0};
+  ASSERT_TRUE(in.add(3, 1000, t).has_value());
+  Timestamp d = in.next_deadline();
+  EXPECT_GT(d.ns, 0);
+  EXPECT_LT(d.ns, 335'544);  // refreshed before the pause expires
+  auto f = in.on_timer(d);
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->quanta[3], 0xFFFF);
+}
+
+TEST(SwitchQueues, StrictPrioritySkipsPausedAndEnforcesLimit) {
+  EgressQueues q(3000);
+  EXPECT_TRUE(q.push({nullptr, 1000, 0, 3, true}));
+  EXPECT_TRUE(q.push({nullptr, 1000, 1, 6, false}));
+  EXPECT_TRUE(q.push({nullptr, 1000, 1, 0, false}));
+  EXPECT_FALSE(q.push({nullptr, 1, 1, 0, false}));  // buffer full
+  EXPECT_EQ(q.high_water(), 3000u);
+  EXPECT_EQ(q.next_prio(0), 6);
+  EXPECT_EQ(q.next_prio(1u << 6), 3);
+  EXPECT_EQ(q.next_prio((1u << 6) | (1u << 3)), 0);
+  EXPECT_EQ(q.next_prio(0xFF), -1);
+  QueuedFrame f = q.pop(3);
+  EXPECT_EQ(f.ingress, 0);
+  EXPECT_EQ(q.bytes(3), 0u);
+  EXPECT_EQ(q.total_bytes(), 2000u);
+}
+
+/// Untagged Ethernet + IPv4 (DSCP 26, ECT(0)) + UDP 4791 header bytes, checksum valid.
+std::vector<uint8_t> roce_v4_frame() {
+  std::vector<uint8_t> f(14 + 20 + 8, 0);
+  f[12] = 0x08;
+  uint8_t ip[20] = {0x45, (26 << 2) | 2, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0,
+                    198, 18, 0, 1, 198, 18, 0, 2};
+  uint32_t sum = 0;
+  for (int i = 0; i < 20; i += 2) sum += static_cast<uint32_t>((ip[i] << 8) | ip[i + 1]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  ip[10] = static_cast<uint8_t>(~sum >> 8);
+  ip[11] = static_cast<uint8_t>(~sum);
+  std::copy(ip, ip + 20, f.begin() + 14);
+  return f;
+}
+
+bool ipv4_checksum_ok(const std::vector<uint8_t>& f) {
+  uint32_t sum = 0;
+  for (int i = 14; i < 34; i += 2) sum += static_cast<uint32_t>((f[i] << 8) | f[i + 1]);
+  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  return sum == 0xffff;
+}
+
+TEST(SwitchFrame, ClassifyAndMarkCe) {
+  auto f = roce_v4_frame();
+  ASSERT_TRUE(ipv4_checksum_ok(f));
+  FrameInfo info = classify(f, default_dscp_map());
+  EXPECT_TRUE(info.valid);
+  EXPECT_EQ(info.prio, 3);  // DSCP 26 >> 3
+  EXPECT_TRUE(info.ect);
+  EXPECT_FALSE(info.ce);
+  mark_ce(f, info);
+  EXPECT_EQ(f[15], (26 << 2) | 3);
+  EXPECT_TRUE(ipv4_checksum_ok(f));
+  FrameInfo after = classify(f, default_dscp_map());
+  EXPECT_TRUE(after.ce);
+  EXPECT_FALSE(after.ect);
+}
+
+TEST(SwitchFrame, VlanPcpWinsAndMacControlIsRecognised) {
+  auto f = roce_v4_frame();
+  f.insert(f.begin() + 12, {0x81, 0x00, 0xA0, 0x05});  // PCP 5, VID 5
+  FrameInfo info = classify(f, default_dscp_map());
+  EXPECT_EQ(info.prio, 5);
+  EXPECT_EQ(info.ip_offset, 18u);
+  std::vector<uint8_t> pfc(60, 0);
+  pfc[12] = 0x88;
+  pfc[13] = 0x08;
+  EXPECT_TRUE(classify(pfc, default_dscp_map()).mac_control);
+}
+
+TEST(SwitchOptions, ParsesUnitsAndRejectsBadValues) {
+  Options o;
+  std::string err;
+  ASSERT_TRUE(parse_options({"--port", "a", "--port", "b", "--shape", "1=500M", "--kmin", "20K",
+                             "--kmax", "200K", "--pmax", "0.2", "--ecn", "off", "--pfc-xoff",
+                             "400K", "--pfc-xon", "300K", "--stats-every", "500ms"},
+                            &o, &err))
+      << err;
+  EXPECT_EQ(o.shape_bps.at(1), 500'000'000u);
+  EXPECT_EQ(o.red.kmin_bytes, 20u * 1024);
+  EXPECT_FALSE(o.red.enabled);
+  EXPECT_EQ(o.pfc_xoff_bytes, 400u * 1024);
+  EXPECT_EQ(o.stats_every.ns, 500'000'000);
+  auto rejects = [&](std::vector<std::string> args) {
+    Options fresh;
+    return !parse_options(args, &fresh, &err) && !err.empty();
+  };
+  EXPECT_TRUE(rejects({"--port", "a"}));
+  EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--shape", "2=1G"}));
+  EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--pfc-xon", "500K"}));
+  EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--kmin", "x"}));
+  EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--bogus", "1"}));
+}
+
+}  // namespace
+}  // namespace uroce::uswitch
