@@ -324,8 +324,11 @@ int main(int argc, char** argv) {
     port = p;
     break;
   }
-  rte_mempool* pool = rte_pktmbuf_pool_create("raw_pool", 8191, 256, 0,
-                                              RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+  // Buffers of 8 KiB + headroom: one mbuf holds any frame up to memif's bsize=8192 (the
+  // memif RX path crashed here on chained 2 KiB mbufs) and af_packet's 8192 framesz.
+  constexpr uint16_t kDataRoom = 8192 + RTE_PKTMBUF_HEADROOM;
+  rte_mempool* pool = rte_pktmbuf_pool_create("raw_pool", 8191, 256, 0, kDataRoom,
+                                              rte_socket_id());
   if (pool == nullptr || !setup_port(port, pool, o.size)) {
     std::fprintf(stderr, "raw_link: port setup failed\n");
     return 2;
