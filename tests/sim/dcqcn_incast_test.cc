@@ -87,11 +87,11 @@ TEST(DcqcnIncastTest, QueueGrowsWithTheNumberOfSenders) {
   for (int i = 0; i < 3; ++i) {
     IncastSpec s;
     s.senders = kN[i];
-    s.run = Duration::millis(100);
+    s.run = Duration::millis(60);
     s.csv_name = "incast_" + std::to_string(kN[i]) + "to1_40g.csv";
     IncastRun r(s);
     ASSERT_TRUE(r.run()) << r.error();
-    const double from = 40'000;
+    const double from = 30'000;
     char name[16];
     std::snprintf(name, sizeof name, "%d:1", kN[i]);
     print(name, r, from);
