@@ -122,10 +122,10 @@ TEST(SwitchPfc, RefreshBeforeExpiry) {
 
 TEST(SwitchQueues, StrictPrioritySkipsPausedAndEnforcesLimit) {
   EgressQueues q(3000);
-  EXPECT_TRUE(q.push({nullptr, 1000, 0, 3, true}));
-  EXPECT_TRUE(q.push({nullptr, 1000, 1, 6, false}));
-  EXPECT_TRUE(q.push({nullptr, 1000, 1, 0, false}));
-  EXPECT_FALSE(q.push({nullptr, 1, 1, 0, false}));  // buffer full
+  EXPECT_TRUE(q.push({nullptr, 1000, 0, 0, 3, true}));
+  EXPECT_TRUE(q.push({nullptr, 1000, 1, 0, 6, false}));
+  EXPECT_TRUE(q.push({nullptr, 1000, 1, 0, 0, false}));
+  EXPECT_FALSE(q.push({nullptr, 1, 1, 0, 0, false}));  // buffer full
   EXPECT_EQ(q.high_water(), 3000u);
   EXPECT_EQ(q.next_prio(0), 6);
   EXPECT_EQ(q.next_prio(1u << 6), 3);
@@ -209,6 +209,14 @@ TEST(SwitchOptions, ParsesUnitsAndRejectsBadValues) {
   EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--pfc-xon", "500K"}));
   EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--kmin", "x"}));
   EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--bogus", "1"}));
+  EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--share", "0,2"}));
+  EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--share", "1"}));
+  Options shared;
+  ASSERT_TRUE(parse_options({"--port", "a", "--port", "b", "--port", "c", "--share", "1,2"},
+                            &shared, &err))
+      << err;
+  ASSERT_EQ(shared.shared.size(), 1u);
+  EXPECT_EQ(shared.shared[0], (std::vector<uint32_t>{1, 2}));
 }
 
 }  // namespace

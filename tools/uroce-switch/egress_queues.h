@@ -20,6 +20,7 @@ struct QueuedFrame {
   void* pkt = nullptr;     ///< opaque frame handle
   uint32_t len = 0;        ///< frame bytes
   uint16_t ingress = 0;    ///< port it came in on (PFC ingress accounting)
+  uint16_t egress = 0;     ///< port it leaves on (a queue may serve several, --share)
   uint8_t prio = 0;        ///< traffic class 0..7
   bool ect = false;        ///< IP ECN field is ECT(0)/ECT(1) (may be marked CE)
 };
@@ -33,6 +34,7 @@ class EgressQueues {
   /// Highest priority with frames whose bit is clear in `paused_mask`; -1 if none.
   int next_prio(uint8_t paused_mask) const;
   const QueuedFrame& front(int prio) const { return q_[prio].front(); }
+  QueuedFrame& front(int prio) { return q_[prio].front(); }  ///< e.g. to clear ect once marked
   QueuedFrame pop(int prio);
 
   uint64_t bytes(int prio) const { return bytes_[prio]; }

@@ -58,35 +58,41 @@ constexpr uint32_t kPoolSize = 32767;
 struct PortCounters {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
   uint64_t flooded = 0;          ///< frames this port received that were flooded
-  uint64_t ecn_marked = 0;       ///< frames marked CE on this port's egress queues
-  uint64_t drops = 0;            ///< egress buffer full (frames for this port)
   uint64_t pfc_xoff_sent = 0;    ///< XOFF/refresh frames sent to this port's peer
   uint64_t pfc_xon_sent = 0;     ///< XON frames sent to this port's peer
   uint64_t pfc_rx = 0;           ///< PAUSE/PFC frames received from the peer
-  uint64_t q_samples = 0;        ///< egress dequeues (queue-depth samples)
-  uint64_t q_over_kmax = 0;      ///< of them with the frame's priority queue >= kmax
+};
+
+/// One egress link: its queues, shaper and the pause its far end asked for. A port, or the
+/// ports of a --share group (one host behind one link).
+struct EgressLink {
+  EgressQueues queues;
+  TokenBucket shaper;
+  dcqcn::PfcCounters rx_pfc_counters{};
+  dcqcn::PfcRx pfc_rx;
+  std::vector<uint32_t> members;  ///< port indices
+  uint64_t ecn_marked = 0;        ///< frames marked CE
+  uint64_t drops = 0;             ///< buffer full
+  uint64_t q_samples = 0;         ///< dequeues (queue-depth samples)
+  uint64_t q_over_kmax = 0;       ///< of them with the frame's priority queue >= kmax
+
+  EgressLink(const Options& o, uint64_t shape_bps, Timestamp now)
+      : queues(o.buffer_bytes),
+        shaper(shape_bps, o.burst_bytes, now),
+        pfc_rx(shape_bps ? shape_bps : o.link_bps, dcqcn::PfcWatchdogConfig{.enabled = false},
+               &rx_pfc_counters) {}
 };
 
 struct SwitchPort {
   uint16_t id = 0;
   std::string devargs;
-  EgressQueues queues;
-  TokenBucket shaper;
+  uint32_t link = 0;              ///< index of its EgressLink
   PfcIngress pfc_in;
-  dcqcn::PfcCounters rx_pfc_counters{};
-  dcqcn::PfcRx pfc_rx;
   std::deque<rte_mbuf*> control;  ///< PFC frames to send: bypass queues, shaper and pause
   PortCounters c;
 
-  SwitchPort(uint16_t port_id, std::string args, const Options& o, uint64_t shape_bps,
-             const dcqcn::PfcTxConfig& pfc, Timestamp now)
-      : id(port_id),
-        devargs(std::move(args)),
-        queues(o.buffer_bytes),
-        shaper(shape_bps, o.burst_bytes, now),
-        pfc_in(o.link_bps, pfc),
-        pfc_rx(shape_bps ? shape_bps : o.link_bps, dcqcn::PfcWatchdogConfig{.enabled = false},
-               &rx_pfc_counters) {}
+  SwitchPort(uint16_t port_id, std::string args, const Options& o, const dcqcn::PfcTxConfig& pfc)
+      : id(port_id), devargs(std::move(args)), pfc_in(o.link_bps, pfc) {}
 };
 
 class Switch {
@@ -94,6 +100,8 @@ class Switch {
   Switch(const Options& o, rte_mempool* pool) : o_(o), pool_(pool), rng_(0x5eed) {}
 
   bool add_port(const std::string& devargs, std::string* err);
+  /// After every add_port: builds the egress links (--share groups, --shape rates).
+  void make_links();
   void run();
   void print_stats(const char* tag);
 
@@ -101,7 +109,8 @@ class Switch {
   void receive(uint32_t in, rte_mbuf* m, Timestamp now);
   void enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info, Timestamp now);
   void send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f);
-  bool transmit(uint32_t port, Timestamp now);
+  bool send_control(uint32_t port);
+  bool transmit(EgressLink& l, Timestamp now);
   void timers(Timestamp now);
   static uint64_t mac_key(const uint8_t* p) {
     uint64_t v = 0;
@@ -115,6 +124,7 @@ class Switch {
   std::array<uint8_t, 64> dscp_map_ = default_dscp_map();
   MacAddr mac_{{0x02, 0x75, 0x73, 0x77, 0x00, 0x00}};  ///< source of our PFC frames
   std::vector<std::unique_ptr<SwitchPort>> ports_;
+  std::vector<std::unique_ptr<EgressLink>> links_;
   std::unordered_map<uint64_t, uint32_t> fdb_;  ///< MAC -> port index
 };
 
@@ -131,7 +141,13 @@ bool Switch::add_port(const std::string& devargs, std::string* err) {
     return false;
   }
   rte_eth_conf conf{};
-  conf.rxmode.mtu = std::min<uint32_t>(9000, info.max_mtu);
+  // ethdev: mtu + overhead <= max_rx_pktlen. memif reports 1518 but carries larger frames
+  // (its limit is advisory; drivers/dpdk/PMDS.md), so the largest allowed MTU is enough.
+  const uint32_t overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
+                                ? info.max_rx_pktlen - info.max_mtu
+                                : 18u;
+  conf.rxmode.mtu = std::min<uint32_t>({9000u, info.max_mtu,
+                                        info.max_rx_pktlen > overhead ? info.max_rx_pktlen - overhead : 1500u});
   if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
       rte_eth_rx_queue_setup(id, 0, 1024, SOCKET_ID_ANY, nullptr, pool_) != 0 ||
       rte_eth_tx_queue_setup(id, 0, 1024, SOCKET_ID_ANY, nullptr) != 0 ||
@@ -140,15 +156,30 @@ bool Switch::add_port(const std::string& devargs, std::string* err) {
     return false;
   }
   rte_eth_promiscuous_enable(id);
-  uint32_t index = static_cast<uint32_t>(ports_.size());
-  auto it = o_.shape_bps.find(index);
-  uint64_t shape = it == o_.shape_bps.end() ? 0 : it->second;
   dcqcn::PfcTxConfig pfc;
   pfc.enabled_mask = o_.pfc_prios;
   pfc.xoff_bytes = o_.pfc_xoff_bytes;
   pfc.xon_bytes = o_.pfc_xon_bytes;
-  ports_.push_back(std::make_unique<SwitchPort>(id, devargs, o_, shape, pfc, now_mono()));
+  ports_.push_back(std::make_unique<SwitchPort>(id, devargs, o_, pfc));
   return true;
+}
+
+void Switch::make_links() {
+  std::vector<std::vector<uint32_t>> groups = o_.shared;
+  std::vector<bool> grouped(ports_.size(), false);
+  for (const auto& g : groups)
+    for (uint32_t p : g) grouped[p] = true;
+  for (uint32_t p = 0; p < ports_.size(); ++p)
+    if (!grouped[p]) groups.push_back({p});
+  for (const auto& g : groups) {
+    uint64_t shape = 0;
+    for (uint32_t p : g)
+      if (auto it = o_.shape_bps.find(p); it != o_.shape_bps.end()) shape = it->second;
+    auto l = std::make_unique<EgressLink>(o_, shape, now_mono());
+    l->members = g;
+    for (uint32_t p : g) ports_[p]->link = static_cast<uint32_t>(links_.size());
+    links_.push_back(std::move(l));
+  }
 }
 
 void Switch::send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f) {
@@ -166,14 +197,15 @@ void Switch::send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f) 
 
 void Switch::enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info,
                      Timestamp now) {
-  SwitchPort& e = *ports_[out];
+  EgressLink& e = *links_[ports_[out]->link];
   if (!o_.red.at_dequeue && info.ect && rng_.should_mark(o_.red, e.queues.bytes(info.prio))) {
     mark_ce(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), m->data_len), info);
-    e.c.ecn_marked++;
+    e.ecn_marked++;
   }
-  QueuedFrame qf{m, m->pkt_len, static_cast<uint16_t>(in), info.prio, info.ect && !info.ce};
+  QueuedFrame qf{m, m->pkt_len, static_cast<uint16_t>(in), static_cast<uint16_t>(out),
+                 info.prio, info.ect && !info.ce};
   if (!e.queues.push(qf)) {
-    e.c.drops++;
+    e.drops++;
     rte_pktmbuf_free(m);
     return;
   }
@@ -193,7 +225,7 @@ void Switch::receive(uint32_t in, rte_mbuf* m, Timestamp now) {
   if (info.mac_control) {
     if (auto f = dcqcn::parse_pause_frame(std::span<const uint8_t>(data, m->data_len))) {
       p.c.pfc_rx++;
-      p.pfc_rx.on_pause_frame(*f, now);
+      links_[p.link]->pfc_rx.on_pause_frame(*f, now);
     }
     rte_pktmbuf_free(m);
     return;
@@ -216,37 +248,44 @@ void Switch::receive(uint32_t in, rte_mbuf* m, Timestamp now) {
   rte_pktmbuf_free(m);
 }
 
-bool Switch::transmit(uint32_t port, Timestamp now) {
+bool Switch::send_control(uint32_t port) {
   SwitchPort& p = *ports_[port];
   bool work = false;
   while (!p.control.empty()) {
-    if (rte_eth_tx_burst(p.id, 0, &p.control.front(), 1) == 0) return work;
+    if (rte_eth_tx_burst(p.id, 0, &p.control.front(), 1) == 0) break;
     p.control.pop_front();
     work = true;
   }
+  return work;
+}
+
+bool Switch::transmit(EgressLink& l, Timestamp now) {
+  bool work = false;
   for (int n = 0; n < kBurst; ++n) {
     uint8_t paused = 0;
     for (uint8_t q = 0; q < kPrios; ++q)
-      if (!p.pfc_rx.can_start_frame(q, now)) paused = static_cast<uint8_t>(paused | (1u << q));
-    int prio = p.queues.next_prio(paused);
+      if (!l.pfc_rx.can_start_frame(q, now)) paused = static_cast<uint8_t>(paused | (1u << q));
+    int prio = l.queues.next_prio(paused);
     if (prio < 0) break;
-    const QueuedFrame& head = p.queues.front(prio);
-    if (!p.shaper.conforms(head.len, now)) break;
+    QueuedFrame& head = l.queues.front(prio);
+    if (!l.shaper.conforms(head.len, now)) break;
     auto* m = static_cast<rte_mbuf*>(head.pkt);
+    // Dequeue marking sees the queue this frame leaves behind.
     if (o_.red.at_dequeue && head.ect &&
-        rng_.should_mark(o_.red, p.queues.bytes(prio) - head.len)) {
-      FrameInfo info = classify(std::span<const uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), m->data_len),
-                                dscp_map_);
-      mark_ce(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), m->data_len), info);
-      p.c.ecn_marked++;
+        rng_.should_mark(o_.red, l.queues.bytes(prio) - head.len)) {
+      std::span<uint8_t> bytes(rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
+      mark_ce(bytes, classify(bytes, dscp_map_));
+      head.ect = false;  // marked once, even if the PMD refuses it now
+      l.ecn_marked++;
     }
-    p.c.q_samples++;
-    if (p.queues.bytes(prio) >= o_.red.kmax_bytes) p.c.q_over_kmax++;
-    if (rte_eth_tx_burst(p.id, 0, &m, 1) == 0) break;  // ring full or peer not connected
-    QueuedFrame f = p.queues.pop(prio);
-    p.shaper.consume(f.len);
-    p.c.tx_packets++;
-    p.c.tx_bytes += f.len;
+    if (rte_eth_tx_burst(ports_[head.egress]->id, 0, &m, 1) == 0) break;  // ring full / no peer
+    l.q_samples++;
+    if (l.queues.bytes(prio) >= o_.red.kmax_bytes) l.q_over_kmax++;
+    QueuedFrame f = l.queues.pop(prio);
+    l.shaper.consume(f.len);
+    SwitchPort& out = *ports_[f.egress];
+    out.c.tx_packets++;
+    out.c.tx_bytes += f.len;
     send_pfc(f.ingress, ports_[f.ingress]->pfc_in.remove(f.prio, f.len, now));
     work = true;
   }
@@ -257,21 +296,23 @@ void Switch::timers(Timestamp now) {
   for (uint32_t i = 0; i < ports_.size(); ++i) {
     SwitchPort& p = *ports_[i];
     if (p.pfc_in.next_deadline() <= now) send_pfc(i, p.pfc_in.on_timer(now));
-    if (p.pfc_rx.next_deadline() <= now) p.pfc_rx.on_timer(now);
   }
+  for (auto& l : links_)
+    if (l->pfc_rx.next_deadline() <= now) l->pfc_rx.on_timer(now);
 }
 
 void Switch::print_stats(const char* tag) {
   for (uint32_t i = 0; i < ports_.size(); ++i) {
     const SwitchPort& p = *ports_[i];
     const PortCounters& c = p.c;
+    const EgressLink& l = *links_[p.link];
     std::printf(
-        "%s port=%u rx_packets=%lu rx_bytes=%lu tx_packets=%lu tx_bytes=%lu queue_bytes=%lu "
-        "queue_high_water=%lu ecn_marked=%lu drops=%lu flooded=%lu pfc_xoff_sent=%lu "
-        "pfc_xon_sent=%lu pfc_rx=%lu q_samples=%lu q_over_kmax=%lu\n",
-        tag, i, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, p.queues.total_bytes(),
-        p.queues.high_water(), c.ecn_marked, c.drops, c.flooded, c.pfc_xoff_sent,
-        c.pfc_xon_sent, c.pfc_rx, c.q_samples, c.q_over_kmax);
+        "%s port=%u link=%u rx_packets=%lu rx_bytes=%lu tx_packets=%lu tx_bytes=%lu "
+        "flooded=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu queue_bytes=%lu "
+        "queue_high_water=%lu ecn_marked=%lu drops=%lu q_samples=%lu q_over_kmax=%lu\n",
+        tag, i, p.link, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, c.flooded,
+        c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(),
+        l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax);
   }
   std::fflush(stdout);
 }
@@ -290,7 +331,8 @@ void Switch::run() {
       work |= n > 0;
     }
     timers(now);
-    for (uint32_t i = 0; i < ports_.size(); ++i) work |= transmit(i, now);
+    for (uint32_t i = 0; i < ports_.size(); ++i) work |= send_control(i);
+    for (auto& l : links_) work |= transmit(*l, now);
     if (now >= next_stats) {
       print_stats("stats");
       next_stats = now + o_.stats_every;
@@ -366,6 +408,7 @@ int run_main(int argc, char** argv) {
       }
     }
     if (rc == 0) {
+      sw.make_links();
       std::signal(SIGINT, on_signal);
       std::signal(SIGTERM, on_signal);
       std::printf("uroce-switch: %zu ports up\n", o.ports.size());

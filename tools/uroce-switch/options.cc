@@ -5,6 +5,7 @@
 #include "uroce-switch/options.h"
 
 #include <charconv>
+#include <algorithm>
 #include <cstdlib>
 
 namespace uroce::uswitch {
@@ -72,6 +73,18 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
            std::from_chars(v.data(), v.data() + eq, port).ec == std::errc{} &&
            parse_rate(std::string_view(v).substr(eq + 1), &bps);
       if (ok) o->shape_bps[port] = bps;
+    } else if (a == "--share") {
+      std::vector<uint32_t> group;
+      size_t at = 0;
+      while (ok && at <= v.size()) {
+        size_t comma = std::min(v.find(',', at), v.size());
+        uint32_t port = 0;
+        ok = std::from_chars(v.data() + at, v.data() + comma, port).ec == std::errc{};
+        group.push_back(port);
+        at = comma + 1;
+      }
+      ok = ok && group.size() >= 2;
+      if (ok) o->shared.push_back(group);
     } else if (a == "--burst") {
       ok = parse_size(v, &o->burst_bytes);
     } else if (a == "--kmin") {
@@ -125,6 +138,16 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
     if (p >= o->ports.size()) {
       *err = "--shape names port " + std::to_string(p) + " of " + std::to_string(o->ports.size());
       return false;
+    }
+  }
+  std::vector<bool> grouped(o->ports.size(), false);
+  for (const auto& g : o->shared) {
+    for (uint32_t p : g) {
+      if (p >= o->ports.size() || grouped[p]) {
+        *err = "--share: port " + std::to_string(p) + " is out of range or in two groups";
+        return false;
+      }
+      grouped[p] = true;
     }
   }
   if (o->red.kmax_bytes <= o->red.kmin_bytes) {

@@ -5,6 +5,9 @@
  *
  *   --port DEVARGS        a DPDK vdev per switch port, in port order (repeat, >= 2)
  *   --shape PORT=RATE     egress token bucket on port index PORT (e.g. 2=500M)
+ *   --share LIST          ports (e.g. 2,3) that are one host behind one egress link: they share
+ *                         its queues, shaper and received pause (an --shape on any member
+ *                         shapes the link); frames still leave on their own port
  *   --burst SIZE          shaper bucket depth (default 16K)
  *   --kmin/--kmax SIZE, --pmax P, --ecn on|off, --mark enqueue|dequeue
  *   --pfc-xoff/--pfc-xon SIZE (xoff 0 = no PFC), --pfc-prios LIST (default 3)
@@ -31,6 +34,7 @@ namespace uroce::uswitch {
 struct Options {
   std::vector<std::string> ports;
   std::map<uint32_t, uint64_t> shape_bps;   ///< port index -> rate
+  std::vector<std::vector<uint32_t>> shared;  ///< --share groups
   uint64_t burst_bytes = 16 * 1024;
   RedParams red;
   uint64_t pfc_xoff_bytes = 400 * 1024;
