@@ -29,7 +29,9 @@ def run(case, link, build):
     if not p.wait_listen(srv, port, deadline):
         p.stop_all()
         return fail(f"{case.name}: server did not listen", p)
-    cli = p.start(1, [prog, "client", link.oob_host()] + common + ["--timeout-s", "40"])
+    strict = ["--require-async-event"] if case.kw.get("async_event") else []
+    cli = p.start(1, [prog, "client", link.oob_host()] + strict + common +
+                  ["--timeout-s", "40"])
     if not p.wait_output(cli, "TRANSFERRING", deadline):
         p.stop_all()
         return fail(f"{case.name}: the transfer did not start", p)
