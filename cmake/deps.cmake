@@ -24,6 +24,14 @@ function(uroce_test name)
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
-    PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  list(LENGTH T_LABELS nlabels)
+  if(nlabels GREATER 1)
+    # gtest_discover_tests (CMake 3.25) flattens list values in PROPERTIES, so a binary with
+    # several labels is registered as one ctest test whose properties take the list as it is.
+    add_test(NAME ${name} COMMAND ${name})
+    set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  else()
+    gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60
+      PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+  endif()
 endfunction()
