@@ -61,6 +61,7 @@ struct PortCounters {
   uint64_t pfc_xoff_sent = 0;    ///< XOFF/refresh frames sent to this port's peer
   uint64_t pfc_xon_sent = 0;     ///< XON frames sent to this port's peer
   uint64_t pfc_rx = 0;           ///< PAUSE/PFC frames received from the peer
+  uint64_t tx_ring_full = 0;     ///< TX attempts the PMD refused (peer slow or not connected)
 };
 
 /// One egress link: its queues, shaper and the pause its far end asked for. A port, or the
@@ -278,7 +279,10 @@ bool Switch::transmit(EgressLink& l, Timestamp now) {
       head.ect = false;  // marked once, even if the PMD refuses it now
       l.ecn_marked++;
     }
-    if (rte_eth_tx_burst(ports_[head.egress]->id, 0, &m, 1) == 0) break;  // ring full / no peer
+    if (rte_eth_tx_burst(ports_[head.egress]->id, 0, &m, 1) == 0) {  // ring full / no peer
+      ports_[head.egress]->c.tx_ring_full++;
+      break;
+    }
     l.q_samples++;
     if (l.queues.bytes(prio) >= o_.red.kmax_bytes) l.q_over_kmax++;
     QueuedFrame f = l.queues.pop(prio);
@@ -309,10 +313,12 @@ void Switch::print_stats(const char* tag) {
     std::printf(
         "%s port=%u link=%u rx_packets=%lu rx_bytes=%lu tx_packets=%lu tx_bytes=%lu "
         "flooded=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu queue_bytes=%lu "
-        "queue_high_water=%lu ecn_marked=%lu drops=%lu q_samples=%lu q_over_kmax=%lu\n",
+        "queue_high_water=%lu ecn_marked=%lu drops=%lu q_samples=%lu q_over_kmax=%lu "
+        "tx_ring_full=%lu\n",
         tag, i, p.link, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, c.flooded,
         c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(),
-        l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax);
+        l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax,
+        c.tx_ring_full);
   }
   std::fflush(stdout);
 }
@@ -338,9 +344,12 @@ void Switch::run() {
       next_stats = now + o_.stats_every;
     }
     if (o_.max_time.ns > 0 && now - start >= o_.max_time) break;
-    // Idle backoff: spin briefly, then sleep 20 µs at a time (a shaped queue waiting for
-    // credit counts as idle; 20 µs is ~1.2 KB at 500 Mb/s, well inside the bucket).
-    idle = work ? 0 : idle + 1;
+    // Idle backoff: spin briefly, then sleep 20 µs at a time, but only with every queue
+    // empty. A queue waiting for shaper credit keeps spinning: a sleep (or a lost time slice)
+    // longer than burst/rate would forfeit credit and shape below the configured rate.
+    bool queued = false;
+    for (const auto& l : links_) queued |= !l->queues.empty();
+    idle = work || queued ? 0 : idle + 1;
     if (idle > 64) {
       timespec ts{0, 20'000};
       nanosleep(&ts, nullptr);

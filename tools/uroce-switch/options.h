@@ -8,11 +8,13 @@
  *   --share LIST          ports (e.g. 2,3) that are one host behind one egress link: they share
  *                         its queues, shaper and received pause (an --shape on any member
  *                         shapes the link); frames still leave on their own port
- *   --burst SIZE          shaper bucket depth (default 16K)
+ *   --burst SIZE          shaper bucket depth (default 32K)
  *   --kmin/--kmax SIZE, --pmax P, --ecn on|off, --mark enqueue|dequeue
  *   --pfc-xoff/--pfc-xon SIZE (xoff 0 = no PFC), --pfc-prios LIST (default 3)
  *   --buffer SIZE         per-egress-port buffer (default 4M); frames beyond it are dropped
- *   --link-rate RATE      port speed for pause quanta of unshaped ports (default 10G)
+ *   --link-rate RATE      port speed for pause quanta of unshaped ports and the XOFF
+ *                         refresh period (half a 0xFFFF pause at it; default 100G, so a peer
+ *                         that assumes any speed up to 100G stays paused)
  *   --stats-every DUR     periodic counter line (0 = only at exit)
  *   --max-time DUR        stop by itself after this long (0 = run until SIGINT/SIGTERM)
  *   --file-prefix NAME    EAL --file-prefix (default uroce-switch-<pid>)
@@ -35,13 +37,13 @@ struct Options {
   std::vector<std::string> ports;
   std::map<uint32_t, uint64_t> shape_bps;   ///< port index -> rate
   std::vector<std::vector<uint32_t>> shared;  ///< --share groups
-  uint64_t burst_bytes = 16 * 1024;
+  uint64_t burst_bytes = 32 * 1024;
   RedParams red;
   uint64_t pfc_xoff_bytes = 400 * 1024;
   uint64_t pfc_xon_bytes = 300 * 1024;
   uint8_t pfc_prios = 1u << 3;
   uint64_t buffer_bytes = 4ull * 1024 * 1024;
-  uint64_t link_bps = 10'000'000'000ull;
+  uint64_t link_bps = 100'000'000'000ull;
   Duration stats_every = Duration::seconds(1);
   Duration max_time{};
   std::string file_prefix;
