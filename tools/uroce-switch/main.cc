@@ -127,6 +127,7 @@ class Switch {
   std::vector<std::unique_ptr<SwitchPort>> ports_;
   std::vector<std::unique_ptr<EgressLink>> links_;
   std::unordered_map<uint64_t, uint32_t> fdb_;  ///< MAC -> port index
+  Duration max_busy_gap_{};  ///< longest gap between two polling rounds while frames queued
 };
 
 bool Switch::add_port(const std::string& devargs, std::string* err) {
@@ -320,6 +321,9 @@ void Switch::print_stats(const char* tag) {
         l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax,
         c.tx_ring_full);
   }
+  // Not a port line (no "port="): how long the switch went unscheduled with frames queued.
+  // A gap longer than a peer's pause time lets that pause lapse before the refresh.
+  std::printf("%s-switch max_busy_gap_us=%ld\n", tag, static_cast<long>(max_busy_gap_.ns / 1000));
   std::fflush(stdout);
 }
 
@@ -328,8 +332,12 @@ void Switch::run() {
   Timestamp next_stats = o_.stats_every.ns > 0 ? start + o_.stats_every : Timestamp::never();
   uint32_t idle = 0;
   rte_mbuf* bufs[kBurst];
+  Timestamp prev = start;
+  bool was_queued = false;
   while (!g_stop.load(std::memory_order_relaxed)) {
     Timestamp now = now_mono();
+    if (was_queued) max_busy_gap_ = std::max(max_busy_gap_, now - prev);
+    prev = now;
     bool work = false;
     for (uint32_t i = 0; i < ports_.size(); ++i) {
       uint16_t n = rte_eth_rx_burst(ports_[i]->id, 0, bufs, kBurst);
@@ -349,6 +357,7 @@ void Switch::run() {
     // longer than burst/rate would forfeit credit and shape below the configured rate.
     bool queued = false;
     for (const auto& l : links_) queued |= !l->queues.empty();
+    was_queued = queued;
     idle = work || queued ? 0 : idle + 1;
     if (idle > 64) {
       timespec ts{0, 20'000};
