@@ -193,7 +193,12 @@ if [[ -s $out/rxe_uroce.pcap ]]; then
   rcvd_after=$(sed -n 's/.*STAT-AFTER.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd=$(( ${rcvd_after:-0} - ${rcvd_before:-0} ))
   echo "vm_rxe_uroce: frames to rxe in the capture: $to_rxe; rxe rcvd_pkts: $rcvd"
-  ((to_rxe > 0 && rcvd == to_rxe)) || { echo "FAIL rxe accepted $rcvd of $to_rxe frames"; fail=1; }
+  # rxe counts a packet in rcvd_pkts only after its header and ICRC checks passed. The capture
+  # can miss frames on a loaded machine (seen: 39 of 5743), so it gives a lower bound: rxe must
+  # have accepted at least every frame the capture saw, and every captured frame's ICRC was
+  # checked above by scapy.
+  ((to_rxe > 0 && rcvd >= to_rxe)) || { echo "FAIL rxe accepted $rcvd of $to_rxe frames"; fail=1; }
+  ((rcvd == to_rxe)) || echo "vm_rxe_uroce: the capture missed $((rcvd - to_rxe)) frames rxe received"
   rm -rf "$tmpd"
 else
   echo "FAIL no RoCE frame captured"
