@@ -53,6 +53,7 @@ void Engine::Impl::requester_fatal(Qp& qp, WcStatus st) {
   if (!qp.sq.empty()) retire_head(qp, st);
   if (qp.type == QpType::kRc) {
     qp_error(qp);
+    raise_qp_error_event(qp);
   } else {
     qp_sq_error(qp);
   }

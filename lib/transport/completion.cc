@@ -3,7 +3,9 @@
  * @brief Completions, error-state flushing and checked memory copies.
  *
  * CQ overflow raises kCqErr once and drops the completion (IBA 11.4.2.1: CQ overrun is an
- * affiliated asynchronous error). Entering ERR flushes every outstanding WQE of both queues
+ * affiliated asynchronous error). A completion error that takes the QP to ERR raises one
+ * affiliated QP error event per trip (kQpFatal, or the responder's kQpReqErr/kQpAccessErr;
+ * IBA 11.6.3.1), besides the failed WQE's status. Entering ERR flushes every outstanding WQE of both queues
  * with WR_FLUSH_ERR, in order, signaled or not (IBA 10.3.1 "Error", C10-?: flushed WQEs always
  * complete); a QP on an SRQ raises kQpLastWqeReached (IBA 11.6.3, "Last WQE Reached").
  * Memory copies check every touched SGE (key, PD, bounds, LOCAL_WRITE) before moving a byte.
@@ -64,7 +66,7 @@ void Engine::Impl::complete_send(Qp& qp, const SendWqe& w, WcStatus st) {
   e.qp_num = qp.qpn;
   e.src_qp = qp.attr.dest_qp_num;
   if (!push_cqe(qp.init.send_cq, e, false) && qp.state != QpState::kErr) {
-    async_event(AsyncEventType::kQpFatal, qp.qpn);
+    raise_qp_error_event(qp);
     qp_error(qp);
   }
 }
@@ -87,7 +89,7 @@ void Engine::Impl::complete_recv(Qp& qp, uint64_t wr_id, WcStatus st, WcOpcode o
   e.qp_num = qp.qpn;
   e.src_qp = qp.attr.dest_qp_num;
   if (!push_cqe(qp.init.recv_cq, e, solicited) && qp.state != QpState::kErr) {
-    async_event(AsyncEventType::kQpFatal, qp.qpn);
+    raise_qp_error_event(qp);
     qp_error(qp);
   }
 }
@@ -137,6 +139,12 @@ void Engine::Impl::qp_error(Qp& qp) {
   flush_sq(qp);
   flush_rq(qp);
   if (qp.srq && !was_err) async_event(AsyncEventType::kQpLastWqeReached, qp.qpn);
+}
+
+void Engine::Impl::raise_qp_error_event(Qp& qp, AsyncEventType t) {
+  if (qp.fatal_raised) return;
+  qp.fatal_raised = true;
+  async_event(t, qp.qpn);
 }
 
 void Engine::Impl::qp_sq_error(Qp& qp) {

@@ -400,6 +400,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->cur_recv = false;
         qp->rx_msg = Qp::RxMsg::kNone;
         qp->nak_sent = qp->any_ack = qp->comm_est = qp->cnp_pending = false;
+        qp->fatal_raised = false;
         qp->retrans_at = qp->rnr_until = qp->neigh_retry_at = Timestamp::never();
         qp->msn = Msn(0);
         for (auto& r : qp->replay) r.valid = false;

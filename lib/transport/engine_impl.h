@@ -172,6 +172,7 @@ struct Qp {
   bool rewind_guard = false;  ///< a rewind to rewind_psn happened with una == rewind_una
   Psn rewind_psn, rewind_una;
   bool sqd_notified = false;
+  bool fatal_raised = false;  ///< an affiliated QP error event was raised since RESET
 
   // ---- Receive queue ----
   Srq* srq = nullptr;
@@ -246,6 +247,9 @@ struct Engine::Impl {
                      uint32_t imm, uint32_t wc_flags, bool solicited);
   /// Moves the QP to ERR and flushes both queues (IBA 10.3.1, "Error" state).
   void qp_error(Qp& qp);
+  /// Raises the QP's affiliated error event (default kQpFatal) once per trip to ERR; later
+  /// errors before the next RESET raise nothing (ibv_get_async_event(3) IBV_EVENT_QP_FATAL).
+  void raise_qp_error_event(Qp& qp, AsyncEventType t = AsyncEventType::kQpFatal);
   /// UC/UD: send queue error state; flushes the send queue.
   void qp_sq_error(Qp& qp);
   void flush_sq(Qp& qp);

@@ -113,7 +113,7 @@ void Engine::Impl::responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev,
   qp.resp_q.clear();
   qp.resp_rd_atomic = 0;
   queue_ack(qp, nak(nak_code), qp.epsn, /*fatal=*/true);
-  async_event(ev, qp.qpn);
+  raise_qp_error_event(qp, ev);
   qp_error(qp);
   activate(qp);
 }

@@ -81,6 +81,12 @@ struct Rc {
     e.query_qp(qpn, &a, nullptr);
     return a.qp_state;
   }
+  /// Affiliated QP error events (QP_FATAL, QP_REQ_ERR, QP_ACCESS_ERR) side s saw for qpn.
+  static size_t qp_error_events(const Side& s, uint32_t qpn, AsyncEventType t) {
+    size_t n = 0;
+    for (const AsyncEvent& e : s.observer.events) n += e.type == t && e.id == qpn;
+    return n;
+  }
   TwoEngines h;
   uint32_t qa = 0, qb = 0;
   std::vector<uint8_t> am, bm;
@@ -111,12 +117,55 @@ TEST(RcError, RetryExceededAfterTimeoutTimesRetriesThenFlush) {
   EXPECT_EQ(t.h.a().counters.get(Counter::local_ack_timeout_err), 3u);
   EXPECT_EQ(t.h.a().counters.get(Counter::req_transport_retries_exceeded), 1u);
   EXPECT_EQ(t.state(t.A(), t.qa), QpState::kErr);
-  // Posting to a QP in ERR completes at once with WR_FLUSH_ERR.
+  // ibv_get_async_event(3): the QP went to ERR through a completion error: one QP_FATAL.
+  EXPECT_EQ(Rc::qp_error_events(t.h.a(), t.qa, AsyncEventType::kQpFatal), 1u);
+  // Posting to a QP in ERR completes at once with WR_FLUSH_ERR, and raises nothing more.
   ASSERT_TRUE(t.post(WrOpcode::kSend, 4, 10, 0, 0));
   Cqe e[2];
   ASSERT_EQ(t.A().poll_cq(t.h.a().scq, e), 1u);
   EXPECT_EQ(e[0].wr_id, 4u);
   EXPECT_EQ(e[0].status, WcStatus::kWrFlushErr);
+  t.h.run_until([] { return false; }, Duration::millis(50));
+  EXPECT_EQ(Rc::qp_error_events(t.h.a(), t.qa, AsyncEventType::kQpFatal), 1u);
+  EXPECT_EQ(t.h.a().observer.events.size(), 1u);
+}
+
+TEST(RcError, QpFatalOncePerTripToErrAndNotOnUserModify) {
+  Rc t;
+  // A user-requested move to ERR is not an error event.
+  QpAttr e;
+  e.qp_state = QpState::kErr;
+  ASSERT_TRUE(t.B().modify_qp(t.qb, e, kAttrState));
+  EXPECT_EQ(Rc::qp_error_events(t.h.b(), t.qb, AsyncEventType::kQpFatal), 0u);
+  // Retry exhaustion, RESET, reconnect, exhaustion again: one event per trip.
+  t.h.link(0).blackhole = true;
+  for (int trip = 1; trip <= 2; ++trip) {
+    SCOPED_TRACE(trip);
+    ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 10, 0, 0));
+    ASSERT_EQ(t.wait_cqes(t.A(), t.h.a().scq, 1).size(), 1u);
+    EXPECT_EQ(Rc::qp_error_events(t.h.a(), t.qa, AsyncEventType::kQpFatal),
+              static_cast<size_t>(trip));
+    QpAttr r;
+    r.qp_state = QpState::kReset;
+    ASSERT_TRUE(t.A().modify_qp(t.qa, r, kAttrState));
+    QpAttr a = Rc::base();
+    a.qp_state = QpState::kInit;
+    a.port_num = 1;
+    a.pkey_index = 0;
+    a.qp_access_flags = kAll;
+    ASSERT_TRUE(t.A().modify_qp(t.qa, a, kAttrState | kAttrPort | kAttrPkeyIndex |
+                                             kAttrAccessFlags));
+    a.qp_state = QpState::kRtr;
+    a.av = t.h.av_to_peer(0);
+    a.dest_qp_num = t.qb;
+    ASSERT_TRUE(t.A().modify_qp(t.qa, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
+                                             kAttrRqPsn | kAttrMaxDestRdAtomic |
+                                             kAttrMinRnrTimer));
+    a.qp_state = QpState::kRts;
+    ASSERT_TRUE(t.A().modify_qp(t.qa, a, kAttrState | kAttrSqPsn | kAttrTimeout |
+                                             kAttrRetryCnt | kAttrRnrRetry |
+                                             kAttrMaxQpRdAtomic));
+  }
 }
 
 TEST(RcError, RnrRetryForeverSucceedsOnceReceiveIsPosted) {
@@ -152,6 +201,7 @@ TEST(RcError, RnrRetryExceeded) {
   EXPECT_EQ(c[1].status, WcStatus::kWrFlushErr);
   EXPECT_EQ(t.h.a().counters.get(Counter::rnr_nak_retry_err), 2u);
   EXPECT_EQ(t.h.a().counters.get(Counter::req_rnr_retries_exceeded), 1u);
+  EXPECT_EQ(Rc::qp_error_events(t.h.a(), t.qa, AsyncEventType::kQpFatal), 1u);
 }
 
 TEST(RcError, RemoteAccessErrorLeavesTargetUntouched) {
@@ -192,7 +242,10 @@ TEST(RcError, RemoteAccessErrorLeavesTargetUntouched) {
       EXPECT_EQ(0, std::memcmp(abefore.data(), t.am.data(), abefore.size()));
     }
     EXPECT_EQ(t.state(t.B(), t.qb), QpState::kErr);
-    EXPECT_TRUE(t.h.b().observer.saw(AsyncEventType::kQpAccessErr, t.qb));
+    EXPECT_EQ(Rc::qp_error_events(t.h.b(), t.qb, AsyncEventType::kQpAccessErr), 1u);
+    EXPECT_EQ(Rc::qp_error_events(t.h.b(), t.qb, AsyncEventType::kQpFatal), 0u);
+    // The requester's REM_ACCESS_ERR completion took A to ERR: QP_FATAL there.
+    EXPECT_EQ(Rc::qp_error_events(t.h.a(), t.qa, AsyncEventType::kQpFatal), 1u);
     EXPECT_EQ(t.h.a().counters.get(Counter::req_remote_access_errors), 1u);
     EXPECT_EQ(t.h.b().counters.get(Counter::resp_remote_access_errors), 1u);
   }

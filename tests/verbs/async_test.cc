@@ -2,7 +2,8 @@
  * @file async_test.cc
  * @brief Affiliated asynchronous events through ibv_get_async_event(3) on the pollable
  * async_fd: responder access error (IBV_EVENT_QP_ACCESS_ERR on the target QP), CQ overrun
- * (IBV_EVENT_CQ_ERR), and Last WQE Reached for a QP on an SRQ entering the error state.
+ * (IBV_EVENT_CQ_ERR), Last WQE Reached for a QP on an SRQ entering the error state, and one
+ * IBV_EVENT_QP_FATAL when a requester exhausts retry_cnt against a vanished peer.
  */
 #include <poll.h>
 
@@ -157,7 +158,13 @@ TEST_F(AsyncTest, VanishedPeerEndsInRetryExceededThenFlush) {
   ibv_qp_init_attr qi;
   ASSERT_EQ(ibv_query_qp(q, &qa, IBV_QP_STATE, &qi), 0);
   EXPECT_EQ(qa.qp_state, IBV_QPS_ERR);
-  // (IBA reports a requester's retry exhaustion through the completion, not an async event.)
+  // ibv_get_async_event(3): the QP transitioned to ERR through an error: QP_FATAL, once.
+  ibv_async_event ev;
+  ASSERT_TRUE(next_event(ctx_, &ev));
+  EXPECT_EQ(ev.event_type, IBV_EVENT_QP_FATAL);
+  EXPECT_EQ(ev.element.qp, q);
+  pollfd p{ctx_->async_fd, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 100), 0) << "a second async event";
   EXPECT_EQ(ibv_destroy_qp(q), 0);
 }
 
