@@ -6,11 +6,18 @@
  * A UD receive buffer starts with 40 bytes of GRH. For RoCEv2 over IPv6 it is the IPv6 header;
  * over IPv4 the first 20 bytes are unused and bytes 20..39 hold the IPv4 header (the layout
  * rdma-core and rxe use), which init_ah_from_wc recognises by a valid IPv4 header checksum.
+ *
+ * ibv_create_ah and ibv_resolve_eth_l2_from_gid resolve the destination's MAC and, on an ARP/ND
+ * cache miss, wait up to 1 s for the reply with the engine's progress running
+ * (neighbor_wait.h); then EHOSTUNREACH.
  */
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "common/byteorder.h"
+#include "verbs/neighbor_wait.h"
 #include "verbs/objects.h"
 #include "verbs/symver.h"
 
@@ -159,6 +166,27 @@ UROCE_DEFAULT_VERSION(uroce_destroy_srq_1_1, ibv_destroy_srq, "IBVERBS_1.1");
 
 // ---- Address handles ----------------------------------------------------------------------
 
+namespace {
+
+/// Resolves the MAC of g, waiting up to kNeighborWaitBudget for an ARP/ND reply while the
+/// engine's progress runs (RX bursts learn the reply). EHOSTUNREACH when it never came.
+int resolve_blocking(Runtime* rt, const uroce::Gid& g, uroce::MacAddr* mac) {
+  std::unique_lock<std::mutex> l(rt->mu);
+  bool ok = uroce::verbs::wait_for_neighbor(
+      [&] { return rt->port->resolve(g, mac); },
+      [&] { drive_locked(rt); },
+      [] { return now(); },
+      [&] {
+        l.unlock();  // let the progress thread and other callers in meanwhile
+        std::this_thread::sleep_for(std::chrono::nanoseconds(
+            uroce::verbs::kNeighborWaitPause.ns));
+        l.lock();
+      });
+  return ok ? 0 : EHOSTUNREACH;
+}
+
+}  // namespace
+
 UROCE_EXPORT ibv_ah* uroce_create_ah_1_1(ibv_pd* p, ibv_ah_attr* attr) {
   if (!p || !attr) {
     errno = EINVAL;
@@ -168,6 +196,14 @@ UROCE_EXPORT ibv_ah* uroce_create_ah_1_1(ibv_pd* p, ibv_ah_attr* attr) {
   Context* ctx = ctx_of(p->context);
   t::AddressVector av;
   int r = to_av(ctx->rt, *attr, &av);
+  if (r) {
+    errno = r;
+    return nullptr;
+  }
+  // As rdma-core on RoCE: the destination's L2 address must resolve (the port keeps it
+  // cached for the UD sends that follow).
+  uroce::MacAddr mac;
+  r = resolve_blocking(ctx->rt, av.dgid, &mac);
   if (r) {
     errno = r;
     return nullptr;
@@ -265,8 +301,7 @@ UROCE_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* c, ibv_ah_attr* attr,
   uroce::Gid g;
   std::memcpy(g.raw.data(), attr->grh.dgid.raw, 16);
   uroce::MacAddr mac;
-  std::lock_guard<std::mutex> l(rt->mu);
-  if (!rt->port->resolve(g, &mac)) return EHOSTUNREACH;
+  if (int r = resolve_blocking(rt, g, &mac)) return r;
   std::memcpy(eth_mac, mac.b.data(), 6);
   if (vid) *vid = 0xffff;
   return 0;
