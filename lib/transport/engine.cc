@@ -283,7 +283,7 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
     srq->users++;
   }
   qp->resp_q.reset(kRespQueueDepth);
-  qp->replay.assign(kMaxRdAtomic, AtomicReplay{});
+  qp->replay.assign(1, AtomicReplay{});  // resized with max_dest_rd_atomic (modify_qp)
   qp->attr.max_send_wr = a.max_send_wr;
   qp->attr.max_recv_wr = a.max_recv_wr;
   qp->attr.max_send_sge = a.max_send_sge;
@@ -363,7 +363,18 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   if (mask & kAttrRetryCnt) q.retry_cnt = a.retry_cnt;
   if (mask & kAttrRnrRetry) q.rnr_retry = a.rnr_retry;
   if (mask & kAttrMaxQpRdAtomic) q.max_rd_atomic = a.max_rd_atomic;
-  if (mask & kAttrMaxDestRdAtomic) q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+  if (mask & kAttrMaxDestRdAtomic) {
+    q.max_dest_rd_atomic = a.max_dest_rd_atomic;
+    // Responder resources for that many READs/atomics, allocated here, never per packet.
+    // (IBA allows the attribute only on INIT->RTR and SQD->SQD, with nothing queued.)
+    const uint32_t n = std::max<uint32_t>(a.max_dest_rd_atomic, 1);
+    if (qp->resp_q.empty() && qp->resp_q.capacity() < resp_queue_depth(n))
+      qp->resp_q.reset(resp_queue_depth(n));
+    if (qp->replay.size() != n) {
+      qp->replay.assign(n, AtomicReplay{});
+      qp->replay_next = 0;
+    }
+  }
   if (mask & kAttrMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
   if (mask & kAttrDestQpn) q.dest_qp_num = a.dest_qp_num;
   if (mask & kAttrEnSqdAsyncNotify) q.en_sqd_async_notify = a.en_sqd_async_notify;

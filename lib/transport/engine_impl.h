@@ -35,14 +35,18 @@ namespace uroce::transport {
 // ---- Device limits ------------------------------------------------------------------------
 inline constexpr uint32_t kMaxQpWr = 16384;        ///< send/receive queue depth
 inline constexpr uint32_t kMaxCqe = 1u << 20;      ///< CQ depth
-inline constexpr uint32_t kMaxRdAtomic = 16;       ///< max_rd_atomic / max_dest_rd_atomic
 inline constexpr uint32_t kMaxMsgSize = 1u << 31;  ///< bytes per message (IBA 2^31)
 inline constexpr uint32_t kQpSlotBits = 16;        ///< QPN = generation << 16 | slot
 inline constexpr uint32_t kFirstQpSlot = 17;       ///< QPNs 0 and 1 are special (IBA SMI/GSI)
-inline constexpr uint32_t kRespQueueDepth = 64;    ///< responder's ordered response queue
+/// Responder's ordered response queue: at least this many entries, and 2 x max_dest_rd_atomic
+/// + 4 (READ/atomic items plus the ACKs between them), sized when max_dest_rd_atomic is set.
+inline constexpr uint32_t kRespQueueDepth = 64;
 inline constexpr uint32_t kAckReqInterval = 16;    ///< AckReq at least every n packets
 inline constexpr uint8_t kAethCreditInvalid = 0x1f;  ///< ACK credit code "not used" (9.7.5.1)
-static_assert(kRespQueueDepth >= 2 * kMaxRdAtomic + 4);
+inline constexpr uint32_t resp_queue_depth(uint32_t max_dest_rd_atomic) {
+  return kRespQueueDepth > 2 * max_dest_rd_atomic + 4 ? kRespQueueDepth
+                                                       : 2 * max_dest_rd_atomic + 4;
+}
 
 /// ImmDt as a number (wire::ParsedPacket/FrameSpec) <-> the network-order value ibv_wc and
 /// ibv_send_wr carry (its bytes in memory are the wire bytes).
@@ -196,7 +200,7 @@ struct Qp {
   uint32_t cur_off = 0;     ///< bytes placed into it
   Ring<RespItem> resp_q;
   uint32_t resp_rd_atomic = 0;  ///< READ/atomic items queued
-  std::vector<AtomicReplay> replay;
+  std::vector<AtomicReplay> replay;  ///< max(max_dest_rd_atomic, 1) entries
   uint32_t replay_next = 0;
   bool comm_est = false;    ///< kCommEst already raised
 

@@ -174,6 +174,8 @@ struct Sge {
 };
 
 inline constexpr uint32_t kMaxSge = 32;        ///< per work request
+/// max_rd_atomic / max_dest_rd_atomic limit: READs/atomics outstanding per QP (rxe: 128).
+inline constexpr uint32_t kMaxRdAtomic = 128;
 inline constexpr uint32_t kMaxInline = 512;    ///< bytes of inline data per work request
 
 /// A send work request as the engine takes it. sg points at num_sge elements that the engine

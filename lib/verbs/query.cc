@@ -24,7 +24,8 @@ constexpr int kMaxCq = 16384;
 constexpr int kMaxCqe = 1 << 20;
 constexpr int kMaxMr = 1 << 16;
 constexpr int kMaxPd = 1 << 16;
-constexpr int kMaxRdAtom = 16;
+/// READs/atomics in flight per QP, both directions (the engine's limit; rxe also has 128).
+constexpr int kMaxRdAtom = static_cast<int>(transport::kMaxRdAtomic);
 constexpr int kMaxSrq = 4096;
 constexpr int kMaxSrqWr = 16384;
 constexpr int kMaxAh = 1 << 16;

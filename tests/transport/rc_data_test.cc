@@ -534,3 +534,90 @@ TEST(RcData, RandomMixUnderHeavyImpairment) {
 
 }  // namespace
 }  // namespace uroce::transport::testing
+
+namespace uroce::transport::testing {
+namespace {
+
+// max_rd_atomic / max_dest_rd_atomic up to 128 (rxe's value, which perftest copies from the
+// peer): 129 is refused; 128 READs are all in flight at once and all complete with the bytes.
+TEST(RcData, ReadDepth128AllInFlightAtOnce) {
+  TwoEngines h(11);
+  const Duration lat = Duration::millis(1);
+  h.link(0).latency = h.link(1).latency = lat;
+  MoveSpec ms;
+  QpAttr at = rc_attr(ms);
+  at.timeout = 14;  // 67 ms: far above the round trip
+  {
+    // 129: EINVAL at INIT->RTR (max_dest_rd_atomic) and at RTR->RTS (max_rd_atomic).
+    Engine& e = *h.a().engine;
+    uint32_t q = h.create_qp(0, QpType::kRc, 16, 1, 0);
+    QpAttr a = at;
+    a.qp_state = QpState::kInit;
+    a.qp_access_flags = kAll;
+    ASSERT_TRUE(e.modify_qp(q, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags));
+    a.qp_state = QpState::kRtr;
+    a.av = h.av_to_peer(0);
+    a.dest_qp_num = 99;
+    const uint32_t rtr = kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                         kAttrMaxDestRdAtomic | kAttrMinRnrTimer;
+    a.max_dest_rd_atomic = 129;
+    EXPECT_EQ(e.modify_qp(q, a, rtr), Status::invalid());
+    a.max_dest_rd_atomic = 128;
+    ASSERT_TRUE(e.modify_qp(q, a, rtr));
+    a.qp_state = QpState::kRts;
+    const uint32_t rts = kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
+                         kAttrRnrRetry | kAttrMaxQpRdAtomic;
+    a.max_rd_atomic = 129;
+    EXPECT_EQ(e.modify_qp(q, a, rts), Status::invalid());
+    a.max_rd_atomic = 128;
+    EXPECT_TRUE(e.modify_qp(q, a, rts));
+    QpAttr got;
+    ASSERT_TRUE(e.query_qp(q, &got, nullptr));
+    EXPECT_EQ(got.max_rd_atomic, 128u);
+    EXPECT_EQ(got.max_dest_rd_atomic, 128u);
+    ASSERT_TRUE(e.destroy_qp(q));
+  }
+  at.max_rd_atomic = at.max_dest_rd_atomic = 128;
+  auto [qa, qb] = h.connect(QpType::kRc, at, 256, 1, 0, kAll);
+  Engine& ea = *h.a().engine;
+  Engine& eb = *h.b().engine;
+  constexpr uint32_t kN = 128, kLen = 64;
+  std::vector<uint8_t> amem(kN * kLen, 0), bmem(kN * kLen);
+  fill_pattern(bmem.data(), bmem.size(), 7);
+  MrKeys ka =
+      ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(amem.data()), amem.size(), kAll).value();
+  MrKeys kb =
+      eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(bmem.data()), bmem.size(), kAll).value();
+  for (uint32_t i = 0; i < kN; ++i) {
+    Sge sg{reinterpret_cast<uint64_t>(amem.data()) + i * kLen, kLen, ka.lkey};
+    SendWr w;
+    w.wr_id = i;
+    w.opcode = WrOpcode::kRdmaRead;
+    w.send_flags = kSendSignaled;
+    w.sg = &sg;
+    w.num_sge = 1;
+    w.remote_addr = reinterpret_cast<uint64_t>(bmem.data()) + i * kLen;
+    w.rkey = kb.rkey;
+    ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+  }
+  const Timestamp t0 = h.now();
+  std::vector<Cqe> got;
+  ASSERT_TRUE(h.run_until([&] {
+    Cqe c[64];
+    size_t k = ea.poll_cq(h.a().scq, c);
+    got.insert(got.end(), c, c + k);
+    return got.size() >= kN;
+  }, Duration::seconds(5)));
+  // One round trip (2 x 1 ms) plus serialisation: with a depth of 16 it would take 8.
+  EXPECT_LT(h.now() - t0, lat * 3);
+  for (uint32_t i = 0; i < kN; ++i) {
+    EXPECT_EQ(got[i].wr_id, i);
+    EXPECT_EQ(got[i].status, WcStatus::kSuccess);
+  }
+  EXPECT_EQ(amem, bmem);
+  EXPECT_EQ(h.a().counters.get(Counter::local_ack_timeout_err), 0u);
+  (void)qb;
+}
+
+}  // namespace
+}  // namespace uroce::transport::testing

@@ -94,6 +94,55 @@ TEST_F(ErrorsTest, ModifyQpRejectsBadMasksAndAttributes) {
   EXPECT_EQ(ibv_destroy_qp(q), 0);
 }
 
+TEST_F(ErrorsTest, RdAtomicDepthUpTo128AsRxe) {
+  // perftest copies the peer's outstanding-reads value (rxe: 128) into its own QP.
+  ibv_device_attr da;
+  ASSERT_EQ(ibv_query_device(ctx_, &da), 0);
+  EXPECT_EQ(da.max_qp_rd_atom, 128);
+  EXPECT_EQ(da.max_qp_init_rd_atom, 128);
+  EXPECT_GE(da.max_res_rd_atom, 128);
+  ibv_qp* q = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
+  ASSERT_NE(q, nullptr);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
+  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                     IBV_QP_ACCESS_FLAGS),
+            0);
+  std::memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = IBV_MTU_1024;
+  a.dest_qp_num = b_->qp_num;
+  a.min_rnr_timer = 1;
+  a.ah_attr.is_global = 1;
+  ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &a.ah_attr.grh.dgid), 0);
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  a.max_dest_rd_atomic = 129;
+  EXPECT_EQ(ibv_modify_qp(q, &a, rtr), EINVAL);
+  a.max_dest_rd_atomic = 128;
+  ASSERT_EQ(ibv_modify_qp(q, &a, rtr), 0);
+  std::memset(&a, 0, sizeof a);
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  const int rts = IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                  IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+  a.max_rd_atomic = 129;
+  EXPECT_EQ(ibv_modify_qp(q, &a, rts), EINVAL);
+  a.max_rd_atomic = 128;
+  EXPECT_EQ(ibv_modify_qp(q, &a, rts), 0);
+  ibv_qp_init_attr qi;
+  ASSERT_EQ(ibv_query_qp(q, &a, IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_MAX_DEST_RD_ATOMIC, &qi), 0);
+  EXPECT_EQ(a.max_rd_atomic, 128);
+  EXPECT_EQ(a.max_dest_rd_atomic, 128);
+  EXPECT_EQ(ibv_destroy_qp(q), 0);
+}
+
 TEST_F(ErrorsTest, DestroyWithResourcesAttachedIsBusy) {
   // CQ used by a QP.
   EXPECT_EQ(ibv_destroy_cq(cq_a_), EBUSY);
