@@ -452,6 +452,11 @@ Status Engine::query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init) {
   return Status::ok();
 }
 
+uint64_t Engine::qp_rate_bps(uint32_t qpn) const {
+  const Qp* qp = impl_->find_qp(qpn);
+  return qp && qp->cc ? qp->cc->rate_bps() : 0;
+}
+
 Status Engine::destroy_qp(uint32_t qpn) {
   Impl& m = *impl_;
   Qp* qp = m.find_qp(qpn);

@@ -133,6 +133,9 @@ class Engine {
   Status query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init);
   /// Destroys the QP (any state).
   Status destroy_qp(uint32_t qpn);
+  /// The QP's current congestion-control rate in bit/s (0: unlimited, no CC, or unknown QPN),
+  /// for tools (lib/stats QP records).
+  uint64_t qp_rate_bps(uint32_t qpn) const;
 
   // ---- Data path ----------------------------------------------------------------------
 

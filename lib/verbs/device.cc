@@ -216,6 +216,7 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
     std::erase_if(rt->qps, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_qp(kv.first);
+      stats_remove_qp(rt, kv.second);
       delete kv.second;
       return true;
     });

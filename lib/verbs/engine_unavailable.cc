@@ -41,6 +41,7 @@ Result<uint32_t> Engine::create_qp(QpInitAttr&) { return Status::unsupported(); 
 Status Engine::modify_qp(uint32_t, const QpAttr&, uint32_t) { return Status::unsupported(); }
 Status Engine::query_qp(uint32_t, QpAttr*, QpInitAttr*) { return Status::unsupported(); }
 Status Engine::destroy_qp(uint32_t) { return Status::unsupported(); }
+uint64_t Engine::qp_rate_bps(uint32_t) const { return 0; }
 Status Engine::post_send(uint32_t, const SendWr&, Timestamp) { return Status::unsupported(); }
 Status Engine::post_recv(uint32_t, const RecvWr&) { return Status::unsupported(); }
 void Engine::on_frame(std::span<const uint8_t>, Timestamp) {}

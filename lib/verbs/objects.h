@@ -206,6 +206,7 @@ struct Qp {
   uint64_t send_ops_flags = 0;
   std::mutex wr_mu;                            ///< held from wr_start to wr_complete/abort
   WrBatch batch;
+  void* stats_rec = nullptr;                   ///< its stats::QpRecord (rt->mu), if any
 
   ibv_qp* base() { return &qpx.qp_base; }
 };
@@ -242,6 +243,14 @@ int to_av(Runtime* rt, const ibv_ah_attr& a, transport::AddressVector* av);
 void from_av(const transport::AddressVector& av, ibv_ah_attr* a);
 /// Engine completion -> ibv_wc (cq.cc).
 void to_wc(const transport::Cqe& c, ibv_wc* wc);
+/// Per-QP records of the stats segment (qp_stats.cc); all require rt->mu; no-ops without
+/// a segment. add at create_qp, update after modify_qp and QP events (state, peer, PSNs,
+/// DCQCN rate; in_error: the event says the QP is in ERR even if the engine is still moving it
+/// there), remove at destroy_qp; refresh_rates rewrites every QP's rate.
+void stats_add_qp(Runtime* rt, Qp* qp, uint32_t type);
+void stats_update_qp(Runtime* rt, Qp* qp, bool in_error = false);
+void stats_remove_qp(Runtime* rt, Qp* qp);
+void stats_refresh_rates(Runtime* rt);
 /// Device capability limits reported by query_device (query.cc).
 void fill_device_attr(Context* ctx, ibv_device_attr* a);
 

@@ -135,6 +135,8 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
     }
     qp->qpn = r.value();
     rt->qps[qp->qpn] = qp;
+    qp->qpx.qp_base.qp_type = ia->qp_type;  // stats_add_qp reads it
+    stats_add_qp(rt, qp, static_cast<uint32_t>(ia->qp_type - IBV_QPT_RC));  // 0 RC, 1 UC, 2 UD
   }
   ia->cap.max_send_wr = e.max_send_wr;
   ia->cap.max_send_sge = e.max_send_sge;
@@ -352,6 +354,7 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   std::lock_guard<std::mutex> g(rt->mu);
   uroce::Status s = rt->engine->modify_qp(qp->qpn, e, mask);
   if (!s) return s.code();
+  stats_update_qp(rt, qp);
   if (mask & IBV_QP_STATE) q->state = a->qp_state;
   return 0;
 }
@@ -415,6 +418,7 @@ UROCE_EXPORT int uroce_destroy_qp_1_1(ibv_qp* q) {
     std::lock_guard<std::mutex> g(rt->mu);
     uroce::Status s = rt->engine->destroy_qp(qp->qpn);
     if (!s) return s.code();
+    stats_remove_qp(rt, qp);
     rt->qps.erase(qp->qpn);
   }
   qp->send_cq->qps--;

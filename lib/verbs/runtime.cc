@@ -43,6 +43,7 @@ constexpr Duration kDeepSleep = Duration::micros(250);
 constexpr Duration kDeeperIdle = Duration::seconds(1);
 constexpr Duration kDeeperSleep = Duration::millis(1);
 constexpr size_t kRxBurst = 64;                     ///< frames per RX burst
+constexpr Duration kStatsRatePeriod = Duration::millis(100);  ///< QP rate refresh (stats)
 
 std::mutex& runtime_mu() {
   static std::mutex mu;
@@ -126,6 +127,7 @@ void Runtime::start_thread() {
     int idle = 0;
     Timestamp last_work = now();
     uint64_t seen_app = app_progress.load(std::memory_order_relaxed);
+    Timestamp last_rates = last_work;
     while (!stop.load(std::memory_order_relaxed)) {
       size_t work = 0;
       Timestamp deadline = Timestamp::never();
@@ -133,6 +135,10 @@ void Runtime::start_thread() {
         Timestamp t = now();
         work = progress_locked(t);
         deadline = engine->next_deadline();
+        if (t - last_rates >= kStatsRatePeriod) {  // DCQCN rates for `uroce show qp`
+          stats_refresh_rates(this);
+          last_rates = t;
+        }
         mu.unlock();
       }
       // While the application drives progress itself (post/poll calls), stay out of its way:
@@ -209,6 +215,9 @@ void Runtime::on_async_event(const transport::AsyncEvent& ev) {
       if (it == qps.end()) return;
       out.element.qp = it->second->base();
       target = it->second->ctx;
+      stats_update_qp(this, it->second,
+                      ev.type == T::kQpFatal || ev.type == T::kQpReqErr ||
+                          ev.type == T::kQpAccessErr);
       break;
     }
     case T::kSrqErr:

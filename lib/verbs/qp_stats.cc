@@ -1,0 +1,63 @@
+/**
+ * @file qp_stats.cc
+ * @brief The per-QP records of the device's stats segment (lib/stats layout.h QpRecord, read by
+ * `uroce show qp`): claimed at ibv_create_qp, identity (state, peer QPN/GID) and PSNs written
+ * after every ibv_modify_qp and QP error event, the DCQCN current rate (Mb/s; 0 = unlimited)
+ * refreshed by the progress thread, freed at ibv_destroy_qp. Single writer: everything runs
+ * under the engine lock. Without a segment (or UROCE_STATS=0) all calls do nothing.
+ */
+#include <cstring>
+
+#include "verbs/objects.h"
+
+namespace uroce::verbs {
+
+#ifdef UROCE_HAVE_STATS
+
+namespace {
+stats::QpRecord* rec_of(Qp* qp) { return static_cast<stats::QpRecord*>(qp->stats_rec); }
+
+void write_rate(Runtime* rt, Qp* qp, stats::QpRecord* r) {
+  const double mbps = static_cast<double>(rt->engine->qp_rate_bps(qp->qpn)) / 1e6;
+  r->set_rate(mbps, 0, 0);  // lib/dcqcn exposes only Rc; Rt and alpha stay 0
+}
+}  // namespace
+
+void stats_add_qp(Runtime* rt, Qp* qp, uint32_t type) {
+  if (!rt->stats) return;
+  qp->stats_rec = rt->stats->add_qp(qp->qpn, type);
+  if (qp->stats_rec) stats_update_qp(rt, qp);
+}
+
+void stats_update_qp(Runtime* rt, Qp* qp, bool in_error) {
+  stats::QpRecord* r = rec_of(qp);
+  if (!r) return;
+  transport::QpAttr a;
+  if (!rt->engine->query_qp(qp->qpn, &a, nullptr)) return;
+  r->set_state(in_error ? static_cast<uint32_t>(transport::QpState::kErr)
+                        : static_cast<uint32_t>(a.qp_state));
+  if (qp->base()->qp_type != IBV_QPT_UD) r->set_peer(a.dest_qp_num, a.av.dgid.raw.data());
+  r->set_psns(a.sq_psn, a.rq_psn);
+  write_rate(rt, qp, r);
+}
+
+void stats_remove_qp(Runtime* rt, Qp* qp) {
+  if (rt->stats && qp->stats_rec) rt->stats->remove_qp(rec_of(qp));
+  qp->stats_rec = nullptr;
+}
+
+void stats_refresh_rates(Runtime* rt) {
+  for (auto& [qpn, qp] : rt->qps)
+    if (stats::QpRecord* r = rec_of(qp)) write_rate(rt, qp, r);
+}
+
+#else
+
+void stats_add_qp(Runtime*, Qp*, uint32_t) {}
+void stats_update_qp(Runtime*, Qp*, bool) {}
+void stats_remove_qp(Runtime*, Qp*) {}
+void stats_refresh_rates(Runtime*) {}
+
+#endif
+
+}  // namespace uroce::verbs
