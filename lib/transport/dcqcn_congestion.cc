@@ -1,0 +1,59 @@
+/**
+ * @file dcqcn_congestion.cc
+ * @brief DcqcnCongestionFactory's per-QP and notification-point adapters over lib/dcqcn.
+ * Units: bit/s, bytes, ns.
+ */
+#include "transport/dcqcn_congestion.h"
+
+#include "dcqcn/np_table.h"
+
+namespace uroce::transport {
+
+class DcqcnCongestionFactory::Qp final : public QpCongestion {
+ public:
+  Qp(DcqcnCongestionFactory& f, uint32_t qpn, const dcqcn::DcqcnParams& p, double speed,
+     uint64_t burst)
+      : f_(f), qpn_(qpn), c_(p, speed, burst) {
+    f_.qps_[qpn_] = &c_;
+  }
+  ~Qp() override { f_.qps_.erase(qpn_); }
+  Timestamp next_send_time(uint32_t bytes, Timestamp now) const override {
+    return c_.earliest_send_time(bytes, now);
+  }
+  void on_packet_sent(uint32_t bytes, Timestamp now) override { c_.on_data_sent(bytes, now); }
+  void on_cnp(Timestamp now) override {
+    ++f_.cnps_;
+    c_.on_cnp(now);
+  }
+  Timestamp next_deadline() const override { return c_.next_deadline(); }
+  // The per-QP NP inside c_ is never fed (the device-wide NP below is), so on_timer's CNP
+  // flag is always false.
+  void on_timer(Timestamp now) override { (void)c_.on_timer(now); }
+  uint64_t rate_bps() const override { return static_cast<uint64_t>(c_.rate_bps()); }
+
+ private:
+  DcqcnCongestionFactory& f_;
+  uint32_t qpn_;
+  dcqcn::QpCongestion c_;
+};
+
+/// At most one CNP per QP per min_time_between_cnps (dcqcn::NpTable).
+class DcqcnCongestionFactory::Np final : public NotificationPoint {
+ public:
+  explicit Np(Duration min_gap) : t_(min_gap) {}
+  bool on_ce_marked(uint32_t qpn, Timestamp now) override { return t_.on_ce_marked(qpn, now); }
+
+ private:
+  dcqcn::NpTable t_;
+};
+
+std::unique_ptr<QpCongestion> DcqcnCongestionFactory::make_qp(uint32_t qpn,
+                                                              uint64_t link_speed_bps) {
+  return std::make_unique<Qp>(*this, qpn, p_, static_cast<double>(link_speed_bps), burst_);
+}
+
+std::unique_ptr<NotificationPoint> DcqcnCongestionFactory::make_np() {
+  return std::make_unique<Np>(Duration::micros(p_.min_time_between_cnps));
+}
+
+}  // namespace uroce::transport
