@@ -331,6 +331,7 @@ def run_captured(case, link, build, inner):
     print(m2)
     if not (ok1 and ok2):
         return fail(f"{case.name}: capture {cap_path} does not check out: {m1}; {m2}")
+    os.remove(cap_path)  # kept only when it fails
     return 0
 
 
