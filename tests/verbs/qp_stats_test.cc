@@ -76,8 +76,9 @@ TEST_F(QpStatsTest, RecordsFollowCreateModifyErrorDestroy) {
   ru = record(u->qp_num);
   ASSERT_NE(ru, nullptr);
   EXPECT_EQ(ru->state, static_cast<uint32_t>(IBV_QPS_INIT));
+  const uint32_t u_qpn = u->qp_num;  // u is freed by ibv_destroy_qp
   ASSERT_EQ(ibv_destroy_qp(u), 0);
-  EXPECT_EQ(record(u->qp_num), nullptr);
+  EXPECT_EQ(record(u_qpn), nullptr);
 
   // A fatal completion error (write without remote rights) moves the target b to ERR.
   Buffer src(pd_, 64, kAllAccess);
