@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "verbs/objects.h"
+#include "verbs/recv_chain.h"
 #include "verbs/symver.h"
 
 namespace uroce::verbs {
@@ -265,25 +266,9 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
 int op_post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* qp = qp_of(q);
   Runtime* rt = qp->ctx->rt;
-  t::Sge sges[t::kMaxSge];
-  int ret = 0;
-  std::lock_guard<std::mutex> g(rt->mu);
-  for (; wr; wr = wr->next) {
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > t::kMaxSge) {
-      ret = EINVAL;
-      break;
-    }
-    for (int i = 0; i < wr->num_sge; ++i)
-      sges[i] = t::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-    t::RecvWr r{wr->wr_id, sges, static_cast<uint32_t>(wr->num_sge)};
-    Status st = rt->engine->post_recv(qp->qpn, r);
-    if (!st) {
-      ret = st.code();
-      break;
-    }
-  }
-  if (ret && bad) *bad = wr;
-  return ret;
+  return post_recv_chain(rt, wr, bad, [&](const t::RecvWr& r) {
+    return rt->engine->post_recv(qp->qpn, r);
+  });
 }
 
 }  // namespace uroce::verbs

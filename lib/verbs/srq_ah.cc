@@ -19,6 +19,7 @@
 #include "common/byteorder.h"
 #include "verbs/neighbor_wait.h"
 #include "verbs/objects.h"
+#include "verbs/recv_chain.h"
 #include "verbs/symver.h"
 
 namespace uroce::verbs {
@@ -28,25 +29,9 @@ namespace t = transport;
 int op_post_srq_recv(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Srq* srq = from_ibv<Srq>(s);
   Runtime* rt = srq->ctx->rt;
-  t::Sge sges[t::kMaxSge];
-  int ret = 0;
-  std::lock_guard<std::mutex> g(rt->mu);
-  for (; wr; wr = wr->next) {
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > t::kMaxSge) {
-      ret = EINVAL;
-      break;
-    }
-    for (int i = 0; i < wr->num_sge; ++i)
-      sges[i] = t::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
-    Status st = rt->engine->post_srq_recv(srq->id, t::RecvWr{wr->wr_id, sges,
-                                                             static_cast<uint32_t>(wr->num_sge)});
-    if (!st) {
-      ret = st.code();
-      break;
-    }
-  }
-  if (ret && bad) *bad = wr;
-  return ret;
+  return post_recv_chain(rt, wr, bad, [&](const t::RecvWr& r) {
+    return rt->engine->post_srq_recv(srq->id, r);
+  });
 }
 
 namespace {
