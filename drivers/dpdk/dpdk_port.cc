@@ -46,6 +46,7 @@ namespace uroce::dpdk {
 namespace {
 
 constexpr uint16_t kRingSize = 512;        ///< descriptors per RX/TX queue
+constexpr uint32_t kAfPacketFrames = 4096; ///< net_af_packet ring frames (framecnt devarg)
 constexpr unsigned kPoolSize = 4095;       ///< mbufs per port: net_af_xdp alone takes 2048 for its fill queue
 constexpr unsigned kPoolCache = 128;       ///< per-lcore mbuf cache
 constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
@@ -416,6 +417,11 @@ PmdPlan plan_pmd(const config::Device& dev) {
       if (devarg_u32(dev.port, "blocksz") < framesz)
         plan.devargs += ",blocksz=" + std::to_string(framesz);
     }
+    // The kernel drops what arrives while the RX ring is full: 512 frames (the PMD's default)
+    // is 5 ms of traffic, less than a time slice on a loaded core, and UC and UD do not
+    // retransmit. 4096 frames ride out a descheduled receiver (1 MiB at mtu 1024 is 1024 frames).
+    if (!devarg_u32(dev.port, "framecnt"))
+      plan.devargs += ",framecnt=" + std::to_string(kAfPacketFrames);
     if (framesz) {
       plan.min_data_room = framesz;
       plan.limit_advisory = framesz >= frame + 64;
