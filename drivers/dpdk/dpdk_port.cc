@@ -2,11 +2,14 @@
  * @file dpdk_port.cc
  * @brief DpdkPort: uroce::Port over rte_eth_rx_burst/rte_eth_tx_burst (see dpdk_port.h).
  *
- * TX: begin_frame() hands out the data area of a fresh mbuf; end_frame() appends it to a
- * pending burst of kBurst; flush() calls rte_eth_tx_burst and keeps what the PMD did not take
- * for the next flush (no frame is leaked, nothing blocks). A full pending burst or an empty
+ * TX: begin_frame() hands out the data area of a fresh mbuf; end_frame() appends it to its
+ * priority's software queue; the scheduler moves frames into the pending burst of the TX
+ * queue that carries the priority (priority % queues, as a NIC maps traffic classes to
+ * queues); flush() calls rte_eth_tx_burst per queue and keeps what the PMD did not take for
+ * the next flush (no frame is leaked, nothing blocks). A full software queue or an empty
  * pool makes begin_frame() return nullptr after one flush attempt.
- * RX: rte_eth_rx_burst of up to kBurst; multi-segment mbufs are copied into one buffer; the
+ * RX: rte_eth_rx_burst of up to kBurst from each RX queue in turn (a NIC's RSS spreads flows
+ * over them); multi-segment mbufs are copied into one buffer; the
  * destination MAC is filtered in software (our unicast, broadcast, our ND multicast groups,
  * the PFC group); ARP and ND go to Neighbors; the rest to the FrameHandler; mbufs are freed.
  * Units: bytes; link speed in bit/s (DPDK reports Mb/s).
@@ -47,7 +50,8 @@ namespace {
 
 constexpr uint16_t kRingSize = 512;        ///< descriptors per RX/TX queue
 constexpr uint32_t kAfPacketFrames = 4096; ///< net_af_packet ring frames (framecnt devarg)
-constexpr unsigned kPoolSize = 4095;       ///< mbufs per port: net_af_xdp alone takes 2048 for its fill queue
+constexpr unsigned kPoolSize = 4095;       ///< mbufs per 1-queue port: net_af_xdp alone takes 2048 for its fill queue
+constexpr uint16_t kMaxQueues = 16;        ///< RX/TX queue pairs at most (config `queues`)
 constexpr unsigned kPoolCache = 128;       ///< per-lcore mbuf cache
 constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
 constexpr uint8_t kPfcGroup[6] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
@@ -64,6 +68,7 @@ struct Parked {
   rte_mempool* pool;    ///< its mbuf pool
   size_t max_frame;     ///< frame size it was set up for (0: set-up failed, stopped)
   MacAddr mac;          ///< its MAC
+  uint16_t queues;      ///< RX/TX queue pairs
 };
 // Never destroyed: a Port held in another library's static may be closed during exit.
 std::map<uint16_t, Parked>& g_parked = *new std::map<uint16_t, Parked>;
@@ -93,6 +98,7 @@ class DpdkPort final : public Port {
   DpdkPort(uint16_t port_id, rte_mempool* pool, MacAddr mac, size_t max_frame,
            const config::Device& dev)
       : port_id_(port_id),
+        nq_(dev.queues),
         pool_(pool),
         devargs_(dev.port),
         mac_(mac),
@@ -110,12 +116,13 @@ class DpdkPort final : public Port {
   ~DpdkPort() override {
     std::lock_guard<std::mutex> lock(g_open_mu);
     if (cur_) rte_pktmbuf_free(cur_);
-    rte_pktmbuf_free_bulk(pending_, static_cast<unsigned>(npending_));
+    for (uint16_t q = 0; q < nq_; ++q)
+      rte_pktmbuf_free_bulk(txq_[q].pending, static_cast<unsigned>(txq_[q].n));
     for (auto& q : q_)
       for (rte_mbuf* m : q) rte_pktmbuf_free(m);
     g_open.erase(port_id_);
     // A port that never started is parked as "set-up failed": the next open configures it.
-    g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_};
+    g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_, nq_};
   }
 
   Neighbors& neighbors() { return neighbors_; }
@@ -135,14 +142,15 @@ class DpdkPort final : public Port {
     memif_guard_refresh();
   }
 
-  /// Drops every frame waiting in the RX queue.
+  /// Drops every frame waiting in the RX queues.
   void drain() {
     rte_mbuf* bufs[kBurst];
-    for (int i = 0; i < 1024; ++i) {
-      uint16_t n = rte_eth_rx_burst(port_id_, 0, bufs, kBurst);
-      rte_pktmbuf_free_bulk(bufs, n);
-      if (n < kBurst) break;
-    }
+    for (uint16_t q = 0; q < nq_; ++q)
+      for (int i = 0; i < 1024; ++i) {
+        uint16_t n = rte_eth_rx_burst(port_id_, q, bufs, kBurst);
+        rte_pktmbuf_free_bulk(bufs, n);
+        if (n < kBurst) break;
+      }
   }
 
   // TxSink
@@ -178,11 +186,17 @@ class DpdkPort final : public Port {
     if (!ensure_started()) return;
     for (int round = 0; round < 4; ++round) {
       schedule();
-      if (npending_ == 0) return;
-      uint16_t sent = rte_eth_tx_burst(port_id_, 0, pending_, static_cast<uint16_t>(npending_));
-      std::memmove(pending_, pending_ + sent, (npending_ - sent) * sizeof(rte_mbuf*));
-      npending_ -= sent;
-      if (npending_ != 0 || queued_ == 0) return;  // the PMD is full, or all is out
+      bool full = false, any = false;
+      for (uint16_t q = 0; q < nq_; ++q) {
+        TxQueue& t = txq_[q];
+        if (t.n == 0) continue;
+        any = true;
+        uint16_t sent = rte_eth_tx_burst(port_id_, q, t.pending, static_cast<uint16_t>(t.n));
+        std::memmove(t.pending, t.pending + sent, (t.n - sent) * sizeof(rte_mbuf*));
+        t.n -= sent;
+        full |= t.n != 0;
+      }
+      if (!any || full || queued_ == 0) return;  // nothing to send, the PMD is full, or all is out
     }
   }
 
@@ -190,14 +204,18 @@ class DpdkPort final : public Port {
     if (!ensure_started()) return 0;
     size_t total = 0;
     bool replied = false;
-    while (total < max) {
+    uint16_t idle = 0;  // queues in a row that had nothing
+    while (total < max && idle < nq_) {
       rte_mbuf* bufs[kBurst];
       uint16_t want = static_cast<uint16_t>(std::min(max - total, kBurst));
-      uint16_t n = rte_eth_rx_burst(port_id_, 0, bufs, want);
+      const uint16_t q = rxq_next_;
+      rxq_next_ = static_cast<uint16_t>(q + 1 == nq_ ? 0 : q + 1);
+      uint16_t n = rte_eth_rx_burst(port_id_, q, bufs, want);
       if (n == 0) {
-        if (total == 0 && !memif_) check_link(monotonic_now());
-        break;
+        ++idle;
+        continue;
       }
+      idle = 0;
       Timestamp now{};
       for (uint16_t i = 0; i < n; ++i) {
         rte_mbuf* m = bufs[i];
@@ -230,18 +248,20 @@ class DpdkPort final : public Port {
       }
       rte_pktmbuf_free_bulk(bufs, n);
       total += n;
-      if (n < want) break;
+      if (n < want) ++idle;
     }
+    if (total == 0 && !memif_) check_link(monotonic_now());
     // memif: look at the link on every poll (at most every kStartRetry), busy or not, so the
     // guard knows the regions of a new connection before traffic flows on it.
     if (memif_) check_link(monotonic_now());
     // Frames the port queued itself (ARP/ND replies, announcements) go out without waiting
     // for the engine's next flush().
-    if (replied || npending_ || queued_) flush();
+    if (replied || queued_ || tx_pending()) flush();
     return total;
   }
 
   uint16_t port_id() const { return port_id_; }
+  uint16_t queues() const { return nq_; }
   MacAddr mac() const override { return mac_; }
   size_t max_frame_len() const override { return max_frame_; }
 
@@ -267,15 +287,22 @@ class DpdkPort final : public Port {
   }
 
  private:
+  /// Frames scheduled for one TX queue, not yet taken by the PMD.
+  struct TxQueue {
+    rte_mbuf* pending[kBurst] = {};
+    size_t n = 0;
+  };
+
   uint16_t port_id_;
+  uint16_t nq_;                      ///< RX/TX queue pairs
+  uint16_t rxq_next_ = 0;            ///< RX queue polled first by the next rx_burst()
+  std::array<TxQueue, kMaxQueues> txq_{};
   rte_mempool* pool_;
   std::string devargs_;
   MacAddr mac_;
   size_t max_frame_;
   Neighbors neighbors_;
   rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
-  rte_mbuf* pending_[kBurst] = {};   ///< frames scheduled, not yet taken by the PMD
-  size_t npending_ = 0;
   std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
   size_t queued_ = 0;                ///< frames in q_
   uint64_t ended_ = 0;               ///< end_frame() calls (to see whether a call sent)
@@ -299,18 +326,30 @@ class DpdkPort final : public Port {
     return c;
   }
 
-  /// Moves frames from the priority queues into the burst, in the scheduler's order; a
-  /// priority the peer paused (PFC) starts no frame.
+  bool tx_pending() const {
+    for (uint16_t q = 0; q < nq_; ++q)
+      if (txq_[q].n) return true;
+    return false;
+  }
+
+  /// Moves frames from the priority queues into the TX queues' bursts, in the scheduler's
+  /// order, until one burst is full; a priority the peer paused (PFC) starts no frame.
   void schedule() {
     if (queued_ == 0) return;
     Timestamp now = pause_seen_ ? monotonic_now() : Timestamp{};
     dcqcn::PfcRx* pfc = pause_seen_ ? &pfc_rx_ : nullptr;
-    while (npending_ < kBurst && queued_ > 0) {
+    auto room = [this] {
+      for (uint16_t q = 0; q < nq_; ++q)
+        if (txq_[q].n == kBurst) return false;
+      return true;
+    };
+    while (queued_ > 0 && room()) {
       std::array<uint32_t, dcqcn::kNumPriorities> heads{};
       for (int p = 0; p < 8; ++p) heads[p] = q_[p].empty() ? 0 : q_[p].front()->data_len;
       std::optional<uint8_t> p = sched_.pick(heads, pfc, now);
       if (!p) return;
-      pending_[npending_++] = q_[*p].front();
+      TxQueue& t = txq_[*p % nq_];
+      t.pending[t.n++] = q_[*p].front();
       q_[*p].pop_front();
       --queued_;
     }
@@ -420,6 +459,8 @@ PmdPlan plan_pmd(const config::Device& dev) {
     // The kernel drops what arrives while the RX ring is full: 512 frames (the PMD's default)
     // is 5 ms of traffic, less than a time slice on a loaded core, and UC and UD do not
     // retransmit. 4096 frames ride out a descheduled receiver (1 MiB at mtu 1024 is 1024 frames).
+    if (dev.queues > 1 && !devarg_u32(dev.port, "qpairs"))
+      plan.devargs += ",qpairs=" + std::to_string(dev.queues);
     if (!devarg_u32(dev.port, "framecnt"))
       plan.devargs += ",framecnt=" + std::to_string(kAfPacketFrames);
     if (framesz) {
@@ -469,6 +510,9 @@ bool port_info(const Port& p, PortInfo* out) {
     out->rx_frames = st.ipackets;
     out->rx_missed = st.imissed + st.rx_nombuf;
     out->tx_errors = st.oerrors;
+    const uint16_t nq = std::min<uint16_t>(dp->queues(), RTE_ETHDEV_QUEUE_STAT_CNTRS);
+    out->rx_queue_frames.assign(st.q_ipackets, st.q_ipackets + nq);
+    out->tx_queue_frames.assign(st.q_opackets, st.q_opackets + nq);
   }
   out->pfc = const_cast<DpdkPort*>(dp)->pfc_counters();
   return true;
@@ -492,7 +536,7 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
     if (auto it = g_parked.find(port_id); it != g_parked.end()) {
       old_pool = it->second.pool;
       if (it->second.devargs == dev.port && it->second.max_frame == dev.mtu + kRoceOverhead &&
-          (!dev.mac || *dev.mac == it->second.mac)) {
+          it->second.queues == dev.queues && (!dev.mac || *dev.mac == it->second.mac)) {
         Parked p = it->second;
         g_parked.erase(it);
         g_open.insert(port_id);
@@ -506,7 +550,8 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
         port->flush();
         return port;
       }
-      if (it->second.max_frame != 0 || it->second.devargs != dev.port) {
+      if (it->second.max_frame != 0 || it->second.devargs != dev.port ||
+          it->second.queues != dev.queues) {
         // Another set-up of the same device: create it anew.
         rte_eth_dev_info old{};
         rte_eth_dev_info_get(port_id, &old);
@@ -561,7 +606,16 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   std::snprintf(pool_name, sizeof pool_name, "uroce_p%u_%u", port_id, g_pool_seq++);
   const size_t room = std::max({size_t{2048}, (max_frame + 127) & ~size_t{127}, plan.min_data_room});
   const uint16_t data_room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room);
-  rte_mempool* pool = rte_pktmbuf_pool_create(pool_name, kPoolSize, kPoolCache, 0, data_room,
+  const uint16_t nq = dev.queues;
+  if (nq > info.max_rx_queues || nq > info.max_tx_queues || nq > kMaxQueues)
+    return give_up("queues " + std::to_string(nq) + " but " + info.driver_name + " has " +
+                   std::to_string(info.max_rx_queues) + " RX and " +
+                   std::to_string(info.max_tx_queues) + " TX queues; allowed: queues <= " +
+                   std::to_string(std::min<unsigned>({info.max_rx_queues, info.max_tx_queues,
+                                                      kMaxQueues})));
+  // Every further queue pair keeps up to 2 x kRingSize more mbufs in its rings.
+  const unsigned pool_size = kPoolSize + (nq - 1u) * 2u * kRingSize;
+  rte_mempool* pool = rte_pktmbuf_pool_create(pool_name, pool_size, kPoolCache, 0, data_room,
                                               static_cast<int>(rte_eth_dev_socket_id(port_id)) < 0
                                                   ? SOCKET_ID_ANY
                                                   : rte_eth_dev_socket_id(port_id));
@@ -574,16 +628,24 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
 
   rte_eth_conf conf{};
   conf.rxmode.mtu = std::min<uint32_t>(l3_mtu, dev_max_l3);
-  rc = rte_eth_dev_configure(port_id, 1, 1, &conf);
+  const uint64_t rss = info.flow_type_rss_offloads & (RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+  if (nq > 1 && rss) {
+    // A NIC spreads received flows over the RX queues (RoCEv2: by UDP source port).
+    conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+    conf.rx_adv_conf.rss_conf.rss_hf = rss;
+  }
+  rc = rte_eth_dev_configure(port_id, nq, nq, &conf);
   if (rc != 0) return give_up_pool("rte_eth_dev_configure (mtu " + std::to_string(conf.rxmode.mtu) + "): " + dpdk_error(rc));
   uint16_t nb_rxd = kRingSize, nb_txd = kRingSize;
   rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
   int socket = rte_eth_dev_socket_id(port_id);
   if (socket < 0) socket = SOCKET_ID_ANY;
-  rc = rte_eth_rx_queue_setup(port_id, 0, nb_rxd, static_cast<unsigned>(socket), nullptr, pool);
-  if (rc != 0) return give_up_pool("rte_eth_rx_queue_setup: " + dpdk_error(rc));
-  rc = rte_eth_tx_queue_setup(port_id, 0, nb_txd, static_cast<unsigned>(socket), nullptr);
-  if (rc != 0) return give_up_pool("rte_eth_tx_queue_setup: " + dpdk_error(rc));
+  for (uint16_t q = 0; q < nq; ++q) {
+    rc = rte_eth_rx_queue_setup(port_id, q, nb_rxd, static_cast<unsigned>(socket), nullptr, pool);
+    if (rc != 0) return give_up_pool("rte_eth_rx_queue_setup: " + dpdk_error(rc));
+    rc = rte_eth_tx_queue_setup(port_id, q, nb_txd, static_cast<unsigned>(socket), nullptr);
+    if (rc != 0) return give_up_pool("rte_eth_tx_queue_setup: " + dpdk_error(rc));
+  }
 
   rte_ether_addr ea{};
   std::optional<MacAddr> want_mac = dev.mac;

@@ -4,7 +4,8 @@
  * net_pcap, net_ring, ...) or a PCI NIC, named by a device's `port` string.
  *
  * open_dpdk_port() starts EAL at the first call (eal.h), creates the device, a mempool sized
- * for the RoCE MTU, one RX and one TX queue, and answers ARP/ND for the device's addresses
+ * for the RoCE MTU, `queues` RX/TX queue pairs (config; RSS over the RX queues where the NIC
+ * has it, TX queue = priority % queues), and answers ARP/ND for the device's addresses
  * itself (neighbors.h). What each PMD allows here is in drivers/dpdk/PMDS.md.
  *
  * TX goes through eight software queues, one per TxMeta::priority: the CNP class (priority of
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/port.h"
 #include "dcqcn/pfc_counters.h"
@@ -61,6 +63,8 @@ struct PortInfo {
   uint64_t rx_frames = 0;
   uint64_t rx_missed = 0;       ///< dropped by the PMD for lack of RX buffers
   uint64_t tx_errors = 0;
+  std::vector<uint64_t> rx_queue_frames;  ///< per RX/TX queue (config `queues`)
+  std::vector<uint64_t> tx_queue_frames;
   dcqcn::PfcCounters pfc;       ///< received PFC/PAUSE (rx_prio*_pause...), per priority
 };
 

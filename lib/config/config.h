@@ -57,6 +57,7 @@ struct Device {
   std::vector<std::string> eal;              ///< extra EAL arguments
   std::vector<Address> addresses;            ///< GID index i is the RoCEv2 GID of address i
   uint32_t mtu = 1024;                       ///< RoCE path MTU: 256, 512, 1024, 2048, 4096
+  uint16_t queues = 1;                       ///< RX/TX queue pairs on a DPDK port (1..16)
   std::optional<MacAddr> mac;                ///< otherwise the port's
   std::map<std::string, MacAddr> neighbors;  ///< static neighbours, address text -> MAC
   std::string profile;                       ///< "", "lossless", "lossy", "hpc", "storage"

@@ -25,7 +25,7 @@ namespace uroce::config {
 namespace {
 
 constexpr std::string_view kDeviceKeys[] = {
-    "name",     "port",      "eal",      "addresses",    "mtu", "mac", "neighbors",
+    "name",     "port",      "eal",      "addresses",    "mtu", "queues", "mac", "neighbors",
     "profile",  "roce_dscp", "cnp_dscp", "dscp_to_prio", "ecn", "pfc", "dcqcn"};
 constexpr std::string_view kPfcKeys[] = {"enabled",           "xoff_bytes",
                                          "xon_bytes",         "watchdog_detect_ms",
@@ -218,6 +218,10 @@ class Parser {
     if (!get_int(t, "mtu", "mtu", 256, 4096, kMtuAllowed, &mtu)) return false;
     if (mtu & (mtu - 1)) return fail_b("mtu", std::to_string(mtu) + " is not a power of two", kMtuAllowed);
     dev->mtu = static_cast<uint32_t>(mtu);
+
+    int64_t queues = dev->queues;
+    if (!get_int(t, "queues", "queues", 1, 16, "1..16", &queues)) return false;
+    dev->queues = static_cast<uint16_t>(queues);
 
     constexpr std::string_view kMacAllowed = "a unicast MAC \"02:00:00:00:00:01\"";
     std::string mac_text;

@@ -245,6 +245,23 @@ TEST(ConfigErrors, MtuOutOfRange) {
             "test.toml: device[0].mtu: 128 is out of range; allowed: 256, 512, 1024, 2048, 4096");
 }
 
+TEST(ConfigParse, QueuesDefaultToOneAndAreRead) {
+  std::string err;
+  auto one = parse(device(""), kSource, &err);
+  ASSERT_TRUE(one.has_value()) << err;
+  EXPECT_EQ(one->devices[0].queues, 1u);
+  auto four = parse(device("queues = 4"), kSource, &err);
+  ASSERT_TRUE(four.has_value()) << err;
+  EXPECT_EQ(four->devices[0].queues, 4u);
+}
+
+TEST(ConfigErrors, QueuesOutOfRange) {
+  EXPECT_EQ(refused(device("queues = 0")),
+            "test.toml: device[0].queues: 0 is out of range; allowed: 1..16");
+  EXPECT_EQ(refused(device("queues = 17")),
+            "test.toml: device[0].queues: 17 is out of range; allowed: 1..16");
+}
+
 TEST(ConfigErrors, WrongTypes) {
   EXPECT_EQ(refused(device("mtu = \"4096\"")),
             "test.toml: device[0].mtu: is a string; allowed: 256, 512, 1024, 2048, 4096");

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -48,7 +49,7 @@ config::Device device(const std::string& name, const std::string& port, uint32_t
 }
 
 /// Writes a test frame of len bytes: to dst from src, EtherType 0x88b5, seq, pattern.
-bool send_frame(Port& p, const MacAddr& dst, uint32_t seq, size_t len) {
+bool send_frame(Port& p, const MacAddr& dst, uint32_t seq, size_t len, uint8_t priority = 0) {
   uint8_t* b = p.begin_frame(len);
   if (!b) return false;
   std::memcpy(b, dst.b.data(), 6);
@@ -56,7 +57,9 @@ bool send_frame(Port& p, const MacAddr& dst, uint32_t seq, size_t len) {
   store_be16(b + 12, kTestEtherType);
   store_be32(b + 14, seq);
   for (size_t i = 18; i < len; ++i) b[i] = static_cast<uint8_t>(seq + i);
-  p.end_frame(len, TxMeta{});
+  TxMeta meta{};
+  meta.priority = priority;
+  p.end_frame(len, meta);
   return true;
 }
 
@@ -307,6 +310,70 @@ TEST(DpdkRing, SinglePortLoopsFramesBackToItself) {
   // The gratuitous ARP sent at open came back too, and was consumed, not passed on.
   ASSERT_EQ(h.frames.size(), 1u);
   check_frame(h.frames[0], 7, 300);
+}
+
+TEST(DpdkRing, FourQueuesCarryPrioritiesAndAllAreReceived) {
+  // net_ring: TX queue i feeds RX queue i. Priority p goes out on TX queue p % 4, and
+  // rx_burst() polls every RX queue, so all frames come back and each queue carried 1/4.
+  config::Device d = device("r4", "net_ring_mq", 0xc6120006, 1024);
+  d.queues = 4;
+  std::string err;
+  auto p = open_dpdk_port(d, &err);
+  ASSERT_TRUE(p) << err;
+  PortInfo before;
+  ASSERT_TRUE(port_info(*p, &before));
+  ASSERT_EQ(before.tx_queue_frames.size(), 4u);
+  constexpr uint32_t kPerPriority = 50;
+  uint32_t seq = 0;
+  for (uint32_t i = 0; i < kPerPriority; ++i)
+    for (uint8_t prio = 0; prio < 8; ++prio) {
+      ASSERT_TRUE(send_frame(*p, p->mac(), seq++, 200, prio));
+      if (seq % 16 == 0) p->flush();
+    }
+  p->flush();
+  Collect h;
+  auto end = Clock::now() + kDeadline;
+  while (h.frames.size() < seq && Clock::now() < end) {
+    p->rx_burst(h, 32);
+    p->flush();
+  }
+  ASSERT_EQ(h.frames.size(), seq);
+  std::vector<bool> seen(seq);
+  for (const auto& f : h.frames) {
+    uint32_t s = load_be32(f.data() + 14);
+    ASSERT_LT(s, seq);
+    EXPECT_FALSE(seen[s]) << s;
+    seen[s] = true;
+    check_frame(f, s, 200);
+  }
+  PortInfo after;
+  ASSERT_TRUE(port_info(*p, &after));
+  for (size_t q = 0; q < 4; ++q) {
+    // Two priorities per queue; the gratuitous ARP at open went on queue 0.
+    EXPECT_GE(after.tx_queue_frames[q] - before.tx_queue_frames[q], 2 * kPerPriority) << q;
+    EXPECT_LE(after.tx_queue_frames[q] - before.tx_queue_frames[q], 2 * kPerPriority + 1) << q;
+    EXPECT_GE(after.rx_queue_frames[q], 2 * kPerPriority) << q;
+  }
+}
+
+TEST(DpdkOpen, MoreQueuesThanThePmdHasFailsWithOneLine) {
+  // net_pcap reading an empty capture file has one RX and one TX queue.
+  const std::string in = "/tmp/uroce-q-test-" + std::to_string(getpid()) + ".pcap";
+  const uint8_t header[24] = {0xd4, 0xc3, 0xb2, 0xa1, 2, 0, 4, 0, 0, 0, 0, 0,
+                              0,    0,    0,    0,    0xff, 0xff, 0, 0, 1, 0, 0, 0};
+  FILE* f = std::fopen(in.c_str(), "wb");
+  ASSERT_TRUE(f);
+  ASSERT_EQ(std::fwrite(header, 1, sizeof header, f), sizeof header);
+  std::fclose(f);
+  config::Device d = device("q", "net_pcap_q0,rx_pcap=" + in + ",tx_pcap=/dev/null", 0xc6120007, 1024);
+  d.queues = 2;
+  std::string err;
+  auto p = open_dpdk_port(d, &err);
+  std::remove(in.c_str());
+  EXPECT_FALSE(p);
+  EXPECT_NE(err.find("queues 2 but net_pcap has 1 RX and 1 TX queues; allowed: queues <= 1"),
+            std::string::npos) << err;
+  EXPECT_EQ(err.find('\n'), std::string::npos) << err;
 }
 
 TEST(DpdkOpen, AfPacketMtuTooLargeWithoutFramesz) {

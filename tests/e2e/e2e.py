@@ -156,6 +156,11 @@ def all_cases():
         # fails in some runs through no fault of uroce's; it stays in the long set.
         add(f"{link}.peer_kill.default", "peer_kill", link, 120, short=(link == "af_packet"),
             long_only=(link == "memif"))
+        # Two RX/TX queue pairs per port (config `queues`): several QPs, data checked.
+        add(f"{link}.uroce_verify.queues2", "verify", link, 120, short=True, queues=2,
+            args=VERIFY_VARIANTS["write"])
+        add(f"{link}.ib_write_bw.queues2", "perftest", link, 120, queues=2,
+            tool="ib_write_bw", args=["-q", "4"])
         # issue #3 also asks for an async event on the failed QP: its own case.
         add(f"{link}.peer_kill.async_event", "peer_kill", link, 120,
             short=(link == "af_packet"), async_event=True)
@@ -226,7 +231,7 @@ def tool_path(name, build):
 
 
 def run_two(case, link, build, server_args, client_args, port, check):
-    p = Pair(link, build)
+    p = Pair(link, build, queues=case.kw.get("queues", 1))
     srv, cli = p.run(server_args, client_args + [link.oob_host()], port, case.timeout - 10)
     outs = [s.output() if s else "" for s in p.sides]
     if p.timed_out:

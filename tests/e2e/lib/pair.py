@@ -23,7 +23,7 @@ DEVICE = "uroce0"
 GID_INDEX = 0  # GID index i is the RoCEv2 GID of address i (DESIGN.md)
 
 
-def write_config(path, link, side, extra_eal=None):
+def write_config(path, link, side, extra_eal=None, queues=1):
     """Writes the TOML file of one side; returns its path."""
     peer = 1 - side
     eal = ", ".join(f'"{a}"' for a in (extra_eal or []))
@@ -34,6 +34,7 @@ port = "{link.port(side)}"
 eal = [{eal}]
 addresses = ["{links.ROCE_ADDR[side]}/{links.ROCE_PREFIX_LEN}"]
 mtu = {link.mtu}
+queues = {queues}
 mac = "{links.MACS[side]}"
 neighbors = {{ "{links.ROCE_ADDR[peer]}" = "{links.MACS[peer]}" }}
 """
@@ -105,12 +106,13 @@ def listening(link, side, port):
 class Pair:
     """A server and a client over `link`. Use run() or start_server()/start_client()/finish()."""
 
-    def __init__(self, link, build_dir, workdir=None, extra_eal=None):
+    def __init__(self, link, build_dir, workdir=None, extra_eal=None, queues=1):
         self.link = link
         self.build_dir = build_dir
         self.dir = workdir or tempfile.mkdtemp(prefix="ue2e-run-")
         link.fresh()
-        self.configs = [write_config(os.path.join(self.dir, f"side{s}.toml"), link, s, extra_eal)
+        self.configs = [write_config(os.path.join(self.dir, f"side{s}.toml"), link, s, extra_eal,
+                                     queues)
                         for s in (0, 1)]
         self.sides = [None, None]  # the first server and client
         self.procs = []            # every program started, in order
