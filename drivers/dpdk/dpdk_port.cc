@@ -28,6 +28,7 @@
 #include <cstring>
 #include <ctime>
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -175,6 +176,7 @@ class DpdkPort final : public Port {
     cur_->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
     cur_->pkt_len = cur_->data_len;
     q_[meta.priority & 7].push_back(cur_);
+    queued_bytes_[meta.priority & 7] += cur_->data_len;
     ++queued_;
     ++ended_;
     cur_ = nullptr;
@@ -281,6 +283,32 @@ class DpdkPort final : public Port {
     return ok;
   }
 
+  bool read_counters(PortCounters* out) override {
+    rte_eth_stats st{};
+    if (rte_eth_stats_get(port_id_, &st) == 0) {
+      out->rx_packets_phy = st.ipackets;
+      out->tx_packets_phy = st.opackets;
+      out->rx_discards_phy = st.imissed + st.rx_nombuf;
+      out->tx_errors_phy = st.oerrors;
+    }
+    out->link_speed_mbps = link_speed_bps() / 1'000'000;
+    const dcqcn::PfcCounters& pfc = pfc_counters();
+    for (int p = 0; p < 8; ++p) {
+      out->rx_prio_pause[p] = pfc.rx_prio_pause[p];
+      out->rx_prio_pause_duration[p] = pfc.rx_prio_pause_duration[p];
+      out->rx_prio_pause_transition[p] = pfc.rx_prio_pause_transition[p];
+      out->tx_prio_pause[p] = pfc.tx_prio_pause[p];
+      out->tx_prio_pause_duration[p] = pfc.tx_prio_pause_duration[p];
+      out->tx_prio_packets[p] = tx_prio_packets_[p];
+      out->tx_prio_bytes[p] = tx_prio_bytes_[p];
+      out->tx_prio_queue_depth[p] = queued_bytes_[p];
+    }
+    out->rx_global_pause = pfc.rx_global_pause;
+    out->tx_pause_storm_warning_events = pfc.tx_pause_storm_warning_events;
+    out->tx_pause_storm_error_events = pfc.tx_pause_storm_error_events;
+    return true;
+  }
+
   const dcqcn::PfcCounters& pfc_counters() {
     if (pause_seen_) pfc_rx_.on_timer(monotonic_now());
     return pfc_counters_;
@@ -305,6 +333,9 @@ class DpdkPort final : public Port {
   rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
   std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
   size_t queued_ = 0;                ///< frames in q_
+  std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_
+  std::array<uint64_t, 8> tx_prio_packets_{};  ///< frames scheduled per priority
+  std::array<uint64_t, 8> tx_prio_bytes_{};
   uint64_t ended_ = 0;               ///< end_frame() calls (to see whether a call sent)
   dcqcn::PfcCounters pfc_counters_;
   dcqcn::PfcRx pfc_rx_;              ///< received PFC/PAUSE state per priority
@@ -349,7 +380,11 @@ class DpdkPort final : public Port {
       std::optional<uint8_t> p = sched_.pick(heads, pfc, now);
       if (!p) return;
       TxQueue& t = txq_[*p % nq_];
-      t.pending[t.n++] = q_[*p].front();
+      rte_mbuf* m = q_[*p].front();
+      t.pending[t.n++] = m;
+      queued_bytes_[*p] -= m->data_len;
+      ++tx_prio_packets_[*p];
+      tx_prio_bytes_[*p] += m->data_len;
       q_[*p].pop_front();
       --queued_;
     }

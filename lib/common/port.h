@@ -32,6 +32,28 @@ class FrameHandler {
   virtual void on_frame(std::span<const uint8_t> frame, const RxMeta& meta) = 0;
 };
 
+/// What a port counts below the engine, for the stats segment (`uroce show`, the exporter).
+/// Names as mlx5's ethtool spells them. Units: frames, bytes, µs, Mb/s.
+struct PortCounters {
+  uint64_t rx_packets_phy = 0;   ///< frames the PMD received
+  uint64_t tx_packets_phy = 0;   ///< frames the PMD sent
+  uint64_t rx_discards_phy = 0;  ///< frames the PMD dropped for lack of buffers or ring room
+  uint64_t tx_errors_phy = 0;    ///< frames the PMD failed to send
+  uint64_t link_speed_mbps = 0;
+  static constexpr int kPriorities = 8;
+  uint64_t rx_prio_pause[kPriorities] = {};             ///< PFC frames received naming p
+  uint64_t rx_prio_pause_duration[kPriorities] = {};    ///< µs p was paused by the peer
+  uint64_t rx_prio_pause_transition[kPriorities] = {};  ///< XOFF -> XON transitions
+  uint64_t tx_prio_pause[kPriorities] = {};             ///< PFC frames sent naming p
+  uint64_t tx_prio_pause_duration[kPriorities] = {};    ///< µs this host held p in XOFF
+  uint64_t tx_prio_packets[kPriorities] = {};           ///< frames sent on p
+  uint64_t tx_prio_bytes[kPriorities] = {};             ///< bytes sent on p
+  uint64_t tx_prio_queue_depth[kPriorities] = {};       ///< bytes waiting in p's TX queue now
+  uint64_t rx_global_pause = 0;                 ///< 802.3x PAUSE frames received
+  uint64_t tx_pause_storm_warning_events = 0;
+  uint64_t tx_pause_storm_error_events = 0;
+};
+
 /// A port: TX through the TxSink interface, RX by polling.
 ///
 /// Thread-safety: one thread at a time (the engine's lock holder).
@@ -48,6 +70,11 @@ class Port : public TxSink, public NeighborResolver {
   virtual size_t max_frame_len() const = 0;
   /// Link speed in bits per second (for pause quanta and pacing).
   virtual uint64_t link_speed_bps() const = 0;
+  /// Fills *out with the port's counters; false (and *out untouched) when it keeps none.
+  virtual bool read_counters(PortCounters* out) {
+    (void)out;
+    return false;
+  }
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
 

@@ -38,7 +38,7 @@
 namespace uroce::stats {
 
 inline constexpr uint64_t kMagic = 0x314d4853454f5255ull;  ///< "UROESHM1" little-endian
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;  // 2: PMD counters (rx_packets_phy ...)
 inline constexpr int kNumPriorities = 8;          ///< 802.1p priorities
 inline constexpr size_t kCounterNameLen = 48;     ///< bytes per entry of the names table
 inline constexpr size_t kDeviceNameLen = 64;

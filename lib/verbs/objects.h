@@ -251,6 +251,8 @@ void stats_add_qp(Runtime* rt, Qp* qp, uint32_t type);
 void stats_update_qp(Runtime* rt, Qp* qp, bool in_error = false);
 void stats_remove_qp(Runtime* rt, Qp* qp);
 void stats_refresh_rates(Runtime* rt);
+/// Copies the port's counters (PMD, PFC, per-priority TX) into the segment (port_stats.cc).
+void stats_refresh_port(Runtime* rt);
 /// Device capability limits reported by query_device (query.cc).
 void fill_device_attr(Context* ctx, ibv_device_attr* a);
 

@@ -137,6 +137,7 @@ void Runtime::start_thread() {
         deadline = engine->next_deadline();
         if (t - last_rates >= kStatsRatePeriod) {  // DCQCN rates for `uroce show qp`
           stats_refresh_rates(this);
+          stats_refresh_port(this);
           last_rates = t;
         }
         mu.unlock();
@@ -309,6 +310,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(stop_progress_at_exit); });
   rt->engine = std::make_unique<transport::Engine>(ec, counters, rt.get());
+  stats_refresh_port(rt.get());
   rt->open_count = 1;
   rt->start_thread();
   Runtime* p = rt.release();

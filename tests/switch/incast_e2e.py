@@ -340,7 +340,7 @@ def incast(build, tmp, failures, gaps):
                         "dequeues (not under Kmax most of the time)")
     # Run 2: ECN off, 4 QPs per sender (one QP's window, ~136 KB, cannot reach XOFF 400K per
     # ingress port): the queue reaches XOFF and the switch pauses the senders.
-    sw2, seen2, _, bws2, rcs2 = run(build, tmp, False, "noecn", 4, must_succeed=False)
+    sw2, seen2, pids2, bws2, rcs2 = run(build, tmp, False, "noecn", 4, must_succeed=False)
     print(f"[ecn off] switch: {sw2}")
     print(f"[ecn off] ib_write_bw BW average Mb/s: A={bws2[0]} B={bws2[1]}; exit codes {rcs2}")
     if sw2[2]["ecn_marked"] != 0:
@@ -351,6 +351,13 @@ def incast(build, tmp, failures, gaps):
     xon = sw2[0]["pfc_xon_sent"] + sw2[1]["pfc_xon_sent"]
     if sw2[0]["pfc_xoff_sent"] == 0 or sw2[1]["pfc_xoff_sent"] == 0:
         failures.append("a sender's port got no PFC XOFF with ECN off")
+    senders2 = {p for p, n in pids2.items() if n in ("A", "B")}
+    paused = total(seen2, senders2, "rx_prio3_pause")
+    print(f"[ecn off] uroce senders: rx_prio3_pause={paused} "
+          f"rx_prio3_pause_duration={total(seen2, senders2, 'rx_prio3_pause_duration')} us")
+    if xoff and paused == 0:
+        failures.append(f"the switch sent {xoff} XOFF but the senders' stats show "
+                        "rx_prio3_pause = 0")
     if sw2[2]["drops"]:
         failures.append(f"{sw2[2]['drops']} drops at the bottleneck (16 MB buffer)")
     print(f"[ecn off] PFC: xoff_sent={xoff} xon_sent={xon} (xon: queue fell below XON); "
