@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "common/time.h"
 
@@ -47,6 +48,15 @@ class NotificationPoint {
   /// A CE-marked RoCE packet arrived for local QP `qpn` (np_ecn_marked_roce_packets is counted
   /// by the engine). Returns true when a CNP should be sent to the packet's source QP now.
   virtual bool on_ce_marked(uint32_t qpn, Timestamp now) = 0;
+  /// When the earliest coalesced CNP (a CE inside the interval) is due; never if none.
+  virtual Timestamp next_deadline() const { return Timestamp::never(); }
+  /// Appends to *due the local QPNs whose coalesced CNP is due at now (one CNP each).
+  virtual void on_timer(Timestamp now, std::vector<uint32_t>* due) {
+    (void)now;
+    (void)due;
+  }
+  /// A QP was destroyed: drop its state.
+  virtual void forget(uint32_t qpn) { (void)qpn; }
 };
 
 /// Makes the per-QP and device-wide objects. Owned by the caller; must outlive the engine.

@@ -42,6 +42,9 @@ class DcqcnCongestionFactory::Np final : public NotificationPoint {
  public:
   explicit Np(Duration min_gap) : t_(min_gap) {}
   bool on_ce_marked(uint32_t qpn, Timestamp now) override { return t_.on_ce_marked(qpn, now); }
+  Timestamp next_deadline() const override { return t_.next_deadline(); }
+  void on_timer(Timestamp now, std::vector<uint32_t>* due) override { t_.on_timer(now, due); }
+  void forget(uint32_t qpn) override { t_.forget(qpn); }
 
  private:
   dcqcn::NpTable t_;

@@ -5,8 +5,9 @@
  * dcqcn.md) and whose device-wide notification point is a dcqcn::NpTable (at most one CNP per
  * QP per min_time_between_cnps). The one adapter lib/verbs and sim/ share.
  *
- * Coalesced CNPs that the NP table would send later are not sent: the NotificationPoint seam
- * has no timer. The factory keeps a pointer to every live QP's DCQCN state so tools and
+ * A CE packet inside the interval is coalesced: the engine sends one CNP when the interval
+ * ends (NotificationPoint::next_deadline/on_timer, polled by Engine::poll_transmit). The
+ * factory keeps a pointer to every live QP's DCQCN state so tools and
  * scenarios can sample rates. Units: bit/s, bytes, ns (µs for min_time_between_cnps).
  * Thread-safety: as the engine (the caller serialises).
  */

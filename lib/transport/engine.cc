@@ -410,7 +410,8 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->rd_atomic_out = qp->resp_rd_atomic = 0;
         qp->cur_recv = false;
         qp->rx_msg = Qp::RxMsg::kNone;
-        qp->nak_sent = qp->any_ack = qp->comm_est = qp->cnp_pending = false;
+        qp->nak_sent = qp->any_ack = qp->comm_est = qp->cnp_pending = qp->cnp_target = false;
+        if (m.np) m.np->forget(qp->qpn);
         qp->fatal_raised = false;
         qp->retrans_at = qp->rnr_until = qp->neigh_retry_at = Timestamp::never();
         qp->msn = Msn(0);
@@ -466,6 +467,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (qp->srq) qp->srq->users--;
   m.pds[qp->init.pd - 1].users--;
   std::erase(m.active, qp);
+  if (m.np) m.np->forget(qpn);
   m.qps[qpn & ((1u << kQpSlotBits) - 1)].reset();
   return Status::ok();
 }

@@ -206,6 +206,7 @@ struct Qp {
 
   // ---- Congestion notification point ----
   bool cnp_pending = false;
+  bool cnp_target = false;  ///< cnp_dqpn/dip/dmac are set (a CE packet arrived)
   uint32_t cnp_dqpn = 0;
   Gid cnp_dip;
   MacAddr cnp_dmac;
@@ -225,6 +226,7 @@ struct Engine::Impl {
   EngineObserver* obs;
   MemoryTable mrs;
   std::unique_ptr<NotificationPoint> np;
+  std::vector<uint32_t> np_due;  ///< scratch: QPNs whose coalesced CNP is due
   std::vector<Pd> pds;
   std::vector<Cq> cqs;
   std::vector<Srq> srqs;

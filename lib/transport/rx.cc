@@ -70,12 +70,16 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
   }
   if (p.ecn == wire::kEcnCe) {
     inc(Counter::np_ecn_marked_roce_packets);
-    if (np && np->on_ce_marked(qp->qpn, now)) {
-      qp->cnp_pending = true;
+    if (np) {
+      // Where a CNP for this QP goes, now or when a coalesced one falls due (poll_transmit).
       qp->cnp_dqpn = qp->type == QpType::kUd ? p.deth.src_qpn.value() : qp->attr.dest_qp_num;
       qp->cnp_dip = p.src_ip;
       qp->cnp_dmac = p.src_mac;
-      activate(*qp);
+      qp->cnp_target = true;
+      if (np->on_ce_marked(qp->qpn, now)) {
+        qp->cnp_pending = true;
+        activate(*qp);
+      }
     }
   }
   if (qp->state == QpState::kRtr && !qp->comm_est) {

@@ -133,7 +133,7 @@ Timestamp Engine::Impl::qp_timer_time(const Qp& qp) const {
 }
 
 Timestamp Engine::Impl::next_deadline() const {
-  Timestamp t = Timestamp::never();
+  Timestamp t = np ? np->next_deadline() : Timestamp::never();
   for (const Qp* qp : active) {
     t = std::min(t, qp_tx_time(*qp));
     t = std::min(t, qp_timer_time(*qp));
@@ -425,6 +425,17 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
 size_t Engine::Impl::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now) {
   if (now > last_now) last_now = now;
   for (size_t i = 0; i < active.size(); ++i) on_timers(*active[i], now);
+  if (np && np->next_deadline() <= now) {
+    // Coalesced CNPs: CE packets inside min_time_between_cnps send one when it ends.
+    np_due.clear();
+    np->on_timer(now, &np_due);
+    for (uint32_t qpn : np_due)
+      if (Qp* qp = find_qp(qpn); qp && qp->cnp_target && qp->state != QpState::kReset &&
+                                 qp->state != QpState::kErr) {
+        qp->cnp_pending = true;
+        activate(*qp);
+      }
+  }
   size_t sent = 0;
   bool full = false, any = true;
   while (any && !full) {

@@ -265,10 +265,13 @@ TEST(DcqcnIncastTest, PfcVictimFlowRecoversWithDcqcn) {
               on.victim_gbps, on.incast_gbps, static_cast<unsigned long long>(on.xoff));
   // Expect: without DCQCN the incast spreads pauses up to leaf 1, and the victim, which shares
   // only the paused uplinks, loses throughput; with DCQCN pauses fall >= 10x and the victim
-  // gets the uplink capacity the incast flows leave (about 40 - 2 x 13 Gb/s).
+  // gets back much of the uplink capacity the incast flows leave. Measured (2026-12-02):
+  // 8.76 Gb/s without DCQCN, 11.17 Gb/s with it. (13.74 before the NP sent its coalesced
+  // CNPs: CE marks inside min_time_between_cnps were dropped then, so every flow, the victim
+  // on the shared uplinks too, was cut less often than dcqcn.md §1.3 asks.)
   EXPECT_GT(off.xoff, 0u);
   EXPECT_LE(on.xoff * 10, off.xoff);
-  EXPECT_GE(on.victim_gbps, 1.5 * off.victim_gbps);
+  EXPECT_GE(on.victim_gbps, 1.2 * off.victim_gbps);
   EXPECT_GE(on.victim_gbps, 10.0);
   EXPECT_EQ(off.drops + on.drops, 0u);
 }

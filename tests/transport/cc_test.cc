@@ -10,6 +10,7 @@
 
 #include "support/packet_builder.h"
 #include "transport/congestion.h"
+#include "transport/dcqcn_congestion.h"
 
 namespace uroce::transport::testing {
 namespace {
@@ -70,6 +71,50 @@ TEST(Congestion, CeMarkedRequestMakesACnpToTheSourceQp) {
   EXPECT_EQ(cnp.p.dscp, 48);
   EXPECT_EQ(cnp.p.dst_ip, Gid::from_ipv4(0xc6120001u));
   EXPECT_EQ(t.counters.get(Counter::np_cnp_sent), 1u);
+}
+
+/// CNPs among the frames the engine sent since the last call (the rest are dropped).
+int pop_cnps(EngineUnderTest& t) {
+  t.tx();
+  int n = 0;
+  while (!t.sink.empty()) n += t.sink.pop().p.opcode == Opcode::kCnp;
+  return n;
+}
+
+TEST(Congestion, CeInsideTheIntervalSendsOneCoalescedCnpWhenItEnds) {
+  // dcqcn.md §1.3: a CE packet sends a CNP at once if none went out in the last
+  // min_time_between_cnps (N = 50 us here); later CEs inside N are coalesced into one CNP
+  // sent when N ends, and nothing more after.
+  dcqcn::DcqcnParams p;
+  p.min_time_between_cnps = 50;
+  DcqcnCongestionFactory f(p);
+  EngineUnderTest t(QpType::kRc, &f);
+  const Timestamp t0 = t.now;
+  auto ce_write = [&](uint32_t psn) {
+    wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, psn);
+    s.reth = {t.va(), t.keys.rkey, 4};
+    s.ecn = wire::kEcnCe;
+    std::vector<uint8_t> pl(4, 1);
+    t.rx(t.pb.build(s, pl));
+  };
+  ce_write(100);
+  EXPECT_EQ(pop_cnps(t), 1);
+  t.now = t0 + Duration::micros(10);
+  ce_write(101);
+  EXPECT_EQ(pop_cnps(t), 0);
+  t.now = t0 + Duration::micros(20);
+  ce_write(102);
+  EXPECT_EQ(pop_cnps(t), 0);
+  // The engine asks to be woken when the coalesced CNP is due, and not later.
+  EXPECT_LE(t.e->next_deadline(), t0 + Duration::micros(50));
+  t.now = t0 + Duration::micros(49);
+  EXPECT_EQ(pop_cnps(t), 0);
+  t.now = t0 + Duration::micros(50);
+  EXPECT_EQ(pop_cnps(t), 1);
+  t.now = t0 + Duration::micros(500);
+  EXPECT_EQ(pop_cnps(t), 0);
+  EXPECT_EQ(t.counters.get(Counter::np_ecn_marked_roce_packets), 3u);
+  EXPECT_EQ(t.counters.get(Counter::np_cnp_sent), 2u);
 }
 
 TEST(Congestion, CnpReachesTheReactionPoint) {
