@@ -4,6 +4,7 @@ find_package(Threads REQUIRED)
 pkg_check_modules(ISAL REQUIRED IMPORTED_TARGET libisal)
 find_package(Boost 1.74 REQUIRED)              # Boost.Lockfree is header-only
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
+pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)       # uroce capture
 find_package(fmt REQUIRED)
 if(UROCE_WITH_DPDK)
   pkg_check_modules(DPDK REQUIRED IMPORTED_TARGET libdpdk)

@@ -33,6 +33,7 @@
 #include "transport/engine.h"
 #ifdef UROCE_HAVE_STATS
 #include "stats/segment.h"
+#include "stats/capture.h"
 #endif
 
 namespace uroce::verbs {
@@ -79,6 +80,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   CounterBlock counters;                        ///< used when there is no stats segment
 #ifdef UROCE_HAVE_STATS
   std::unique_ptr<stats::StatsSegment> stats;   ///< shared-memory counters for `uroce show`
+  std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs
 #endif
   std::unique_ptr<transport::Engine> engine;
   std::vector<Gid> gids;                        ///< GID table (index = address index)
@@ -253,6 +255,9 @@ void stats_remove_qp(Runtime* rt, Qp* qp);
 void stats_refresh_rates(Runtime* rt);
 /// Copies the port's counters (PMD, PFC, per-priority TX) into the segment (port_stats.cc).
 void stats_refresh_port(Runtime* rt);
+/// Attaches to a `uroce capture` ring created for this device and process, or lets go of one
+/// the tool removed (capture_tap.h). Requires mu.
+void stats_refresh_capture(Runtime* rt);
 /// Device capability limits reported by query_device (query.cc).
 void fill_device_attr(Context* ctx, ibv_device_attr* a);
 

@@ -6,13 +6,28 @@
  * thread every 100 ms and once at open. Single writer: runs under the engine lock. Without a
  * segment (or UROCE_STATS=0), or on a port that keeps no counters, it does nothing.
  */
+#include <unistd.h>
+
 #include <algorithm>
+
+#include "stats/proc.h"
 
 #include "verbs/objects.h"
 
 namespace uroce::verbs {
 
 #ifdef UROCE_HAVE_STATS
+
+void stats_refresh_capture(Runtime* rt) {
+  if (!rt->stats) return;
+  if (rt->capture) {
+    if (!rt->capture->wanted()) rt->capture.reset();
+    return;
+  }
+  static const pid_t pid = getpid();
+  rt->capture = stats::CaptureWriter::attach(
+      stats::capture_path(stats::run_dir(""), rt->dev->cfg.name, pid));
+}
 
 void stats_refresh_port(Runtime* rt) {
   if (!rt->stats || !rt->port) return;
@@ -46,6 +61,7 @@ void stats_refresh_port(Runtime* rt) {
 #else
 
 void stats_refresh_port(Runtime*) {}
+void stats_refresh_capture(Runtime*) {}
 
 #endif
 

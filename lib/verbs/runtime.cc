@@ -29,6 +29,7 @@
 #endif
 #ifdef UROCE_HAVE_STATS
 #include "stats/summary.h"
+#include "verbs/capture_tap.h"
 #endif
 
 namespace uroce::verbs {
@@ -103,7 +104,16 @@ Runtime::~Runtime() {
 size_t Runtime::progress_locked(Timestamp t) {
   rx_now = t;
   size_t n = port->rx_burst(*this, kRxBurst);
+#ifdef UROCE_HAVE_STATS
+  if (capture) {
+    CaptureTap tap(*port, *capture);
+    n += engine->poll_transmit(tap, *port, t);
+  } else {
+    n += engine->poll_transmit(*port, *port, t);
+  }
+#else
   n += engine->poll_transmit(*port, *port, t);
+#endif
   port->flush();
   return n;
 }
@@ -117,6 +127,9 @@ void drive_locked(Runtime* rt) {
 }
 
 void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
+#ifdef UROCE_HAVE_STATS
+  if (capture) capture->write(frame, false, wall_ns());
+#endif
   engine->on_frame(frame, rx_now);
 }
 
@@ -138,6 +151,7 @@ void Runtime::start_thread() {
         if (t - last_rates >= kStatsRatePeriod) {  // DCQCN rates for `uroce show qp`
           stats_refresh_rates(this);
           stats_refresh_port(this);
+          stats_refresh_capture(this);
           last_rates = t;
         }
         mu.unlock();

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "capture.h"
 #include "doctor.h"
 #include "exporter.h"
 #include "profile_cmd.h"
@@ -83,7 +84,17 @@ int main(int argc, char** argv) {
   exporter->add_option("--listen,-l", listen, "host:port to listen on (port 0: any free port)");
   add_run_dir(exporter);
 
+  CaptureOptions co;
+  auto* capture_cmd = app.add_subcommand("capture", "Write a running program's RoCE frames to a pcap");
+  capture_cmd->add_option("--device,-d", co.device, "Device")->required();
+  capture_cmd->add_option("--out,-o", co.out, "pcap file to write")->required();
+  capture_cmd->add_option("--pid", co.pid, "The program (needed when several run the device)");
+  capture_cmd->add_option("--count,-c", co.count, "Stop after this many frames");
+  capture_cmd->add_option("--seconds", co.seconds, "Stop after this many seconds");
+  add_run_dir(capture_cmd);
+
   CLI11_PARSE(app, argc, argv);
+  co.run_dir = run_dir;
   so.run_dir = run_dir;
   dopt.run_dir = run_dir;
   if (!qp_text.empty()) {
@@ -106,5 +117,6 @@ int main(int argc, char** argv) {
   if (pdiff->parsed()) return profile_diff(po);
   if (doctor_cmd->parsed()) return doctor(dopt);
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
+  if (capture_cmd->parsed()) return capture(co);
   return 2;
 }
