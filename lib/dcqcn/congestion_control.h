@@ -74,6 +74,13 @@ class CongestionControl {
   virtual Timestamp next_deadline() const = 0;
   /// The rate the QP may send at, bit/s; kUnlimitedRate for no limit.
   virtual double rate_bps() const = 0;
+  /// The target rate Rt, bit/s (for tools); implementations without one report rate_bps().
+  virtual double target_rate_bps() const { return rate_bps(); }
+  /// α as it is at `now` (for tools); 0 where there is none.
+  virtual double alpha_at(Timestamp now) const {
+    (void)now;
+    return 0;
+  }
   /// Back to the initial state (line rate, no CNP seen); counters are kept.
   virtual void reset() = 0;
   /// Counters.

@@ -45,10 +45,10 @@ class NvidiaRp final : public CongestionControl {
   void reset() override;
   const RpStats& stats() const override { return stats_; }
 
-  double target_rate_bps() const { return rt_; }  ///< Rt
+  double target_rate_bps() const override { return rt_; }  ///< Rt
   double line_rate_bps() const { return c_; }     ///< C
   /// α as it is at `now` (>= the last event's time; earlier times give the current α): every α update due at or before `now` applied.
-  double alpha_at(Timestamp now) const;
+  double alpha_at(Timestamp now) const override;
   uint32_t stage() const { return stage_; }       ///< increase events since the last cut
   bool active() const { return active_; }         ///< a CNP arrived and the rate is limited
 

@@ -34,10 +34,10 @@ class PaperRp final : public CongestionControl {
   void reset() override;
   const RpStats& stats() const override { return stats_; }
 
-  double target_rate_bps() const { return rt_; }  ///< Rt
+  double target_rate_bps() const override { return rt_; }  ///< Rt
   double line_rate_bps() const { return c_; }     ///< C
   /// α as it is at `now` (>= the last event's time; earlier times give the current α) (includes the K-periodic decay up to and including `now`).
-  double alpha_at(Timestamp now) const;
+  double alpha_at(Timestamp now) const override;
   bool active() const { return active_; }         ///< a CNP arrived and the rate is limited
   uint32_t timer_count() const { return tcnt_; }  ///< Tcnt
   uint32_t byte_count() const { return bccnt_; }  ///< BCcnt

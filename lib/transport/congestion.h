@@ -39,6 +39,13 @@ class QpCongestion {
   virtual void on_timer(Timestamp now) = 0;
   /// Current rate in bits per second (0 = unlimited), for tools.
   virtual uint64_t rate_bps() const = 0;
+  /// Target rate in bits per second (0 = unlimited / none), for tools.
+  virtual uint64_t target_rate_bps() const { return rate_bps(); }
+  /// DCQCN α at now (0 where there is none), for tools.
+  virtual double alpha(Timestamp now) const {
+    (void)now;
+    return 0;
+  }
 };
 
 /// Device-wide notification point: decides CNP generation.

@@ -5,9 +5,18 @@
  */
 #include "transport/dcqcn_congestion.h"
 
+#include <cmath>
+
 #include "dcqcn/np_table.h"
 
 namespace uroce::transport {
+
+namespace {
+/// A DCQCN rate as the seam reports it: whole bit/s, 0 for unlimited (no limit, or infinity).
+uint64_t to_bps(double r) {
+  return std::isfinite(r) && r > 0 ? static_cast<uint64_t>(r) : 0;
+}
+}  // namespace
 
 class DcqcnCongestionFactory::Qp final : public QpCongestion {
  public:
@@ -29,7 +38,9 @@ class DcqcnCongestionFactory::Qp final : public QpCongestion {
   // The per-QP NP inside c_ is never fed (the device-wide NP below is), so on_timer's CNP
   // flag is always false.
   void on_timer(Timestamp now) override { (void)c_.on_timer(now); }
-  uint64_t rate_bps() const override { return static_cast<uint64_t>(c_.rate_bps()); }
+  uint64_t rate_bps() const override { return to_bps(c_.rate_bps()); }
+  uint64_t target_rate_bps() const override { return to_bps(c_.rp().target_rate_bps()); }
+  double alpha(Timestamp now) const override { return c_.rp().alpha_at(now); }
 
  private:
   DcqcnCongestionFactory& f_;

@@ -458,6 +458,15 @@ uint64_t Engine::qp_rate_bps(uint32_t qpn) const {
   return qp && qp->cc ? qp->cc->rate_bps() : 0;
 }
 
+bool Engine::qp_cc_state(uint32_t qpn, Timestamp now, QpCcState* out) const {
+  const Qp* qp = impl_->find_qp(qpn);
+  if (!qp || !qp->cc) return false;
+  out->rate_bps = qp->cc->rate_bps();
+  out->target_rate_bps = qp->cc->target_rate_bps();
+  out->alpha = qp->cc->alpha(now);
+  return true;
+}
+
 Status Engine::destroy_qp(uint32_t qpn) {
   Impl& m = *impl_;
   Qp* qp = m.find_qp(qpn);

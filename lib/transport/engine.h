@@ -87,6 +87,13 @@ struct MrKeys {
   uint32_t rkey = 0;
 };
 
+/// A QP's congestion-control state as tools show it. Rates in bit/s, 0 = unlimited.
+struct QpCcState {
+  uint64_t rate_bps = 0;         ///< current rate Rc
+  uint64_t target_rate_bps = 0;  ///< target rate Rt
+  double alpha = 0;              ///< DCQCN α
+};
+
 class Engine {
  public:
   /// counters must outlive the engine (it may live in shared memory); observer may be null.
@@ -136,6 +143,8 @@ class Engine {
   /// The QP's current congestion-control rate in bit/s (0: unlimited, no CC, or unknown QPN),
   /// for tools (lib/stats QP records).
   uint64_t qp_rate_bps(uint32_t qpn) const;
+  /// Rc, Rt and α of the QP's congestion control at now (for `uroce show qp`); false if none.
+  bool qp_cc_state(uint32_t qpn, Timestamp now, QpCcState* out) const;
 
   // ---- Data path ----------------------------------------------------------------------
 

@@ -42,6 +42,7 @@ Status Engine::modify_qp(uint32_t, const QpAttr&, uint32_t) { return Status::uns
 Status Engine::query_qp(uint32_t, QpAttr*, QpInitAttr*) { return Status::unsupported(); }
 Status Engine::destroy_qp(uint32_t) { return Status::unsupported(); }
 uint64_t Engine::qp_rate_bps(uint32_t) const { return 0; }
+bool Engine::qp_cc_state(uint32_t, Timestamp, QpCcState*) const { return false; }
 Status Engine::post_send(uint32_t, const SendWr&, Timestamp) { return Status::unsupported(); }
 Status Engine::post_recv(uint32_t, const RecvWr&) { return Status::unsupported(); }
 void Engine::on_frame(std::span<const uint8_t>, Timestamp) {}

@@ -18,8 +18,10 @@ namespace {
 stats::QpRecord* rec_of(Qp* qp) { return static_cast<stats::QpRecord*>(qp->stats_rec); }
 
 void write_rate(Runtime* rt, Qp* qp, stats::QpRecord* r) {
-  const double mbps = static_cast<double>(rt->engine->qp_rate_bps(qp->qpn)) / 1e6;
-  r->set_rate(mbps, 0, 0);  // lib/dcqcn exposes only Rc; Rt and alpha stay 0
+  transport::QpCcState s;
+  if (!rt->engine->qp_cc_state(qp->qpn, rt->rx_now, &s)) s = {};
+  r->set_rate(static_cast<double>(s.rate_bps) / 1e6, static_cast<double>(s.target_rate_bps) / 1e6,
+              s.alpha);
 }
 }  // namespace
 

@@ -32,6 +32,23 @@ TEST(DcqcnCongestion, CnpCutsTheQpRateAndIsCounted) {
   EXPECT_EQ(f.qp(0x11), nullptr);
 }
 
+TEST(DcqcnCongestion, TargetRateAndAlphaAreVisibleForTools) {
+  // Paper mode (dcqcn.md §1.2): a CNP sets Rt = Rc (line rate), cuts Rc to Rc(1 - α/2) and
+  // raises α; the seam reports all three for `uroce show qp`.
+  dcqcn::DcqcnParams p;
+  p.mode = dcqcn::RpMode::kPaper;
+  DcqcnCongestionFactory f(p);
+  std::unique_ptr<QpCongestion> q = f.make_qp(0x21, kLine);
+  const Timestamp t{1'000'000};
+  EXPECT_EQ(q->target_rate_bps(), kLine);
+  q->on_cnp(t);
+  EXPECT_LT(q->rate_bps(), kLine);
+  EXPECT_EQ(q->target_rate_bps(), kLine);
+  EXPECT_GT(q->alpha(t), 0.0);
+  EXPECT_LE(q->alpha(t), 1.0);
+  EXPECT_NEAR(static_cast<double>(q->rate_bps()), kLine * (1 - q->alpha(t) / 2) , kLine * 0.01);
+}
+
 TEST(DcqcnCongestion, NotificationPointPacesCnpsPerQp) {
   dcqcn::DcqcnParams p = dcqcn::nvidia_firmware_preset();
   p.min_time_between_cnps = 50;  // µs
