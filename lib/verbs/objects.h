@@ -28,6 +28,7 @@
 
 #include "common/counters.h"
 #include "common/port.h"
+#include "verbs/port_health.h"
 #include "config/config.h"
 #include "transport/congestion.h"
 #include "transport/engine.h"
@@ -94,6 +95,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::vector<Context*> contexts;
 
   Timestamp rx_now{};                           ///< time of the RX burst in progress
+  PortHealth health;                            ///< pause-storm watchdog reports (mu)
 
   // Progress thread.
   std::thread thread;
@@ -103,6 +105,9 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
 
   /// One progress step: RX burst, timers + transmit, flush. Requires mu. Returns work done.
   size_t progress_locked(Timestamp now);
+  /// Logs pause storms the port's watchdog counted and raises IBV_EVENT_PORT_ERR for an error
+  /// (port_health.h). Requires mu.
+  void check_port_health();
   /// Starts the background progress thread.
   void start_thread();
 

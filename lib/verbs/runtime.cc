@@ -126,6 +126,15 @@ void drive_locked(Runtime* rt) {
   rt->app_progress.fetch_add(1, std::memory_order_relaxed);
 }
 
+void Runtime::check_port_health() {
+  PortCounters c;
+  if (!port->read_counters(&c)) return;
+  PortHealth::Report r = health.update(c);
+  for (const std::string& line : r.lines)
+    std::fprintf(stderr, "uroce: %s: %s\n", dev->cfg.name.c_str(), line.c_str());
+  if (r.port_error) on_async_event({transport::AsyncEventType::kPortErr, 1});
+}
+
 void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
 #ifdef UROCE_HAVE_STATS
   if (capture) capture->write(frame, false, wall_ns());
@@ -150,6 +159,7 @@ void Runtime::start_thread() {
         deadline = engine->next_deadline();
         if (t - last_rates >= kStatsRatePeriod) {  // DCQCN rates for `uroce show qp`
           stats_refresh_rates(this);
+          check_port_health();
           stats_refresh_port(this);
           stats_refresh_capture(this);
           last_rates = t;
