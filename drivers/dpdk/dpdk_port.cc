@@ -42,6 +42,7 @@
 
 #include "dcqcn/pfc_frame.h"
 #include "dcqcn/pfc_rx.h"
+#include "dcqcn/pfc_tx.h"
 #include "dcqcn/tx_scheduler.h"
 #include "dpdk/eal.h"
 #include "dpdk/memif_guard.h"
@@ -108,6 +109,9 @@ class DpdkPort final : public Port {
         max_frame_(max_frame),
         neighbors_(mac, dev.addresses, dev.neighbors),
         pfc_rx_(link_speed_bps(), watchdog_config(dev.pfc), &pfc_counters_),
+        pfc_tx_(link_speed_bps(), pfc_tx_config(dev.pfc), &pfc_counters_),
+        pfc_tx_on_(dev.pfc.xoff_bytes > 0 && pfc_tx_config(dev.pfc).enabled_mask != 0),
+        dscp_to_prio_(dev.dscp_to_prio),
         sched_(scheduler_config(dev)) {
     scratch_.resize(max_frame_);
     uint8_t honoured = 0;
@@ -248,6 +252,7 @@ class DpdkPort final : public Port {
           replied |= ended_ != before;
           continue;
         }
+        if (pfc_tx_on_) rx_backlog_[rx_priority(frame)] += len;
         h.on_frame(frame, RxMeta{});
       }
       rte_pktmbuf_free_bulk(bufs, n);
@@ -255,6 +260,7 @@ class DpdkPort final : public Port {
       if (n < want) ++idle;
     }
     if (total == 0 && !memif_) check_link(monotonic_now());
+    if (pfc_tx_on_) pfc_after_poll();
     // memif: look at the link on every poll (at most every kStartRetry), busy or not, so the
     // guard knows the regions of a new connection before traffic flows on it.
     if (memif_) check_link(monotonic_now());
@@ -341,6 +347,10 @@ class DpdkPort final : public Port {
   uint64_t ended_ = 0;               ///< end_frame() calls (to see whether a call sent)
   dcqcn::PfcCounters pfc_counters_;
   dcqcn::PfcRx pfc_rx_;              ///< received PFC/PAUSE state per priority
+  dcqcn::PfcTx pfc_tx_;              ///< XOFF/XON we send as a receiver
+  bool pfc_tx_on_;                   ///< [device.pfc] xoff_bytes set on an enabled priority
+  std::array<uint8_t, 64> dscp_to_prio_;
+  std::array<uint64_t, 8> rx_backlog_{};  ///< bytes per priority drained by this rx_burst
   dcqcn::TxScheduler sched_;         ///< CNP class strict, DRR for the rest, skips paused
   bool pause_seen_ = false;          ///< a pause frame arrived once (then TX consults pfc_rx_)
 
@@ -353,6 +363,58 @@ class DpdkPort final : public Port {
     wd.ignore_pause = pfc.watchdog_ignore_pause;
     return wd;
   }
+  static dcqcn::PfcTxConfig pfc_tx_config(const config::Pfc& pfc) {
+    dcqcn::PfcTxConfig c;
+    c.enabled_mask = 0;
+    for (int p = 0; p < 8; ++p)
+      if (pfc.enabled[p]) c.enabled_mask |= static_cast<uint8_t>(1u << p);
+    c.xoff_bytes = pfc.xoff_bytes;
+    c.xon_bytes = pfc.xon_bytes;
+    c.max_xoff = Duration::millis(pfc.watchdog_detect_ms);  // never hold a peer longer
+    return c;
+  }
+
+  /// The priority of a received frame by its DSCP (trust DSCP); 0 for non-IP frames.
+  uint8_t rx_priority(std::span<const uint8_t> f) const {
+    size_t l3 = 14;
+    uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+    if (type == 0x8100 && f.size() >= 18) {
+      type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+      l3 = 18;
+    }
+    if (f.size() < l3 + 2) return 0;
+    uint8_t dscp = 0;
+    if (type == 0x0800) dscp = f[l3 + 1] >> 2;
+    else if (type == 0x86DD) dscp = static_cast<uint8_t>(((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4) >> 2);
+    else return 0;
+    return dscp_to_prio_[dscp & 63] & 7;
+  }
+
+  /// As a receiver: what this poll drained is what waited in the RX ring, per priority (a
+  /// lower bound of the ring's fill at the poll; exact when the poll emptied it). It feeds
+  /// lib/dcqcn PfcTx, which says when to send XOFF, refresh it, and send XON. The frame goes
+  /// out ahead of every software queue (MAC control is not subject to pause).
+  void pfc_after_poll() {
+    Timestamp now = monotonic_now();
+    for (uint8_t p = 0; p < 8; ++p) {
+      if (auto f = pfc_tx_.on_backlog(p, rx_backlog_[p], now)) send_pause(*f);
+      rx_backlog_[p] = 0;
+    }
+    if (pfc_tx_.next_deadline() <= now)
+      if (auto f = pfc_tx_.on_timer(now)) send_pause(*f);
+  }
+
+  void send_pause(const dcqcn::PauseFrame& f) {
+    rte_mbuf* m = rte_pktmbuf_alloc(pool_);
+    if (!m) return;
+    uint8_t* b = rte_pktmbuf_mtod(m, uint8_t*);
+    size_t len = dcqcn::build_pause_frame(f, mac_, std::span<uint8_t, dcqcn::kPfcFrameLen>(b, dcqcn::kPfcFrameLen));
+    m->data_len = static_cast<uint16_t>(len);
+    m->pkt_len = static_cast<uint32_t>(len);
+    uint16_t sent = rte_eth_tx_burst(port_id_, 0, &m, 1);
+    if (sent == 0) rte_pktmbuf_free(m);
+  }
+
   static dcqcn::TxSchedulerConfig scheduler_config(const config::Device& dev) {
     dcqcn::TxSchedulerConfig c;
     c.strict_mask = static_cast<uint8_t>(1u << (dev.dscp_to_prio[dev.cnp_dscp & 63] & 7));

@@ -12,8 +12,10 @@
  * cnp_dscp) strict, deficit round robin for the others (lib/dcqcn TxScheduler), and a priority
  * paused by a received PFC frame starts no frame until the pause ends (lib/dcqcn PfcRx; only
  * priorities with [device.pfc] enabled honour PFC, 802.3x PAUSE always). PFC/PAUSE frames are
- * consumed, never passed to the FrameHandler. The port sends no PFC itself (its RX has no
- * backlog: frames are handed on as they are polled).
+ * consumed, never passed to the FrameHandler. As a receiver the port sends PFC itself when
+ * [device.pfc] sets xoff_bytes: what one poll drains per priority (by DSCP) is the backlog
+ * that waited in the RX ring; lib/dcqcn PfcTx turns it into XOFF (refreshed while it lasts,
+ * never longer than watchdog_detect_ms) and XON once a poll finds it at or below xon_bytes.
  *
  * Links that come and go: a memif client opened before its server starts later (retried every
  * 100 ms), and one whose server died reconnects after 300 ms of link down; the addresses are

@@ -356,6 +356,67 @@ TEST(DpdkRing, FourQueuesCarryPrioritiesAndAllAreReceived) {
   }
 }
 
+/// An IPv4-shaped frame of len bytes with the given DSCP, to dst.
+bool send_ip_frame(Port& p, const MacAddr& dst, uint8_t dscp, size_t len) {
+  uint8_t* b = p.begin_frame(len);
+  if (!b) return false;
+  std::memset(b, 0, len);
+  std::memcpy(b, dst.b.data(), 6);
+  std::memcpy(b + 6, p.mac().b.data(), 6);
+  store_be16(b + 12, 0x0800);
+  b[14] = 0x45;
+  b[15] = static_cast<uint8_t>(dscp << 2);
+  p.end_frame(len, TxMeta{});
+  return true;
+}
+
+TEST(DpdkPfcTx, ABacklogOnAPfcPrioritySendsXoffThenXon) {
+  // net_ring loops the port to itself. Ten 300-byte frames of DSCP 26 (priority 3, PFC on)
+  // wait in the ring; the poll that drains them sees a 3000-byte backlog >= xoff_bytes and
+  // sends XOFF for priority 3; the next poll finds it drained (<= xon_bytes) and sends XON.
+  // The looped PFC frames are honoured by the same port (rx_prio3_pause). Priority 0 frames
+  // (PFC off) never send anything.
+  config::Device d = device("p", "net_ring_pfc", 0xc6120008, 1024);
+  d.pfc.enabled[3] = true;
+  d.pfc.xoff_bytes = 2000;
+  d.pfc.xon_bytes = 500;
+  std::string err;
+  auto p = open_dpdk_port(d, &err);
+  ASSERT_TRUE(p) << err;
+  Collect h;
+  auto poll_until = [&](size_t frames) {
+    auto end = Clock::now() + kDeadline;
+    while (h.frames.size() < frames && Clock::now() < end) p->rx_burst(h, 64);
+  };
+  PortCounters c;
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(send_ip_frame(*p, p->mac(), 0, 300));
+  p->flush();
+  poll_until(10);
+  p->rx_burst(h, 64);
+  ASSERT_TRUE(p->read_counters(&c));
+  EXPECT_EQ(c.tx_prio_pause[3], 0u);  // priority 0: no PFC
+  EXPECT_EQ(c.tx_prio_pause[0], 0u);
+
+  for (int i = 0; i < 10; ++i) ASSERT_TRUE(send_ip_frame(*p, p->mac(), 26, 300));
+  p->flush();
+  poll_until(20);
+  ASSERT_EQ(h.frames.size(), 20u);
+  ASSERT_TRUE(p->read_counters(&c));
+  EXPECT_EQ(c.tx_prio_pause[3], 1u);  // XOFF
+  auto end = Clock::now() + kDeadline;
+  while ((c.tx_prio_pause[3] < 2 || c.rx_prio_pause[3] < 2) && Clock::now() < end) {
+    p->rx_burst(h, 64);
+    ASSERT_TRUE(p->read_counters(&c));
+  }
+  EXPECT_EQ(c.tx_prio_pause[3], 2u);  // XON after the drain
+  EXPECT_EQ(c.rx_prio_pause[3], 2u);  // both came back around the ring and were honoured
+  EXPECT_EQ(h.frames.size(), 20u);    // PFC frames are consumed, not passed on
+  for (int q = 0; q < 8; ++q)
+    if (q != 3) {
+      EXPECT_EQ(c.tx_prio_pause[q], 0u) << q;
+    }
+}
+
 TEST(DpdkOpen, MoreQueuesThanThePmdHasFailsWithOneLine) {
   // net_pcap reading an empty capture file has one RX and one TX queue.
   const std::string in = "/tmp/uroce-q-test-" + std::to_string(getpid()) + ".pcap";
