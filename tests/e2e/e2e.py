@@ -331,12 +331,33 @@ class Capture:
             self.proc.kill()
 
 
+def settle(cap_path, timeout=15):
+    """Waits until dumpcap has written the run's frames: libpcap hands TPACKET_V3 blocks over
+    when they fill or their timeout expires, and frames of a block still open when dumpcap is
+    interrupted are lost, so a short run could leave an empty capture. Polls the live file
+    until its RoCEv2 frame count is non-zero and unchanged across two reads, or the deadline."""
+    import roce_pcap
+    deadline = time.monotonic() + timeout
+    last = -1
+    while time.monotonic() < deadline:
+        try:
+            n = roce_pcap.roce_frames(cap_path)
+        except RuntimeError:
+            n = -1  # the file's first block is not written yet
+        if n > 0 and n == last:
+            return
+        last = n
+        time.sleep(0.3)  # polling the capture file's frame count with a deadline
+
+
 def run_captured(case, link, build, inner):
     import roce_pcap
     cap_path = os.path.join(link_tmp(), f"{case.name}.pcapng")
     cap = Capture(link, cap_path)
     try:
         rc = inner(case, link, build)
+        if rc == 0:
+            settle(cap_path)
     finally:
         cap.stop()
     if rc != 0:

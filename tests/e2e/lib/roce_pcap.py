@@ -37,6 +37,15 @@ def _tshark_count(path, display_filter):
     return len([ln for ln in p.stdout.splitlines() if ln.strip()])
 
 
+def roce_frames(path):
+    """RoCEv2 frames (UDP/4791) in a capture file, which may still be being written."""
+    p = subprocess.run(["tshark", "-n", "-r", path, "-Y", f"udp.dstport == {ROCE_PORT}",
+                        "-T", "fields", "-e", "frame.number"], capture_output=True, text=True)
+    if p.returncode != 0 and not p.stdout:
+        raise RuntimeError(p.stderr.strip())
+    return len([ln for ln in p.stdout.splitlines() if ln.strip()])
+
+
 def check_tshark(path):
     """Returns (ok, message)."""
     n_udp = _tshark_count(path, f"udp.dstport == {ROCE_PORT}")
