@@ -148,6 +148,14 @@ def all_cases():
                         args += ["-s", "4096"]  # atomics are 8 bytes, perftest refuses -s
                 add(f"{link}.{tool}.{var}", "perftest", link, 300 if var == "a" else 120,
                     tool=tool, args=args)
+    # ibv_ud_pingpong's default message (2048 bytes) needs a path MTU of 2048 or more: on veth
+    # af_packet carries mtu 4096 (framesz 8192) and af_xdp 2048 (one page per frame).
+    add("af_packet.ibv_ud_pingpong.default", "pingpong", "af_packet", 120, mtu=4096,
+        tool="ibv_ud_pingpong", args=[])
+    add("af_xdp.ibv_ud_pingpong.default", "pingpong", "af_xdp", 120, mtu=2048,
+        tool="ibv_ud_pingpong", args=[])
+    add("pcap.ibv_ud_pingpong.default", "pingpong", "pcap", 120, mtu=4096,
+        tool="ibv_ud_pingpong", args=["-n", "100"])
     for var in ("write", "read"):
         add(f"af_xdp.uroce_verify.{var}", "verify", "af_xdp", 120, short=var == "read",
             args=VERIFY_VARIANTS[var])
@@ -397,7 +405,7 @@ RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingp
 
 
 def run_case(case, build):
-    with links.make_link(case.link, link_mtu(case.link)) as link:
+    with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link))) as link:
         runner = RUNNERS[case.kind]
         if case.link == "pcap" and case.kind in ("pingpong", "perftest"):
             return run_captured(case, link, build, runner)
