@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include "dpdk/mbuf_pool.h"
+
 namespace {
 
 constexpr uint16_t kEtherType = 0x88B5;  ///< IEEE 802 local experimental EtherType
@@ -327,8 +329,14 @@ int main(int argc, char** argv) {
   // Buffers of 8 KiB + headroom: one mbuf holds any frame up to memif's bsize=8192 (the
   // memif RX path crashed here on chained 2 KiB mbufs) and af_packet's 8192 framesz.
   constexpr uint16_t kDataRoom = 8192 + RTE_PKTMBUF_HEADROOM;
-  rte_mempool* pool = rte_pktmbuf_pool_create("raw_pool", 8191, 256, 0, kDataRoom,
-                                              rte_socket_id());
+  rte_eth_dev_info info{};
+  rte_eth_dev_info_get(port, &info);
+  // net_af_xdp shares the pool with the kernel as its umem: one mbuf per page, as uroce's
+  // driver does (drivers/dpdk/mbuf_pool.h); every other PMD gets 8 KiB buffers.
+  rte_mempool* pool =
+      info.driver_name && std::strcmp(info.driver_name, "net_af_xdp") == 0
+          ? uroce::dpdk::page_per_mbuf_pool("raw_pool", 8191, 256, static_cast<int>(rte_socket_id()))
+          : rte_pktmbuf_pool_create("raw_pool", 8191, 256, 0, kDataRoom, rte_socket_id());
   if (pool == nullptr || !setup_port(port, pool, o.size)) {
     std::fprintf(stderr, "raw_link: port setup failed\n");
     return 2;

@@ -45,6 +45,7 @@
 #include "dcqcn/pfc_tx.h"
 #include "dcqcn/tx_scheduler.h"
 #include "dpdk/eal.h"
+#include "dpdk/mbuf_pool.h"
 #include "dpdk/memif_guard.h"
 #include "dpdk/neighbors.h"
 
@@ -570,39 +571,6 @@ PmdPlan plan_pmd(const config::Device& dev) {
   return plan;
 }
 
-/// net_af_xdp's pool: one mbuf per 4 KiB page, page-aligned, in one anonymous mapping.
-/// The PMD makes the pool's memory the AF_XDP umem (zero copy between umem and mbuf) and
-/// assumes each object lies in one page; the kernel (6.18 here) rejects TX descriptors whose
-/// frame crosses a page boundary of non-hugepage memory (tx_invalid_descs). With ordinary
-/// 2.4 KB mbufs packed back to back about a third of the frames crossed one and were
-/// silently never sent: frames the passive side sent, ACKs and read responses, got lost
-/// (drivers/dpdk/PMDS.md). Objects of exactly one page, from a page-aligned start, never do.
-rte_mempool* page_per_mbuf_pool(const char* name, unsigned n, int socket) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  // Object = mempool header + rte_mbuf + data room, exactly one page (no spreading pad).
-  const size_t header = RTE_CACHE_LINE_ROUNDUP(sizeof(rte_mempool_objhdr));
-  const auto data_room = static_cast<uint16_t>(page - header - sizeof(rte_mbuf));
-  rte_mempool* mp = rte_mempool_create_empty(name, n, sizeof(rte_mbuf) + data_room, kPoolCache,
-                                             sizeof(rte_pktmbuf_pool_private), socket,
-                                             RTE_MEMPOOL_F_NO_SPREAD);
-  if (!mp) return nullptr;
-  rte_pktmbuf_pool_private priv{};
-  priv.mbuf_data_room_size = data_room;
-  bool ok = rte_mempool_set_ops_byname(mp, rte_mbuf_best_mempool_ops(), nullptr) == 0 &&
-            mp->header_size + mp->elt_size + mp->trailer_size == page;
-  if (ok) {
-    rte_pktmbuf_pool_init(mp, &priv);
-    ok = rte_mempool_populate_anon(mp) == static_cast<int>(n) && mp->nb_mem_chunks == 1;
-  }
-  if (!ok) {
-    rte_mempool_free(mp);
-    rte_errno = ENOMEM;
-    return nullptr;
-  }
-  rte_mempool_obj_iter(mp, rte_pktmbuf_init, nullptr);
-  return mp;
-}
-
 /// PMDs whose default MAC is the same in every process (derived from the port number).
 bool has_shared_default_mac(std::string_view driver) {
   return driver == "net_pcap" || driver == "net_ring" || driver == "net_null";
@@ -751,7 +719,7 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
                                                              : rte_eth_dev_socket_id(port_id);
   rte_mempool* pool =
       std::string_view(info.driver_name) == "net_af_xdp"
-          ? page_per_mbuf_pool(pool_name, pool_size, pool_socket)
+          ? page_per_mbuf_pool(pool_name, pool_size, kPoolCache, pool_socket)
           : rte_pktmbuf_pool_create(pool_name, pool_size, kPoolCache, 0, data_room, pool_socket);
   if (!pool) return give_up("cannot create the mbuf pool: " + dpdk_error(rte_errno));
   auto give_up_pool = [&](const std::string& what) {
