@@ -12,7 +12,7 @@ PKGS=(
   libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
   # the real RDMA programs that run over uroce, and tools the tests use
   ibverbs-utils perftest rdma-core
-  python3 python3-scapy tshark iperf3 iproute2 curl procps
+  python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 curl procps
 )
 
 missing=()
