@@ -604,12 +604,14 @@ bool port_info(const Port& p, PortInfo* out) {
   }
   uint16_t mtu = 0;
   if (rte_eth_dev_get_mtu(id, &mtu) == 0) out->configured_mtu = mtu;
+  PortCounters c;
+  const_cast<DpdkPort*>(dp)->read_counters(&c);
+  out->tx_frames = c.tx_packets_phy;
+  out->rx_frames = c.rx_packets_phy;
+  out->rx_missed = c.rx_discards_phy;
+  out->tx_errors = c.tx_errors_phy;
   rte_eth_stats st{};
   if (rte_eth_stats_get(id, &st) == 0) {
-    out->tx_frames = st.opackets;
-    out->rx_frames = st.ipackets;
-    out->rx_missed = st.imissed + st.rx_nombuf;
-    out->tx_errors = st.oerrors;
     const uint16_t nq = std::min<uint16_t>(dp->queues(), RTE_ETHDEV_QUEUE_STAT_CNTRS);
     out->rx_queue_frames.assign(st.q_ipackets, st.q_ipackets + nq);
     out->tx_queue_frames.assign(st.q_opackets, st.q_opackets + nq);

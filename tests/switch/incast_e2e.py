@@ -37,6 +37,9 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
+from waits import wait_for  # noqa: E402
+
 ADDRS = ["198.18.1.1", "198.18.1.2", "198.18.1.3", "198.18.1.4"]
 MACS = ["02:00:5e:10:00:01", "02:00:5e:10:00:02", "02:00:5e:10:00:03", "02:00:5e:10:00:04"]
 NAMES = ["A", "B", "R1", "R2"]
@@ -84,13 +87,6 @@ def kill_all():
             p.wait(5)
 
 
-def wait_for(cond, deadline, what):
-    while time.monotonic() < deadline:
-        r = cond()
-        if r:
-            return r
-        time.sleep(0.05)  # polling a condition with a deadline
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
 def listening(port):

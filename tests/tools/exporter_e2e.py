@@ -19,6 +19,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
 import links  # noqa: E402
+from waits import wait_for  # noqa: E402
 import pair as pairmod  # noqa: E402
 
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})? ([-+]?(\d*\.?\d+([eE][-+]?\d+)?|[Nn]a[Nn]|[Ii]nf))$')
@@ -50,13 +51,6 @@ def per_pid(series, name, device="uroce0"):
     return out
 
 
-def wait_for(cond, deadline, what):
-    while time.monotonic() < deadline:
-        r = cond()
-        if r:
-            return r
-        time.sleep(0.1)  # polling a condition with a deadline
-    raise RuntimeError(f"timed out waiting for {what}")
 
 
 def main():
