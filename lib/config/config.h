@@ -31,6 +31,10 @@ struct Dcqcn {
   bool enabled = true;
   std::string mode = "nvidia";               ///< "nvidia" or "paper"
   std::map<std::string, double> params;      ///< overrides by NVIDIA parameter name
+  /// Rate limiter bucket depth: bytes a QP may send back to back at its DCQCN rate (as
+  /// ibv_qp_rate_limit_attr.max_burst_sz). 0 spaces every frame; the default lets one 64 KiB
+  /// message leave in one burst, so one progress call sends it whole.
+  uint32_t max_burst_bytes = 65536;
 };
 
 /// PFC settings of a device.

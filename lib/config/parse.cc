@@ -27,6 +27,7 @@ namespace {
 constexpr std::string_view kDeviceKeys[] = {
     "name",     "port",      "eal",      "addresses",    "mtu", "queues", "mac", "neighbors",
     "profile",  "roce_dscp", "cnp_dscp", "dscp_to_prio", "ecn", "pfc", "dcqcn"};
+constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",           "xoff_bytes",
                                          "xon_bytes",         "watchdog_detect_ms",
                                          "watchdog_restore_ms", "watchdog_ignore_pause"};
@@ -407,10 +408,10 @@ class Parser {
     if (!n) return true;
     const toml::table* dt = n->as_table();
     if (!dt) return wrong_type("dcqcn", *n, "a table [device.dcqcn]");
-    std::string allowed_keys = "enabled, mode, " + join(kDcqcnParamNames);
+    std::string allowed_keys = "enabled, mode, max_burst_bytes, " + join(kDcqcnParamNames);
     for (auto&& [k, v] : *dt) {
       std::string ks(k.str());
-      if (ks == "enabled" || ks == "mode") continue;
+      if (ks == "enabled" || ks == "mode" || ks == "max_burst_bytes") continue;
       if (!contains(kDcqcnParamNames, ks))
         return fail_b("dcqcn." + ks, "unknown key", allowed_keys);
       double x;
@@ -425,6 +426,11 @@ class Parser {
       dev->dcqcn.params[ks] = x;
     }
     if (!get_bool(*dt, "dcqcn.enabled", "enabled", &dev->dcqcn.enabled)) return false;
+    int64_t burst = dev->dcqcn.max_burst_bytes;
+    if (!get_int(*dt, "dcqcn.max_burst_bytes", "max_burst_bytes", 0, kMaxBurstBytes,
+                 "0..16777216 bytes", &burst))
+      return false;
+    dev->dcqcn.max_burst_bytes = static_cast<uint32_t>(burst);
     if (!get_string(*dt, "dcqcn.mode", "mode", "\"nvidia\", \"paper\"", &dev->dcqcn.mode))
       return false;
     if (dev->dcqcn.mode != "nvidia" && dev->dcqcn.mode != "paper")

@@ -25,7 +25,7 @@ namespace uroce::transport {
 
 class DcqcnCongestionFactory final : public CongestionFactory {
  public:
-  /// burst_bytes: the pacer's burst allowance (0: lib/dcqcn's default).
+  /// burst_bytes: the pacer's bucket depth (0: every frame spaced at the rate).
   explicit DcqcnCongestionFactory(const dcqcn::DcqcnParams& p, uint64_t burst_bytes = 0)
       : p_(p), burst_(burst_bytes) {}
 

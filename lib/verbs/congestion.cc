@@ -22,7 +22,7 @@ std::unique_ptr<transport::CongestionFactory> make_congestion(const config::Devi
     if (err) *err = "dcqcn: " + why;
     return nullptr;
   }
-  return std::make_unique<transport::DcqcnCongestionFactory>(p);
+  return std::make_unique<transport::DcqcnCongestionFactory>(p, dev.dcqcn.max_burst_bytes);
 }
 
 }  // namespace uroce::verbs

@@ -61,6 +61,7 @@ watchdog_ignore_pause = true
 mode = "paper"
 rpg_ai_rate = 40
 dce_tcp_g = 0.00390625
+max_burst_bytes = 8192
 )";
   std::string err;
   auto cfg = parse(text, kSource, &err);
@@ -109,6 +110,9 @@ dce_tcp_g = 0.00390625
   EXPECT_TRUE(b.dcqcn.enabled);
   EXPECT_DOUBLE_EQ(b.dcqcn.params.at("rpg_ai_rate"), 40.0);
   EXPECT_DOUBLE_EQ(b.dcqcn.params.at("dce_tcp_g"), 0.00390625);
+  EXPECT_EQ(b.dcqcn.max_burst_bytes, 8192u);
+  EXPECT_EQ(b.dcqcn.params.count("max_burst_bytes"), 0u);  // not a reaction-point parameter
+  EXPECT_EQ(Dcqcn{}.max_burst_bytes, 65536u);               // the default: one 64 KiB message
 }
 
 TEST(ConfigParse, ExplicitKeysOverrideTheProfile) {
@@ -230,7 +234,7 @@ TEST(ConfigErrors, UnknownKeyInSecondDevice) {
 TEST(ConfigErrors, UnknownPfcAndDcqcnKeys) {
   EXPECT_EQ(refused(device("[device.pfc]\nxof = 1")).rfind("test.toml: device[0].pfc.xof: unknown key", 0), 0u);
   std::string err = refused(device("[device.dcqcn]\nrpg_ai = 1"));
-  EXPECT_EQ(err.rfind("test.toml: device[0].dcqcn.rpg_ai: unknown key; allowed: enabled, mode, rpg_time_reset", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("test.toml: device[0].dcqcn.rpg_ai: unknown key; allowed: enabled, mode, max_burst_bytes, rpg_time_reset", 0), 0u) << err;
 }
 
 TEST(ConfigErrors, MtuNotAPowerOfTwo) {
@@ -338,6 +342,7 @@ TEST(ConfigErrors, BadEnumsAndRanges) {
   EXPECT_EQ(refused(device("[device.pfc]\nxoff_bytes = 10\nxon_bytes = 20")).rfind("test.toml: device[0].pfc.xon_bytes: 20 is above xoff_bytes 10", 0), 0u);
   EXPECT_EQ(refused(device("[device.dcqcn]\nmode = \"hpcc\"")), "test.toml: device[0].dcqcn.mode: \"hpcc\" is not a mode; allowed: \"nvidia\", \"paper\"");
   EXPECT_EQ(refused(device("[device.dcqcn]\nkmin = -1")).rfind("test.toml: device[0].dcqcn.kmin: is negative", 0), 0u);
+  EXPECT_EQ(refused(device("[device.dcqcn]\nmax_burst_bytes = 16777217")).rfind("test.toml: device[0].dcqcn.max_burst_bytes: 16777217 is out of range; allowed: 0..16777216 bytes", 0), 0u);
 }
 
 }  // namespace

@@ -150,6 +150,24 @@ TEST(Congestion, SendTimeGateHoldsRequestsNotAcks) {
   EXPECT_EQ(cc->sent_bytes, c.bytes.size());
 }
 
+/// Frames one poll_transmit sends of a 16 KiB WRITE (16 packets at MTU 1024) at line rate,
+/// with the DCQCN pacer's bucket `burst` bytes deep.
+size_t frames_in_one_poll(uint64_t burst) {
+  DcqcnCongestionFactory f(dcqcn::nvidia_firmware_preset(), burst);
+  EngineUnderTest t(QpType::kRc, &f);
+  EXPECT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 16384));
+  return t.tx();
+}
+
+TEST(Congestion, PacerBucketLetsOneMessageLeaveInOnePoll) {
+  // Depth 0 spaces every frame at the rate: one frame per call at the same instant, so each
+  // frame costs a whole progress round. 64 KiB (config::Dcqcn's default max_burst_bytes) lets the
+  // message go at once; the rate still holds over time (lib/dcqcn pacer tests).
+  EXPECT_EQ(frames_in_one_poll(0), 1u);
+  EXPECT_EQ(frames_in_one_poll(65536), 16u);
+  EXPECT_LT(frames_in_one_poll(4096), 16u);
+}
+
 TEST(Frames, TrafficClassSetsDscpAndPriority) {
   EngineUnderTest t;
   QpAttr a;
