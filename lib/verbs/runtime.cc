@@ -153,10 +153,13 @@ void Runtime::start_thread() {
     while (!stop.load(std::memory_order_relaxed)) {
       size_t work = 0;
       Timestamp deadline = Timestamp::never();
+      Timestamp t{};
       if (mu.try_lock()) {
-        Timestamp t = now();
+        t = now();
         work = progress_locked(t);
-        deadline = engine->next_deadline();
+        // Only a sleep needs the deadline: skip it while the thread has the engine to itself.
+        if (work == 0 || app_progress.load(std::memory_order_relaxed) != seen_app)
+          deadline = engine->next_deadline();
         if (t - last_rates >= kStatsRatePeriod) {  // DCQCN rates for `uroce show qp`
           stats_refresh_rates(this);
           check_port_health();
@@ -172,7 +175,7 @@ void Runtime::start_thread() {
       bool app_active = app != seen_app;
       seen_app = app;
       if (work > 0) {
-        last_work = now();
+        last_work = t;
         if (!app_active) {
           idle = 0;
           continue;
@@ -188,7 +191,7 @@ void Runtime::start_thread() {
         int shift = std::min((idle - kSpinRounds - kYieldRounds) / 8, 6);
         Duration d = Duration::micros(int64_t{1} << shift);
         if (d > kMaxSleep) d = kMaxSleep;
-        Timestamp t = now();
+        t = now();
         if (t - last_work > kDeeperIdle) {
           d = kDeeperSleep;
         } else if (t - last_work > kDeepIdle) {
