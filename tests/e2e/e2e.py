@@ -48,8 +48,9 @@ def link_family(link):
 
 
 def link_mtu(link):
-    """RoCE path MTU per link: memif carries 4096; af_packet on a veth tops out at 1518-byte
-    frames (reference/dpdk.md), so the veth links use 1024."""
+    """Default RoCE path MTU of a case per link: memif 4096; the veth links 1024, so that the
+    default cases also cover multi-packet messages at a small MTU. Cases that need more set
+    Case(mtu=...): af_packet carries 4096 and af_xdp 2048 (drivers/dpdk/PMDS.md)."""
     return 4096 if link == "memif" else 1024
 
 
