@@ -1,0 +1,161 @@
+/**
+ * @file qp_footprint.cc
+ * @brief What connected QPs cost a process when nothing moves: resident memory per QP, and the
+ * CPU an idle process burns (issue #4's "1024 connected QPs cost <= 64 KiB each beyond their
+ * queue buffers" and "an idle process uses < 5 % of a core").
+ *
+ * On the first device (uroce0, the built-in loopback when no config names one): one PD, one
+ * CQ, then --qps RC QPs with one send and one receive WR each (so their queue buffers are a
+ * few hundred bytes), connected in pairs to each other (QP 2i <-> 2i+1, GID index 0) and moved
+ * to RTS. Resident memory (/proc/self/statm) is read after a first warm-up pair and after all
+ * QPs: the difference over the QP count is the cost of one QP, queues included. Then the main
+ * thread sleeps --idle-seconds and the process's CPU time over that span (getrusage: the
+ * progress thread's backoff) is the idle cost, in % of one core.
+ * Prints `QPFOOT qps=<n> bytes_per_qp=<b> idle_cpu_pct=<p> idle_seconds=<s>`.
+ * Usage: qp_footprint [--qps N] [--idle-seconds S]
+ */
+#include <infiniband/verbs.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+namespace {
+
+long resident_bytes() {
+  long size = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (!f) return -1;
+  if (std::fscanf(f, "%ld %ld", &size, &resident) != 2) resident = -1;
+  std::fclose(f);
+  return resident < 0 ? -1 : resident * sysconf(_SC_PAGESIZE);
+}
+
+double cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+double wall_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+ibv_qp* make_qp(ibv_pd* pd, ibv_cq* cq) {
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* qp = ibv_create_qp(pd, &ia);
+  if (!qp) std::perror("ibv_create_qp");
+  return qp;
+}
+
+/// INIT -> RTR -> RTS towards the QP numbered `peer` on the same port.
+bool connect(ibv_qp* qp, uint32_t peer, const ibv_gid& gid, ibv_mtu mtu) {
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                IBV_QP_ACCESS_FLAGS))
+    return false;
+  a = {};
+  a.qp_state = IBV_QPS_RTR;
+  a.path_mtu = mtu;
+  a.dest_qp_num = peer;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 1;
+  a.min_rnr_timer = 12;
+  a.ah_attr.is_global = 1;
+  a.ah_attr.grh.dgid = gid;
+  a.ah_attr.grh.sgid_index = 0;
+  a.ah_attr.grh.hop_limit = 64;
+  a.ah_attr.port_num = 1;
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+                                IBV_QP_MIN_RNR_TIMER))
+    return false;
+  a = {};
+  a.qp_state = IBV_QPS_RTS;
+  a.timeout = 14;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.sq_psn = 0;
+  a.max_rd_atomic = 1;
+  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) ==
+         0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int nqps = 1024;
+  double idle_seconds = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i];
+    if (k == "--qps") nqps = std::atoi(argv[i + 1]) & ~1;  // pairs
+    else if (k == "--idle-seconds") idle_seconds = std::atof(argv[i + 1]);
+  }
+  int ndev = 0;
+  ibv_device** list = ibv_get_device_list(&ndev);
+  if (!list || ndev == 0) {
+    std::fprintf(stderr, "qp_footprint: no RDMA device\n");
+    return 1;
+  }
+  ibv_context* ctx = ibv_open_device(list[0]);
+  ibv_pd* pd = ctx ? ibv_alloc_pd(ctx) : nullptr;
+  ibv_cq* cq = pd ? ibv_create_cq(ctx, 2 * nqps + 16, nullptr, nullptr, 0) : nullptr;
+  ibv_gid gid{};
+  ibv_port_attr pa{};
+  if (!cq || ibv_query_gid(ctx, 1, 0, &gid) || ibv_query_port(ctx, 1, &pa)) {
+    std::fprintf(stderr, "qp_footprint: cannot open %s\n", ibv_get_device_name(list[0]));
+    return 1;
+  }
+  std::vector<ibv_qp*> qps;
+  auto add_pair = [&] {
+    ibv_qp* a = make_qp(pd, cq);
+    ibv_qp* b = make_qp(pd, cq);
+    if (!a || !b || !connect(a, b->qp_num, gid, pa.active_mtu) ||
+        !connect(b, a->qp_num, gid, pa.active_mtu)) {
+      std::perror("qp_footprint: connect");
+      return false;
+    }
+    qps.push_back(a);
+    qps.push_back(b);
+    return true;
+  };
+  if (!add_pair()) return 1;  // warm-up: first-use allocations are not per QP
+  const long before = resident_bytes();
+  for (int i = 0; i < nqps; i += 2)
+    if (!add_pair()) return 1;
+  const long after = resident_bytes();
+  const double bytes_per_qp = static_cast<double>(after - before) / nqps;
+
+  const double c0 = cpu_seconds(), w0 = wall_seconds();
+  timespec ts{static_cast<time_t>(idle_seconds),
+              static_cast<long>((idle_seconds - static_cast<double>(
+                                                     static_cast<time_t>(idle_seconds))) *
+                                1e9)};
+  while (nanosleep(&ts, &ts) != 0) {
+  }
+  const double idle_pct = 100.0 * (cpu_seconds() - c0) / (wall_seconds() - w0);
+  std::printf("QPFOOT qps=%d bytes_per_qp=%.0f idle_cpu_pct=%.2f idle_seconds=%.1f\n", nqps,
+              bytes_per_qp, idle_pct, idle_seconds);
+  for (ibv_qp* q : qps) ibv_destroy_qp(q);
+  ibv_destroy_cq(cq);
+  ibv_dealloc_pd(pd);
+  ibv_close_device(ctx);
+  ibv_free_device_list(list);
+  return 0;
+}
