@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "common/counters.h"
-#include "common/packet_io.h"
+#include "fuzz_engine.h"
 #include "transport/engine.h"
 #include "transport/wire/build.h"
 
@@ -34,41 +34,10 @@ constexpr size_t kRw = 16384;  ///< region with every access (receive buffers li
 constexpr size_t kRo = 4096;   ///< region with REMOTE_READ only: must never change
 constexpr uint8_t kCanaryByte = 0xa5;
 
-class NullSink final : public TxSink {
- public:
-  uint8_t* begin_frame(size_t max_len) override {
-    buf_.resize(max_len);
-    return buf_.data();
-  }
-  void end_frame(size_t, const TxMeta&) override {}
-
- private:
-  std::vector<uint8_t> buf_;
-};
-
-class AnyNeighbor final : public NeighborResolver {
- public:
-  bool resolve(const Gid&, MacAddr* mac) override {
-    *mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
-    return true;
-  }
-};
-
-struct Reader {
-  const uint8_t* p;
-  size_t n;
-  uint8_t u8() {
-    if (!n) return 0;
-    --n;
-    return *p++;
-  }
-  uint16_t u16() { return static_cast<uint16_t>(u8() << 8 | u8()); }
-  uint32_t u32() { return uint32_t{u16()} << 16 | u16(); }
-};
-
-void check(bool ok) {
-  if (!ok) __builtin_trap();
-}
+using fuzz::AnyNeighbor;
+using fuzz::check;
+using fuzz::NullSink;
+using fuzz::Reader;
 
 }  // namespace
 
@@ -99,26 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ia.max_send_wr = ia.max_recv_wr = 16;
   ia.max_send_sge = ia.max_recv_sge = 2;
   uint32_t rc = e.create_qp(ia).value();
-  QpAttr a;
-  a.qp_state = QpState::kInit;
-  a.qp_access_flags = 0xf;
-  e.modify_qp(rc, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
-  a.qp_state = QpState::kRtr;
-  a.av.dgid = peer;
-  a.path_mtu = 1;  // 256: many packets per message
-  a.dest_qp_num = 0x55;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 4;
-  e.modify_qp(rc, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
-                         kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
-  a.qp_state = QpState::kRts;
-  a.sq_psn = 1000;
-  a.timeout = 1;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 4;
-  e.modify_qp(rc, a, kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn |
-                         kAttrMaxQpRdAtomic);
+  fuzz::rc_to_rts(e, rc, peer, 1000);
   ia.type = QpType::kUd;
   uint32_t ud = e.create_qp(ia).value();
   QpAttr u;

@@ -135,8 +135,21 @@ class Parser {
   }
 
  private:
-  void set_err(std::string s) {
-    if (err_) *err_ = std::move(s);
+  /// Stores the one error line; control characters (a quoted key or string may hold a
+  /// newline) are written as \xNN so that the message stays one line.
+  void set_err(const std::string& s) {
+    if (!err_) return;
+    err_->clear();
+    for (unsigned char c : s) {
+      if (c >= 0x20 && c != 0x7f) {
+        err_->push_back(static_cast<char>(c));
+      } else {
+        static constexpr char kHex[] = "0123456789abcdef";
+        *err_ += "\\x";
+        err_->push_back(kHex[c >> 4]);
+        err_->push_back(kHex[c & 15]);
+      }
+    }
   }
   std::nullopt_t fail(const std::string& key, const std::string& problem,
                       std::string_view allowed) {

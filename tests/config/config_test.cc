@@ -231,6 +231,12 @@ TEST(ConfigErrors, UnknownKeyInSecondDevice) {
   EXPECT_EQ(err.rfind("test.toml: device[1].colour: unknown key", 0), 0u) << err;
 }
 
+// A quoted key may hold a newline: the message still is one line (found by fuzz_config_parse).
+TEST(ConfigErrors, ControlCharactersInAKeyStayOnOneLine) {
+  std::string err = refused("\"a\\nb\" = 1\n");
+  EXPECT_EQ(err, "test.toml: a\\x0ab: unknown key; allowed: device ([[device]] tables)");
+}
+
 TEST(ConfigErrors, UnknownPfcAndDcqcnKeys) {
   EXPECT_EQ(refused(device("[device.pfc]\nxof = 1")).rfind("test.toml: device[0].pfc.xof: unknown key", 0), 0u);
   std::string err = refused(device("[device.dcqcn]\nrpg_ai = 1"));

@@ -1,0 +1,145 @@
+/**
+ * @file completer_rx.cc
+ * @brief libFuzzer target: the requester side. An RC QP in RTS has READs (several packets at
+ * MTU 256), WRITEs, SENDs and atomics outstanding; the input forges the peer's answers: ACKs and
+ * NAKs with any syndrome and MSN, READ responses (first/middle/last/only) and atomic ACKs with
+ * PSNs around the outstanding range, duplicates and stale ones, plus raw frames. Time jumps let
+ * timeouts and retries fire.
+ *
+ * What must hold: no crash or sanitizer report; response data lands only in the local buffers
+ * the requests named (canaries around them never change); every work request completes at most
+ * once, and the completions come in the order the requests were posted.
+ *
+ * Input: records, each a tag byte then fields (see the loop). Units: bytes, ns.
+ */
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/counters.h"
+#include "fuzz_engine.h"
+#include "transport/engine.h"
+#include "transport/wire/build.h"
+
+namespace {
+
+using namespace uroce;
+using namespace uroce::transport;
+using fuzz::check;
+
+constexpr size_t kCanary = 4096;
+constexpr size_t kBuf = 16384;  ///< local buffers of the requests
+constexpr uint8_t kCanaryByte = 0x5a;
+constexpr uint32_t kSqPsn = 0xfffff0;  ///< close to the wrap, so PSN arithmetic wraps too
+constexpr int kRequests = 12;
+
+/// Response opcodes the completer handles; other values of the selector pick any opcode.
+constexpr wire::Opcode kResponses[] = {
+    wire::Opcode::kRcRdmaReadResponseFirst, wire::Opcode::kRcRdmaReadResponseMiddle,
+    wire::Opcode::kRcRdmaReadResponseLast,  wire::Opcode::kRcRdmaReadResponseOnly,
+    wire::Opcode::kRcAcknowledge,           wire::Opcode::kRcAtomicAcknowledge,
+};
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::vector<uint8_t> mem(kCanary + kBuf + kCanary, kCanaryByte);
+  uint8_t* buf = mem.data() + kCanary;
+  std::memset(buf, 0, kBuf);
+
+  CounterBlock counters;
+  EngineConfig cfg;
+  cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
+  const Gid me = Gid::from_ipv4(0xc6120002u), peer = Gid::from_ipv4(0xc6120001u);
+  cfg.gids = {me};
+  Engine e(cfg, &counters, nullptr);
+  uint32_t pd = e.alloc_pd().value();
+  uint32_t cq = e.create_cq(256).value();
+  MrKeys k = e.reg_mr(pd, reinterpret_cast<uint64_t>(buf), kBuf, 0xf).value();
+
+  QpInitAttr ia;
+  ia.type = QpType::kRc;
+  ia.pd = pd;
+  ia.send_cq = ia.recv_cq = cq;
+  ia.max_send_wr = ia.max_recv_wr = 16;
+  ia.max_send_sge = ia.max_recv_sge = 2;
+  uint32_t rc = e.create_qp(ia).value();
+  fuzz::rc_to_rts(e, rc, peer, kSqPsn);
+
+  const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicCmpAndSwp,
+                          WrOpcode::kSend, WrOpcode::kRdmaRead, WrOpcode::kAtomicFetchAndAdd};
+  for (int i = 0; i < kRequests; ++i) {
+    const WrOpcode op = ops[i % 6];
+    const bool atomic = op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
+    Sge sg{reinterpret_cast<uint64_t>(buf) + static_cast<uint64_t>(i) * 1024,
+           atomic ? 8u : 1000u, k.lkey};
+    SendWr w;
+    w.wr_id = static_cast<uint64_t>(i);
+    w.opcode = op;
+    w.send_flags = kSendSignaled;
+    w.sg = &sg;
+    w.num_sge = 1;
+    w.remote_addr = 0x10000;
+    w.rkey = 0x99;
+    e.post_send(rc, w, Timestamp{0});
+  }
+  fuzz::NullSink sink;
+  fuzz::AnyNeighbor neigh;
+  Timestamp now{1000};
+  e.poll_transmit(sink, neigh, now);
+
+  wire::FrameSpec base;
+  base.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+  base.dst_mac = cfg.mac;
+  base.src_ip = peer;
+  base.dst_ip = me;
+  base.dest_qpn = Qpn(rc);
+  std::vector<uint8_t> frame(wire::kMaxFrameOverhead + 4096);
+  fuzz::Reader in{data, size};
+  Cqe cqes[32];
+  uint64_t next_wr = 0;  // completions arrive in posting order
+  while (in.n) {
+    const uint8_t tag = in.u8();
+    if ((tag & 7) == 0) {
+      size_t len = in.u16() % 4200;
+      len = len < in.n ? len : in.n;
+      e.on_frame({in.p, len}, now);
+      in.p += len;
+      in.n -= len;
+    } else {
+      wire::FrameSpec s = base;
+      const uint8_t sel = in.u8();
+      s.opcode = sel < 240 ? kResponses[sel % 6] : static_cast<wire::Opcode>(in.u8());
+      // PSNs from a little before the first request to past the last, wrapping at 2^24.
+      s.psn = Psn((tag & 8) ? in.u32() : kSqPsn - 4 + in.u8() % 64);
+      s.aeth.syndrome = (tag & 16) ? in.u8() : 0;  // mostly a plain ACK
+      s.aeth.msn = Msn(in.u8());
+      s.atomic_ack_orig = uint64_t{in.u32()} << 32 | in.u32();
+      s.ecn = in.u8() & 3;
+      size_t plen = (tag & 32) ? in.u16() % 600 : 256;  // a full MTU, or any length
+      plen = plen < in.n ? plen : in.n;
+      wire::FrameLayout l = wire::build_headers(s, frame);
+      if (l.payload_offset != 0) {
+        std::memcpy(frame.data() + l.payload_offset, in.p, plen);
+        size_t len = wire::finalize(frame, l, plen);
+        if (len) e.on_frame({frame.data(), len}, now);
+      }
+      in.p += plen;
+      in.n -= plen;
+    }
+    now.ns += (tag & 64) ? 40'000'000 : 1000;  // sometimes past the retransmission timer
+    e.poll_transmit(sink, neigh, now);
+    const size_t n = e.poll_cq(cq, cqes);
+    for (size_t i = 0; i < n; ++i) {
+      check(cqes[i].wr_id == next_wr);
+      ++next_wr;
+    }
+    check(next_wr <= kRequests);
+    for (size_t i = 0; i < kCanary; ++i) {
+      check(mem[i] == kCanaryByte);
+      check(buf[kBuf + i] == kCanaryByte);
+    }
+  }
+  return 0;
+}

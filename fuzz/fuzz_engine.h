@@ -1,0 +1,84 @@
+/**
+ * @file fuzz_engine.h
+ * @brief What the engine fuzz targets share: a discarding TX sink, a resolver that knows every
+ * neighbour, a byte reader that yields zeros once the input is spent, and an RC QP brought to
+ * RTS against a fixed peer.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "common/packet_io.h"
+#include "transport/engine.h"
+
+namespace uroce::fuzz {
+
+/// Takes every frame the engine transmits and drops it.
+class NullSink final : public TxSink {
+ public:
+  uint8_t* begin_frame(size_t max_len) override {
+    buf_.resize(max_len);
+    return buf_.data();
+  }
+  void end_frame(size_t, const TxMeta&) override {}
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+/// Resolves every GID to one MAC.
+class AnyNeighbor final : public NeighborResolver {
+ public:
+  bool resolve(const Gid&, MacAddr* mac) override {
+    *mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+    return true;
+  }
+};
+
+/// Reads big-endian fields from the fuzz input; past its end every read is 0.
+struct Reader {
+  const uint8_t* p;
+  size_t n;
+  uint8_t u8() {
+    if (!n) return 0;
+    --n;
+    return *p++;
+  }
+  uint16_t u16() { return static_cast<uint16_t>(u8() << 8 | u8()); }
+  uint32_t u32() { return uint32_t{u16()} << 16 | u16(); }
+};
+
+/// A failed invariant: stops the fuzzer with the input that caused it.
+inline void check(bool ok) {
+  if (!ok) __builtin_trap();
+}
+
+/// Moves RC QP `qpn` to RTS: path MTU 256 (many packets per message), peer QPN 0x55, expected
+/// receive PSN 0, first send PSN `sq_psn`, the shortest timeout, 7 retries, read/atomic depth 4.
+inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint32_t sq_psn) {
+  using namespace transport;
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.qp_access_flags = 0xf;
+  e.modify_qp(qpn, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
+  a.qp_state = QpState::kRtr;
+  a.av.dgid = peer;
+  a.path_mtu = 1;
+  a.dest_qp_num = 0x55;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 4;
+  e.modify_qp(qpn, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                          kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  a.qp_state = QpState::kRts;
+  a.sq_psn = sq_psn;
+  a.timeout = 1;
+  a.retry_cnt = 7;
+  a.rnr_retry = 7;
+  a.max_rd_atomic = 4;
+  e.modify_qp(qpn, a, kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn |
+                          kAttrMaxQpRdAtomic);
+}
+
+}  // namespace uroce::fuzz

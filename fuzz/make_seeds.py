@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Writes the committed seed corpora of the structured fuzz targets:
+fuzz/corpus/responder_rx, fuzz/corpus/completer_rx and fuzz/corpus/config_parse.
+
+The record layouts are the ones the targets' loops read (fuzz/responder_rx.cc,
+fuzz/completer_rx.cc): each seed is a well-formed conversation that reaches past the parser
+into the protocol logic, for libFuzzer to mutate. parse_frame's seeds come from the rxe
+captures instead (tests/interop/make-fixtures.sh). Run: /usr/bin/python3 fuzz/make_seeds.py
+"""
+import os
+import struct
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def u8(v):
+    return struct.pack(">B", v & 0xff)
+
+
+def u16(v):
+    return struct.pack(">H", v & 0xffff)
+
+
+def u32(v):
+    return struct.pack(">I", v & 0xffffffff)
+
+
+def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=False,
+                     compare=0, swap=0):
+    """One structured record of responder_rx: valid keys, address rw+off-64, RETH length as
+    is (sel bit 3), DETH Q_Key 0x1234 (sel bit 5), default P_Key."""
+    tag = 1 | (4 if ud else 0) | (32 if ackreq else 0)
+    sel = 8 | 32
+    rec = u8(tag) + u8(opcode) + u8(psn) + u8(sel) + u16(off + 64) + u16(length)
+    rec += u32(compare) + u32(swap)                 # AtomicETH compare / swap-add
+    rec += u8(0) + u8(0) + u32(0) + u32(0x11223344) + u32(0)  # AETH, atomic orig, imm, IETH
+    rec += u16(7)                                   # DETH source QPN
+    rec += u8(2)                                    # ECT(0)
+    return rec + u16(len(payload)) + payload
+
+
+def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0):
+    """One structured record of completer_rx: kind indexes its kResponses table, rel_psn counts
+    from the QP's first send PSN."""
+    tag = 1 | 32 | (16 if syndrome is not None else 0)
+    rec = u8(tag) + u8(kind) + u8(rel_psn + 4)
+    if syndrome is not None:
+        rec += u8(syndrome)
+    rec += u8(msn) + u32(orig >> 32) + u32(orig) + u8(0)
+    return rec + u16(len(payload)) + payload
+
+
+def write(folder, name, data):
+    path = os.path.join(HERE, "corpus", folder)
+    os.makedirs(path, exist_ok=True)
+    with open(os.path.join(path, name), "wb") as f:
+        f.write(data)
+
+
+def responder_seeds():
+    p256 = bytes(range(256))
+    write("responder_rx", "write_only", responder_record(0x0a, 0, 0, 200, p256[:200]))
+    write("responder_rx", "write_first_middle_last",
+          responder_record(0x06, 0, 0, 600, p256, ackreq=False) +
+          responder_record(0x07, 1, payload=p256, ackreq=False) +
+          responder_record(0x08, 2, payload=p256[:88]))
+    write("responder_rx", "send_first_last",
+          responder_record(0x00, 0, payload=p256, ackreq=False) +
+          responder_record(0x02, 1, payload=p256[:10]))
+    write("responder_rx", "read_request", responder_record(0x0c, 0, 128, 700))
+    write("responder_rx", "atomics",
+          responder_record(0x13, 0, 8, compare=0, swap=5) +
+          responder_record(0x14, 1, 16, compare=3) +
+          responder_record(0x14, 1, 16, compare=3))  # the duplicate answers from the cache
+    write("responder_rx", "ud_send", responder_record(0x64, 0, payload=p256[:64], ud=True))
+    write("responder_rx", "duplicate_and_gap",
+          responder_record(0x04, 0, payload=b"a") + responder_record(0x04, 0, payload=b"a") +
+          responder_record(0x04, 3, payload=b"b"))
+
+
+def completer_seeds():
+    # Requests (completer_rx.cc): READ 1000 B (PSN 0..3), WRITE 1000 B (4..7), CAS (8),
+    # SEND 1000 B (9..12), READ 1000 B (13..16), FAA (17), then the same six again.
+    p256 = bytes(255 - i for i in range(256))
+    read0 = (completer_record(0, 0, p256, msn=0) + completer_record(1, 1, p256) +
+             completer_record(1, 2, p256) + completer_record(2, 3, p256[:232], msn=1))
+    write("completer_rx", "read_then_acks",
+          read0 + completer_record(4, 7, msn=2) + completer_record(5, 8, msn=3, orig=42) +
+          completer_record(4, 12, msn=4))
+    write("completer_rx", "read_only_response", completer_record(3, 0, p256[:200], msn=1))
+    write("completer_rx", "psn_sequence_nak", read0 + completer_record(4, 5, syndrome=0x60, msn=1))
+    write("completer_rx", "rnr_nak", completer_record(4, 0, syndrome=0x21, msn=0))
+    write("completer_rx", "remote_access_nak", completer_record(4, 0, syndrome=0x62, msn=0))
+    write("completer_rx", "duplicate_ack", read0 + completer_record(4, 7, msn=2) +
+          completer_record(4, 7, msn=2))
+
+
+CONFIGS = {
+    "memif": '''[[device]]
+name = "uroce0"
+port = "net_memif0,role=server,socket=/run/uroce/memif.sock"
+addresses = ["198.18.0.1/15"]
+mtu = 4096
+''',
+    "af_packet_lossless": '''[[device]]
+name = "uroce1"
+port = "net_af_packet0,iface=veth0"
+addresses = ["198.18.1.1/24", "fd00::1/64"]
+mac = "02:00:00:00:00:01"
+neighbors = { "198.18.1.2" = "02:00:00:00:00:02" }
+profile = "lossless"
+queues = 2
+''',
+    "pfc_dcqcn": '''[[device]]
+name = "uroce0"
+port = "loopback"
+addresses = ["198.18.0.1/15"]
+roce_dscp = 26
+cnp_dscp = 48
+dscp_to_prio = { "26" = 3, "48" = 6 }
+ecn = true
+[device.pfc]
+enabled = [3]
+xoff_bytes = 65536
+xon_bytes = 32768
+watchdog_detect_ms = 100
+[device.dcqcn]
+enabled = true
+mode = "paper"
+max_burst_bytes = 16384
+rpg_time_reset = 300
+''',
+    "two_devices": '''[[device]]
+name = "a"
+port = "net_ring0"
+addresses = ["198.18.0.1/15"]
+eal = ["--log-level=8"]
+[[device]]
+name = "b"
+port = "net_ring1"
+addresses = ["198.18.0.2/15"]
+''',
+}
+
+
+def config_seeds():
+    for name, text in CONFIGS.items():
+        write("config_parse", name + ".toml", text.encode())
+
+
+if __name__ == "__main__":
+    responder_seeds()
+    completer_seeds()
+    config_seeds()
