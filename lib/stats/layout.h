@@ -165,6 +165,7 @@ struct QpRecord {
     store_double(alpha, a);
   }
   void inc(QpCounter c, uint64_t n = 1) { add(counters[static_cast<size_t>(c)], n); }
+  void set(QpCounter c, uint64_t v) { store(counters[static_cast<size_t>(c)], v); }
 };
 static_assert(std::is_trivially_copyable_v<QpRecord> && std::is_standard_layout_v<QpRecord>);
 

@@ -239,6 +239,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
   if (qp.state == QpState::kErr) return;
   if (a.is_rnr_nak()) {
     // RNR NAK (IBA 9.7.5.2.8): wait the peer's RNR timer, then resend from q.
+    qp.traffic.rnr_naks++;
     if (qp.attr.rnr_retry != 7) {
       if (qp.rnr_left == 0) {
         inc(Counter::req_rnr_retries_exceeded);
@@ -289,6 +290,7 @@ void Engine::Impl::on_timers(Qp& qp, Timestamp now) {
       }
       qp.retry_left--;
       inc(Counter::local_ack_timeout_err);
+      qp.traffic.local_ack_timeouts++;
       qp.rewind_guard = false;
       qp.dmac_valid = false;  // the neighbour may have moved
       rewind(qp, qp.una);

@@ -467,6 +467,13 @@ bool Engine::qp_cc_state(uint32_t qpn, Timestamp now, QpCcState* out) const {
   return true;
 }
 
+bool Engine::qp_traffic(uint32_t qpn, QpTraffic* out) const {
+  const Qp* qp = impl_->find_qp(qpn);
+  if (!qp) return false;
+  *out = qp->traffic;
+  return true;
+}
+
 Status Engine::destroy_qp(uint32_t qpn) {
   Impl& m = *impl_;
   Qp* qp = m.find_qp(qpn);

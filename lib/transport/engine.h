@@ -94,6 +94,21 @@ struct QpCcState {
   double alpha = 0;              ///< DCQCN α
 };
 
+/// A QP's own traffic and event counts since it was created, as `uroce show counters --qp`
+/// shows them (lib/stats qp_stats.def names the same fields). Bytes are whole frames.
+struct QpTraffic {
+  uint64_t tx_packets = 0;          ///< requests, responses, ACKs and CNPs the QP sent
+  uint64_t tx_bytes = 0;
+  uint64_t rx_packets = 0;          ///< packets accepted for the QP (past the gate's checks)
+  uint64_t rx_bytes = 0;
+  uint64_t retransmits = 0;         ///< request packets sent again (go-back-N, timeouts)
+  uint64_t local_ack_timeouts = 0;  ///< ACK timer expirations
+  uint64_t rnr_naks = 0;            ///< RNR NAKs received
+  uint64_t np_ecn_marked = 0;       ///< CE-marked packets received
+  uint64_t np_cnp_sent = 0;         ///< CNPs its notification point sent
+  uint64_t rp_cnp_handled = 0;      ///< CNPs its reaction point applied
+};
+
 class Engine {
  public:
   /// counters must outlive the engine (it may live in shared memory); observer may be null.
@@ -145,6 +160,8 @@ class Engine {
   uint64_t qp_rate_bps(uint32_t qpn) const;
   /// Rc, Rt and α of the QP's congestion control at now (for `uroce show qp`); false if none.
   bool qp_cc_state(uint32_t qpn, Timestamp now, QpCcState* out) const;
+  /// The QP's traffic counts (for the stats segment's QP records); false for an unknown QPN.
+  bool qp_traffic(uint32_t qpn, QpTraffic* out) const;
 
   // ---- Data path ----------------------------------------------------------------------
 

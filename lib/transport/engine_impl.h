@@ -211,6 +211,9 @@ struct Qp {
   Gid cnp_dip;
   MacAddr cnp_dmac;
 
+  // ---- Counts for tools ----
+  QpTraffic traffic;
+
   // ---- Scheduling ----
   bool in_active = false;
   MacAddr dmac;
@@ -318,16 +321,16 @@ struct Engine::Impl {
   bool resolve(Qp& qp, NeighborResolver& neigh);
   void fill_template(Qp& qp);
   uint8_t prio_of(uint8_t dscp) const { return cfg.dscp_to_prio[dscp & 63] & 7; }
-  /// Emits one frame: headers from spec, payload via fill(dst) (payload_len bytes). Returns
-  /// the frame length, 0 when nothing was sent (fill refused, bad spec), -1 when the sink is
-  /// full.
+  /// Emits one frame of `qp`: headers from spec, payload via fill(dst) (payload_len bytes).
+  /// Returns the frame length, 0 when nothing was sent (fill refused, bad spec), -1 when the
+  /// sink is full.
   template <typename Fill>
-  int emit(TxSink& sink, const wire::FrameSpec& spec, uint32_t payload_len, uint8_t prio,
+  int emit(TxSink& sink, Qp& qp, const wire::FrameSpec& spec, uint32_t payload_len, uint8_t prio,
            bool cnp, Fill&& fill);
 };
 
 template <typename Fill>
-int Engine::Impl::emit(TxSink& sink, const wire::FrameSpec& spec, uint32_t payload_len,
+int Engine::Impl::emit(TxSink& sink, Qp& qp, const wire::FrameSpec& spec, uint32_t payload_len,
                        uint8_t prio, bool cnp, Fill&& fill) {
   size_t max_len = wire::kMaxFrameOverhead + payload_len;
   uint8_t* buf = sink.begin_frame(max_len);
@@ -344,6 +347,8 @@ int Engine::Impl::emit(TxSink& sink, const wire::FrameSpec& spec, uint32_t paylo
   sink.end_frame(len, meta);
   inc(Counter::tx_vport_rdma_unicast_packets);
   inc(Counter::tx_vport_rdma_unicast_bytes, len);
+  qp.traffic.tx_packets++;
+  qp.traffic.tx_bytes += len;
   return static_cast<int>(len);
 }
 

@@ -38,6 +38,7 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
     // Annex 17 §A17.9.3: the CNP's DestQP is our QP whose flow was marked.
     if (qp && qp->state >= QpState::kRtr && qp->state != QpState::kErr) {
       inc(Counter::rp_cnp_handled);
+      qp->traffic.rp_cnp_handled++;
       qp->cc->on_cnp(now);
       activate(*qp);  // its rate (and so its send-time gate) may have changed
     } else {
@@ -68,8 +69,11 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
     inc(Counter::rx_bad_qp_state);
     return;
   }
+  qp->traffic.rx_packets++;
+  qp->traffic.rx_bytes += frame.size();
   if (p.ecn == wire::kEcnCe) {
     inc(Counter::np_ecn_marked_roce_packets);
+    qp->traffic.np_ecn_marked++;
     if (np) {
       // Where a CNP for this QP goes, now or when a coalesced one falls due (poll_transmit).
       qp->cnp_dqpn = qp->type == QpType::kUd ? p.deth.src_qpn.value() : qp->attr.dest_qp_num;

@@ -164,7 +164,7 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.opcode = Opcode::kRcAcknowledge;
       s.psn = it.psn;
       s.aeth.syndrome = it.syndrome;
-      r = emit(sink, s, 0, prio, false, none);
+      r = emit(sink, qp, s, 0, prio, false, none);
       if (r > 0) qp.resp_q.pop();
       return r > 0 ? 1 : r;
     }
@@ -173,7 +173,7 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.psn = it.psn;
       s.aeth.syndrome = kSynAck;
       s.atomic_ack_orig = it.orig;
-      r = emit(sink, s, 0, prio, false, none);
+      r = emit(sink, qp, s, 0, prio, false, none);
       if (r > 0) {
         qp.resp_q.pop();
         qp.resp_rd_atomic--;
@@ -199,7 +199,7 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
         return 0;
       }
       const uint64_t src = it.va + off;
-      r = emit(sink, s, chunk, prio, false, [&](uint8_t* dst) {
+      r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
         if (chunk) std::memcpy(dst, reinterpret_cast<const void*>(src), chunk);
         return true;
       });
@@ -241,6 +241,9 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
   inc(Counter::np_cnp_sent);
   inc(Counter::tx_vport_rdma_unicast_packets);
   inc(Counter::tx_vport_rdma_unicast_bytes, len);
+  qp.traffic.np_cnp_sent++;
+  qp.traffic.tx_packets++;
+  qp.traffic.tx_bytes += len;
   return 1;
 }
 
@@ -340,7 +343,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.reth = {w.remote_addr + off, w.rkey, w.length - off};
       s.psn = w.first_psn + k;
       after = w.last_psn + 1;
-      r = emit(sink, s, 0, prio, false, none);
+      r = emit(sink, qp, s, 0, prio, false, none);
       break;
     }
     case WrOpcode::kAtomicCmpAndSwp:
@@ -349,7 +352,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.opcode = cas ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd;
       s.atomic_eth = {w.remote_addr, w.rkey, cas ? w.swap : w.compare_add,
                       cas ? w.compare_add : 0};
-      r = emit(sink, s, 0, prio, false, none);
+      r = emit(sink, qp, s, 0, prio, false, none);
       break;
     }
     default: {
@@ -373,7 +376,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       if (qp.type == QpType::kRc)
         s.ackreq = last || qp.pkts_since_ackreq + 1 >= kAckReqInterval;
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
-      r = emit(sink, s, chunk, prio, false, [&](uint8_t* dst) {
+      r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
         if (chunk == 0) return true;
         if (inl) {
           std::memcpy(dst, inl, chunk);
@@ -399,6 +402,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   // Sent.
   if (diff(s.psn, qp.max_psn) < 0) {
     inc(Counter::roce_adp_retrans);
+    qp.traffic.retransmits++;
   }
   if (diff(after, qp.max_psn) > 0) qp.max_psn = after;
   qp.next_psn = after;

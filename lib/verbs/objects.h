@@ -257,7 +257,7 @@ void to_wc(const transport::Cqe& c, ibv_wc* wc);
 void stats_add_qp(Runtime* rt, Qp* qp, uint32_t type);
 void stats_update_qp(Runtime* rt, Qp* qp, bool in_error = false);
 void stats_remove_qp(Runtime* rt, Qp* qp);
-void stats_refresh_rates(Runtime* rt);
+void stats_refresh_qps(Runtime* rt);
 /// Copies the port's counters (PMD, PFC, per-priority TX) into the segment (port_stats.cc).
 void stats_refresh_port(Runtime* rt);
 /// Attaches to a `uroce capture` ring created for this device and process, or lets go of one

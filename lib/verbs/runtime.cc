@@ -160,8 +160,8 @@ void Runtime::start_thread() {
         // Only a sleep needs the deadline: skip it while the thread has the engine to itself.
         if (work == 0 || app_progress.load(std::memory_order_relaxed) != seen_app)
           deadline = engine->next_deadline();
-        if (t - last_rates >= kStatsRatePeriod) {  // DCQCN rates for `uroce show qp`
-          stats_refresh_rates(this);
+        if (t - last_rates >= kStatsRatePeriod) {  // QP rates and counters for `uroce show`
+          stats_refresh_qps(this);
           check_port_health();
           stats_refresh_port(this);
           stats_refresh_capture(this);

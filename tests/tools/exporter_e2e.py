@@ -43,11 +43,12 @@ def scrape(port):
 
 
 def per_pid(series, name, device="uroce0"):
-    """{pid: value} of metric `name` for `device`."""
+    """{pid: value} of metric `name` for `device`, summed over its other labels (qp)."""
     out = {}
     for k, v in series.items():
         if k.startswith(name + "{") and f'device="{device}"' in k:
-            out[re.search(r'pid="(\d+)"', k).group(1)] = v
+            pid = re.search(r'pid="(\d+)"', k).group(1)
+            out[pid] = out.get(pid, 0) + v
     return out
 
 
@@ -100,6 +101,15 @@ def main():
             if not grew_rx:
                 print("FAIL: no receive counter grew between scrapes")
                 return 1
+            # The sender's QPs count their own packets too (refreshed by the progress thread).
+            qtx = "rdma_qp_tx_packets_total"
+            q1 = per_pid(first, qtx).get(sender, 0)
+
+            def sender_qp_grew():
+                s = scrape(port)
+                return s if per_pid(s, qtx).get(sender, 0) > q1 else None
+            third = wait_for(sender_qp_grew, deadline, "the sender's per-QP packet counter to grow")
+            print(f"{qtx} of the sender: {q1} -> {per_pid(third, qtx)[sender]}")
             # The CLI reads the same live segments.
             show = subprocess.run([os.path.join(build, "bin", "uroce"), "show", "roce", "--json",
                                    "--run-dir", run_dir], capture_output=True, text=True)

@@ -204,6 +204,25 @@ void move_data(const MoveSpec& m) {
     EXPECT_EQ(h.a().counters.get(Counter::roce_adp_retrans), 0u);
   }
   EXPECT_EQ(h.a().counters.get(Counter::req_cqe_error), 0u);
+  // One QP per engine: its own counts (for `uroce show counters --qp`) are the device's.
+  for (int s = 0; s < 2; ++s) {
+    const Side& side = h.side(s);
+    QpTraffic t;
+    ASSERT_TRUE(side.engine->qp_traffic(s == 0 ? qa : qb, &t));
+    EXPECT_EQ(t.tx_packets, side.counters.get(Counter::tx_vport_rdma_unicast_packets));
+    EXPECT_EQ(t.tx_bytes, side.counters.get(Counter::tx_vport_rdma_unicast_bytes));
+    EXPECT_EQ(t.retransmits, side.counters.get(Counter::roce_adp_retrans));
+    EXPECT_EQ(t.local_ack_timeouts, side.counters.get(Counter::local_ack_timeout_err));
+    EXPECT_GT(t.rx_packets, 0u);
+    if (m.loss == 0) {
+      EXPECT_EQ(t.rx_packets, side.counters.get(Counter::rx_vport_rdma_unicast_packets));
+      EXPECT_EQ(t.rx_bytes, side.counters.get(Counter::rx_vport_rdma_unicast_bytes));
+    } else {
+      EXPECT_LE(t.rx_packets, side.counters.get(Counter::rx_vport_rdma_unicast_packets));
+    }
+  }
+  QpTraffic none;
+  EXPECT_FALSE(ea.qp_traffic(0xabcdef, &none));
 }
 
 class RcOpLoss : public ::testing::TestWithParam<std::tuple<WrOpcode, double>> {};
