@@ -58,8 +58,6 @@ cases=(
   "verify_write_uroce_srv|uroce|uroce_verify|-o write -s 10000 -n 20"
 )
 ecn_case="ecn_cnp_write_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 20|ce_on|ce_off"
-# Not in --long (nor in ctest) while uroce's libibverbs sends no CNPs: lib/verbs leaves
-# EngineConfig::cc null, so the engine has no notification point (README "Known failures").
 case $mode in
   --ecn) cases=("$ecn_case") ;;
   --long | '') ;;
@@ -189,6 +187,11 @@ if [[ -s $out/rxe_uroce.pcap ]]; then
   if [[ $mode == --ecn ]]; then
     ((ce > 0 && cnps > 0)) || { echo "FAIL no CNP from uroce for CE-marked traffic"; fail=1; }
   fi
+  # uroce sends its RoCE data as ECT(0) (ecn = true): every RoCE frame but the CNPs.
+  roce_uroce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81')
+  ect_roce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && ip.dsfield.ecn == 2')
+  ((roce_uroce > 0 && ect_roce == roce_uroce)) ||
+    { echo "FAIL only $ect_roce of uroce's $roce_uroce RoCE data frames are ECT(0)"; fail=1; }
   rcvd_before=$(sed -n 's/.*STAT-BEFORE.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd_after=$(sed -n 's/.*STAT-AFTER.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd=$(( ${rcvd_after:-0} - ${rcvd_before:-0} ))
