@@ -253,7 +253,11 @@ class DpdkPort final : public Port {
           replied |= ended_ != before;
           continue;
         }
-        if (pfc_tx_on_) rx_backlog_[rx_priority(frame)] += len;
+        const RxClass rc = rx_class(frame);
+        ++rx_prio_packets_[rc.prio];
+        rx_prio_bytes_[rc.prio] += len;
+        if (rc.ecn == 3) ++rx_prio_marked_[rc.prio];
+        if (pfc_tx_on_) rx_backlog_[rc.prio] += len;
         h.on_frame(frame, RxMeta{});
       }
       rte_pktmbuf_free_bulk(bufs, n);
@@ -309,6 +313,9 @@ class DpdkPort final : public Port {
       out->tx_prio_pause[p] = pfc.tx_prio_pause[p];
       out->tx_prio_pause_duration[p] = pfc.tx_prio_pause_duration[p];
       out->tx_prio_packets[p] = tx_prio_packets_[p];
+      out->rx_prio_packets[p] = rx_prio_packets_[p];
+      out->rx_prio_bytes[p] = rx_prio_bytes_[p];
+      out->rx_prio_marked[p] = rx_prio_marked_[p];
       out->tx_prio_bytes[p] = tx_prio_bytes_[p];
       out->tx_prio_queue_depth[p] = queued_bytes_[p];
     }
@@ -344,6 +351,9 @@ class DpdkPort final : public Port {
   size_t queued_ = 0;                ///< frames in q_
   std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_
   std::array<uint64_t, 8> tx_prio_packets_{};  ///< frames scheduled per priority
+  std::array<uint64_t, 8> rx_prio_packets_{};  ///< frames handed to the engine per priority
+  std::array<uint64_t, 8> rx_prio_bytes_{};
+  std::array<uint64_t, 8> rx_prio_marked_{};   ///< of those, CE-marked
   std::array<uint64_t, 8> tx_prio_bytes_{};
   uint64_t ended_ = 0;               ///< end_frame() calls (to see whether a call sent)
   dcqcn::PfcCounters pfc_counters_;
@@ -375,20 +385,25 @@ class DpdkPort final : public Port {
     return c;
   }
 
-  /// The priority of a received frame by its DSCP (trust DSCP); 0 for non-IP frames.
-  uint8_t rx_priority(std::span<const uint8_t> f) const {
+  /// A received frame's priority by its DSCP (trust DSCP) and its ECN field; priority 0 and
+  /// ECN 0 for non-IP frames.
+  struct RxClass {
+    uint8_t prio = 0;
+    uint8_t ecn = 0;
+  };
+  RxClass rx_class(std::span<const uint8_t> f) const {
     size_t l3 = 14;
     uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
     if (type == 0x8100 && f.size() >= 18) {
       type = static_cast<uint16_t>(f[16] << 8 | f[17]);
       l3 = 18;
     }
-    if (f.size() < l3 + 2) return 0;
-    uint8_t dscp = 0;
-    if (type == 0x0800) dscp = f[l3 + 1] >> 2;
-    else if (type == 0x86DD) dscp = static_cast<uint8_t>(((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4) >> 2);
-    else return 0;
-    return dscp_to_prio_[dscp & 63] & 7;
+    if (f.size() < l3 + 2) return {};
+    uint8_t tc = 0;  // DSCP << 2 | ECN
+    if (type == 0x0800) tc = f[l3 + 1];
+    else if (type == 0x86DD) tc = static_cast<uint8_t>((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4);
+    else return {};
+    return {static_cast<uint8_t>(dscp_to_prio_[tc >> 2] & 7), static_cast<uint8_t>(tc & 3)};
   }
 
   /// As a receiver: what this poll drained is what waited in the RX ring, per priority (a

@@ -44,6 +44,9 @@ void stats_refresh_port(Runtime* rt) {
     store(s->tx_prio_pause_duration[p], c.tx_prio_pause_duration[p]);
     store(s->tx_prio_packets[p], c.tx_prio_packets[p]);
     store(s->tx_prio_bytes[p], c.tx_prio_bytes[p]);
+    store(s->rx_prio_packets[p], c.rx_prio_packets[p]);
+    store(s->rx_prio_bytes[p], c.rx_prio_bytes[p]);
+    store(s->rx_prio_marked[p], c.rx_prio_marked[p]);
     store(s->tx_prio_queue_depth[p], c.tx_prio_queue_depth[p]);
     store(s->tx_prio_queue_high_water[p],
           std::max(load(s->tx_prio_queue_high_water[p]), c.tx_prio_queue_depth[p]));
