@@ -72,8 +72,9 @@ TEST(DcqcnIncastTest, TwoToOneAt100GWithHpccThresholdsNvidiaMode) {
   const double from = 10'000;
   print("2:1 100G HPCC", r, from);
   EXPECT_GT(r.receiver().counters().get(Counter::np_cnp_sent), 0u);
-  EXPECT_GE(r.mean(kUtil, from), 0.90);
-  EXPECT_GE(r.jain(from), 0.95);
+  // The bar for the 2:1 scenarios (measured 0.9986 and 0.9988, bench/RESULTS.md).
+  EXPECT_GE(r.mean(kUtil, from), 0.99);
+  EXPECT_GE(r.jain(from), 0.99);
   EXPECT_LE(r.quantile(kQueue, 0.99, from), 1700 * 1024);  // about Kmax at most
   EXPECT_EQ(r.sw().stats().buffer_drops + r.sw().stats().headroom_drops, 0u);
   EXPECT_EQ(r.sw().stats().xoff_sent, 0u);

@@ -150,6 +150,54 @@ TEST(Congestion, SendTimeGateHoldsRequestsNotAcks) {
   EXPECT_EQ(cc->sent_bytes, c.bytes.size());
 }
 
+TEST(Congestion, ReadRequesterIsTheNotificationPointForReadResponses) {
+  // READ data flows from the responder to the requester, so the requester sees the CE marks
+  // and must send the CNP (dcqcn.md, NP: "the READ requester is the NP for read responses").
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 512, 0x9000, 0x77));  // psn 500
+  ASSERT_EQ(t.tx(), 1u);
+  t.sink.pop();
+  // Receive READ_RESPONSE_ONLY psn 500 with ECN = CE
+  // Expect: the READ completes, and a CNP goes to the responder's QP
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaReadResponseOnly, 500, false);
+  s.aeth.syndrome = 0x1f;
+  s.ecn = wire::kEcnCe;
+  std::vector<uint8_t> data(512, 0x3c);
+  t.rx(t.pb.build(s, data));
+  ASSERT_EQ(t.cqes().size(), 1u);
+  ASSERT_EQ(t.tx(), 1u);
+  Captured cnp = t.sink.pop();
+  EXPECT_EQ(cnp.p.opcode, Opcode::kCnp);
+  EXPECT_EQ(cnp.p.dest_qpn, Qpn(EngineUnderTest::kPeerQpn));
+  EXPECT_EQ(t.counters.get(Counter::np_cnp_sent), 1u);
+  QpTraffic q;
+  ASSERT_TRUE(t.e->qp_traffic(t.qpn, &q));
+  EXPECT_EQ(q.np_ecn_marked, 1u);
+  EXPECT_EQ(q.np_cnp_sent, 1u);
+}
+
+TEST(Congestion, CnpsBypassAClosedSendTimeGate) {
+  // The rate limiter holds the QP's requests, never its CNPs (they ride the CNP class).
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  f.last->gate = t.now + Duration::millis(1);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 100));
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, 100);
+  s.reth = {t.va(), t.keys.rkey, 4};
+  s.ecn = wire::kEcnCe;
+  std::vector<uint8_t> pl(4, 1);
+  t.rx(t.pb.build(s, pl));
+  // Expect: the ACK and the CNP now; the WRITE waits for the gate
+  ASSERT_EQ(t.tx(), 2u);
+  EXPECT_EQ(t.sink.pop().p.opcode, Opcode::kRcAcknowledge);
+  EXPECT_EQ(t.sink.pop().p.opcode, Opcode::kCnp);
+  EXPECT_EQ(t.tx(), 0u);
+  t.now = f.last->gate;
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.pop().p.opcode, Opcode::kRcRdmaWriteOnly);
+}
+
 /// Frames one poll_transmit sends of a 16 KiB WRITE (16 packets at MTU 1024) at line rate,
 /// with the DCQCN pacer's bucket `burst` bytes deep.
 size_t frames_in_one_poll(uint64_t burst) {
