@@ -17,7 +17,6 @@
 #include <cstring>
 #include <vector>
 
-#include "common/counters.h"
 #include "fuzz_engine.h"
 #include "transport/engine.h"
 #include "transport/wire/build.h"
@@ -48,24 +47,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint8_t* buf = mem.data() + kCanary;
   std::memset(buf, 0, kBuf);
 
-  CounterBlock counters;
-  EngineConfig cfg;
-  cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
-  const Gid me = Gid::from_ipv4(0xc6120002u), peer = Gid::from_ipv4(0xc6120001u);
-  cfg.gids = {me};
-  Engine e(cfg, &counters, nullptr);
-  uint32_t pd = e.alloc_pd().value();
-  uint32_t cq = e.create_cq(256).value();
-  MrKeys k = e.reg_mr(pd, reinterpret_cast<uint64_t>(buf), kBuf, 0xf).value();
+  fuzz::Fixture f;
+  Engine& e = f.e;
+  MrKeys k = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(buf), kBuf, 0xf).value();
 
-  QpInitAttr ia;
-  ia.type = QpType::kRc;
-  ia.pd = pd;
-  ia.send_cq = ia.recv_cq = cq;
-  ia.max_send_wr = ia.max_recv_wr = 16;
-  ia.max_send_sge = ia.max_recv_sge = 2;
-  uint32_t rc = e.create_qp(ia).value();
-  fuzz::rc_to_rts(e, rc, peer, kSqPsn);
+  const uint32_t rc = f.create_qp(QpType::kRc);
+  fuzz::rc_to_rts(e, rc, f.peer, kSqPsn);
 
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicCmpAndSwp,
                           WrOpcode::kSend, WrOpcode::kRdmaRead, WrOpcode::kAtomicFetchAndAdd};
@@ -89,11 +76,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Timestamp now{1000};
   e.poll_transmit(sink, neigh, now);
 
-  wire::FrameSpec base;
-  base.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
-  base.dst_mac = cfg.mac;
-  base.src_ip = peer;
-  base.dst_ip = me;
+  wire::FrameSpec base = f.from_peer();
   base.dest_qpn = Qpn(rc);
   std::vector<uint8_t> frame(wire::kMaxFrameOverhead + 4096);
   fuzz::Reader in{data, size};
@@ -130,7 +113,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     now.ns += (tag & 64) ? 40'000'000 : 1000;  // sometimes past the retransmission timer
     e.poll_transmit(sink, neigh, now);
-    const size_t n = e.poll_cq(cq, cqes);
+    const size_t n = e.poll_cq(f.cq, cqes);
     for (size_t i = 0; i < n; ++i) {
       check(cqes[i].wr_id == next_wr);
       ++next_wr;

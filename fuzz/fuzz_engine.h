@@ -1,8 +1,8 @@
 /**
  * @file fuzz_engine.h
  * @brief What the engine fuzz targets share: a discarding TX sink, a resolver that knows every
- * neighbour, a byte reader that yields zeros once the input is spent, and an RC QP brought to
- * RTS against a fixed peer.
+ * neighbour, a byte reader that yields zeros once the input is spent, an engine with a PD and a
+ * CQ facing one fixed peer, and an RC QP brought to RTS against that peer.
  */
 #pragma once
 
@@ -10,8 +10,10 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/counters.h"
 #include "common/packet_io.h"
 #include "transport/engine.h"
+#include "transport/wire/build.h"
 
 namespace uroce::fuzz {
 
@@ -54,6 +56,45 @@ struct Reader {
 inline void check(bool ok) {
   if (!ok) __builtin_trap();
 }
+
+/// An engine at 198.18.0.2 (MAC 02:00:00:00:00:02) facing a peer at 198.18.0.1
+/// (02:00:00:00:00:01), with one PD and one 256-entry CQ.
+struct Fixture {
+  static transport::EngineConfig config(const Gid& me) {
+    transport::EngineConfig cfg;
+    cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
+    cfg.gids = {me};
+    return cfg;
+  }
+
+  CounterBlock counters;
+  const Gid me = Gid::from_ipv4(0xc6120002u);
+  const Gid peer = Gid::from_ipv4(0xc6120001u);
+  transport::Engine e{config(me), &counters, nullptr};
+  const uint32_t pd = e.alloc_pd().value();
+  const uint32_t cq = e.create_cq(256).value();
+
+  /// A QP of `type` on the PD and CQ: 16 WRs and 2 SGEs each way.
+  uint32_t create_qp(transport::QpType type) {
+    transport::QpInitAttr ia;
+    ia.type = type;
+    ia.pd = pd;
+    ia.send_cq = ia.recv_cq = cq;
+    ia.max_send_wr = ia.max_recv_wr = 16;
+    ia.max_send_sge = ia.max_recv_sge = 2;
+    return e.create_qp(ia).value();
+  }
+
+  /// A frame template from the peer to this engine: MACs and addresses set.
+  wire::FrameSpec from_peer() const {
+    wire::FrameSpec s;
+    s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+    s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
+    s.src_ip = peer;
+    s.dst_ip = me;
+    return s;
+  }
+};
 
 /// Moves RC QP `qpn` to RTS: path MTU 256 (many packets per message), peer QPN 0x55, expected
 /// receive PSN 0, first send PSN `sq_psn`, the shortest timeout, 7 retries, read/atomic depth 4.

@@ -19,7 +19,6 @@
 #include <memory>
 #include <vector>
 
-#include "common/counters.h"
 #include "fuzz_engine.h"
 #include "transport/engine.h"
 #include "transport/wire/build.h"
@@ -50,27 +49,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < kRo; ++i) ro[i] = static_cast<uint8_t>(i * 13);
   const std::vector<uint8_t> ro_copy(ro, ro + kRo);
 
-  CounterBlock counters;
-  EngineConfig cfg;
-  cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
-  const Gid me = Gid::from_ipv4(0xc6120002u), peer = Gid::from_ipv4(0xc6120001u);
-  cfg.gids = {me};
-  Engine e(cfg, &counters, nullptr);
-  uint32_t pd = e.alloc_pd().value();
-  uint32_t cq = e.create_cq(256).value();
-  MrKeys krw = e.reg_mr(pd, reinterpret_cast<uint64_t>(rw), kRw, 0xf).value();
-  MrKeys kro = e.reg_mr(pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
+  fuzz::Fixture f;
+  Engine& e = f.e;
+  MrKeys krw = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(rw), kRw, 0xf).value();
+  MrKeys kro = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
 
-  QpInitAttr ia;
-  ia.type = QpType::kRc;
-  ia.pd = pd;
-  ia.send_cq = ia.recv_cq = cq;
-  ia.max_send_wr = ia.max_recv_wr = 16;
-  ia.max_send_sge = ia.max_recv_sge = 2;
-  uint32_t rc = e.create_qp(ia).value();
-  fuzz::rc_to_rts(e, rc, peer, 1000);
-  ia.type = QpType::kUd;
-  uint32_t ud = e.create_qp(ia).value();
+  const uint32_t rc = f.create_qp(QpType::kRc);
+  fuzz::rc_to_rts(e, rc, f.peer, 1000);
+  const uint32_t ud = f.create_qp(QpType::kUd);
   QpAttr u;
   u.qp_state = QpState::kInit;
   u.qkey = 0x1234;
@@ -108,11 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Timestamp now{1000};
   e.poll_transmit(sink, neigh, now);
 
-  wire::FrameSpec base;
-  base.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
-  base.dst_mac = cfg.mac;
-  base.src_ip = peer;
-  base.dst_ip = me;
+  const wire::FrameSpec base = f.from_peer();
   std::vector<uint8_t> frame(wire::kMaxFrameOverhead + 4096);
   Reader in{data, size};
   Cqe cqes[32];
@@ -162,7 +144,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     now.ns += (tag >> 7) ? 20'000'000 : 1000;  // sometimes jump past every timer
     e.poll_transmit(sink, neigh, now);
-    e.poll_cq(cq, cqes);
+    e.poll_cq(f.cq, cqes);
     // Canaries and the read-only region never change.
     for (size_t i = 0; i < kCanary; ++i) {
       check(mem[i] == kCanaryByte);
