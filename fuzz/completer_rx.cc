@@ -78,18 +78,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   wire::FrameSpec base = f.from_peer();
   base.dest_qpn = Qpn(rc);
-  std::vector<uint8_t> frame(wire::kMaxFrameOverhead + 4096);
   fuzz::Reader in{data, size};
   Cqe cqes[32];
   uint64_t next_wr = 0;  // completions arrive in posting order
   while (in.n) {
     const uint8_t tag = in.u8();
     if ((tag & 7) == 0) {
-      size_t len = in.u16() % 4200;
-      len = len < in.n ? len : in.n;
-      e.on_frame({in.p, len}, now);
-      in.p += len;
-      in.n -= len;
+      f.deliver_raw(in, in.u16() % 4200, now);
     } else {
       wire::FrameSpec s = base;
       const uint8_t sel = in.u8();
@@ -101,15 +96,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.atomic_ack_orig = uint64_t{in.u32()} << 32 | in.u32();
       s.ecn = in.u8() & 3;
       size_t plen = (tag & 32) ? in.u16() % 600 : 256;  // a full MTU, or any length
-      plen = plen < in.n ? plen : in.n;
-      wire::FrameLayout l = wire::build_headers(s, frame);
-      if (l.payload_offset != 0) {
-        std::memcpy(frame.data() + l.payload_offset, in.p, plen);
-        size_t len = wire::finalize(frame, l, plen);
-        if (len) e.on_frame({frame.data(), len}, now);
-      }
-      in.p += plen;
-      in.n -= plen;
+      f.deliver(s, in, plen, now);
     }
     now.ns += (tag & 64) ? 40'000'000 : 1000;  // sometimes past the retransmission timer
     e.poll_transmit(sink, neigh, now);

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "common/counters.h"
@@ -85,6 +87,27 @@ struct Fixture {
     return e.create_qp(ia).value();
   }
 
+  /// Builds a well-formed frame (valid ICRC) from s with the next plen input bytes (fewer if
+  /// the input ends; at most 4096) as its payload, and hands it to the engine.
+  void deliver(const wire::FrameSpec& s, Reader& in, size_t plen, Timestamp now) {
+    plen = std::min({plen, in.n, size_t{4096}});
+    wire::FrameLayout l = wire::build_headers(s, frame_);
+    if (l.payload_offset != 0) {
+      std::memcpy(frame_.data() + l.payload_offset, in.p, plen);
+      if (size_t len = wire::finalize(frame_, l, plen)) e.on_frame({frame_.data(), len}, now);
+    }
+    in.p += plen;
+    in.n -= plen;
+  }
+
+  /// Hands the next len input bytes (fewer if the input ends) to the engine as they are.
+  void deliver_raw(Reader& in, size_t len, Timestamp now) {
+    len = std::min(len, in.n);
+    e.on_frame({in.p, len}, now);
+    in.p += len;
+    in.n -= len;
+  }
+
   /// A frame template from the peer to this engine: MACs and addresses set.
   wire::FrameSpec from_peer() const {
     wire::FrameSpec s;
@@ -94,6 +117,9 @@ struct Fixture {
     s.dst_ip = me;
     return s;
   }
+
+ private:
+  std::vector<uint8_t> frame_ = std::vector<uint8_t>(wire::kMaxFrameOverhead + 4096);
 };
 
 /// Moves RC QP `qpn` to RTS: path MTU 256 (many packets per message), peer QPN 0x55, expected

@@ -95,17 +95,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.poll_transmit(sink, neigh, now);
 
   const wire::FrameSpec base = f.from_peer();
-  std::vector<uint8_t> frame(wire::kMaxFrameOverhead + 4096);
   Reader in{data, size};
   Cqe cqes[32];
   while (in.n) {
     uint8_t tag = in.u8();
     if ((tag & 3) == 0) {
-      size_t len = in.u16() % 4200;
-      len = len < in.n ? len : in.n;
-      e.on_frame({in.p, len}, now);
-      in.p += len;
-      in.n -= len;
+      f.deliver_raw(in, in.u16() % 4200, now);
     } else {
       wire::FrameSpec s = base;
       s.opcode = static_cast<wire::Opcode>(in.u8());
@@ -132,15 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.pkey = (sel & 64) ? in.u16() : uint16_t{0xffff};
       s.ecn = in.u8() & 3;
       size_t plen = in.u16() % 1100;
-      plen = plen < in.n ? plen : in.n;
-      wire::FrameLayout l = wire::build_headers(s, frame);
-      if (l.payload_offset != 0) {
-        std::memcpy(frame.data() + l.payload_offset, in.p, plen);
-        size_t len = wire::finalize(frame, l, plen);
-        if (len) e.on_frame({frame.data(), len}, now);
-      }
-      in.p += plen;
-      in.n -= plen;
+      f.deliver(s, in, plen, now);
     }
     now.ns += (tag >> 7) ? 20'000'000 : 1000;  // sometimes jump past every timer
     e.poll_transmit(sink, neigh, now);
