@@ -59,17 +59,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (int i = 0; i < kRequests; ++i) {
     const WrOpcode op = ops[i % 6];
     const bool atomic = op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;
-    Sge sg{reinterpret_cast<uint64_t>(buf) + static_cast<uint64_t>(i) * 1024,
-           atomic ? 8u : 1000u, k.lkey};
-    SendWr w;
-    w.wr_id = static_cast<uint64_t>(i);
-    w.opcode = op;
-    w.send_flags = kSendSignaled;
-    w.sg = &sg;
-    w.num_sge = 1;
-    w.remote_addr = 0x10000;
-    w.rkey = 0x99;
-    e.post_send(rc, w, Timestamp{0});
+    f.post(rc, op, static_cast<uint64_t>(i),
+           reinterpret_cast<uint64_t>(buf) + static_cast<uint64_t>(i) * 1024, atomic ? 8u : 1000u,
+           k.lkey);
   }
   fuzz::NullSink sink;
   fuzz::AnyNeighbor neigh;

@@ -87,6 +87,22 @@ struct Fixture {
     return e.create_qp(ia).value();
   }
 
+  /// Posts a signaled request of `op` on `qpn` from one local buffer, to remote address
+  /// 0x10000 with rkey 0x99 (the forged peer answers for whatever is there).
+  void post(uint32_t qpn, transport::WrOpcode op, uint64_t wr_id, uint64_t addr, uint32_t len,
+            uint32_t lkey) {
+    transport::Sge sg{addr, len, lkey};
+    transport::SendWr w;
+    w.wr_id = wr_id;
+    w.opcode = op;
+    w.send_flags = transport::kSendSignaled;
+    w.sg = &sg;
+    w.num_sge = 1;
+    w.remote_addr = 0x10000;
+    w.rkey = 0x99;
+    e.post_send(qpn, w, Timestamp{0});
+  }
+
   /// Builds a well-formed frame (valid ICRC) from s with the next plen input bytes (fewer if
   /// the input ends; at most 4096) as its payload, and hands it to the engine.
   void deliver(const wire::FrameSpec& s, Reader& in, size_t plen, Timestamp now) {

@@ -77,17 +77,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicFetchAndAdd,
                           WrOpcode::kSend, WrOpcode::kRdmaRead};
   for (int i = 0; i < 5; ++i) {
-    Sge sg{reinterpret_cast<uint64_t>(rw) + 8192 + static_cast<uint64_t>(i) * 1024,
-           ops[i] == WrOpcode::kAtomicFetchAndAdd ? 8u : 600u, krw.lkey};
-    SendWr w;
-    w.wr_id = 100 + static_cast<uint64_t>(i);
-    w.opcode = ops[i];
-    w.send_flags = kSendSignaled;
-    w.sg = &sg;
-    w.num_sge = 1;
-    w.remote_addr = 0x10000;
-    w.rkey = 0x99;
-    e.post_send(rc, w, Timestamp{0});
+    f.post(rc, ops[i], 100 + static_cast<uint64_t>(i),
+           reinterpret_cast<uint64_t>(rw) + 8192 + static_cast<uint64_t>(i) * 1024,
+           ops[i] == WrOpcode::kAtomicFetchAndAdd ? 8u : 600u, krw.lkey);
   }
   NullSink sink;
   AnyNeighbor neigh;
