@@ -102,6 +102,12 @@ TEST_F(ProfileTest, ApplyWritesCommentedKeysKeepsTheRestWithBackup) {
   EXPECT_EQ(c.devices[0].pfc.xoff_bytes, 65536u);
   EXPECT_EQ(c.devices[0].pfc.watchdog_detect_ms, 100u);
   EXPECT_EQ(c.devices[0].dcqcn.params.at("rpg_hai_rate"), 60);
+  // lossless: ECN on, DCQCN in nvidia mode, CNPs (DSCP 48) on priority 6.
+  EXPECT_TRUE(c.devices[0].ecn);
+  EXPECT_TRUE(c.devices[0].dcqcn.enabled);
+  EXPECT_EQ(c.devices[0].dcqcn.mode, "nvidia");
+  EXPECT_EQ(c.devices[0].cnp_dscp, 48);
+  EXPECT_EQ(c.devices[0].dscp_to_prio[c.devices[0].cnp_dscp], 6);
   // uroce1 sends RoCE with DSCP 3, mapped to priority 4: PFC goes there.
   EXPECT_EQ(c.devices[1].profile, "lossless");
   EXPECT_TRUE(c.devices[1].pfc.enabled[4]);
@@ -247,6 +253,25 @@ TEST_F(DoctorTest, HealthyLoopbackPasses) {
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("ok    uroce0 (loopback)"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorTest, HugepagesMissingWarnsWithTheFix) {
+  // A DPDK port and a meminfo with no free hugepages: a warning (the driver falls back to
+  // --no-huge), the command that reserves them, and no failure. With 512 MB free: ok.
+  write_file(cfg_, "[[device]]\nname = \"r\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.1/15\"]\n");
+  const std::string mi = dir_.path + "/meminfo";
+  write_file(mi, "HugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n");
+  RunResult r = run_uroce(dir_.path, "doctor --meminfo " + mi,
+                          "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  EXPECT_NE(r.out.find("warn  hugepages: 0 MB free (< 128 MB): the driver runs DPDK with --no-huge"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("      fix: echo 256 | sudo tee /proc/sys/vm/nr_hugepages"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
+  write_file(mi, "HugePages_Total:     256\nHugePages_Free:      256\nHugepagesize:       2048 kB\n");
+  r = run_uroce(dir_.path, "doctor --meminfo " + mi,
+                "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  EXPECT_NE(r.out.find("ok    hugepages: 512 MB free"), std::string::npos) << r.out;
 }
 
 TEST_F(DoctorTest, MalformedConfigFails) {

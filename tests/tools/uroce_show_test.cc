@@ -87,6 +87,26 @@ TEST_F(UroceShowTest, ShowRoceTable) {
   EXPECT_NE(r.out.find("qps: 1 RTS 1"), std::string::npos);
 }
 
+TEST_F(UroceShowTest, ShowRoceWatchRefreshesUntilStopped) {
+  // --watch --interval 1 under a 2.5 s timeout: the screen is cleared and the table drawn at
+  // 0 s and 1 s (and maybe 2 s), then timeout stops it (exit status 124).
+  auto seg = make_segment(dir_.path);
+  ASSERT_TRUE(seg);
+  RunResult r = run_uroce(dir_.path, "show roce --watch --interval 1",
+                          "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_ + " timeout 2.5");
+  EXPECT_EQ(r.status, 124) << r.err;
+  size_t clears = 0, tables = 0;
+  for (size_t at = r.out.find("\033[H\033[2J"); at != std::string::npos;
+       at = r.out.find("\033[H\033[2J", at + 1))
+    ++clears;
+  for (size_t at = r.out.find("CNP sent 7"); at != std::string::npos;
+       at = r.out.find("CNP sent 7", at + 1))
+    ++tables;
+  EXPECT_GE(clears, 2u) << r.out;
+  EXPECT_LE(clears, 3u) << r.out;
+  EXPECT_EQ(tables, clears) << r.out;
+}
+
 TEST_F(UroceShowTest, ShowRoceWithoutProgramsShowsConfig) {
   RunResult r = run("show roce --json");
   ASSERT_EQ(r.status, 0) << r.err;

@@ -78,6 +78,8 @@ int main(int argc, char** argv) {
   DoctorOptions dopt;
   auto* doctor_cmd = app.add_subcommand("doctor", "Check this host for what uroce needs");
   add_run_dir(doctor_cmd);
+  doctor_cmd->add_option("--meminfo", dopt.meminfo, "Hugepage counts from this file, not /proc/meminfo")
+      ->group("");  // hidden: for tests
 
   std::string listen = "127.0.0.1:9488";
   auto* exporter = app.add_subcommand("exporter", "Serve the counters to Prometheus");
