@@ -22,6 +22,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "verbs/objects.h"
 #ifdef UROCE_HAVE_DCQCN
@@ -99,6 +100,16 @@ Timestamp now() {
 Runtime::~Runtime() {
   stop.store(true);
   if (thread.joinable()) thread.join();
+  // UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr as it closes, one line,
+  // for tests that check them after the program ends (its stats segment goes with it).
+  if (const char* env = getenv("UROCE_PRINT_COUNTERS"); env && *env && *env != '0' &&
+                                                         engine_counters) {
+    std::string line = "uroce: " + dev->cfg.name + ": counters at close:";
+    for (size_t i = 0; i < kCounterCount; ++i)
+      if (uint64_t v = engine_counters->get(static_cast<Counter>(i)))
+        line += " " + std::string(kCounterNames[i]) + "=" + std::to_string(v);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
 }
 
 size_t Runtime::progress_locked(Timestamp t) {
@@ -337,6 +348,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(stop_progress_at_exit); });
   rt->engine = std::make_unique<transport::Engine>(ec, counters, rt.get());
+  rt->engine_counters = counters;
   stats_refresh_port(rt.get());
   rt->open_count = 1;
   rt->start_thread();

@@ -116,7 +116,7 @@ ce_off() { tc qdisc del dev eth0 clsact; }
 ip neigh replace 198.18.0.1 lladdr 02:00:00:00:00:01 dev eth0 nud permanent
 rdma statistic show link rxe0/1 | sed 's/^/STAT-BEFORE /'"
 host_s="$header
-export UROCE_CONFIG=$out/uroce.toml LD_LIBRARY_PATH=$build/lib TMPDIR=$out
+export UROCE_CONFIG=$out/uroce.toml LD_LIBRARY_PATH=$build/lib TMPDIR=$out UROCE_PRINT_COUNTERS=1
 cd \"\$UROCE_INTEROP_OUT\""
 for c in "${cases[@]}"; do
   IFS='|' read -r name srv prog args pre post <<<"$c"
@@ -187,6 +187,13 @@ if [[ -s $out/rxe_uroce.pcap ]]; then
   if [[ $mode == --ecn ]]; then
     ((ce > 0 && cnps > 0)) || { echo "FAIL no CNP from uroce for CE-marked traffic"; fail=1; }
   fi
+  # uroce's side: every program printed its counters at close (UROCE_PRINT_COUNTERS); none saw
+  # a frame with a bad ICRC (rx_icrc_encapsulated) or one its parser refused as malformed.
+  closes=$(grep -ac "counters at close:" "$out/host.log" || true)
+  bad=$(grep -a "counters at close:" "$out/host.log" | grep -oE " (rx_icrc_encapsulated|rx_malformed[a-z_]*)=[0-9]+" | sort | uniq -c || true)
+  echo "vm_rxe_uroce: $closes uroce device closes; ICRC/malformed counts: ${bad:-none}"
+  ((closes > 0)) || { echo "FAIL no uroce counters printed at close"; fail=1; }
+  [[ -z $bad ]] || { echo "FAIL uroce counted bad frames from rxe: $bad"; fail=1; }
   # uroce sends its RoCE data as ECT(0) (ecn = true): every RoCE frame but the CNPs.
   roce_uroce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81')
   ect_roce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && ip.dsfield.ecn == 2')
