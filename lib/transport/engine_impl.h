@@ -321,6 +321,13 @@ struct Engine::Impl {
   bool resolve(Qp& qp, NeighborResolver& neigh);
   void fill_template(Qp& qp);
   uint8_t prio_of(uint8_t dscp) const { return cfg.dscp_to_prio[dscp & 63] & 7; }
+  /// Counts one frame of `qp` handed to the sink: the device's counters and the QP's own.
+  void count_tx(Qp& qp, size_t len) {
+    inc(Counter::tx_vport_rdma_unicast_packets);
+    inc(Counter::tx_vport_rdma_unicast_bytes, len);
+    qp.traffic.tx_packets++;
+    qp.traffic.tx_bytes += len;
+  }
   /// Emits one frame of `qp`: headers from spec, payload via fill(dst) (payload_len bytes).
   /// Returns the frame length, 0 when nothing was sent (fill refused, bad spec), -1 when the
   /// sink is full.
@@ -345,10 +352,7 @@ int Engine::Impl::emit(TxSink& sink, Qp& qp, const wire::FrameSpec& spec, uint32
   meta.priority = prio;
   meta.is_cnp = cnp;
   sink.end_frame(len, meta);
-  inc(Counter::tx_vport_rdma_unicast_packets);
-  inc(Counter::tx_vport_rdma_unicast_bytes, len);
-  qp.traffic.tx_packets++;
-  qp.traffic.tx_bytes += len;
+  count_tx(qp, len);
   return static_cast<int>(len);
 }
 

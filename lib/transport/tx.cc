@@ -239,11 +239,8 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
   meta.is_cnp = true;
   sink.end_frame(len, meta);
   inc(Counter::np_cnp_sent);
-  inc(Counter::tx_vport_rdma_unicast_packets);
-  inc(Counter::tx_vport_rdma_unicast_bytes, len);
   qp.traffic.np_cnp_sent++;
-  qp.traffic.tx_packets++;
-  qp.traffic.tx_bytes += len;
+  count_tx(qp, len);
   return 1;
 }
 

@@ -73,6 +73,8 @@ struct DeviceEntry {
 struct Runtime final : transport::EngineObserver, FrameHandler {
   explicit Runtime(DeviceEntry* d) : dev(d) {}
   ~Runtime() override;
+  /// The counters the engine writes: the stats segment's when there is one, else `counters`.
+  CounterBlock* engine_counters();
 
   DeviceEntry* dev;
   std::mutex mu;                                ///< the engine lock
@@ -84,7 +86,6 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs
 #endif
   std::unique_ptr<transport::Engine> engine;
-  CounterBlock* engine_counters = nullptr;      ///< the engine's: the segment's or `counters`
   std::vector<Gid> gids;                        ///< GID table (index = address index)
   uint8_t active_mtu = IBV_MTU_1024;            ///< enum ibv_mtu of the configured MTU
   int open_count = 0;                           ///< contexts using it (global registry lock)

@@ -102,14 +102,21 @@ Runtime::~Runtime() {
   if (thread.joinable()) thread.join();
   // UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr as it closes, one line,
   // for tests that check them after the program ends (its stats segment goes with it).
-  if (const char* env = getenv("UROCE_PRINT_COUNTERS"); env && *env && *env != '0' &&
-                                                         engine_counters) {
+  if (const char* env = getenv("UROCE_PRINT_COUNTERS"); env && *env && *env != '0' && engine) {
+    const CounterBlock* c = engine_counters();
     std::string line = "uroce: " + dev->cfg.name + ": counters at close:";
     for (size_t i = 0; i < kCounterCount; ++i)
-      if (uint64_t v = engine_counters->get(static_cast<Counter>(i)))
+      if (uint64_t v = c->get(static_cast<Counter>(i)))
         line += " " + std::string(kCounterNames[i]) + "=" + std::to_string(v);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
+}
+
+CounterBlock* Runtime::engine_counters() {
+#ifdef UROCE_HAVE_STATS
+  if (stats) return stats->counters();
+#endif
+  return &counters;
 }
 
 size_t Runtime::progress_locked(Timestamp t) {
@@ -333,22 +340,19 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.key_seed = (uint64_t{rd()} << 32) | rd();
   rt->gids = ec.gids;
   rt->active_mtu = mtu_enum(dev->cfg.mtu);
-  CounterBlock* counters = &rt->counters;
 #ifdef UROCE_HAVE_STATS
   // Counters live in the device's shared-memory segment when it can be created; a failure
   // (no writable run dir) only costs visibility from outside the process.
   std::string serr;
   rt->stats = stats::StatsSegment::create(dev->cfg.name, stats::summarize(dev->cfg, dev->source),
                                           &serr);
-  if (rt->stats) counters = rt->stats->counters();
-  else if (getenv("UROCE_VERBS_DEBUG")) std::fprintf(stderr, "uroce: %s\n", serr.c_str());
+  if (!rt->stats && getenv("UROCE_VERBS_DEBUG")) std::fprintf(stderr, "uroce: %s\n", serr.c_str());
 #endif
   // Registered after the first stats segment (and after the port, whose driver may register
   // its own cleanup), so it runs before their handlers.
   static std::once_flag once;
   std::call_once(once, [] { std::atexit(stop_progress_at_exit); });
-  rt->engine = std::make_unique<transport::Engine>(ec, counters, rt.get());
-  rt->engine_counters = counters;
+  rt->engine = std::make_unique<transport::Engine>(ec, rt->engine_counters(), rt.get());
   stats_refresh_port(rt.get());
   rt->open_count = 1;
   rt->start_thread();
