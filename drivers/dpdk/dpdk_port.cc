@@ -48,6 +48,7 @@
 #include "dpdk/mbuf_pool.h"
 #include "dpdk/memif_guard.h"
 #include "dpdk/neighbors.h"
+#include "dpdk/rx_class.h"
 
 namespace uroce::dpdk {
 
@@ -112,7 +113,7 @@ class DpdkPort final : public Port {
         pfc_rx_(link_speed_bps(), watchdog_config(dev.pfc), &pfc_counters_),
         pfc_tx_(link_speed_bps(), pfc_tx_config(dev.pfc), &pfc_counters_),
         pfc_tx_on_(dev.pfc.xoff_bytes > 0 && pfc_tx_config(dev.pfc).enabled_mask != 0),
-        dscp_to_prio_(dev.dscp_to_prio),
+        rx_class_(RxClassifier::of(dev)),
         sched_(scheduler_config(dev)) {
     scratch_.resize(max_frame_);
     uint8_t honoured = 0;
@@ -253,7 +254,7 @@ class DpdkPort final : public Port {
           replied |= ended_ != before;
           continue;
         }
-        const RxClass rc = rx_class(frame);
+        const RxClass rc = rx_class_(frame);
         ++rx_prio_packets_[rc.prio];
         rx_prio_bytes_[rc.prio] += len;
         if (rc.ecn == 3) ++rx_prio_marked_[rc.prio];
@@ -360,7 +361,7 @@ class DpdkPort final : public Port {
   dcqcn::PfcRx pfc_rx_;              ///< received PFC/PAUSE state per priority
   dcqcn::PfcTx pfc_tx_;              ///< XOFF/XON we send as a receiver
   bool pfc_tx_on_;                   ///< [device.pfc] xoff_bytes set on an enabled priority
-  std::array<uint8_t, 64> dscp_to_prio_;
+  RxClassifier rx_class_;  ///< received frame -> priority and ECN (trust dscp or pcp)
   std::array<uint64_t, 8> rx_backlog_{};  ///< bytes per priority drained by this rx_burst
   dcqcn::TxScheduler sched_;         ///< CNP class strict, DRR for the rest, skips paused
   bool pause_seen_ = false;          ///< a pause frame arrived once (then TX consults pfc_rx_)
@@ -383,27 +384,6 @@ class DpdkPort final : public Port {
     c.xon_bytes = pfc.xon_bytes;
     c.max_xoff = Duration::millis(pfc.watchdog_detect_ms);  // never hold a peer longer
     return c;
-  }
-
-  /// A received frame's priority by its DSCP (trust DSCP) and its ECN field; priority 0 and
-  /// ECN 0 for non-IP frames.
-  struct RxClass {
-    uint8_t prio = 0;
-    uint8_t ecn = 0;
-  };
-  RxClass rx_class(std::span<const uint8_t> f) const {
-    size_t l3 = 14;
-    uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
-    if (type == 0x8100 && f.size() >= 18) {
-      type = static_cast<uint16_t>(f[16] << 8 | f[17]);
-      l3 = 18;
-    }
-    if (f.size() < l3 + 2) return {};
-    uint8_t tc = 0;  // DSCP << 2 | ECN
-    if (type == 0x0800) tc = f[l3 + 1];
-    else if (type == 0x86DD) tc = static_cast<uint8_t>((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4);
-    else return {};
-    return {static_cast<uint8_t>(dscp_to_prio_[tc >> 2] & 7), static_cast<uint8_t>(tc & 3)};
   }
 
   /// As a receiver: what this poll drained is what waited in the RX ring, per priority (a

@@ -68,6 +68,14 @@ struct Device {
   uint8_t roce_dscp = 26;                    ///< DSCP of RoCE data packets
   uint8_t cnp_dscp = 48;                     ///< DSCP of CNPs
   std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();  ///< DSCP -> priority
+  /// Which field classifies received frames (priority of the PFC backlog, rx_prio counters):
+  /// kDscp the IP DSCP through dscp_to_prio; kPcp the 802.1Q PCP through pcp_to_prio, with
+  /// untagged frames on priority 0 (mlx5's `--trust pcp`; reference/dcqcn.md §3.4).
+  enum class Trust : uint8_t { kDscp, kPcp } trust = Trust::kDscp;
+  std::array<uint8_t, 8> pcp_to_prio = {0, 1, 2, 3, 4, 5, 6, 7};  ///< PCP -> priority
+  /// 802.1Q VLAN id of every frame sent (0 = priority-tagged); the tag's PCP is the frame's
+  /// priority (dscp_to_prio of its DSCP). Unset: untagged frames.
+  std::optional<uint16_t> vlan;
   bool ecn = true;                           ///< send data as ECT(0)
   Pfc pfc;
   Dcqcn dcqcn;

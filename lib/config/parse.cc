@@ -26,7 +26,8 @@ namespace {
 
 constexpr std::string_view kDeviceKeys[] = {
     "name",     "port",      "eal",      "addresses",    "mtu", "queues", "mac", "neighbors",
-    "profile",  "roce_dscp", "cnp_dscp", "dscp_to_prio", "ecn", "pfc", "dcqcn"};
+    "profile",  "roce_dscp", "cnp_dscp", "dscp_to_prio", "trust", "pcp_to_prio", "vlan",
+    "ecn",      "pfc",       "dcqcn"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",           "xoff_bytes",
                                          "xon_bytes",         "watchdog_detect_ms",
@@ -261,7 +262,20 @@ class Parser {
     v = dev->cnp_dscp;
     if (!get_int(t, "cnp_dscp", "cnp_dscp", 0, 63, "0..63", &v)) return false;
     dev->cnp_dscp = static_cast<uint8_t>(v);
-    if (!parse_dscp_map(t, dev)) return false;
+    if (!parse_prio_map(t, "dscp_to_prio", "DSCP", dev->dscp_to_prio)) return false;
+    if (!parse_prio_map(t, "pcp_to_prio", "PCP", dev->pcp_to_prio)) return false;
+    constexpr std::string_view kTrustAllowed = "\"dscp\", \"pcp\"";
+    std::string trust = "dscp";
+    if (!get_string(t, "trust", "trust", kTrustAllowed, &trust)) return false;
+    if (trust != "dscp" && trust != "pcp")
+      return fail_b("trust", "\"" + trust + "\" is not a trust mode", kTrustAllowed);
+    dev->trust = trust == "pcp" ? Device::Trust::kPcp : Device::Trust::kDscp;
+    if (t.get("vlan")) {
+      int64_t vid = 0;
+      if (!get_int(t, "vlan", "vlan", 0, 4094, "0..4094 (0 = priority-tagged)", &vid))
+        return false;
+      dev->vlan = static_cast<uint16_t>(vid);
+    }
 
     apply_profile(dev->profile, dev);
 
@@ -332,35 +346,40 @@ class Parser {
     return true;
   }
 
-  bool parse_dscp_map(const toml::table& t, Device* dev) {
-    constexpr std::string_view kAllowed =
-        "a table { \"<dscp 0..63>\" = <priority 0..7> } or an array of 64 priorities 0..7";
-    const toml::node* n = t.get("dscp_to_prio");
+  /// A code -> priority map: `key` = { "<code>" = <prio> } or an array of N priorities.
+  template <size_t N>
+  bool parse_prio_map(const toml::table& t, const std::string& key, std::string_view code,
+                      std::array<uint8_t, N>& map) {
+    const std::string allowed = "a table { \"<" + std::string(code) + " 0.." +
+                                std::to_string(N - 1) + ">\" = <priority 0..7> } or an array of " +
+                                std::to_string(N) + " priorities 0..7";
+    const toml::node* n = t.get(key);
     if (!n) return true;
-    auto set = [&](const std::string& key, const toml::node& v, int dscp) {
-      if (!v.is_integer()) return wrong_type(key, v, kAllowed);
+    auto set = [&](const std::string& k, const toml::node& v, size_t i) {
+      if (!v.is_integer()) return wrong_type(k, v, allowed);
       int64_t p = v.as_integer()->get();
-      if (p < 0 || p > 7) return fail_b(key, std::to_string(p) + " is out of range", kAllowed);
-      dev->dscp_to_prio[dscp] = static_cast<uint8_t>(p);
+      if (p < 0 || p > 7) return fail_b(k, std::to_string(p) + " is out of range", allowed);
+      map[i] = static_cast<uint8_t>(p);
       return true;
     };
     if (const toml::array* a = n->as_array()) {
-      if (a->size() != 64)
-        return fail_b("dscp_to_prio", "has " + std::to_string(a->size()) + " entries", kAllowed);
-      for (int d = 0; d < 64; ++d)
-        if (!set("dscp_to_prio[" + std::to_string(d) + "]", *a->get(d), d)) return false;
+      if (a->size() != N)
+        return fail_b(key, "has " + std::to_string(a->size()) + " entries", allowed);
+      for (size_t i = 0; i < N; ++i)
+        if (!set(key + "[" + std::to_string(i) + "]", *a->get(i), i)) return false;
       return true;
     }
     const toml::table* mt = n->as_table();
-    if (!mt) return wrong_type("dscp_to_prio", *n, kAllowed);
+    if (!mt) return wrong_type(key, *n, allowed);
     for (auto&& [k, v] : *mt) {
       std::string ks(k.str());
-      std::string key = "dscp_to_prio.\"" + ks + "\"";
+      std::string path = key + ".\"" + ks + "\"";
       char* end = nullptr;
-      long d = std::strtol(ks.c_str(), &end, 10);
-      if (ks.empty() || *end || !std::isdigit(static_cast<unsigned char>(ks[0])) || d > 63)
-        return fail_b(key, "\"" + ks + "\" is not a DSCP", kAllowed);
-      if (!set(key, v, static_cast<int>(d))) return false;
+      long i = std::strtol(ks.c_str(), &end, 10);
+      if (ks.empty() || *end || !std::isdigit(static_cast<unsigned char>(ks[0])) ||
+          i >= static_cast<long>(N))
+        return fail_b(path, "\"" + ks + "\" is not a " + std::string(code), allowed);
+      if (!set(path, v, static_cast<size_t>(i))) return false;
     }
     return true;
   }

@@ -200,7 +200,7 @@ struct ConfigSummary {
   uint8_t pcp_to_prio[8];       ///< 802.1p PCP -> priority
   uint8_t prio_to_txq[8];       ///< priority -> TX queue
   uint32_t dcqcn_param_count;   ///< entries used in dcqcn_params
-  uint32_t pad1;
+  int32_t vlan;                 ///< 802.1Q VLAN id of sent frames; -1 = untagged
   struct Param {
     char name[40];
     double value;

@@ -14,7 +14,8 @@ ConfigSummary summarize(const config::Device& dev, const std::string& source,
                         uint32_t num_tx_queues) {
   ConfigSummary s{};
   set_text(s.profile, dev.profile);
-  set_text(s.trust, "dscp");
+  set_text(s.trust, dev.trust == config::Device::Trust::kPcp ? "pcp" : "dscp");
+  s.vlan = dev.vlan ? int32_t{*dev.vlan} : -1;
   set_text(s.port, dev.port);
   set_text(s.source, source);
   for (size_t i = 0; i < dev.addresses.size() && i < 4; ++i) {
@@ -38,7 +39,7 @@ ConfigSummary summarize(const config::Device& dev, const std::string& source,
   if (dev.ecn) s.ecn_enabled_mask = static_cast<uint8_t>(1u << roce_prio);
   for (int d = 0; d < 64; ++d) s.dscp_to_prio[d] = dev.dscp_to_prio[d];
   for (int p = 0; p < kNumPriorities; ++p) {
-    s.pcp_to_prio[p] = static_cast<uint8_t>(p);
+    s.pcp_to_prio[p] = dev.pcp_to_prio[p];
     s.prio_to_txq[p] = static_cast<uint8_t>(p % s.num_tx_queues);
   }
 

@@ -51,6 +51,9 @@ addresses = ["198.19.0.1/15"]
 roce_dscp = 24
 cnp_dscp = 46
 dscp_to_prio = { "24" = 5 }
+trust = "pcp"
+pcp_to_prio = [0, 0, 1, 3, 4, 5, 6, 7]
+vlan = 100
 ecn = false
 [device.pfc]
 enabled = [5, 6]
@@ -91,6 +94,9 @@ max_burst_bytes = 8192
   EXPECT_TRUE(a.ecn);
   EXPECT_EQ(a.dscp_to_prio[26], 3);
   EXPECT_EQ(a.dscp_to_prio[63], 7);
+  EXPECT_EQ(a.trust, Device::Trust::kDscp);  // defaults: DSCP trust, identity PCP map, no tag
+  for (int p = 0; p < 8; ++p) EXPECT_EQ(a.pcp_to_prio[p], p);
+  EXPECT_FALSE(a.vlan.has_value());
 
   const Device& b = cfg->devices[1];
   EXPECT_EQ(b.port, "0000:03:00.0");
@@ -100,6 +106,10 @@ max_burst_bytes = 8192
   EXPECT_EQ(b.cnp_dscp, 46);
   EXPECT_EQ(b.dscp_to_prio[24], 5);
   EXPECT_EQ(b.dscp_to_prio[25], 3);  // untouched entries keep DSCP >> 3
+  EXPECT_EQ(b.trust, Device::Trust::kPcp);
+  EXPECT_EQ(b.pcp_to_prio, (std::array<uint8_t, 8>{0, 0, 1, 3, 4, 5, 6, 7}));
+  ASSERT_TRUE(b.vlan.has_value());
+  EXPECT_EQ(*b.vlan, 100);
   EXPECT_FALSE(b.ecn);
   for (int p = 0; p < 8; ++p) EXPECT_EQ(b.pfc.enabled[p], p == 5 || p == 6) << p;
   EXPECT_EQ(b.pfc.xoff_bytes, 100000u);
@@ -344,6 +354,13 @@ TEST(ConfigErrors, BadEnumsAndRanges) {
   EXPECT_EQ(refused(device("dscp_to_prio = { \"26\" = 8 }")).rfind("test.toml: device[0].dscp_to_prio.\"26\": 8 is out of range", 0), 0u);
   EXPECT_EQ(refused(device("dscp_to_prio = { \"64\" = 1 }")).rfind("test.toml: device[0].dscp_to_prio.\"64\": \"64\" is not a DSCP", 0), 0u);
   EXPECT_EQ(refused(device("dscp_to_prio = [1, 2]")).rfind("test.toml: device[0].dscp_to_prio: has 2 entries", 0), 0u);
+  EXPECT_EQ(refused(device("pcp_to_prio = { \"8\" = 1 }")),
+            "test.toml: device[0].pcp_to_prio.\"8\": \"8\" is not a PCP; allowed: a table { \"<PCP 0..7>\" = <priority 0..7> } or an array of 8 priorities 0..7");
+  EXPECT_EQ(refused(device("pcp_to_prio = { \"3\" = 9 }")).rfind("test.toml: device[0].pcp_to_prio.\"3\": 9 is out of range", 0), 0u);
+  EXPECT_EQ(refused(device("trust = \"vlan\"")),
+            "test.toml: device[0].trust: \"vlan\" is not a trust mode; allowed: \"dscp\", \"pcp\"");
+  EXPECT_EQ(refused(device("vlan = 4095")),
+            "test.toml: device[0].vlan: 4095 is out of range; allowed: 0..4094 (0 = priority-tagged)");
   EXPECT_EQ(refused(device("[device.pfc]\nenabled = [8]")).rfind("test.toml: device[0].pfc.enabled[0]: 8 is out of range; allowed: an array of priorities 0..7", 0), 0u);
   EXPECT_EQ(refused(device("[device.pfc]\nxoff_bytes = 10\nxon_bytes = 20")).rfind("test.toml: device[0].pfc.xon_bytes: 20 is above xoff_bytes 10", 0), 0u);
   EXPECT_EQ(refused(device("[device.dcqcn]\nmode = \"hpcc\"")), "test.toml: device[0].dcqcn.mode: \"hpcc\" is not a mode; allowed: \"nvidia\", \"paper\"");

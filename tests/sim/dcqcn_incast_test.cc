@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <cstdlib>
 
 #include <memory>
 #include <string>
@@ -89,7 +90,7 @@ TEST(DcqcnIncastTest, QueueGrowsWithTheNumberOfSenders) {
     IncastSpec s;
     s.senders = kN[i];
     s.run = Duration::millis(60);
-    s.csv_name = "incast_" + std::to_string(kN[i]) + "to1_40g.csv";
+    s.csv_name = "queue_growth_" + std::to_string(kN[i]) + "to1_40g.csv";
     IncastRun r(s);
     ASSERT_TRUE(r.run()) << r.error();
     const double from = 30'000;
@@ -149,10 +150,13 @@ TEST(DcqcnIncastTest, FlowJoinCutsDeepAndRecoversSlowly) {
   std::printf("flow join: lowest utilisation %.3f in the first ms, >= 97 %% again %.1f ms after "
               "the join (reference model: ~14 ms)\n",
               low, (recovered_us - 5'000) / 1e3);
-  EXPECT_LT(low, 0.8);
+  // Expect (dcqcn.md §2.3, S1): both flows cut to ~11 Gb/s each (aggregate ~0.55 of the
+  // link), then AI-only recovery back above 97 % ~14 ms after the join; within ±50 % of that
+  // (measured 2026-12-03: lowest 0.28, recovered after 16.8 ms).
+  EXPECT_LT(low, 0.6);
   ASSERT_GT(recovered_us, 0) << "never recovered";
-  EXPECT_GE(recovered_us - 5'000, 5'000);   // not accidentally fast
-  EXPECT_LE(recovered_us - 5'000, 30'000);  // same order as ~14 ms
+  EXPECT_GE(recovered_us - 5'000, 7'000);   // not accidentally fast
+  EXPECT_LE(recovered_us - 5'000, 21'000);
 }
 
 TEST(DcqcnIncastTest, WithoutDcqcnIncastTriggersPfcPauses) {
@@ -185,7 +189,7 @@ struct VictimResult {
   std::string error;
 };
 
-VictimResult run_victim(bool with_dcqcn) {
+VictimResult run_victim(bool with_dcqcn, const std::string& csv_name) {
   constexpr uint64_t kRate = 40'000'000'000ull;
   constexpr int kHosts = 6;
   Simulator sim;
@@ -236,6 +240,40 @@ VictimResult run_victim(bool with_dcqcn) {
                                                a.scq, *h[static_cast<size_t>(p[1])], b.pd, b.qpn,
                                                b.rcq));
   }
+  // Time series for bench/plot: the congested port (leaf 2 -> H3), CNPs of every host, XOFF
+  // of every switch, each flow's goodput (flow 0 = the victim), every 100 us.
+  const char* dir = std::getenv("UROCE_SIM_CSV_DIR");
+  constexpr Duration kSample = Duration::micros(100);
+  Sampler smp(sim, kSample, Timestamp{} + Duration::millis(30),
+              dir ? std::string(dir) + "/" + csv_name : std::string());
+  Link& hot = fab.downlink(3);
+  uint64_t last_wire = 0;
+  smp.add("util", [&] {
+    uint64_t wire = hot.stats().sent_bytes + hot.stats().sent * (kFcsBytes + kPreambleIfgBytes);
+    double u = static_cast<double>(wire - last_wire) * 8 / (kRate * kSample.secs());
+    last_wire = wire;
+    return u;
+  });
+  smp.add("queue_bytes", [&] { return static_cast<double>(hot.queued_bytes()); });
+  smp.add("cnps_sent", [&] {
+    uint64_t n = 0;
+    for (auto& host : h) n += host->counters().get(Counter::np_cnp_sent);
+    return static_cast<double>(n);
+  });
+  smp.add("xoff_sent", [&] {
+    uint64_t n = 0;
+    for (uint32_t s = 0; s < fab.switch_count(); ++s) n += fab.sw(s).stats().xoff_sent;
+    return static_cast<double>(n);
+  });
+  std::vector<uint64_t> last_bytes(flows.size());
+  for (size_t k = 0; k < flows.size(); ++k)
+    smp.add("flow" + std::to_string(k) + "_gbps", [&, k] {
+      uint64_t b = flows[k]->bytes_completed();
+      double g = static_cast<double>(b - last_bytes[k]) * 8 / kSample.secs() / 1e9;
+      last_bytes[k] = b;
+      return g;
+    });
+  smp.start();
   for (auto& f : flows) f->start();
   std::vector<uint64_t> at10(flows.size());
   sim.run_until(Timestamp{} + Duration::millis(10));
@@ -256,8 +294,8 @@ VictimResult run_victim(bool with_dcqcn) {
 }
 
 TEST(DcqcnIncastTest, PfcVictimFlowRecoversWithDcqcn) {
-  VictimResult off = run_victim(false);
-  VictimResult on = run_victim(true);
+  VictimResult off = run_victim(false, "pfc_victim_40g_no_dcqcn.csv");
+  VictimResult on = run_victim(true, "pfc_victim_40g.csv");
   ASSERT_EQ(off.error, "");
   ASSERT_EQ(on.error, "");
   std::printf("victim: without DCQCN %.2f Gb/s (incast %.2f, XOFF %llu), with DCQCN %.2f Gb/s "

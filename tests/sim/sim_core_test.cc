@@ -407,6 +407,42 @@ TEST(SwitchTest, PfcPausesSendersInsteadOfDropping) {
   EXPECT_EQ(t.sw.stats().xoff_sent, 0u);
 }
 
+TEST(SwitchTest, HeadroomSmallerThanTheCableRoundTripDropsLosslessFramesAndCountsThem) {
+  // A 50 us cable at 10 Gb/s: after XOFF leaves, frames keep arriving for a round trip; two
+  // senders into one port add one sender's rate to the buffer, ~2 * 50 us * 10 Gb/s = 125 KB
+  // (reference/dcqcn.md §4.1: headroom must cover the cable). Buffer 60 KB, XOFF at 10 KB per
+  // ingress port: the buffer overruns by ~85 KB; headroom 3 x 5 KB cannot hold that,
+  // 3 x 60 KB can.
+  auto run = [](uint64_t headroom, uint64_t* delivered) {
+    SwitchConfig cfg;
+    cfg.buffer_bytes = 60'000;
+    cfg.pfc = PfcConfig{.enabled = true, .lossless_mask = 1u << 3, .xoff_bytes = 10'000,
+                        .xon_bytes = 5'000, .headroom_bytes = headroom};
+    Star s(3, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(50'000)}, cfg);
+    s.hosts[0]->send(500, 1000, mac_of(3), 3, 26);
+    s.hosts[1]->send(500, 1000, mac_of(3), 3, 26);
+    EXPECT_TRUE(s.sim.run_until(Timestamp{100'000'000}));
+    *delivered = s.hosts[2]->rx.size();
+    EXPECT_GT(s.sw.stats().xoff_sent, 0u);
+    EXPECT_EQ(s.sw.stats().buffer_drops, 0u);  // lossless frames are never buffer drops
+    // Admitted bytes never exceed the buffer plus the headroom of the 3 ports.
+    EXPECT_LE(s.sw.stats().max_buffer_bytes, 60'000 + 3 * headroom);
+    return s.sw.stats();
+  };
+  uint64_t small_delivered = 0, big_delivered = 0;
+  SwitchStats small = run(5'000, &small_delivered);
+  SwitchStats big = run(60'000, &big_delivered);
+  // Expect: with too little headroom the switch used all of it (admitted bytes within one
+  // frame of buffer + headroom) before it dropped, and counted every drop as a headroom drop;
+  // every frame it did not drop arrived. With enough headroom nothing is lost.
+  EXPECT_GT(small.headroom_drops, 0u);
+  EXPECT_GE(small.max_buffer_bytes + 1100, 60'000u + 3 * 5'000u);
+  EXPECT_EQ(small_delivered + small.headroom_drops, 1000u);
+  EXPECT_EQ(big.headroom_drops, 0u);
+  EXPECT_EQ(big_delivered, 1000u);
+  EXPECT_GT(big.max_buffer_bytes, 60'000u);  // headroom was needed, and it sufficed
+}
+
 TEST(FabricTest, TwoTierRoutesEveryPairThroughTheSpine) {
   // Two leaves with two hosts each, one spine. 10 Gb/s, 100 ns per hop.
   Simulator sim;

@@ -125,6 +125,7 @@ void roce_json(JsonWriter& j, const Snapshot& s, bool running) {
   j.kv("profile", stats::get_text(c.profile));
   j.kv("lossless", c.lossless != 0);
   j.kv("trust", stats::get_text(c.trust));
+  if (c.vlan >= 0) j.kv("vlan", int64_t{c.vlan});  // absent: untagged frames
   j.kv("roce_dscp", int{c.roce_dscp});
   j.kv("roce_priority", int{c.dscp_to_prio[c.roce_dscp & 63]});
   j.kv("cnp_dscp", int{c.cnp_dscp});
@@ -185,6 +186,7 @@ void roce_table(std::string& out, const Snapshot& s, bool running) {
       profile.empty() ? "(none)" : profile, c.lossless ? "on" : "off", stats::get_text(c.trust),
       c.ecn ? "on" : "off", stats::get_text(c.dcqcn_mode), c.roce_dscp,
       c.dscp_to_prio[c.roce_dscp & 63], c.cnp_dscp, c.dscp_to_prio[c.cnp_dscp & 63]);
+  if (c.vlan >= 0) out += fmt::format("  802.1Q tag on every frame: vid {}, pcp = priority\n", c.vlan);
   out += fmt::format("  PFC xoff {} B  xon {} B  watchdog {} ms / {} ms  storms warn {} err {}\n",
                      c.pfc_xoff_bytes, c.pfc_xon_bytes, c.pfc_watchdog_detect_ms,
                      c.pfc_watchdog_restore_ms, s.port.tx_pause_storm_warning_events,

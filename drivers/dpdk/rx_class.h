@@ -1,0 +1,62 @@
+/**
+ * @file rx_class.h
+ * @brief A received frame's priority and ECN field, as the port's PFC backlog and its
+ * rx_prio{p}_* counters see them: by the IP DSCP through dscp_to_prio (trust dscp, the default),
+ * or by the 802.1Q PCP through pcp_to_prio (trust pcp; untagged frames are priority 0, as mlx5
+ * with `mlnx_qos --trust pcp`). Non-IP frames are priority 0 with ECN 0 either way.
+ * References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3 (PCP), RFC 3168 §5 (ECN field).
+ */
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "config/config.h"
+
+namespace uroce::dpdk {
+
+struct RxClass {
+  uint8_t prio = 0;  ///< 0..7
+  uint8_t ecn = 0;   ///< the IP header's ECN bits, 0..3 (3 = CE)
+};
+
+/// How a port classifies received frames (from config::Device).
+struct RxClassifier {
+  config::Device::Trust trust = config::Device::Trust::kDscp;
+  std::array<uint8_t, 64> dscp_to_prio{};
+  std::array<uint8_t, 8> pcp_to_prio{};
+
+  static RxClassifier of(const config::Device& dev) {
+    return {dev.trust, dev.dscp_to_prio, dev.pcp_to_prio};
+  }
+
+  RxClass operator()(std::span<const uint8_t> f) const {
+    if (f.size() < 14) return {};
+    size_t l3 = 14;
+    uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+    int pcp = -1;
+    if (type == 0x8100 && f.size() >= 18) {
+      pcp = f[14] >> 5;
+      type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+      l3 = 18;
+    }
+    uint8_t tc = 0;  // DSCP << 2 | ECN
+    bool ip = false;
+    if (f.size() >= l3 + 2 && type == 0x0800) {
+      tc = f[l3 + 1];
+      ip = true;
+    } else if (f.size() >= l3 + 2 && type == 0x86DD) {
+      tc = static_cast<uint8_t>((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4);
+      ip = true;
+    }
+    const uint8_t ecn = static_cast<uint8_t>(tc & 3);
+    if (trust == config::Device::Trust::kPcp)
+      return {static_cast<uint8_t>(pcp < 0 ? 0 : pcp_to_prio[static_cast<size_t>(pcp)] & 7), ecn};
+    if (!ip) return {};
+    return {static_cast<uint8_t>(dscp_to_prio[tc >> 2] & 7), ecn};
+  }
+};
+
+}  // namespace uroce::dpdk
