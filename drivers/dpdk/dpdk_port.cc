@@ -109,7 +109,7 @@ class DpdkPort final : public Port {
         devargs_(dev.port),
         mac_(mac),
         max_frame_(max_frame),
-        neighbors_(mac, dev.addresses, dev.neighbors),
+        neighbors_(mac, dev.addresses, dev.neighbors, dev.vlan),
         pfc_rx_(link_speed_bps(), watchdog_config(dev.pfc), &pfc_counters_),
         pfc_tx_(link_speed_bps(), pfc_tx_config(dev.pfc), &pfc_counters_),
         pfc_tx_on_(dev.pfc.xoff_bytes > 0 && pfc_tx_config(dev.pfc).enabled_mask != 0),

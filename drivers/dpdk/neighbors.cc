@@ -59,8 +59,9 @@ uint16_t icmpv6_checksum(const Key& src, const Key& dst, const uint8_t* msg, siz
 }
 
 Neighbors::Neighbors(MacAddr mac, std::vector<config::Address> own,
-                     const std::map<std::string, MacAddr>& static_neighbors)
-    : mac_(mac), own_(std::move(own)) {
+                     const std::map<std::string, MacAddr>& static_neighbors,
+                     std::optional<uint16_t> vlan)
+    : mac_(mac), vlan_(vlan), own_(std::move(own)) {
   for (const auto& [text, m] : static_neighbors) {
     Gid g;
     if (Gid::parse(text, &g)) static_[g.raw] = m;
@@ -118,6 +119,14 @@ void Neighbors::learn(const Gid& ip, const MacAddr& mac, bool create) {
 
 bool Neighbors::on_frame(std::span<const uint8_t> frame, Timestamp /*now*/, TxSink& tx) {
   if (frame.size() < sizeof(wire::EthHdr)) return false;
+  if (frame[12] == 0x81 && frame[13] == 0x00 && frame.size() >= sizeof(wire::EthHdr) + 4) {
+    const uint16_t inner = static_cast<uint16_t>(frame[16] << 8 | frame[17]);
+    if (inner != wire::kEtherTypeArp && inner != wire::kEtherTypeIpv6) return false;
+    // 802.1Q-tagged ARP/ND: handled as the untagged frame (MACs, then what follows the tag).
+    untagged_.assign(frame.begin(), frame.begin() + 12);
+    untagged_.insert(untagged_.end(), frame.begin() + 16, frame.end());
+    frame = untagged_;
+  }
   wire::EthHdr eth;
   std::memcpy(&eth, frame.data(), sizeof eth);
   switch (eth.ether_type.load()) {
@@ -204,27 +213,18 @@ bool Neighbors::on_ipv6(std::span<const uint8_t> frame, TxSink& tx) {
 
 bool Neighbors::send_arp(uint16_t op, const MacAddr& eth_dst, const MacAddr& tha, uint32_t spa,
                          uint32_t tpa, TxSink& tx) {
-  uint8_t* p = tx.begin_frame(wire::kArpFrameLen);
-  if (!p) {
-    ++stats_.tx_dropped;
-    return false;
-  }
+  uint8_t p[wire::kArpFrameLen];
   wire::EthHdr eth{eth_dst.b, mac_.b, Be16::of(wire::kEtherTypeArp)};
   wire::ArpPkt arp{Be16::of(wire::kArpHtypeEthernet), Be16::of(wire::kEtherTypeIpv4), 6, 4,
                    Be16::of(op), mac_.b, Be32::of(spa), tha.b, Be32::of(tpa)};
   std::memcpy(p, &eth, sizeof eth);
   std::memcpy(p + sizeof eth, &arp, sizeof arp);
-  tx.end_frame(wire::kArpFrameLen, TxMeta{});
-  return true;
+  return emit(p, sizeof p, tx);
 }
 
 bool Neighbors::send_nd(uint8_t type, uint32_t flags, const Key& src, const Key& dst,
                         const MacAddr& eth_dst, const Key& target, TxSink& tx) {
-  uint8_t* p = tx.begin_frame(wire::kNdFrameLen);
-  if (!p) {
-    ++stats_.tx_dropped;
-    return false;
-  }
+  uint8_t p[wire::kNdFrameLen];
   constexpr uint16_t kPayload = sizeof(wire::NdMsg) + sizeof(wire::NdLinkOpt);
   wire::EthHdr eth{eth_dst.b, mac_.b, Be16::of(wire::kEtherTypeIpv6)};
   wire::Ipv6Hdr ip{Be32::of(6u << 28), Be16::of(kPayload), wire::kIpProtoIcmpv6, 255, src, dst};
@@ -239,7 +239,25 @@ bool Neighbors::send_nd(uint8_t type, uint32_t flags, const Key& src, const Key&
   std::memcpy(p, &eth, sizeof eth);
   std::memcpy(p + sizeof eth, &ip, sizeof ip);
   std::memcpy(p + sizeof eth + sizeof ip, msg, kPayload);
-  tx.end_frame(wire::kNdFrameLen, TxMeta{});
+  return emit(p, sizeof p, tx);
+}
+
+bool Neighbors::emit(const uint8_t* f, size_t len, TxSink& tx) {
+  const size_t tag = vlan_ ? 4 : 0;
+  uint8_t* p = tx.begin_frame(len + tag);
+  if (!p) {
+    ++stats_.tx_dropped;
+    return false;
+  }
+  std::memcpy(p, f, 12);  // destination and source MAC
+  if (vlan_) {            // TPID 0x8100, PCP 0, DEI 0, VID
+    p[12] = 0x81;
+    p[13] = 0x00;
+    p[14] = static_cast<uint8_t>((*vlan_ >> 8) & 0x0f);
+    p[15] = static_cast<uint8_t>(*vlan_ & 0xff);
+  }
+  std::memcpy(p + 12 + tag, f + 12, len - 12);
+  tx.end_frame(len + tag, TxMeta{});
   return true;
 }
 

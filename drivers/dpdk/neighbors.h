@@ -24,6 +24,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,8 +53,11 @@ class Neighbors {
 
   /// @param mac our MAC; @param own our addresses (config order);
   /// @param static_neighbors address text -> MAC (config::Device::neighbors).
+  /// @param vlan 802.1Q VLAN id (config::Device::vlan): ARP/ND frames are sent tagged with
+  /// it (PCP 0); received ones are understood tagged or untagged either way.
   Neighbors(MacAddr mac, std::vector<config::Address> own,
-            const std::map<std::string, MacAddr>& static_neighbors);
+            const std::map<std::string, MacAddr>& static_neighbors,
+            std::optional<uint16_t> vlan = std::nullopt);
 
   /// Handles an ARP or ND frame; returns false (and does nothing) for any other frame.
   bool on_frame(std::span<const uint8_t> frame, Timestamp now, TxSink& tx);
@@ -89,8 +93,12 @@ class Neighbors {
                 uint32_t tpa, TxSink& tx);
   bool send_nd(uint8_t type, uint32_t flags, const Key& src, const Key& dst,
                const MacAddr& eth_dst, const Key& target, TxSink& tx);
+  /// Writes an untagged frame f to tx, with the 802.1Q tag inserted when vlan_ is set.
+  bool emit(const uint8_t* f, size_t len, TxSink& tx);
 
   MacAddr mac_;
+  std::optional<uint16_t> vlan_;
+  std::vector<uint8_t> untagged_;  ///< a received tagged frame with its tag removed
   std::vector<config::Address> own_;
   std::map<Key, MacAddr> static_;
   std::map<Key, MacAddr> cache_;

@@ -20,6 +20,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -43,6 +44,9 @@ struct EngineConfig {
   uint8_t roce_dscp = 26;          ///< DSCP of data packets when the AV's traffic class is 0
   uint8_t cnp_dscp = 48;           ///< DSCP of CNPs
   bool ecn = true;                 ///< data packets carry ECT(0)
+  /// 802.1Q VLAN id of every RoCE frame sent (0 = priority-tagged), with PCP = the frame's
+  /// priority (dscp_to_prio of its DSCP); unset: untagged frames.
+  std::optional<uint16_t> vlan;
   uint64_t key_seed = 0;           ///< seeds lkey/rkey generation (the caller picks randomness)
   /// DSCP -> priority (TxMeta::priority, PFC class); default: the class selector, DSCP >> 3.
   std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();

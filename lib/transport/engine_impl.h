@@ -321,6 +321,13 @@ struct Engine::Impl {
   bool resolve(Qp& qp, NeighborResolver& neigh);
   void fill_template(Qp& qp);
   uint8_t prio_of(uint8_t dscp) const { return cfg.dscp_to_prio[dscp & 63] & 7; }
+  /// Adds the configured 802.1Q tag (cfg.vlan) to a frame whose DSCP is set: PCP = priority.
+  void tag(wire::FrameSpec& s) const {
+    if (!cfg.vlan) return;
+    s.vlan = true;
+    s.vid = *cfg.vlan;
+    s.pcp = prio_of(s.dscp);
+  }
   /// Counts one frame of `qp` handed to the sink: the device's counters and the QP's own.
   void count_tx(Qp& qp, size_t len) {
     inc(Counter::tx_vport_rdma_unicast_packets);

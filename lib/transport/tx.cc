@@ -80,6 +80,7 @@ void Engine::Impl::fill_template(Qp& qp) {
   if (av.sgid_index < cfg.gids.size()) s.src_ip = cfg.gids[av.sgid_index];
   s.dst_ip = av.dgid;
   s.dscp = dscp_of(cfg, av);
+  tag(s);
   s.ecn = cfg.ecn ? wire::kEcnEct0 : 0;
   s.ttl = av.hop_limit;
   s.flow_label = av.flow_label;
@@ -225,6 +226,7 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
     }
   }
   s.dscp = cfg.cnp_dscp;
+  tag(s);
   s.ecn = wire::kEcnNotEct;
   s.udp_sport = qp.udp_sport;
   s.dest_qpn = Qpn(qp.cnp_dqpn);
@@ -282,6 +284,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     s.src_ip = cfg.gids[w.av.sgid_index];
     s.dst_ip = w.av.dgid;
     s.dscp = dscp_of(cfg, w.av);
+    tag(s);
     s.ecn = cfg.ecn ? wire::kEcnEct0 : 0;
     s.ttl = w.av.hop_limit;
     s.flow_label = w.av.flow_label;

@@ -108,6 +108,14 @@ Runtime::~Runtime() {
     for (size_t i = 0; i < kCounterCount; ++i)
       if (uint64_t v = c->get(static_cast<Counter>(i)))
         line += " " + std::string(kCounterNames[i]) + "=" + std::to_string(v);
+    PortCounters pc;
+    if (port && port->read_counters(&pc))
+      for (int p = 0; p < PortCounters::kPriorities; ++p) {
+        if (pc.rx_prio_packets[p])
+          line += " rx_prio" + std::to_string(p) + "_packets=" + std::to_string(pc.rx_prio_packets[p]);
+        if (pc.tx_prio_packets[p])
+          line += " tx_prio" + std::to_string(p) + "_packets=" + std::to_string(pc.tx_prio_packets[p]);
+      }
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 }
@@ -324,6 +332,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.cnp_dscp = dev->cfg.cnp_dscp;
   ec.ecn = dev->cfg.ecn;
   ec.dscp_to_prio = dev->cfg.dscp_to_prio;
+  ec.vlan = dev->cfg.vlan;
 #ifdef UROCE_HAVE_DCQCN
   if (dev->cfg.dcqcn.enabled) {
     std::string cerr;

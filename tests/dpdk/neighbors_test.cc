@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <deque>
+#include <utility>
 #include <vector>
 
 #include "common/byteorder.h"
@@ -287,6 +288,87 @@ TEST(NeighborsNd, ResolveSendsSolicitationToTheSolicitedNodeGroupAndLearnsTheAdv
   EXPECT_TRUE(n.on_frame(na, Timestamp{0}, tx));
   EXPECT_TRUE(n.resolve(peer, &m, Timestamp{0}, tx));
   EXPECT_EQ(m, kPeerMac);
+}
+
+/// f with an 802.1Q tag (PCP pcp, VID vid) inserted after the MACs.
+Frame tagged(const Frame& f, uint16_t vid, uint8_t pcp = 0) {
+  Frame t(f.begin(), f.begin() + 12);
+  t.push_back(0x81);
+  t.push_back(0x00);
+  t.push_back(static_cast<uint8_t>(pcp << 5 | vid >> 8));
+  t.push_back(static_cast<uint8_t>(vid & 0xff));
+  t.insert(t.end(), f.begin() + 12, f.end());
+  return t;
+}
+
+/// f without the 802.1Q tag that must follow its MACs: (VID, PCP) of that tag, or (-1, -1).
+std::pair<int, int> untag(Frame* f) {
+  if (f->size() < 18 || (*f)[12] != 0x81 || (*f)[13] != 0x00) return {-1, -1};
+  int vid = ((*f)[14] & 0x0f) << 8 | (*f)[15];
+  int pcp = (*f)[14] >> 5;
+  f->erase(f->begin() + 12, f->begin() + 16);
+  return {vid, pcp};
+}
+
+TEST(NeighborsVlan, TaggedRequestsAreAnsweredAndEveryFrameSentCarriesTheVlanTag) {
+  Neighbors n(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:db8::1"), 64)}, {},
+              /*vlan=*/100);
+  CaptureSink tx;
+  // Receive a VLAN-100 (PCP 3) ARP request for our address.
+  // Expect: a reply tagged VID 100 / PCP 0 that is, untagged, the reply of the untagged case.
+  Frame req = arp_frame(1, MacAddr::broadcast(), kPeerMac, kPeerIp, MacAddr{}, kOurIp);
+  EXPECT_TRUE(n.on_frame(tagged(req, 100, 3), Timestamp{0}, tx));
+  ASSERT_EQ(tx.frames.size(), 1u);
+  Frame rep = tx.pop();
+  EXPECT_EQ(untag(&rep), std::make_pair(100, 0));
+  wire::ArpPkt a = arp_of(rep);
+  EXPECT_EQ(a.op.load(), 2);
+  EXPECT_EQ(a.tpa.load(), kPeerIp);
+  EXPECT_EQ(std::memcmp(rep.data(), kPeerMac.b.data(), 6), 0);
+  // An untagged request is understood too; the reply is still tagged.
+  EXPECT_TRUE(n.on_frame(req, Timestamp{0}, tx));
+  ASSERT_EQ(tx.frames.size(), 1u);
+  rep = tx.pop();
+  EXPECT_EQ(untag(&rep).first, 100);
+  // Our own requests (ARP and ND) are tagged.
+  MacAddr m;
+  EXPECT_FALSE(n.resolve(Gid::from_ipv4(0xc6120007), &m, Timestamp{0}, tx));
+  EXPECT_FALSE(n.resolve(v6("2001:db8::7"), &m, Timestamp{0}, tx));
+  ASSERT_EQ(tx.frames.size(), 2u);
+  Frame arp = tx.pop(), ns = tx.pop();
+  EXPECT_EQ(untag(&arp).first, 100);
+  EXPECT_EQ(arp_of(arp).op.load(), 1);
+  EXPECT_EQ(untag(&ns).first, 100);
+  ASSERT_EQ(ns.size(), wire::kNdFrameLen);
+  EXPECT_EQ(ns[54], 135);  // neighbour solicitation
+  // A tagged NS is answered with a tagged NA whose checksum holds.
+  Gid peer = v6("2001:db8::2"), ours = v6("2001:db8::1");
+  EXPECT_TRUE(n.on_frame(tagged(nd_frame(135, 0, peer, solicited_node(ours), ours, 1, kPeerMac), 100),
+                         Timestamp{0}, tx));
+  ASSERT_EQ(tx.frames.size(), 1u);
+  Frame na = tx.pop();
+  EXPECT_EQ(untag(&na).first, 100);
+  ASSERT_EQ(na.size(), wire::kNdFrameLen);
+  EXPECT_EQ(na[54], 136);
+  wire::Ipv6Hdr ip;
+  std::memcpy(&ip, na.data() + 14, 40);
+  EXPECT_EQ(icmpv6_checksum(ip.src, ip.dst, na.data() + 54, 32), 0);
+  // A tagged frame that is neither ARP nor IPv6 is not ours to consume.
+  Frame other = req;
+  other[12] = 0x88;
+  other[13] = 0xb5;
+  EXPECT_FALSE(n.on_frame(tagged(other, 100), Timestamp{0}, tx));
+}
+
+TEST(NeighborsVlan, WithoutAVlanTheRepliesToTaggedRequestsAreUntagged) {
+  Neighbors n = make();
+  CaptureSink tx;
+  Frame req = arp_frame(1, MacAddr::broadcast(), kPeerMac, kPeerIp, MacAddr{}, kOurIp);
+  EXPECT_TRUE(n.on_frame(tagged(req, 0, 3), Timestamp{0}, tx));  // priority-tagged request
+  ASSERT_EQ(tx.frames.size(), 1u);
+  Frame rep = tx.pop();
+  EXPECT_EQ(untag(&rep).first, -1);
+  EXPECT_EQ(rep.size(), wire::kArpFrameLen);
 }
 
 TEST(Neighbors, OtherFramesAreNotConsumed) {

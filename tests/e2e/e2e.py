@@ -175,6 +175,14 @@ def all_cases():
             args=VERIFY_VARIANTS["write"])
         add(f"{link}.ib_write_bw.queues2", "perftest", link, 120, queues=2,
             tool="ib_write_bw", args=["-q", "4"])
+        # 802.1Q: every frame tagged VID 42 (RoCE with PCP = its priority 3, ARP with PCP 0),
+        # no static neighbour (ARP over the VLAN), trust pcp with PCP 3 -> priority 5: each
+        # side must count what it received on priority 5 and nothing on another priority.
+        add(f"{link}.uroce_verify.vlan", "verify", link, 120, short=(link == "memif"),
+            args=VERIFY_VARIANTS["write"], arp=True, env={"UROCE_PRINT_COUNTERS": "1"},
+            toml='vlan = 42\ntrust = "pcp"\npcp_to_prio = [0, 1, 2, 5, 4, 5, 6, 7]',
+            expect=r"counters at close:.* rx_prio5_packets=[1-9]",
+            reject=r"rx_prio[0-46-7]_packets=")
         # issue #3 also asks for an async event on the failed QP: its own case.
         add(f"{link}.peer_kill.async_event", "peer_kill", link, 120,
             short=(link == "af_packet"), async_event=True)
@@ -245,7 +253,8 @@ def tool_path(name, build):
 
 
 def run_two(case, link, build, server_args, client_args, port, check):
-    p = Pair(link, build, queues=case.kw.get("queues", 1))
+    p = Pair(link, build, queues=case.kw.get("queues", 1), extra_toml=case.kw.get("toml", ""),
+             arp=case.kw.get("arp", False), env=case.kw.get("env"))
     srv, cli = p.run(server_args, client_args + [link.oob_host()], port, case.timeout - 10)
     outs = [s.output() if s else "" for s in p.sides]
     if p.timed_out:
@@ -393,7 +402,15 @@ def run_verify(case, link, build):
         return fail(f"{case.name}: {prog} is not built (examples/uroce_verify)")
     port = pairmod.free_tcp_port()
     args = [prog, "-d", DEVICE, "-g", str(GID_INDEX), "-p", str(port)] + case.kw["args"]
-    return run_two(case, link, build, args, args, port, lambda outs: None)[0]
+
+    def check(outs):
+        for side, out in enumerate(outs):
+            if case.kw.get("expect") and not re.search(case.kw["expect"], out):
+                return f"side {side} output lacks /{case.kw['expect']}/"
+            if case.kw.get("reject") and re.search(case.kw["reject"], out):
+                return f"side {side} output has /{case.kw['reject']}/"
+        return None
+    return run_two(case, link, build, args, args, port, check)[0]
 
 
 def run_peer_kill(case, link, build):

@@ -73,6 +73,50 @@ TEST(Congestion, CeMarkedRequestMakesACnpToTheSourceQp) {
   EXPECT_EQ(t.counters.get(Counter::np_cnp_sent), 1u);
 }
 
+TEST(Congestion, WithAVlanEveryFrameIsTaggedWithItsPriorityAsPcp) {
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f, /*vlan=*/5);
+  // Receive a tagged (VID 5, PCP 3) CE-marked WRITE_ONLY psn 100
+  // Expect: accepted; the ACK tagged VID 5 / PCP 3 (RoCE DSCP 26 -> priority 3) and the CNP
+  // tagged VID 5 / PCP 6 (DSCP 48 -> priority 6), PCP = TxMeta::priority each.
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, 100);
+  s.vlan = true;
+  s.vid = 5;
+  s.pcp = 3;
+  s.reth = {t.va(), t.keys.rkey, 4};
+  s.ecn = wire::kEcnCe;
+  std::vector<uint8_t> pl(4, 7);
+  t.rx(t.pb.build(s, pl));
+  EXPECT_EQ(t.mem()[0], 7);
+  ASSERT_EQ(t.tx(), 2u);
+  EXPECT_EQ(t.sink.front_meta().priority, 3);
+  Captured ack = t.sink.pop();
+  EXPECT_EQ(ack.p.opcode, Opcode::kRcAcknowledge);
+  EXPECT_TRUE(ack.p.has_vlan);
+  EXPECT_EQ(ack.p.vid, 5);
+  EXPECT_EQ(ack.p.pcp, 3);
+  EXPECT_EQ(t.sink.front_meta().priority, 6);
+  Captured cnp = t.sink.pop();
+  EXPECT_EQ(cnp.p.opcode, Opcode::kCnp);
+  EXPECT_TRUE(cnp.p.has_vlan);
+  EXPECT_EQ(cnp.p.vid, 5);
+  EXPECT_EQ(cnp.p.pcp, 6);
+  // A SEND from the engine: tagged with the RoCE priority.
+  ASSERT_TRUE(t.post_send(WrOpcode::kSend, 1, 0, 64));
+  ASSERT_EQ(t.tx(), 1u);
+  Captured send = t.sink.pop();
+  EXPECT_EQ(send.p.opcode, Opcode::kRcSendOnly);
+  EXPECT_TRUE(send.p.has_vlan);
+  EXPECT_EQ(send.p.vid, 5);
+  EXPECT_EQ(send.p.pcp, 3);
+  // Without a VLAN nothing is tagged.
+  EngineUnderTest u(QpType::kRc, &f);
+  u.rx(u.pb.build(s, pl));
+  ASSERT_EQ(u.tx(), 2u);
+  EXPECT_FALSE(u.sink.pop().p.has_vlan);
+  EXPECT_FALSE(u.sink.pop().p.has_vlan);
+}
+
 /// CNPs among the frames the engine sent since the last call (the rest are dropped).
 int pop_cnps(EngineUnderTest& t) {
   t.tx();

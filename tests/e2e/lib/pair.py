@@ -23,8 +23,9 @@ DEVICE = "uroce0"
 GID_INDEX = 0  # GID index i is the RoCEv2 GID of address i (DESIGN.md)
 
 
-def write_config(path, link, side, extra_eal=None, queues=1):
-    """Writes the TOML file of one side; returns its path."""
+def write_config(path, link, side, extra_eal=None, queues=1, extra_toml="", arp=False):
+    """Writes the TOML file of one side; returns its path. extra_toml: more [[device]] keys;
+    arp: no static neighbour (the peer's MAC comes from ARP)."""
     peer = 1 - side
     eal = ", ".join(f'"{a}"' for a in (extra_eal or []))
     text = f"""# written by tests/e2e/lib/pair.py for side {side} of a {link.name} link
@@ -36,7 +37,8 @@ addresses = ["{links.ROCE_ADDR[side]}/{links.ROCE_PREFIX_LEN}"]
 mtu = {link.mtu}
 queues = {queues}
 mac = "{links.MACS[side]}"
-neighbors = {{ "{links.ROCE_ADDR[peer]}" = "{links.MACS[peer]}" }}
+{"" if arp else f'neighbors = {{ "{links.ROCE_ADDR[peer]}" = "{links.MACS[peer]}" }}'}
+{extra_toml}
 """
     with open(path, "w") as f:
         f.write(text)
@@ -106,14 +108,16 @@ def listening(link, side, port):
 class Pair:
     """A server and a client over `link`. Use run() or start_server()/start_client()/finish()."""
 
-    def __init__(self, link, build_dir, workdir=None, extra_eal=None, queues=1):
+    def __init__(self, link, build_dir, workdir=None, extra_eal=None, queues=1, extra_toml="",
+                 arp=False, env=None):
         self.link = link
         self.build_dir = build_dir
         self.dir = workdir or tempfile.mkdtemp(prefix="ue2e-run-")
         link.fresh()
         self.configs = [write_config(os.path.join(self.dir, f"side{s}.toml"), link, s, extra_eal,
-                                     queues)
+                                     queues, extra_toml, arp)
                         for s in (0, 1)]
+        self.extra_env = env or {}
         self.sides = [None, None]  # the first server and client
         self.procs = []            # every program started, in order
         self.timed_out = False
@@ -122,6 +126,7 @@ class Pair:
         e = dict(os.environ)
         e["LD_LIBRARY_PATH"] = os.path.join(self.build_dir, "lib")
         e["UROCE_CONFIG"] = self.configs[side]
+        e.update(self.extra_env)
         return e
 
     def command(self, side, argv):

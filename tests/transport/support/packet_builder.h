@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -153,9 +154,12 @@ struct EngineUnderTest {
   static constexpr size_t kCanary = 4096;
   static constexpr size_t kRegion = 65536;
 
-  explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr) {
+  /// vlan: EngineConfig::vlan (802.1Q tag on every frame sent).
+  explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr,
+                           std::optional<uint16_t> vlan = std::nullopt) {
     EngineConfig cfg;
     cfg.cc = cc;
+    cfg.vlan = vlan;
     cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 0x02}};
     cfg.gids = {Gid::from_ipv4(0xc6120002u)};
     cfg.key_seed = 77;
