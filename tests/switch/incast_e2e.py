@@ -376,8 +376,10 @@ def incast_dcqcn(build, tmp, failures, gaps, secs=6, fairness=False):
     if cnp_sent == 0 or cnp_handled == 0:
         gaps.append(f"np_cnp_sent={cnp_sent}, rp_cnp_handled={cnp_handled}: uroce sent/handled "
                     f"no CNP although the switch marked {bott['ecn_marked']} packets CE")
-    elif cnp_handled < 0.9 * cnp_sent or cnp_handled > cnp_sent:
-        failures.append(f"senders handled {cnp_handled} of the {cnp_sent} CNPs the receivers sent")
+    elif abs(cnp_handled - cnp_sent) > 0.1 * cnp_sent:
+        # Within 10 %: the two are sampled live (every 0.3 s, each process's last sample
+        # before it exits), not at one instant; CNPs on the wire are not lost (strict priority 6).
+        failures.append(f"senders handled {cnp_handled} CNPs, receivers sent {cnp_sent}")
     # DCQCN, not the QP window, holds the flows: their sampled rate sits below line rate.
     rc = median_rc(seen, senders)
     if rc is None or rc >= 0.9 * RPG_MAX_RATE:
