@@ -14,7 +14,9 @@
  *   send    client SENDs pattern(i); the server checks each received message.
  *   atomic  FETCH_ADD 1 then CMP_SWP per iteration on a server counter; the returned
  *           originals must be 2i and 2i+1, the final counter 2n.
- * Exit status 0 only when both sides saw no mismatch and no error completion. Sizes in bytes.
+ * Every completion is checked to be the one expected (the posted WR; receives in posting
+ * order) and no completion may follow the last. Exit status 0 only when both sides saw no
+ * mismatch, no error completion and no unexpected completion. Sizes in bytes.
  */
 #include <getopt.h>
 #include <infiniband/verbs.h>
@@ -300,7 +302,23 @@ bool post(Rdma* r, ibv_wr_opcode op, uint8_t* local, ibv_mr* lmr, uint32_t len,
     return false;
   }
   ibv_wc wc;
-  return wait_one(r, &wc);
+  if (!wait_one(r, &wc)) return false;
+  if (wc.wr_id != wr.wr_id) {  // one WR outstanding: its completion, exactly once
+    std::fprintf(stderr, "uroce_verify: completion for wr_id %" PRIu64 ", expected %" PRIu64 "\n",
+                 wc.wr_id, wr.wr_id);
+    return false;
+  }
+  return true;
+}
+
+/// After the last expected completion: no other completion may follow (each exactly once).
+bool no_extra_completion(Rdma* r) {
+  ibv_wc wc;
+  int n = ibv_poll_cq(r->cq, 1, &wc);
+  if (n != 0)
+    std::fprintf(stderr, "uroce_verify: unexpected completion (wr_id %" PRIu64 ") after the last\n",
+                 n > 0 ? wc.wr_id : 0);
+  return n == 0;
 }
 
 bool post_recv(Rdma* r, uint64_t id, uint8_t* p, uint32_t len) {
@@ -345,7 +363,7 @@ long run_client(const Options& o, Rdma* r, const Peer& peer) {
       bad += old != expect;
     }
   }
-  return bad;
+  return no_extra_completion(r) ? bad : -1;
 }
 
 /// Server side: prepare the buffer, and for SEND receive and check every message.
@@ -365,10 +383,14 @@ long server_run_send(const Options& o, Rdma* r) {
     ibv_wc wc;
     if (!wait_one(r, &wc)) return -1;
     if (wc.byte_len != o.size) ++bad;
+    if (wc.wr_id != static_cast<uint64_t>(i)) {  // receives complete in posting order
+      std::fprintf(stderr, "uroce_verify: receive %d completed as wr_id %" PRIu64 "\n", i, wc.wr_id);
+      return -1;
+    }
     bad += static_cast<long>(count_mismatch(r->buf.data() + wc.wr_id * o.size, o.size,
                                             static_cast<uint32_t>(wc.wr_id)));
   }
-  return bad;
+  return no_extra_completion(r) ? bad : -1;
 }
 
 long server_check_end(const Options& o, Rdma* r) {

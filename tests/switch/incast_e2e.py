@@ -42,7 +42,10 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from waits import wait_for  # noqa: E402
+from swlib import (procs, start, output, kill_all, listening,  # noqa: E402
+                   start_switch, stop_switches)
 
 ADDRS = ["198.18.1.1", "198.18.1.2", "198.18.1.3", "198.18.1.4"]
 MACS = ["02:00:5e:10:00:01", "02:00:5e:10:00:02", "02:00:5e:10:00:03", "02:00:5e:10:00:04"]
@@ -76,39 +79,6 @@ RPG_MAX_RATE = float(re.search(r"rpg_max_rate\s*=\s*(\d+)", DCQCN).group(1)) \
 KMAX = 200 * 1024
 XOFF = 400 * 1024
 
-procs = []
-
-
-def start(argv, out_path, env=None):
-    f = open(out_path, "w+")
-    p = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    p.out_path = out_path
-    procs.append(p)
-    return p
-
-
-def output(p):
-    with open(p.out_path, errors="replace") as f:
-        return f.read()
-
-
-def kill_all():
-    for p in procs:
-        if p.poll() is None:
-            try:
-                os.killpg(p.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            p.wait(5)
-
-
-
-
-def listening(port):
-    p = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True)
-    return bool(p.stdout.strip())
-
-
 def write_config(path, i, sock, dcqcn=True):
     """dcqcn=False: DCQCN off on the host: data is not ECT (the switch cannot mark it), no
     CNP is sent or handled, no pacing."""
@@ -126,16 +96,6 @@ ecn = {"true" if dcqcn else "false"}
 pfc = {{ enabled = [3] }}
 dcqcn = {{ {DCQCN if dcqcn else "enabled = false"} }}
 """)
-
-
-def parse_switch(text):
-    """{port: {counter: int}} from the switch's `final` lines."""
-    ports = {}
-    for line in text.splitlines():
-        if line.startswith("final "):
-            kv = dict(x.split("=") for x in line.split()[1:])
-            ports[int(kv["port"])] = {k: int(v) for k, v in kv.items()}
-    return ports
 
 
 def steady_rates(text, a=2, b=3):
@@ -223,19 +183,6 @@ def bw_average(text):
     return None
 
 
-def start_switch(build, d, name, ports, extra, deadline, max_time=40):
-    argv = [os.path.join(build, "bin", "uroce-switch"), "--file-prefix",
-            f"usw-{os.getpid()}-{os.path.basename(d)}-{name}"]
-    for i, dev in enumerate(ports):
-        argv += ["--port", f"net_memif{i},{dev}"]
-    argv += extra + ["--buffer", "16M", "--stats-every", "1s", "--max-time", f"{max_time}s"]
-    sw = start(argv, os.path.join(d, f"{name}.out"))
-    wait_for(lambda: "ports up" in output(sw) or sw.poll() is not None, deadline, f"{name} start")
-    if sw.poll() is not None:
-        raise RuntimeError(f"{name} exited:\n" + output(sw))
-    return sw
-
-
 def run_hosts(build, d, socks, pairs, qps, deadline, must_succeed=True, dcqcn=True, secs=6):
     """Hosts i (uroce memif client of socks[i]); ib_write_bw client pairs[k][0] -> server
     pairs[k][1]. Returns (uroce counters seen, {pid: name}, bandwidths, {name: output}, rcs)."""
@@ -282,20 +229,6 @@ def run_hosts(build, d, socks, pairs, qps, deadline, must_succeed=True, dcqcn=Tr
                 raise RuntimeError(f"ib_write_bw {n} exited {rc} ({d}):\n" + outs[n])
     bws = [bw_average(outs[NAMES[c]]) for c, _ in pairs]
     return seen, {p.pid: n for p, n in zip(everyone, names)}, bws, outs, rcs
-
-
-def stop_switches(d, switches):
-    outs = {}
-    for name, sw in switches.items():
-        sw.send_signal(signal.SIGINT)
-        sw.wait(10)
-        outs[name] = output(sw)
-        if sw.returncode != 0:
-            raise RuntimeError(f"{name} exited {sw.returncode}:\n" + outs[name])
-    left = [f for f in os.listdir(d) if f.endswith(".sock")]
-    if left:
-        raise RuntimeError(f"memif sockets left behind: {left}")
-    return {name: parse_switch(o) for name, o in outs.items()}
 
 
 def run(build, tmp, dcqcn, tag, qps, must_succeed=True, secs=6):

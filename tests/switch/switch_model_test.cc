@@ -3,7 +3,8 @@
  * @brief uroce-switch's DPDK-free parts: the RED marking curve (reference/dcqcn.md §1.2), the
  * token-bucket shaper's rate, PFC XOFF/XON hysteresis on ingress bytes (§4), strict-priority
  * service skipping paused priorities, classification and CE marking with a valid IPv4
- * checksum, and option parsing. Time is injected. Units: bytes, bit/s, ns.
+ * checksum, option parsing, and the impairment stage (which frames it touches, its rates,
+ * its reproducibility from the seed). Time is injected. Units: bytes, bit/s, ns.
  */
 #include <gtest/gtest.h>
 
@@ -12,6 +13,7 @@
 
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
+#include "uroce-switch/impair.h"
 #include "uroce-switch/options.h"
 #include "uroce-switch/pfc_ingress.h"
 #include "uroce-switch/red.h"
@@ -217,6 +219,103 @@ TEST(SwitchOptions, ParsesUnitsAndRejectsBadValues) {
       << err;
   ASSERT_EQ(shared.shared.size(), 1u);
   EXPECT_EQ(shared.shared[0], (std::vector<uint32_t>{1, 2}));
+}
+
+/// A RoCEv2 frame: roce_v4_frame() with a UDP header to 4791, a BTH and `payload` bytes.
+std::vector<uint8_t> rocev2_frame(size_t payload = 64) {
+  std::vector<uint8_t> f = roce_v4_frame();
+  f[34 + 2] = 4791 >> 8;  // UDP destination port
+  f[34 + 3] = 4791 & 0xff;
+  f.resize(f.size() + 12 + payload + 4, 0x5a);  // BTH, payload, ICRC
+  return f;
+}
+
+TEST(SwitchImpair, OnlyRoceV2FramesAreTouchedAndOnlyPastTheBth) {
+  size_t bth_end = 0;
+  std::vector<uint8_t> f = rocev2_frame();
+  ASSERT_TRUE(is_rocev2(f, &bth_end));
+  EXPECT_EQ(bth_end, 14u + 20 + 8 + 12);
+  std::vector<uint8_t> tagged = f;
+  tagged.insert(tagged.begin() + 12, {0x81, 0x00, 0x60, 0x2a});
+  ASSERT_TRUE(is_rocev2(tagged, &bth_end));
+  EXPECT_EQ(bth_end, 18u + 20 + 8 + 12);
+  std::vector<uint8_t> other_port = f;
+  other_port[37] = 0x35;  // UDP 4661
+  EXPECT_FALSE(is_rocev2(other_port, &bth_end));
+  std::vector<uint8_t> arp(60, 0);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  EXPECT_FALSE(is_rocev2(arp, &bth_end));
+
+  // Everything impaired at probability 1: an ARP frame still passes untouched and unheld.
+  ImpairConfig all;
+  all.drop = 0;
+  all.corrupt = all.dup = all.reorder = 1;
+  all.delay = Duration::micros(5);
+  Impairment im(all);
+  ImpairVerdict a = im.decide(arp);
+  EXPECT_FALSE(a.drop || a.duplicate || a.reordered);
+  EXPECT_EQ(a.corrupt_at, -1);
+  EXPECT_EQ(a.hold.ns, 0);
+  EXPECT_EQ(im.counters().seen, 0u);
+  for (int i = 0; i < 1000; ++i) {
+    ImpairVerdict v = im.decide(f);
+    ASSERT_FALSE(v.drop);
+    ASSERT_TRUE(v.duplicate && v.reordered);
+    // Corruption lands after the BTH (payload or ICRC): the ICRC check must catch it.
+    ASSERT_GE(v.corrupt_at, static_cast<int>(14 + 20 + 8 + 12));
+    ASSERT_LT(v.corrupt_at, static_cast<int>(f.size()));
+    // Held for the delay plus an extra in (0, reorder_window].
+    ASSERT_GT(v.hold.ns, all.delay.ns);
+    ASSERT_LE(v.hold.ns, all.delay.ns + all.reorder_window.ns);
+  }
+  EXPECT_EQ(im.counters().seen, 1000u);
+  EXPECT_EQ(im.counters().corrupted, 1000u);
+}
+
+TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
+  ImpairConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_impair("drop=0.05,dup=0.01,reorder=0.02,reorder-window=100us,corrupt=0.001,"
+                           "delay=10us,seed=42", &c, &err)) << err;
+  EXPECT_EQ(c.drop, 0.05);
+  EXPECT_EQ(c.reorder_window.ns, 100'000);
+  EXPECT_EQ(c.delay.ns, 10'000);
+  EXPECT_EQ(c.seed, 42u);
+  std::vector<uint8_t> f = rocev2_frame();
+  Impairment a(c), b(c);
+  constexpr int kN = 200'000;
+  for (int i = 0; i < kN; ++i) {
+    ImpairVerdict x = a.decide(f), y = b.decide(f);
+    ASSERT_EQ(x.drop, y.drop);
+    ASSERT_EQ(x.corrupt_at, y.corrupt_at);
+    ASSERT_EQ(x.hold.ns, y.hold.ns);
+  }
+  const ImpairCounters& n = a.counters();
+  // Expect: each rate within 10 % of its probability (kN draws; dup/reorder/corrupt apply to
+  // the frames not dropped).
+  EXPECT_NEAR(static_cast<double>(n.dropped) / kN, 0.05, 0.005);
+  EXPECT_NEAR(static_cast<double>(n.duplicated) / (kN - n.dropped), 0.01, 0.001);
+  EXPECT_NEAR(static_cast<double>(n.reordered) / (kN - n.dropped), 0.02, 0.002);
+  EXPECT_NEAR(static_cast<double>(n.corrupted) / (kN - n.dropped), 0.001, 0.0003);
+  c.seed = 43;
+  Impairment other(c);
+  int same = 0;
+  Impairment replay(ImpairConfig{c.drop, c.dup, c.corrupt, c.reorder, c.reorder_window, c.delay, 42});
+  for (int i = 0; i < 1000; ++i) same += other.decide(f).drop == replay.decide(f).drop;
+  EXPECT_LT(same, 1000);  // another seed, other verdicts
+
+  EXPECT_FALSE(parse_impair("drop=1.5", &c, &err));
+  EXPECT_NE(err.find("bad value"), std::string::npos);
+  EXPECT_FALSE(parse_impair("loss=0.1", &c, &err));
+  EXPECT_NE(err.find("unknown key \"loss\""), std::string::npos);
+  EXPECT_FALSE(parse_impair("delay=5parsecs", &c, &err));
+  Options o;
+  EXPECT_TRUE(parse_options({"--port", "a", "--port", "b", "--impair", "drop=0.01,seed=3"}, &o,
+                            &err)) << err;
+  EXPECT_EQ(o.impair.drop, 0.01);
+  EXPECT_EQ(o.impair.seed, 3u);
+  EXPECT_FALSE(parse_options({"--port", "a", "--port", "b", "--impair", "drop"}, &o, &err));
 }
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <queue>
 #include <sstream>
 #include <string>
 #include <unordered_map>
@@ -35,6 +36,7 @@
 #include "dpdk/eal_args.h"
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
+#include "uroce-switch/impair.h"
 #include "uroce-switch/options.h"
 #include "uroce-switch/pfc_ingress.h"
 #include "uroce-switch/red.h"
@@ -92,8 +94,24 @@ struct SwitchPort {
   std::deque<rte_mbuf*> control;  ///< PFC frames to send: bypass queues, shaper and pause
   PortCounters c;
 
-  SwitchPort(uint16_t port_id, std::string args, const Options& o, const dcqcn::PfcTxConfig& pfc)
-      : id(port_id), devargs(std::move(args)), pfc_in(o.link_bps, pfc) {}
+  Impairment impair;              ///< on the frames this port receives
+
+  SwitchPort(uint16_t port_id, std::string args, const Options& o, const dcqcn::PfcTxConfig& pfc,
+             uint32_t index)
+      : id(port_id), devargs(std::move(args)), pfc_in(o.link_bps, pfc), impair([&] {
+          ImpairConfig ic = o.impair;
+          ic.seed += index;
+          return ic;
+        }()) {}
+};
+
+/// A received frame the impairment stage holds back (delay, reorder) until `at`.
+struct HeldFrame {
+  Timestamp at;
+  uint64_t seq;  ///< arrival order among frames due at the same time
+  uint32_t in;
+  rte_mbuf* m;
+  bool operator>(const HeldFrame& o) const { return at != o.at ? at > o.at : seq > o.seq; }
 };
 
 class Switch {
@@ -107,6 +125,10 @@ class Switch {
   void print_stats(const char* tag);
 
  private:
+  /// A frame from port `in`: through the impairment stage, then receive() (now or later).
+  void ingress(uint32_t in, rte_mbuf* m, Timestamp now);
+  /// Frames whose hold time has passed go to receive(); true if any did.
+  bool release_held(Timestamp now);
   void receive(uint32_t in, rte_mbuf* m, Timestamp now);
   void enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info, Timestamp now);
   void send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f);
@@ -128,6 +150,8 @@ class Switch {
   std::vector<std::unique_ptr<EgressLink>> links_;
   std::unordered_map<uint64_t, uint32_t> fdb_;  ///< MAC -> port index
   Duration max_busy_gap_{};  ///< longest gap between two polling rounds while frames queued
+  std::priority_queue<HeldFrame, std::vector<HeldFrame>, std::greater<>> held_;
+  uint64_t held_seq_ = 0;
 };
 
 bool Switch::add_port(const std::string& devargs, std::string* err) {
@@ -162,7 +186,8 @@ bool Switch::add_port(const std::string& devargs, std::string* err) {
   pfc.enabled_mask = o_.pfc_prios;
   pfc.xoff_bytes = o_.pfc_xoff_bytes;
   pfc.xon_bytes = o_.pfc_xon_bytes;
-  ports_.push_back(std::make_unique<SwitchPort>(id, devargs, o_, pfc));
+  ports_.push_back(std::make_unique<SwitchPort>(id, devargs, o_, pfc,
+                                                static_cast<uint32_t>(ports_.size())));
   return true;
 }
 
@@ -212,6 +237,38 @@ void Switch::enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& in
     return;
   }
   send_pfc(in, ports_[in]->pfc_in.add(info.prio, qf.len, now));
+}
+
+void Switch::ingress(uint32_t in, rte_mbuf* m, Timestamp now) {
+  SwitchPort& p = *ports_[in];
+  if (!p.impair.config().any()) return receive(in, m, now);
+  ImpairVerdict v = p.impair.decide(
+      std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len));
+  if (v.drop) {
+    p.c.rx_packets++;
+    p.c.rx_bytes += m->pkt_len;
+    rte_pktmbuf_free(m);
+    return;
+  }
+  // The duplicate is copied before the corruption: each corrupted count is one bad frame.
+  rte_mbuf* copy = v.duplicate ? rte_pktmbuf_copy(m, pool_, 0, UINT32_MAX) : nullptr;
+  if (v.corrupt_at >= 0) rte_pktmbuf_mtod(m, uint8_t*)[v.corrupt_at] ^= 0xff;
+  for (rte_mbuf* f : {m, copy}) {
+    if (!f) continue;
+    if (v.hold.ns > 0) held_.push(HeldFrame{now + v.hold, held_seq_++, in, f});
+    else receive(in, f, now);
+  }
+}
+
+bool Switch::release_held(Timestamp now) {
+  bool any = false;
+  while (!held_.empty() && held_.top().at <= now) {
+    HeldFrame h = held_.top();
+    held_.pop();
+    receive(h.in, h.m, now);
+    any = true;
+  }
+  return any;
 }
 
 void Switch::receive(uint32_t in, rte_mbuf* m, Timestamp now) {
@@ -315,11 +372,14 @@ void Switch::print_stats(const char* tag) {
         "%s port=%u link=%u rx_packets=%lu rx_bytes=%lu tx_packets=%lu tx_bytes=%lu "
         "flooded=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu queue_bytes=%lu "
         "queue_high_water=%lu ecn_marked=%lu drops=%lu q_samples=%lu q_over_kmax=%lu "
-        "tx_ring_full=%lu\n",
+        "tx_ring_full=%lu impaired=%lu imp_dropped=%lu imp_duplicated=%lu imp_corrupted=%lu "
+        "imp_reordered=%lu\n",
         tag, i, p.link, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, c.flooded,
         c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(),
         l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax,
-        c.tx_ring_full);
+        c.tx_ring_full, p.impair.counters().seen, p.impair.counters().dropped,
+        p.impair.counters().duplicated, p.impair.counters().corrupted,
+        p.impair.counters().reordered);
   }
   // Not a port line (no "port="): how long the switch went unscheduled with frames queued.
   // A gap longer than a peer's pause time lets that pause lapse before the refresh.
@@ -341,9 +401,10 @@ void Switch::run() {
     bool work = false;
     for (uint32_t i = 0; i < ports_.size(); ++i) {
       uint16_t n = rte_eth_rx_burst(ports_[i]->id, 0, bufs, kBurst);
-      for (uint16_t k = 0; k < n; ++k) receive(i, bufs[k], now);
+      for (uint16_t k = 0; k < n; ++k) ingress(i, bufs[k], now);
       work |= n > 0;
     }
+    work |= release_held(now);
     timers(now);
     for (uint32_t i = 0; i < ports_.size(); ++i) work |= send_control(i);
     for (auto& l : links_) work |= transmit(*l, now);
@@ -357,6 +418,7 @@ void Switch::run() {
     // longer than burst/rate would forfeit credit and shape below the configured rate.
     bool queued = false;
     for (const auto& l : links_) queued |= !l->queues.empty();
+    queued |= !held_.empty();  // held frames are due soon: keep polling the clock
     was_queued = queued;
     idle = work || queued ? 0 : idle + 1;
     if (idle > 64) {
@@ -364,6 +426,7 @@ void Switch::run() {
       nanosleep(&ts, nullptr);
     }
   }
+  for (; !held_.empty(); held_.pop()) rte_pktmbuf_free(held_.top().m);
 }
 
 bool init_eal(const Options& o, std::string* err) {

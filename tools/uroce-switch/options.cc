@@ -121,6 +121,8 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
       ok = parse_duration(v, &o->max_time);
     } else if (a == "--file-prefix") {
       o->file_prefix = v;
+    } else if (a == "--impair") {
+      if (!parse_impair(v, &o->impair, err)) return false;
     } else {
       *err = "unknown option " + a;
       return false;

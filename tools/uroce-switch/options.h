@@ -18,6 +18,8 @@
  *   --stats-every DUR     periodic counter line (0 = only at exit)
  *   --max-time DUR        stop by itself after this long (0 = run until SIGINT/SIGTERM)
  *   --file-prefix NAME    EAL --file-prefix (default uroce-switch-<pid>)
+ *   --impair SPEC         impair the RoCEv2 frames every port receives (impair.h), e.g.
+ *                         drop=0.01,dup=0.001,reorder=0.01,corrupt=0.001,seed=7
  * Units: bytes, bit/s, ns.
  */
 #pragma once
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "common/time.h"
+#include "uroce-switch/impair.h"
 #include "uroce-switch/red.h"
 
 namespace uroce::uswitch {
@@ -47,6 +50,7 @@ struct Options {
   Duration stats_every = Duration::seconds(1);
   Duration max_time{};
   std::string file_prefix;
+  ImpairConfig impair;  ///< per ingress port; port i uses seed + i
 };
 
 bool parse_size(std::string_view s, uint64_t* out);

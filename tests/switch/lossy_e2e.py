@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""RC over a lossy link between two processes (issue #8, "Faults on real two-process links").
+
+Host A (198.18.2.1, uroce memif client of switch port 0) runs uroce_verify's client, host B
+(198.18.2.2, port 1) its server; tools/uroce-switch impairs every RoCEv2 frame it receives
+(--impair: seeded drop, duplication, reordering, ICRC corruption) in both directions. For each
+loss rate (0.1 %, 1 %, 5 %, each with 0.5 % duplication, 1 % reordering within 200 us and
+0.05 % corruption) and each op (write: WRITE then READ back; read; send; atomic) the run must:
+  - complete with every byte verified by uroce_verify on both sides (and, for SEND, every
+    receive completing exactly once and in posting order; atomics returning 2i and 2i+1);
+  - count in each host's rx_icrc_encapsulated exactly the frames the switch corrupted on the
+    way to it (a corrupted frame never reaches the transport);
+  - show the recovery in the counters: with frames dropped, retransmissions at the requester
+    (roce_adp_retrans or local_ack_timeout_err) and NAKed or discarded out-of-order requests
+    at the responder (out_of_sequence or packet_seq_err); with frames duplicated,
+    duplicate_request at the responder.
+Sizes: --bytes per op (default 16 MiB in 1 MiB messages; the long form 256 MiB). Goodput per
+run (payload bytes / client wall time) is printed. Usage: lossy_e2e.py --build B [--bytes N]
+[--rates 0.001,0.01,0.05] [--ops write,read,send,atomic] [--keep]
+"""
+import argparse
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from waits import wait_for  # noqa: E402
+from swlib import procs, start, output, kill_all, start_switch, stop_switches  # noqa: E402
+
+ADDRS = ["198.18.2.1", "198.18.2.2"]
+MACS = ["02:00:5e:20:00:01", "02:00:5e:20:00:02"]
+MSG = 1 << 20
+
+
+def write_config(path, i, sock):
+    with open(path, "w") as f:
+        f.write(f"""# written by tests/switch/lossy_e2e.py: host {i} on switch port {i}
+[[device]]
+name = "uroce0"
+port = "net_memif0,role=client,socket={sock},bsize=4096"
+addresses = ["{ADDRS[i]}/15"]
+mtu = 1024
+mac = "{MACS[i]}"
+neighbors = {{ "{ADDRS[1 - i]}" = "{MACS[1 - i]}" }}
+""")
+
+
+def counters_at_close(text):
+    """{counter: value} of the `counters at close:` line UROCE_PRINT_COUNTERS=1 prints."""
+    m = re.search(r"counters at close:(.*)", text)
+    return {k: int(v) for k, v in (x.split("=") for x in m.group(1).split())} if m else None
+
+
+def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
+    del procs[:]
+    d = os.path.join(tmp, tag)
+    os.makedirs(d)
+    deadline = time.monotonic() + 600
+    socks = [os.path.join(d, f"p{i}.sock") for i in (0, 1)]
+    spec = (f"drop={loss},dup=0.005,reorder=0.01,reorder-window=200us,corrupt=0.0005,"
+            f"seed={abs(hash(tag)) % 100000}")
+    sw = start_switch(build, d, "switch", [f"role=server,socket={s}" for s in socks],
+                      ["--ecn", "off", "--pfc-xoff", "0", "--impair", spec], deadline, 600)
+    cfgs = []
+    for i in (0, 1):
+        cfgs.append(os.path.join(d, f"h{i}.toml"))
+        write_config(cfgs[i], i, socks[i])
+    port = 20000 + (os.getpid() * 13 + len(tag) * 31) % 15000
+    size = 8 if op == "atomic" else MSG
+    # atomic: 2 per iteration, one outstanding, so each lost request or response costs a
+    # 67 ms ACK timeout: 512 iterations per 16 MiB of the other ops.
+    iters = max(1, nbytes // (32 << 10)) if op == "atomic" else max(1, nbytes // MSG)
+    args = [os.path.join(build, "bin", "uroce_verify"), "-d", "uroce0", "-g", "0", "-p",
+            str(port), "-o", op, "-s", str(size), "-n", str(iters), "-t", "30"]
+
+    def env(i):
+        return dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "lib"), UROCE_CONFIG=cfgs[i],
+                    UROCE_PRINT_COUNTERS="1", UROCE_RUN_DIR=os.path.join(d, "run"))
+    srv = start(args, os.path.join(d, "server.out"), env(1))
+    t0 = time.monotonic()
+    cli = start(args + ["127.0.0.1"], os.path.join(d, "client.out"), env(0))
+    wait_for(lambda: cli.poll() is not None and srv.poll() is not None, deadline,
+             f"uroce_verify {tag} to finish")
+    secs = time.monotonic() - t0
+    sw_counters = stop_switches(d, {"switch": sw})["switch"]
+    outs = [output(cli), output(srv)]
+    c = [counters_at_close(o) for o in outs]  # [client A, server B]
+    moved = iters * size * (2 if op == "write" else 1)
+    results.append((tag, moved, secs, sw_counters, c))
+    rate = (f"{2 * iters / secs:.0f} atomics/s" if op == "atomic"
+            else f"{moved / 2**20:.0f} MiB in {secs:.1f} s = {moved * 8 / secs / 1e6:.0f} Mb/s")
+    print(f"[{tag}] {rate}; "
+          f"switch A->B {dict((k, sw_counters[0][k]) for k in sw_counters[0] if k.startswith('imp'))}"
+          f" B->A {dict((k, sw_counters[1][k]) for k in sw_counters[1] if k.startswith('imp'))}")
+    print(f"[{tag}] A: {c[0]}\n[{tag}] B: {c[1]}")
+    if cli.returncode != 0 or srv.returncode != 0 or "OK" not in outs[0]:
+        failures.append(f"{tag}: uroce_verify exit {cli.returncode}/{srv.returncode}:\n"
+                        + outs[0][-600:] + outs[1][-600:])
+        return
+    if None in c:
+        failures.append(f"{tag}: no counters-at-close line")
+        return
+    # Frames port i received (from host i) were corrupted on their way to host 1 - i.
+    for i, name in ((0, "A"), (1, "B")):
+        want = sw_counters[1 - i]["imp_corrupted"]
+        got = c[i].get("rx_icrc_encapsulated", 0)
+        if got != want:
+            failures.append(f"{tag}: host {name} counted {got} bad-ICRC frames, the switch "
+                            f"corrupted {want} on the way to it")
+    dropped = sw_counters[0]["imp_dropped"] + sw_counters[1]["imp_dropped"]
+    if dropped:
+        retrans = c[0].get("roce_adp_retrans", 0) + c[0].get("local_ack_timeout_err", 0)
+        if retrans == 0:
+            failures.append(f"{tag}: {dropped} frames dropped but the requester retransmitted none")
+    if sw_counters[0]["imp_dropped"] and op in ("write", "send") and \
+            c[1].get("out_of_sequence", 0) + c[1].get("packet_seq_err", 0) == 0:
+        failures.append(f"{tag}: requests were dropped but the responder saw no gap")
+    if sw_counters[0]["imp_duplicated"] and c[1].get("duplicate_request", 0) == 0:
+        failures.append(f"{tag}: requests were duplicated but the responder counted none")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--bytes", type=int, default=16 << 20)
+    ap.add_argument("--rates", default="0.001,0.01,0.05")
+    ap.add_argument("--ops", default="write,read,send,atomic")
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    build = os.path.abspath(a.build)
+    tmp = tempfile.mkdtemp(prefix="uroce-lossy-")
+    failures, results = [], []
+    ok = False
+    try:
+        for rate in a.rates.split(","):
+            for op in a.ops.split(","):
+                one_run(build, tmp, f"{op}-loss{float(rate) * 100:g}pct", float(rate), op,
+                        a.bytes, failures, results)
+        print("goodput (payload Mb/s): " + ", ".join(
+            f"{t} {m * 8 / s / 1e6:.1f}" for t, m, s, _, _ in results if "atomic" not in t))
+        ok = not failures
+        for f in failures:
+            print("FAIL: " + f)
+        if ok:
+            print("PASS")
+        return 0 if ok else 1
+    except RuntimeError as e:
+        print(f"FAIL: {e}")
+        return 1
+    finally:
+        kill_all()
+        if ok and not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"outputs kept in {tmp}")
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    sys.exit(main())
