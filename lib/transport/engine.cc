@@ -84,6 +84,7 @@ Result<uint32_t> Engine::alloc_pd() {
       return static_cast<uint32_t>(i + 1);
     }
   }
+  if (pds.size() >= kMaxPds) return Status::no_memory();
   pds.push_back(Pd{true, 0});
   return static_cast<uint32_t>(pds.size());
 }
@@ -115,6 +116,7 @@ Result<uint32_t> Engine::create_cq(uint32_t depth) {
   auto& cqs = impl_->cqs;
   size_t i = 0;
   while (i < cqs.size() && cqs[i].live) ++i;
+  if (i >= kMaxCqs) return Status::no_memory();
   if (i == cqs.size()) cqs.emplace_back();
   Cq& cq = cqs[i];
   cq = Cq{};
@@ -257,7 +259,8 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   // Slot: reuse a free one (bumping its generation) or grow.
   size_t slot = kFirstQpSlot;
   while (slot < m.qps.size() && m.qps[slot]) ++slot;
-  if (slot >= (1u << kQpSlotBits)) return Status::no_memory();
+  static_assert(kFirstQpSlot + kMaxQps <= (1u << kQpSlotBits));
+  if (slot >= kFirstQpSlot + kMaxQps) return Status::no_memory();  // max_qp live QPs
   if (slot == m.qps.size()) {
     m.qps.emplace_back();
     m.qp_gen.push_back(0);

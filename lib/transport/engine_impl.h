@@ -33,8 +33,6 @@
 namespace uroce::transport {
 
 // ---- Device limits ------------------------------------------------------------------------
-inline constexpr uint32_t kMaxQpWr = 16384;        ///< send/receive queue depth
-inline constexpr uint32_t kMaxCqe = 1u << 20;      ///< CQ depth
 inline constexpr uint32_t kMaxMsgSize = 1u << 31;  ///< bytes per message (IBA 2^31)
 inline constexpr uint32_t kQpSlotBits = 16;        ///< QPN = generation << 16 | slot
 inline constexpr uint32_t kFirstQpSlot = 17;       ///< QPNs 0 and 1 are special (IBA SMI/GSI)

@@ -45,7 +45,7 @@ enum class AccessCheck : uint8_t {
 class MemoryTable {
  public:
   /// Largest number of live regions (slots are 16 bits of the key).
-  static constexpr uint32_t kMaxRegions = 1u << 16;
+  static constexpr uint32_t kMaxRegions = 1u << 16;  ///< ibv_device_attr.max_mr
 
   explicit MemoryTable(uint64_t seed);
 

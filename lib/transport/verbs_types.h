@@ -174,6 +174,13 @@ struct Sge {
 };
 
 inline constexpr uint32_t kMaxSge = 32;        ///< per work request
+
+// ---- Device limits (ibv_query_device reports these; the engine enforces them) ----------------
+inline constexpr uint32_t kMaxQps = 16384;     ///< live QPs per device (max_qp)
+inline constexpr uint32_t kMaxQpWr = 16384;    ///< send/receive queue depth (max_qp_wr)
+inline constexpr uint32_t kMaxCqs = 16384;     ///< live CQs per device (max_cq)
+inline constexpr uint32_t kMaxCqe = 1u << 20;  ///< CQ depth (max_cqe)
+inline constexpr uint32_t kMaxPds = 1u << 16;  ///< live PDs per device (max_pd)
 /// max_rd_atomic / max_dest_rd_atomic limit: READs/atomics outstanding per QP (rxe: 128).
 inline constexpr uint32_t kMaxRdAtomic = 128;
 inline constexpr uint32_t kMaxInline = 512;    ///< bytes of inline data per work request

@@ -22,7 +22,7 @@ namespace uroce::verbs {
 
 namespace {
 
-constexpr int kMaxCqe = 1 << 20;
+constexpr int kMaxCqe = static_cast<int>(transport::kMaxCqe);  // the engine's limit
 constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
 
 static_assert(static_cast<int>(transport::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);

@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "transport/memory_table.h"
+#include "transport/verbs_types.h"
 #include "verbs/objects.h"
 #include "verbs/symver.h"
 
@@ -18,12 +20,13 @@ namespace uroce::verbs {
 
 namespace {
 
-constexpr int kMaxQp = 16384;
-constexpr int kMaxQpWr = 16384;
-constexpr int kMaxCq = 16384;
-constexpr int kMaxCqe = 1 << 20;
-constexpr int kMaxMr = 1 << 16;
-constexpr int kMaxPd = 1 << 16;
+// The engine's limits (lib/transport verbs_types.h, memory_table.h): it refuses beyond them.
+constexpr int kMaxQp = static_cast<int>(transport::kMaxQps);
+constexpr int kMaxQpWr = static_cast<int>(transport::kMaxQpWr);
+constexpr int kMaxCq = static_cast<int>(transport::kMaxCqs);
+constexpr int kMaxCqe = static_cast<int>(transport::kMaxCqe);
+constexpr int kMaxMr = static_cast<int>(transport::MemoryTable::kMaxRegions);
+constexpr int kMaxPd = static_cast<int>(transport::kMaxPds);
 /// READs/atomics in flight per QP, both directions (the engine's limit; rxe also has 128).
 constexpr int kMaxRdAtom = static_cast<int>(transport::kMaxRdAtomic);
 constexpr int kMaxSrq = 4096;
