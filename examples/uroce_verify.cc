@@ -14,6 +14,10 @@
  *   send    client SENDs pattern(i); the server checks each received message.
  *   atomic  FETCH_ADD 1 then CMP_SWP per iteration on a server counter; the returned
  *           originals must be 2i and 2i+1, the final counter 2n.
+ *   mixed   per iteration a WRITE + READ back, a FETCH_ADD on a server counter (must return
+ *           i) and a SEND the server checks (it keeps 16 receives posted, re-posting each);
+ *           with -D the client runs for that many seconds instead of -n iterations (the soak
+ *           test); the server checks the counter and the number of SENDs at the end.
  * Every completion is checked to be the one expected (the posted WR; receives in posting
  * order) and no completion may follow the last. Exit status 0 only when both sides saw no
  * mismatch, no error completion and no unexpected completion. Sizes in bytes.
@@ -21,6 +25,7 @@
 #include <getopt.h>
 #include <infiniband/verbs.h>
 #include <netdb.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -42,8 +47,13 @@ struct Options {
   std::string op = "write"; ///< -o: write | read | send | atomic
   int port = 18515;         ///< -p: TCP port
   int timeout_s = 10;       ///< -t: seconds to wait for any one completion
+  int duration_s = 0;       ///< -D: mixed only; run this long instead of -n iterations
   std::string host;         ///< server host (client mode)
 };
+
+/// mixed: receive slots the server keeps posted, and where its counter sits in its buffer.
+constexpr size_t kMixedSlots = 16;
+size_t counter_offset(const Options& o) { return (o.size + 7) & ~size_t{7}; }
 
 /// Peer parameters exchanged over TCP.
 struct Peer {
@@ -180,12 +190,13 @@ bool setup(const Options& o, bool server, Rdma* r) {
     return false;
   }
   r->pd = ibv_alloc_pd(r->ctx);
-  r->cq = ibv_create_cq(r->ctx, 2 * o.iters + 16, nullptr, nullptr, 0);
+  const bool mixed = o.op == "mixed";
+  r->cq = ibv_create_cq(r->ctx, mixed ? 64 : 2 * o.iters + 16, nullptr, nullptr, 0);
   const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                      IBV_ACCESS_REMOTE_ATOMIC;
   // A SEND server keeps one slot per message, so no message overwrites an unchecked one.
   size_t slots = server && o.op == "send" ? static_cast<size_t>(o.iters) : 1;
-  r->buf.assign(o.size * slots, 0);
+  r->buf.assign(mixed ? counter_offset(o) + 8 + kMixedSlots * o.size : o.size * slots, 0);
   r->scratch.assign(o.size, 0);
   if (!r->pd || !r->cq) {
     std::perror("ibv_alloc_pd/ibv_create_cq");
@@ -202,7 +213,7 @@ bool setup(const Options& o, bool server, Rdma* r) {
   ia.recv_cq = r->cq;
   ia.qp_type = IBV_QPT_RC;
   ia.cap.max_send_wr = 16;
-  ia.cap.max_recv_wr = static_cast<uint32_t>(o.iters) + 1;
+  ia.cap.max_recv_wr = mixed ? kMixedSlots : static_cast<uint32_t>(o.iters) + 1;
   ia.cap.max_send_sge = 1;
   ia.cap.max_recv_sge = 1;
   r->qp = ibv_create_qp(r->pd, &ia);
@@ -331,13 +342,35 @@ bool post_recv(Rdma* r, uint64_t id, uint8_t* p, uint32_t len) {
   return ibv_post_recv(r->qp, &wr, &bad) == 0;
 }
 
-/// Client side of one op; returns mismatching bytes (or -1 on a transport error).
-long run_client(const Options& o, Rdma* r, const Peer& peer) {
+/// Seed of the i-th mixed SEND (distinct from the WRITE's pattern(i)).
+uint32_t send_seed(uint64_t i) { return static_cast<uint32_t>(i) ^ 0x5a5a5a5au; }
+
+/// Client side of one op; returns mismatching bytes (or -1 on a transport error). *done is
+/// the number of iterations run (-n, or as many as -D seconds allowed).
+long run_client(const Options& o, Rdma* r, const Peer& peer, int* done) {
   long bad = 0;
   auto len = static_cast<uint32_t>(o.size);
-  for (int i = 0; i < o.iters; ++i) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(o.duration_s);
+  *done = 0;
+  for (int i = 0; o.duration_s ? std::chrono::steady_clock::now() < until : i < o.iters; ++i) {
     auto seed = static_cast<uint32_t>(i);
-    if (o.op == "write") {
+    *done = i + 1;
+    if (o.op == "mixed") {
+      fill(r->buf.data(), o.size, seed);
+      if (!post(r, IBV_WR_RDMA_WRITE, r->buf.data(), r->mr, len, peer)) return -1;
+      std::memset(r->scratch.data(), 0, o.size);
+      if (!post(r, IBV_WR_RDMA_READ, r->scratch.data(), r->smr, len, peer)) return -1;
+      bad += static_cast<long>(count_mismatch(r->scratch.data(), o.size, seed));
+      Peer counter = peer;
+      counter.addr += counter_offset(o);
+      if (!post(r, IBV_WR_ATOMIC_FETCH_AND_ADD, r->scratch.data(), r->smr, 8, counter, 1))
+        return -1;
+      uint64_t old = 0;
+      std::memcpy(&old, r->scratch.data(), 8);
+      bad += old != static_cast<uint64_t>(i);
+      fill(r->buf.data(), o.size, send_seed(static_cast<uint64_t>(i)));
+      if (!post(r, IBV_WR_SEND, r->buf.data(), r->mr, len, peer)) return -1;
+    } else if (o.op == "write") {
       fill(r->buf.data(), o.size, seed);
       if (!post(r, IBV_WR_RDMA_WRITE, r->buf.data(), r->mr, len, peer)) return -1;
       std::memset(r->scratch.data(), 0, o.size);
@@ -363,6 +396,54 @@ long run_client(const Options& o, Rdma* r, const Peer& peer) {
       bad += old != expect;
     }
   }
+  return no_extra_completion(r) ? bad : -1;
+}
+
+/// Server side of mixed: keeps kMixedSlots receives posted and checks each SEND (in order)
+/// until the client's "DONE <mismatches> <iterations>" line arrives on fd. Returns its own
+/// mismatches (-1 on a transport error); *theirs and *iters from the DONE line.
+long server_run_mixed(const Options& o, Rdma* r, int fd, long* theirs, long* iters) {
+  uint8_t* slots = r->buf.data() + counter_offset(o) + 8;
+  auto len = static_cast<uint32_t>(o.size);
+  for (size_t j = 0; j < kMixedSlots; ++j)
+    if (!post_recv(r, j, slots + j * o.size, len)) return -1;
+  long bad = 0;
+  uint64_t received = 0;
+  std::string line;
+  bool client_done = false;
+  for (;;) {
+    ibv_wc wc;
+    int n = ibv_poll_cq(r->cq, 1, &wc);
+    if (n < 0) return -1;
+    if (n == 1) {
+      if (wc.status != IBV_WC_SUCCESS || wc.wr_id != received % kMixedSlots) {
+        std::fprintf(stderr, "uroce_verify: receive %" PRIu64 ": %s, wr_id %" PRIu64 "\n",
+                     received, ibv_wc_status_str(wc.status), wc.wr_id);
+        return -1;
+      }
+      uint8_t* slot = slots + wc.wr_id * o.size;
+      bad += static_cast<long>(count_mismatch(slot, o.size, send_seed(received)));
+      if (wc.byte_len != o.size) ++bad;
+      ++received;
+      if (!post_recv(r, wc.wr_id, slot, len)) return -1;
+      continue;
+    }
+    // The client is done once every SEND of it was ACKed, and a receive completes before its
+    // ACK leaves: one more pass over the CQ after DONE is readable sees them all.
+    if (client_done) break;
+    pollfd p{fd, POLLIN, 0};
+    client_done = poll(&p, 1, 0) == 1;
+  }
+  if (!recv_line(fd, &line) || std::sscanf(line.c_str(), "DONE %ld %ld", theirs, iters) != 2)
+    return -1;
+  uint64_t counter = 0;
+  std::memcpy(&counter, r->buf.data() + counter_offset(o), 8);
+  if (counter != static_cast<uint64_t>(*iters) || received != static_cast<uint64_t>(*iters)) {
+    std::fprintf(stderr, "uroce_verify: %ld iterations, counter %" PRIu64 ", %" PRIu64 " SENDs\n",
+                 *iters, counter, received);
+    ++bad;
+  }
+  // The receives still posted are flushed when the QP is destroyed; nothing else may complete.
   return no_extra_completion(r) ? bad : -1;
 }
 
@@ -408,7 +489,8 @@ long server_check_end(const Options& o, Rdma* r) {
 void usage() {
   std::fprintf(stderr,
                "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
-               "                    [-o write|read|send|atomic] [-p tcp_port] [-t timeout_s] [host]\n");
+               "                    [-o write|read|send|atomic|mixed] [-D seconds] [-p tcp_port]\n"
+               "                    [-t timeout_s] [host]\n");
 }
 
 }  // namespace
@@ -422,9 +504,10 @@ int main(int argc, char** argv) {
                                     {"op", required_argument, nullptr, 'o'},
                                     {"port", required_argument, nullptr, 'p'},
                                     {"timeout", required_argument, nullptr, 't'},
+                                    {"duration", required_argument, nullptr, 'D'},
                                     {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:h", longopts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:D:h", longopts, nullptr)) != -1) {
     switch (c) {
       case 'd': o.dev = optarg; break;
       case 'g': o.gid_index = std::atoi(optarg); break;
@@ -433,16 +516,18 @@ int main(int argc, char** argv) {
       case 'o': o.op = optarg; break;
       case 'p': o.port = std::atoi(optarg); break;
       case 't': o.timeout_s = std::atoi(optarg); break;
+      case 'D': o.duration_s = std::atoi(optarg); break;
       default: usage(); return 2;
     }
   }
   if (optind < argc) o.host = argv[optind];
-  if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic") {
+  if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" &&
+      o.op != "mixed") {
     usage();
     return 2;
   }
   if (o.op == "atomic") o.size = 8;
-  if (o.size == 0 || o.iters <= 0) {
+  if (o.size == 0 || o.iters <= 0 || o.duration_s < 0 || (o.duration_s && o.op != "mixed")) {
     usage();
     return 2;
   }
@@ -482,21 +567,27 @@ int main(int argc, char** argv) {
   if (!send_line(fd, "READY") || !recv_line(fd, &line) || line != "READY") return 1;
 
   long mine = 0, theirs = 0;
-  if (server) {
+  int iters = o.iters;
+  if (server && o.op == "mixed") {
+    long n = 0;
+    mine = server_run_mixed(o, &r, fd, &theirs, &n);
+    iters = static_cast<int>(n);
+    send_line(fd, "RESULT " + std::to_string(mine));
+  } else if (server) {
     if (o.op == "send") mine = server_run_send(o, &r);
     if (!recv_line(fd, &line)) return 1;  // "DONE <client mismatches>"
     std::sscanf(line.c_str(), "DONE %ld", &theirs);
     if (mine >= 0) mine += server_check_end(o, &r);
     send_line(fd, "RESULT " + std::to_string(mine));
   } else {
-    mine = run_client(o, &r, peer);
-    send_line(fd, "DONE " + std::to_string(mine));
+    mine = run_client(o, &r, peer, &iters);
+    send_line(fd, "DONE " + std::to_string(mine) + " " + std::to_string(iters));
     if (!recv_line(fd, &line)) return 1;
     std::sscanf(line.c_str(), "RESULT %ld", &theirs);
   }
   close(fd);
   std::printf("uroce_verify %s: op=%s size=%zu iters=%d local_mismatch=%ld peer_mismatch=%ld %s\n",
-              server ? "server" : "client", o.op.c_str(), o.size, o.iters, mine, theirs,
+              server ? "server" : "client", o.op.c_str(), o.size, iters, mine, theirs,
               mine == 0 && theirs == 0 ? "OK" : "FAILED");
   ibv_destroy_qp(r.qp);
   ibv_dereg_mr(r.mr);

@@ -186,6 +186,11 @@ def all_cases():
         # issue #3 also asks for an async event on the failed QP: its own case.
         add(f"{link}.peer_kill.async_event", "peer_kill", link, 120,
             short=(link == "af_packet"), async_event=True)
+    # Soak (issue #8): mixed operations over memif with RSS and fds checked stable; CI runs the
+    # 20 s form, label soak the 10 min one.
+    add("memif.soak.short", "soak", "memif", 90, short=True, secs=20)
+    cases.append(Case("memif.soak.long", "soak", "memif", ["e2e", "memif", "soak"], 700,
+                      secs=600))
     return cases
 
 
@@ -413,13 +418,68 @@ def run_verify(case, link, build):
     return run_two(case, link, build, args, args, port, check)[0]
 
 
+def proc_sample(pid):
+    """(VmRSS KiB, open fds) of a running process, or None once it is gone."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:"))
+        return rss, len(os.listdir(f"/proc/{pid}/fd"))
+    except (OSError, StopIteration):
+        return None
+
+
+def run_soak(case, link, build):
+    """uroce_verify -o mixed for case.kw["secs"] seconds (WRITE + READ back, FETCH_ADD, SEND per
+    iteration, every byte checked) while each side's RSS and open fds are sampled; after the
+    first quarter (start-up: EAL, pools, QP) neither may grow: RSS by at most 1 MiB, fds not
+    at all."""
+    prog = os.path.join(build, "bin", "uroce_verify")
+    secs = case.kw["secs"]
+    port = pairmod.free_tcp_port()
+    args = [prog, "-d", DEVICE, "-g", str(GID_INDEX), "-p", str(port), "-o", "mixed",
+            "-s", "65536", "-D", str(secs)]
+    p = Pair(link, build)
+    deadline = time.monotonic() + case.timeout - 10
+    srv = p.start(0, args)
+    if not p.wait_listen(srv, port, deadline):
+        p.stop_all()
+        return fail(f"{case.name}: server did not listen", p)
+    cli = p.start(1, args + [link.oob_host()])
+    t0 = time.monotonic()
+    samples = {0: [], 1: []}
+    while time.monotonic() < deadline and (srv.poll() is None or cli.poll() is None):
+        for side, s in ((0, srv), (1, cli)):
+            x = proc_sample(s.proc.pid) if s.poll() is None else None
+            if x:
+                samples[side].append((time.monotonic() - t0, *x))
+        time.sleep(0.5)  # the sampling period of a measurement, not a synchronisation
+    p.stop_all()
+    if srv.rc != 0 or cli.rc != 0 or "OK" not in cli.output():
+        return fail(f"{case.name}: exit codes server={srv.rc} client={cli.rc}", p)
+    m = re.search(r"op=mixed size=\d+ iters=(\d+)", cli.output())
+    print(f"{case.name}: {m.group(1) if m else '?'} iterations in {secs} s")
+    for side, name in ((0, "server"), (1, "client")):
+        steady = [x for x in samples[side] if x[0] >= secs / 4]
+        if len(steady) < 4:
+            return fail(f"{case.name}: {len(steady)} samples of the {name} after start-up", p)
+        (t1, rss1, fd1), (t2, rss2, fd2) = steady[0], steady[-1]
+        print(f"{case.name}: {name} RSS {rss1} KiB at {t1:.1f} s -> {rss2} KiB at {t2:.1f} s "
+              f"(max {max(x[1] for x in steady)}), fds {fd1} -> {fd2}")
+        if rss2 - rss1 > 1024 or fd2 != fd1:
+            return fail(f"{case.name}: {name} grew: RSS {rss1} -> {rss2} KiB, fds {fd1} -> {fd2}",
+                        p)
+    print(f"PASS {case.name}")
+    return 0
+
+
 def run_peer_kill(case, link, build):
     import peer_kill
     return peer_kill.run(case, link, build)
 
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
-           "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill}
+           "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
+           "soak": run_soak}
 
 
 def run_case(case, build):
