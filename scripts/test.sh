@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole test suite on a fresh Debian 12 machine (as root): installs what is missing, builds
-# the release and ASan+UBSan presets, runs every ctest test, then each fuzz target for a bounded
-# time. Long runs (label `long`) run here in their short form (the same tests without `long`);
+# the release, ASan+UBSan and TSan presets, runs every ctest test (the sanitizer builds: the
+# in-process unit/protocol/sim tests; TSan: the multi-threaded engine and verbs tests), then
+# each fuzz target for a bounded time. Long runs (label `long`) run here in their short form (the same tests without `long`);
 # the full forms run with: (cd build && ctest -L long).
 #   UROCE_TEST_VM=0   skips the Soft-RoCE VM interop test (label vm); it runs by default.
 #   FUZZ_SECONDS=N    seconds per fuzz target (default 30 here).
@@ -28,6 +29,11 @@ bash scripts/build.sh asan
 stamp "asan build done"
 (cd build-asan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol|sim' -LE 'long|e2e|dpdk|vm')
 stamp "asan tests done"
+
+bash scripts/build.sh tsan
+stamp "tsan build done"
+(cd build-tsan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol' -LE 'long|e2e|dpdk|vm')
+stamp "tsan tests done"
 
 FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh
 stamp "fuzz done"

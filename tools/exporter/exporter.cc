@@ -185,6 +185,9 @@ int run(const std::string& listen, const std::string& run_dir) {
   std::fflush(stdout);
   int sig = 0;
   sigwait(&stop, &sig);
+  // Stop the server (joins its worker threads) before `collector`, which a scrape in flight
+  // may still be using, is destroyed (TSan found that race at exit).
+  exposer.reset();
   return 0;
 }
 
