@@ -108,14 +108,21 @@ Runtime::~Runtime() {
     for (size_t i = 0; i < kCounterCount; ++i)
       if (uint64_t v = c->get(static_cast<Counter>(i)))
         line += " " + std::string(kCounterNames[i]) + "=" + std::to_string(v);
-    PortCounters pc;
-    if (port && port->read_counters(&pc))
-      for (int p = 0; p < PortCounters::kPriorities; ++p) {
-        if (pc.rx_prio_packets[p])
-          line += " rx_prio" + std::to_string(p) + "_packets=" + std::to_string(pc.rx_prio_packets[p]);
-        if (pc.tx_prio_packets[p])
-          line += " tx_prio" + std::to_string(p) + "_packets=" + std::to_string(pc.tx_prio_packets[p]);
-      }
+    PortCounters pc;  // stays all zero on a port that keeps no counters
+    if (port) port->read_counters(&pc);
+    auto add = [&line](const std::string& name, uint64_t v) {
+      if (v) line += " " + name + "=" + std::to_string(v);
+    };
+    for (int p = 0; p < PortCounters::kPriorities; ++p) {
+      const std::string prio = "_prio" + std::to_string(p);
+      add("rx" + prio + "_packets", pc.rx_prio_packets[p]);
+      add("tx" + prio + "_packets", pc.tx_prio_packets[p]);
+      add("rx" + prio + "_pause", pc.rx_prio_pause[p]);
+    }
+    add("rx_packets_phy", pc.rx_packets_phy);
+    add("rx_discards_phy", pc.rx_discards_phy);
+    add("tx_pause_storm_warning_events", pc.tx_pause_storm_warning_events);
+    add("tx_pause_storm_error_events", pc.tx_pause_storm_error_events);
     std::fprintf(stderr, "%s\n", line.c_str());
   }
 }

@@ -189,6 +189,8 @@ def all_cases():
     # Soak (issue #8): mixed operations over memif with RSS and fds checked stable; CI runs the
     # 20 s form, label soak the 10 min one.
     add("memif.soak.short", "soak", "memif", 90, short=True, secs=20)
+    # Hostile frames injected on the wire of a running transfer (raw socket: veth only).
+    add("af_packet.hostile.default", "hostile", "af_packet", 120, short=True, secs=12)
     cases.append(Case("memif.soak.long", "soak", "memif", ["e2e", "memif", "soak"], 700,
                       secs=600))
     return cases
@@ -472,6 +474,85 @@ def run_soak(case, link, build):
     return 0
 
 
+def server_qpn(build, pid, deadline):
+    """The QPN of the RTS QP of process `pid` (from `uroce show qp --json`), None on timeout."""
+    import json
+    while time.monotonic() < deadline:
+        p = subprocess.run([os.path.join(build, "bin", "uroce"), "show", "qp", "--json"],
+                           capture_output=True, text=True, timeout=10)
+        try:
+            for q in json.loads(p.stdout)["qps"] if p.returncode == 0 else []:
+                if q["pid"] == pid and q["state"] == "RTS":
+                    return q["qpn"]
+        except (json.JSONDecodeError, KeyError):
+            pass
+        time.sleep(0.1)  # polling a condition with a deadline
+    return None
+
+
+# What each kind of hostile frame must leave in the victim's counters (lib/hostile.py).
+HOSTILE_COUNTERS = ["rx_unknown_qp", "rx_icrc_encapsulated", "rx_malformed", "rx_unknown_opcode",
+                    "rp_cnp_handled", "rx_prio3_pause", "tx_pause_storm_warning_events"]
+
+
+def run_hostile(case, link, build):
+    """A legitimate uroce_verify -o mixed transfer (every byte checked) while lib/hostile.py
+    sends crafted frames from the client's side of the wire at the server: the transfer must
+    succeed, and the server's counters must record each kind of rejection. The server's pause
+    watchdog detects after 100 ms and then ignores pause (so the storm cannot stall it)."""
+    secs = case.kw["secs"]
+    port = pairmod.free_tcp_port()
+    args = [os.path.join(build, "bin", "uroce_verify"), "-d", DEVICE, "-g", str(GID_INDEX), "-p",
+            str(port), "-o", "mixed", "-s", "16384", "-D", str(secs)]
+    p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"}, extra_toml=(
+        "pfc = { enabled = [3], watchdog_detect_ms = 100, watchdog_restore_ms = 10000, "
+        "watchdog_ignore_pause = true }"))
+    deadline = time.monotonic() + case.timeout - 10
+    # The injector loads scapy before the transfer starts; it gets the QPN once that exists.
+    inj = subprocess.Popen(link.wrap(1) + [
+        "/usr/bin/python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib",
+                                         "hostile.py"),
+        "--iface", link.data_if[1], "--dst-mac", links.MACS[0], "--src-mac", links.MACS[1],
+        "--dst-ip", links.ROCE_ADDR[0], "--src-ip", links.ROCE_ADDR[1], "--qpn", "-"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if inj.stdout.readline().strip() != "ready":
+        inj.kill()
+        return fail(f"{case.name}: the injector did not start: {inj.communicate()[0][-500:]}")
+    srv = p.start(0, args)
+    if not p.wait_listen(srv, port, deadline):
+        p.stop_all()
+        inj.kill()
+        return fail(f"{case.name}: server did not listen", p)
+    cli = p.start(1, args + [link.oob_host()])
+    t0 = time.monotonic()
+    qpn = server_qpn(build, srv.proc.pid, deadline)
+    if qpn is None:
+        p.stop_all()
+        inj.kill()
+        return fail(f"{case.name}: the server's QP never reached RTS", p)
+    inj_out, _ = inj.communicate(f"{qpn}\n", timeout=max(10, deadline - time.monotonic()))
+    print(f"{case.name}: server QPN {qpn:#x}; injector done {time.monotonic() - t0:.1f} s after "
+          f"the client started: {inj_out.strip()[-800:]}")
+    for s in (srv, cli):
+        s.wait(max(0, deadline - time.monotonic()))
+    p.stop_all()
+    if inj.returncode != 0 or "sent " not in inj_out:
+        return fail(f"{case.name}: the injector failed", p)
+    if srv.rc != 0 or cli.rc != 0 or "OK" not in cli.output():
+        return fail(f"{case.name}: the legitimate transfer failed: rc server={srv.rc} "
+                    f"client={cli.rc}", p)
+    m = re.search(r"counters at close:(.*)", srv.output())
+    got = dict(x.split("=") for x in m.group(1).split()) if m else {}
+    print(f"{case.name}: server counters: {got}")
+    missing = [c for c in HOSTILE_COUNTERS if int(got.get(c, 0)) == 0]
+    if int(got.get("out_of_sequence", 0)) + int(got.get("duplicate_request", 0)) == 0:
+        missing.append("out_of_sequence|duplicate_request")
+    if missing:
+        return fail(f"{case.name}: no rejection counted in {missing}", p)
+    print(f"PASS {case.name}")
+    return 0
+
+
 def run_peer_kill(case, link, build):
     import peer_kill
     return peer_kill.run(case, link, build)
@@ -479,7 +560,7 @@ def run_peer_kill(case, link, build):
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
-           "soak": run_soak}
+           "soak": run_soak, "hostile": run_hostile}
 
 
 def run_case(case, build):
