@@ -34,18 +34,15 @@ import argparse
 import json
 import os
 import re
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from waits import wait_for  # noqa: E402
-from swlib import (procs, start, output, kill_all, listening,  # noqa: E402
-                   start_switch, stop_switches)
+from swlib import (procs, start, output, listening, start_switch,  # noqa: E402
+                   stop_switches, run_test, script_main, write_host_config)
 
 ADDRS = ["198.18.1.1", "198.18.1.2", "198.18.1.3", "198.18.1.4"]
 MACS = ["02:00:5e:10:00:01", "02:00:5e:10:00:02", "02:00:5e:10:00:03", "02:00:5e:10:00:04"]
@@ -82,20 +79,10 @@ XOFF = 400 * 1024
 def write_config(path, i, sock, dcqcn=True):
     """dcqcn=False: DCQCN off on the host: data is not ECT (the switch cannot mark it), no
     CNP is sent or handled, no pacing."""
-    neigh = ", ".join(f'"{ADDRS[j]}" = "{MACS[j]}"' for j in range(4) if j != i)
-    with open(path, "w") as f:
-        f.write(f"""# written by tests/switch/incast_e2e.py: host {NAMES[i]} on switch port {i}
-[[device]]
-name = "uroce0"
-port = "net_memif0,role=client,socket={sock},bsize=4096"
-addresses = ["{ADDRS[i]}/15"]
-mtu = 1024
-mac = "{MACS[i]}"
-neighbors = {{ {neigh} }}
-ecn = {"true" if dcqcn else "false"}
+    write_host_config(path, f"tests/switch/incast_e2e.py (host {NAMES[i]})", i, sock, ADDRS,
+                      MACS, f"""ecn = {"true" if dcqcn else "false"}
 pfc = {{ enabled = [3] }}
-dcqcn = {{ {DCQCN if dcqcn else "enabled = false"} }}
-""")
+dcqcn = {{ {DCQCN if dcqcn else "enabled = false"} }}""")
 
 
 def steady_rates(text, a=2, b=3):
@@ -396,11 +383,8 @@ def main():
     ap.add_argument("--keep", action="store_true", help="keep the temp folder")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    tmp = tempfile.mkdtemp(prefix=f"uroce-switch-{a.case}-")
-    failures = []
-    gaps = []
-    ok = False
-    try:
+
+    def body(tmp, failures, gaps):
         if a.case == "incast":
             incast_dcqcn(build, tmp, failures, gaps)
             incast_no_dcqcn(build, tmp, failures)
@@ -408,25 +392,8 @@ def main():
             incast_dcqcn(build, tmp, failures, gaps, secs=20, fairness=True)
         else:
             pfc_chain(build, tmp, failures)
-        ok = not failures and not gaps
-        for g in gaps:
-            print("FAIL (blocking gap outside the switch): " + g)
-        for f in failures:
-            print("FAIL: " + f)
-        if ok:
-            print("PASS")
-        return 0 if ok else 1
-    except RuntimeError as e:
-        print(f"FAIL: {e}")
-        return 1
-    finally:
-        kill_all()
-        if ok and not a.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"outputs kept in {tmp}")
+    return run_test(f"uroce-switch-{a.case}-", a.keep, body)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # ctest timeout: run the finally
-    sys.exit(main())
+    script_main(main)

@@ -21,33 +21,18 @@ run (payload bytes / client wall time) is printed. Usage: lossy_e2e.py --build B
 import argparse
 import os
 import re
-import shutil
-import signal
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from waits import wait_for  # noqa: E402
-from swlib import procs, start, output, kill_all, start_switch, stop_switches  # noqa: E402
+from swlib import (procs, start, output, start_switch, stop_switches,  # noqa: E402
+                   run_test, script_main, write_host_config)
 
 ADDRS = ["198.18.2.1", "198.18.2.2"]
 MACS = ["02:00:5e:20:00:01", "02:00:5e:20:00:02"]
 MSG = 1 << 20
-
-
-def write_config(path, i, sock):
-    with open(path, "w") as f:
-        f.write(f"""# written by tests/switch/lossy_e2e.py: host {i} on switch port {i}
-[[device]]
-name = "uroce0"
-port = "net_memif0,role=client,socket={sock},bsize=4096"
-addresses = ["{ADDRS[i]}/15"]
-mtu = 1024
-mac = "{MACS[i]}"
-neighbors = {{ "{ADDRS[1 - i]}" = "{MACS[1 - i]}" }}
-""")
 
 
 def counters_at_close(text):
@@ -69,7 +54,7 @@ def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
     cfgs = []
     for i in (0, 1):
         cfgs.append(os.path.join(d, f"h{i}.toml"))
-        write_config(cfgs[i], i, socks[i])
+        write_host_config(cfgs[i], "tests/switch/lossy_e2e.py", i, socks[i], ADDRS, MACS)
     port = 20000 + (os.getpid() * 13 + len(tag) * 31) % 15000
     size = 8 if op == "atomic" else MSG
     # atomic: 2 per iteration, one outstanding, so each lost request or response costs a
@@ -133,33 +118,17 @@ def main():
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
-    tmp = tempfile.mkdtemp(prefix="uroce-lossy-")
-    failures, results = [], []
-    ok = False
-    try:
+
+    def body(tmp, failures, _gaps):
+        results = []
         for rate in a.rates.split(","):
             for op in a.ops.split(","):
                 one_run(build, tmp, f"{op}-loss{float(rate) * 100:g}pct", float(rate), op,
                         a.bytes, failures, results)
         print("goodput (payload Mb/s): " + ", ".join(
             f"{t} {m * 8 / s / 1e6:.1f}" for t, m, s, _, _ in results if "atomic" not in t))
-        ok = not failures
-        for f in failures:
-            print("FAIL: " + f)
-        if ok:
-            print("PASS")
-        return 0 if ok else 1
-    except RuntimeError as e:
-        print(f"FAIL: {e}")
-        return 1
-    finally:
-        kill_all()
-        if ok and not a.keep:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print(f"outputs kept in {tmp}")
+    return run_test("uroce-lossy-", a.keep, body)
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    sys.exit(main())
+    script_main(main)

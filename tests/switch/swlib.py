@@ -3,9 +3,11 @@
 (incast_e2e.py, lossy_e2e.py): process start/kill with output files, the switch's start and
 stop, and its `key=value` counter lines. Every wait is a condition with a deadline."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
 from waits import wait_for  # noqa: E402
@@ -43,6 +45,23 @@ def listening(port):
     return bool(p.stdout.strip())
 
 
+def write_host_config(path, who, i, sock, addrs, macs, extra=""):
+    """The TOML of host i: a uroce device that is a memif client of switch socket `sock`, with
+    addrs[i]/macs[i] and every other host as a static neighbour; `extra`: more device keys."""
+    neigh = ", ".join(f'"{addrs[j]}" = "{macs[j]}"' for j in range(len(addrs)) if j != i)
+    with open(path, "w") as f:
+        f.write(f"""# written by {who}: host {i} on switch port {i}
+[[device]]
+name = "uroce0"
+port = "net_memif0,role=client,socket={sock},bsize=4096"
+addresses = ["{addrs[i]}/15"]
+mtu = 1024
+mac = "{macs[i]}"
+neighbors = {{ {neigh} }}
+{extra}
+""")
+
+
 def parse_switch(text):
     """{port: {counter: int}} from the switch's `final` lines."""
     ports = {}
@@ -78,3 +97,37 @@ def stop_switches(d, switches):
     if left:
         raise RuntimeError(f"memif sockets left behind: {left}")
     return {name: parse_switch(o) for name, o in outs.items()}
+
+
+def run_test(prefix, keep, body):
+    """Runs body(tmp, failures, gaps) in a fresh temp folder, prints every failure (gaps: the
+    blocking ones outside the switch) and PASS, kills what is left, removes the folder unless
+    it failed or `keep`. Returns the exit status."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    failures, gaps = [], []
+    ok = False
+    try:
+        body(tmp, failures, gaps)
+        ok = not failures and not gaps
+        for g in gaps:
+            print("FAIL (blocking gap outside the switch): " + g)
+        for f in failures:
+            print("FAIL: " + f)
+        if ok:
+            print("PASS")
+        return 0 if ok else 1
+    except RuntimeError as e:
+        print(f"FAIL: {e}")
+        return 1
+    finally:
+        kill_all()
+        if ok and not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print(f"outputs kept in {tmp}")
+
+
+def script_main(main):
+    """Runs main() as a script: SIGTERM (a ctest timeout) still runs its cleanup."""
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    sys.exit(main())

@@ -34,12 +34,7 @@ TEST_F(AsyncTest, RemoteAccessViolationRaisesQpAccessErrOnTheTarget) {
   Buffer src(pd_, 64, kAllAccess);
   Buffer ro(pd_, 64, IBV_ACCESS_LOCAL_WRITE, 0x11);  // no remote rights
   ibv_sge sge{src.addr(), 64, src.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = ro.addr();
-  wr.wr.rdma.rkey = ro.mr->rkey;
+  ibv_send_wr wr = rdma_wr(IBV_WR_RDMA_WRITE, &sge, ro.addr(), ro.mr->rkey);
   EXPECT_EQ(post_and_wait(wr).status, IBV_WC_REM_ACCESS_ERR);
   ibv_async_event ev;
   bool saw_access_err = false;

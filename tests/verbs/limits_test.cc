@@ -65,12 +65,7 @@ TEST_F(LimitsTest, TenThousandQpsThenCreationPastMaxQpFailsCleanly) {
   // The fixture's pair still works.
   Buffer src(pd_, 4096, kAllAccess, 0x3c), dst(pd_, 4096, kAllAccess, 0);
   ibv_sge sge{src.addr(), 4096, src.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = dst.addr();
-  wr.wr.rdma.rkey = dst.mr->rkey;
+  ibv_send_wr wr = rdma_wr(IBV_WR_RDMA_WRITE, &sge, dst.addr(), dst.mr->rkey);
   EXPECT_EQ(post_and_wait(wr).status, IBV_WC_SUCCESS);
   EXPECT_EQ(dst.bytes[4095], 0x3c);
 }
@@ -87,12 +82,8 @@ TEST_F(LimitsTest, FourGibMrRegistersAndOnlyItsBytesAreReachable) {
   base[kLen] = 0x77;  // the byte past the MR: must stay
   Buffer src(pd_, 64, kAllAccess, 0x5e), back(pd_, 64, kAllAccess, 0);
   ibv_sge sge{src.addr(), 64, src.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_RDMA_WRITE;
-  wr.wr.rdma.remote_addr = reinterpret_cast<uintptr_t>(base + kLen - 64);  // its last 64 bytes
-  wr.wr.rdma.rkey = big->rkey;
+  ibv_send_wr wr = rdma_wr(IBV_WR_RDMA_WRITE, &sge,  // its last 64 bytes
+                           reinterpret_cast<uintptr_t>(base + kLen - 64), big->rkey);
   EXPECT_EQ(post_and_wait(wr).status, IBV_WC_SUCCESS);
   EXPECT_EQ(base[kLen - 64], 0x5e);
   EXPECT_EQ(base[kLen - 1], 0x5e);

@@ -75,6 +75,17 @@ struct Buffer {
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
+/// An RDMA WRITE or READ work request of one SGE to (remote_addr, rkey); unsignaled.
+inline ibv_send_wr rdma_wr(ibv_wr_opcode op, ibv_sge* sge, uint64_t remote_addr, uint32_t rkey) {
+  ibv_send_wr wr{};
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.wr.rdma.remote_addr = remote_addr;
+  wr.wr.rdma.rkey = rkey;
+  return wr;
+}
+
 /// Moves qp RESET -> INIT -> RTR -> RTS towards dest_qpn on the GID at index 0 of ctx.
 /// Returns the first ibv_modify_qp error, 0 on success.
 inline int connect_qp(ibv_context* ctx, ibv_qp* qp, uint32_t dest_qpn, uint32_t my_psn,
