@@ -130,6 +130,31 @@ TEST(RcError, RetryExceededAfterTimeoutTimesRetriesThenFlush) {
   EXPECT_EQ(t.h.a().observer.events.size(), 1u);
 }
 
+TEST(RcError, LinkCutShorterThanTimeoutTimesRetriesRecoversWithoutAnError) {
+  Rc t;
+  // Cut both directions for ~2.5 local ACK timeouts (4.194 ms each; retry_cnt 3 allows 4).
+  t.h.link(0).blackhole = t.h.link(1).blackhole = true;
+  const Timestamp t0 = t.h.now();
+  ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 1, 3000, Rc::addr(t.bm), t.kb.rkey));
+  const Timestamp restore = t0 + Duration::micros(10'500);
+  t.h.run_until([&] { return t.h.now() >= restore; }, Duration::millis(20));
+  ASSERT_GE(t.h.now(), restore);
+  Cqe early[2];
+  EXPECT_EQ(t.A().poll_cq(t.h.a().scq, early), 0u);  // still retrying, not failed
+  t.h.link(0).blackhole = t.h.link(1).blackhole = false;
+  // Expect: the retransmission after the next timeout (12.58 ms: the ones at 4.19 and 8.39 ms
+  // were lost) gets through, the last of the 3 retries: success, the data in place, the QP in
+  // RTS, 3 timeouts counted and no retry-exceeded, no async event.
+  std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kSuccess);
+  EXPECT_EQ(std::memcmp(t.am.data(), t.bm.data(), 3000), 0);
+  EXPECT_EQ(t.state(t.A(), t.qa), QpState::kRts);
+  EXPECT_EQ(t.h.a().counters.get(Counter::local_ack_timeout_err), 3u);
+  EXPECT_EQ(t.h.a().counters.get(Counter::req_transport_retries_exceeded), 0u);
+  EXPECT_TRUE(t.h.a().observer.events.empty());
+}
+
 TEST(RcError, QpFatalOncePerTripToErrAndNotOnUserModify) {
   Rc t;
   // A user-requested move to ERR is not an error event.
