@@ -213,6 +213,35 @@ TEST_F(ResponderTest, RemoteAccessErrorNaksAndLeavesMemory) {
   EXPECT_EQ(before, t.backing);
 }
 
+TEST_F(ResponderTest, RkeyOfAnotherPdIsRemoteAccessErrorAndTouchesNothing) {
+  // A region with every right in a second PD: its rkey is valid, but not for this QP's PD.
+  std::vector<uint8_t> other(4096, 0x5a);
+  uint32_t pd2 = t.e->alloc_pd().value();
+  MrKeys k2 = t.e->reg_mr(pd2, reinterpret_cast<uint64_t>(other.data()), other.size(), 0xf).value();
+  std::vector<uint8_t> before = t.backing;
+  // Receive WRITE_ONLY psn 100 with the other PD's rkey and address (in-order)
+  // Expect: NAK remote access error, neither region written
+  t.rx(pb.write(Opcode::kRcRdmaWriteOnly, 100, reinterpret_cast<uint64_t>(other.data()), k2.rkey,
+                64, bytes(64, 0xee)));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.pop().p.aeth.syndrome, 0x60 | 2);
+  EXPECT_EQ(other, std::vector<uint8_t>(4096, 0x5a));
+  EXPECT_EQ(before, t.backing);
+  EXPECT_EQ(t.counters.get(Counter::resp_remote_access_errors), 1u);
+}
+
+TEST_F(ResponderTest, ReadPastTheRegionsEndIsRemoteAccessErrorAndReturnsNoData) {
+  // Receive READ_REQUEST psn 100 for the region's last 512 bytes plus one (in-order)
+  // Expect: one NAK remote access error and no READ response carrying memory
+  t.rx(pb.read(100, t.va(EngineUnderTest::kRegion - 512), t.keys.rkey, 513));
+  ASSERT_EQ(t.tx(), 1u);
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.opcode, Opcode::kRcAcknowledge);
+  EXPECT_EQ(c.p.aeth.syndrome, 0x60 | 2);
+  EXPECT_EQ(t.state(), QpState::kErr);
+  EXPECT_TRUE(t.canaries_intact());
+}
+
 TEST_F(ResponderTest, MiddleWithoutFirstIsInvalidRequest) {
   // Receive WRITE_MIDDLE psn 100 with no WRITE in progress (in-order)
   // Expect: NAK invalid request (code 1), QP in ERR, kQpReqErr
