@@ -15,7 +15,9 @@ loss rate (0.1 %, 1 %, 5 %, each with 0.5 % duplication, 1 % reordering within 2
     at the responder (out_of_sequence or packet_seq_err); with frames duplicated,
     duplicate_request at the responder.
 Sizes: --bytes per op (default 16 MiB in 1 MiB messages; the long form 256 MiB). Goodput per
-run (payload bytes / client wall time) is printed. Usage: lossy_e2e.py --build B [--bytes N]
+run (payload bytes / client wall time) is printed. --case cut: the link cut for 200 ms
+(shorter than timeout x retries: the transfer recovers) and for 3 s (longer: RETRY_EXC_ERR,
+both programs exit). Usage: lossy_e2e.py --build B [--bytes N]
 [--rates 0.001,0.01,0.05] [--ops write,read,send,atomic] [--keep]
 """
 import argparse
@@ -41,27 +43,24 @@ def counters_at_close(text):
     return {k: int(v) for k, v in (x.split("=") for x in m.group(1).split())} if m else None
 
 
-def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
+def through_switch(build, tmp, tag, spec, verify_args, deadline_s=600):
+    """uroce_verify (client on host A = switch port 0, server on B = port 1) with verify_args
+    through a switch that impairs with `spec`. Returns (client, server, seconds from the
+    client's start to both exits, the switch's final counters per port)."""
     del procs[:]
     d = os.path.join(tmp, tag)
     os.makedirs(d)
-    deadline = time.monotonic() + 600
+    deadline = time.monotonic() + deadline_s
     socks = [os.path.join(d, f"p{i}.sock") for i in (0, 1)]
-    spec = (f"drop={loss},dup=0.005,reorder=0.01,reorder-window=200us,corrupt=0.0005,"
-            f"seed={abs(hash(tag)) % 100000}")
     sw = start_switch(build, d, "switch", [f"role=server,socket={s}" for s in socks],
-                      ["--ecn", "off", "--pfc-xoff", "0", "--impair", spec], deadline, 600)
+                      ["--ecn", "off", "--pfc-xoff", "0", "--impair", spec], deadline, deadline_s)
     cfgs = []
     for i in (0, 1):
         cfgs.append(os.path.join(d, f"h{i}.toml"))
         write_host_config(cfgs[i], "tests/switch/lossy_e2e.py", i, socks[i], ADDRS, MACS)
     port = 20000 + (os.getpid() * 13 + len(tag) * 31) % 15000
-    size = 8 if op == "atomic" else MSG
-    # atomic: 2 per iteration, one outstanding, so each lost request or response costs a
-    # 67 ms ACK timeout: 512 iterations per 16 MiB of the other ops.
-    iters = max(1, nbytes // (32 << 10)) if op == "atomic" else max(1, nbytes // MSG)
     args = [os.path.join(build, "bin", "uroce_verify"), "-d", "uroce0", "-g", "0", "-p",
-            str(port), "-o", op, "-s", str(size), "-n", str(iters), "-t", "30"]
+            str(port)] + verify_args
 
     def env(i):
         return dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "lib"), UROCE_CONFIG=cfgs[i],
@@ -72,7 +71,18 @@ def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
     wait_for(lambda: cli.poll() is not None and srv.poll() is not None, deadline,
              f"uroce_verify {tag} to finish")
     secs = time.monotonic() - t0
-    sw_counters = stop_switches(d, {"switch": sw})["switch"]
+    return cli, srv, secs, stop_switches(d, {"switch": sw})["switch"]
+
+
+def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
+    spec = (f"drop={loss},dup=0.005,reorder=0.01,reorder-window=200us,corrupt=0.0005,"
+            f"seed={abs(hash(tag)) % 100000}")
+    size = 8 if op == "atomic" else MSG
+    # atomic: 2 per iteration, one outstanding, so each lost request or response costs a
+    # 67 ms ACK timeout: 512 iterations per 16 MiB of the other ops.
+    iters = max(1, nbytes // (32 << 10)) if op == "atomic" else max(1, nbytes // MSG)
+    cli, srv, secs, sw_counters = through_switch(
+        build, tmp, tag, spec, ["-o", op, "-s", str(size), "-n", str(iters), "-t", "30"])
     outs = [output(cli), output(srv)]
     c = [counters_at_close(o) for o in outs]  # [client A, server B]
     moved = iters * size * (2 if op == "write" else 1)
@@ -109,6 +119,36 @@ def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
         failures.append(f"{tag}: requests were duplicated but the responder counted none")
 
 
+def cut_runs(build, tmp, failures):
+    """The link cut 1 s into a 4 s mixed transfer (RC timeout 14 = 67 ms, retry_cnt 7: the
+    requester gives up after 8 x 67 ms = 0.54 s of silence). Cut for 200 ms: the transfer
+    recovers and verifies, with local ACK timeouts counted. Cut for 3 s: the client's WR ends
+    in RETRY_EXC_ERR (transport retry counter exceeded), and both programs exit, none hangs."""
+    for cut_ms, survives in ((200, True), (3000, False)):
+        tag = f"cut{cut_ms}ms"
+        cli, srv, secs, sw = through_switch(
+            build, tmp, tag, f"cut-at=1s,cut-for={cut_ms}ms",
+            ["-o", "mixed", "-s", "65536", "-D", "4", "-t", "10"], deadline_s=60)
+        outs = [output(cli), output(srv)]
+        c = counters_at_close(outs[0]) or {}
+        print(f"[{tag}] client rc {cli.returncode} server rc {srv.returncode} after {secs:.1f} s; "
+              f"switch cut {sw[0]['imp_cut']} + {sw[1]['imp_cut']} frames; client counters {c}")
+        if sw[0]["imp_cut"] + sw[1]["imp_cut"] == 0:
+            failures.append(f"{tag}: the switch cut nothing")
+        if survives:
+            if cli.returncode != 0 or srv.returncode != 0 or "OK" not in outs[0]:
+                failures.append(f"{tag}: a {cut_ms} ms cut broke the transfer:\n" + outs[0][-500:])
+            if c.get("local_ack_timeout_err", 0) == 0:
+                failures.append(f"{tag}: no local ACK timeout counted across the cut")
+        else:
+            if cli.returncode == 0 or "transport retry counter exceeded" not in outs[0]:
+                failures.append(f"{tag}: a {cut_ms} ms cut did not end in RETRY_EXC_ERR:\n"
+                                + outs[0][-500:])
+            if c.get("req_transport_retries_exceeded", 0) != 1:
+                failures.append(f"{tag}: req_transport_retries_exceeded = "
+                                f"{c.get('req_transport_retries_exceeded', 0)}, not 1")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -116,10 +156,13 @@ def main():
     ap.add_argument("--rates", default="0.001,0.01,0.05")
     ap.add_argument("--ops", default="write,read,send,atomic")
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--case", choices=["loss", "cut"], default="loss")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
 
     def body(tmp, failures, _gaps):
+        if a.case == "cut":
+            return cut_runs(build, tmp, failures)
         results = []
         for rate in a.rates.split(","):
             for op in a.ops.split(","):

@@ -253,13 +253,13 @@ TEST(SwitchImpair, OnlyRoceV2FramesAreTouchedAndOnlyPastTheBth) {
   all.corrupt = all.dup = all.reorder = 1;
   all.delay = Duration::micros(5);
   Impairment im(all);
-  ImpairVerdict a = im.decide(arp);
+  ImpairVerdict a = im.decide(arp, Timestamp{0});
   EXPECT_FALSE(a.drop || a.duplicate || a.reordered);
   EXPECT_EQ(a.corrupt_at, -1);
   EXPECT_EQ(a.hold.ns, 0);
   EXPECT_EQ(im.counters().seen, 0u);
   for (int i = 0; i < 1000; ++i) {
-    ImpairVerdict v = im.decide(f);
+    ImpairVerdict v = im.decide(f, Timestamp{0});
     ASSERT_FALSE(v.drop);
     ASSERT_TRUE(v.duplicate && v.reordered);
     // Corruption lands after the BTH (payload or ICRC): the ICRC check must catch it.
@@ -286,7 +286,7 @@ TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
   Impairment a(c), b(c);
   constexpr int kN = 200'000;
   for (int i = 0; i < kN; ++i) {
-    ImpairVerdict x = a.decide(f), y = b.decide(f);
+    ImpairVerdict x = a.decide(f, Timestamp{0}), y = b.decide(f, Timestamp{0});
     ASSERT_EQ(x.drop, y.drop);
     ASSERT_EQ(x.corrupt_at, y.corrupt_at);
     ASSERT_EQ(x.hold.ns, y.hold.ns);
@@ -302,7 +302,7 @@ TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
   Impairment other(c);
   int same = 0;
   Impairment replay(ImpairConfig{c.drop, c.dup, c.corrupt, c.reorder, c.reorder_window, c.delay, 42});
-  for (int i = 0; i < 1000; ++i) same += other.decide(f).drop == replay.decide(f).drop;
+  for (int i = 0; i < 1000; ++i) same += other.decide(f, Timestamp{0}).drop == replay.decide(f, Timestamp{0}).drop;
   EXPECT_LT(same, 1000);  // another seed, other verdicts
 
   EXPECT_FALSE(parse_impair("drop=1.5", &c, &err));
@@ -316,6 +316,23 @@ TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
   EXPECT_EQ(o.impair.drop, 0.01);
   EXPECT_EQ(o.impair.seed, 3u);
   EXPECT_FALSE(parse_options({"--port", "a", "--port", "b", "--impair", "drop"}, &o, &err));
+}
+
+TEST(SwitchImpair, LinkCutDropsEverythingForItsDurationOnly) {
+  ImpairConfig c;
+  std::string err;
+  ASSERT_TRUE(parse_impair("cut-at=1s,cut-for=200ms", &c, &err)) << err;
+  Impairment im(c);
+  std::vector<uint8_t> f = rocev2_frame();
+  const Timestamp t0{5'000'000'000};  // the first frame starts the clock of the cut
+  EXPECT_FALSE(im.decide(f, t0).drop);
+  EXPECT_FALSE(im.decide(f, t0 + Duration::millis(999)).drop);
+  EXPECT_TRUE(im.decide(f, t0 + Duration::millis(1000)).drop);
+  EXPECT_TRUE(im.decide(f, t0 + Duration::millis(1199)).drop);
+  EXPECT_FALSE(im.decide(f, t0 + Duration::millis(1200)).drop);
+  EXPECT_FALSE(im.decide(f, t0 + Duration::seconds(60)).drop);
+  EXPECT_EQ(im.counters().cut, 2u);
+  EXPECT_EQ(im.counters().dropped, 2u);
 }
 
 }  // namespace

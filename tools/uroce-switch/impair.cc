@@ -46,6 +46,10 @@ bool parse_impair(std::string_view spec, ImpairConfig* out, std::string* err) {
       ok = parse_duration(v, &c.reorder_window) && c.reorder_window.ns > 0;
     } else if (k == "delay") {
       ok = parse_duration(v, &c.delay);
+    } else if (k == "cut-at") {
+      ok = parse_duration(v, &c.cut_at);
+    } else if (k == "cut-for") {
+      ok = parse_duration(v, &c.cut_for);
     } else if (k == "seed") {
       std::string s(v);
       char* end = nullptr;
@@ -53,7 +57,8 @@ bool parse_impair(std::string_view spec, ImpairConfig* out, std::string* err) {
       ok = !s.empty() && *end == 0;
     } else {
       *err = "--impair: unknown key \"" + std::string(k) +
-             "\"; allowed: drop, dup, corrupt, reorder, reorder-window, delay, seed";
+             "\"; allowed: drop, dup, corrupt, reorder, reorder-window, delay, cut-at, "
+             "cut-for, seed";
       return false;
     }
     if (!ok) {
@@ -88,11 +93,18 @@ bool is_rocev2(std::span<const uint8_t> f, size_t* bth_end) {
   return true;
 }
 
-ImpairVerdict Impairment::decide(std::span<const uint8_t> frame) {
+ImpairVerdict Impairment::decide(std::span<const uint8_t> frame, Timestamp now) {
   ImpairVerdict v;
   size_t bth_end = 0;
   if (!c_.any() || !is_rocev2(frame, &bth_end)) return v;
   n_.seen++;
+  if (first_.is_never()) first_ = now;
+  if (c_.cut_for.ns > 0 && now >= first_ + c_.cut_at && now < first_ + c_.cut_at + c_.cut_for) {
+    v.drop = true;
+    n_.dropped++;
+    n_.cut++;
+    return v;
+  }
   // One draw per decision, always in this order, so a seed replays the same verdicts.
   const double d_drop = rng_.next(), d_corrupt = rng_.next(), d_dup = rng_.next();
   const double d_reorder = rng_.next(), d_where = rng_.next();

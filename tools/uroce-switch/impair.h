@@ -12,8 +12,13 @@
  * it overtake it); and every frame waits `delay` first. Decisions come from one xorshift64*
  * stream seeded by `seed`: the same seed and frame sequence give the same decisions.
  *
+ * A link cut: cut-at=T,cut-for=D drops every RoCEv2 frame from T after the first one the
+ * stage saw until T + D (a cable pulled and plugged back; D longer or shorter than a
+ * requester's timeout x retries).
+ *
  * Spec syntax (--impair): comma-separated key=value, e.g.
  *   drop=0.01,dup=0.001,reorder=0.01,reorder-window=200us,corrupt=0.001,delay=20us,seed=7
+ *   cut-at=1s,cut-for=200ms
  * Units: probabilities in [0, 1], durations with ns/us/ms/s.
  */
 #pragma once
@@ -36,7 +41,11 @@ struct ImpairConfig {
   Duration reorder_window = Duration::micros(200);
   Duration delay{};
   uint64_t seed = 1;
-  bool any() const { return drop > 0 || dup > 0 || corrupt > 0 || reorder > 0 || delay.ns > 0; }
+  Duration cut_at{};   ///< the cut starts this long after the first RoCEv2 frame
+  Duration cut_for{};  ///< and lasts this long (0: no cut)
+  bool any() const {
+    return drop > 0 || dup > 0 || corrupt > 0 || reorder > 0 || delay.ns > 0 || cut_for.ns > 0;
+  }
 };
 
 /// Parses an --impair spec (see @file); false with *err naming the bad key or value.
@@ -57,6 +66,7 @@ struct ImpairCounters {
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t reordered = 0;
+  uint64_t cut = 0;         ///< dropped by the link cut (also counted in dropped)
 };
 
 /// True for an IPv4/IPv6 UDP frame to port 4791 (optionally 802.1Q-tagged); *bth_end is the
@@ -67,8 +77,9 @@ class Impairment {
  public:
   explicit Impairment(const ImpairConfig& c) : c_(c), rng_(c.seed) {}
 
-  /// The verdict for `frame`; counts it. Frames that are not RoCEv2 always pass unheld.
-  ImpairVerdict decide(std::span<const uint8_t> frame);
+  /// The verdict for `frame` arriving at `now`; counts it. Frames that are not RoCEv2 always
+  /// pass unheld.
+  ImpairVerdict decide(std::span<const uint8_t> frame, Timestamp now);
 
   const ImpairConfig& config() const { return c_; }
   const ImpairCounters& counters() const { return n_; }
@@ -77,6 +88,7 @@ class Impairment {
   ImpairConfig c_;
   MarkRng rng_;
   ImpairCounters n_;
+  Timestamp first_ = Timestamp::never();  ///< the first RoCEv2 frame (the cut's origin)
 };
 
 }  // namespace uroce::uswitch

@@ -243,7 +243,7 @@ void Switch::ingress(uint32_t in, rte_mbuf* m, Timestamp now) {
   SwitchPort& p = *ports_[in];
   if (!p.impair.config().any()) return receive(in, m, now);
   ImpairVerdict v = p.impair.decide(
-      std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len));
+      std::span<const uint8_t>(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len), now);
   if (v.drop) {
     p.c.rx_packets++;
     p.c.rx_bytes += m->pkt_len;
@@ -373,13 +373,13 @@ void Switch::print_stats(const char* tag) {
         "flooded=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu queue_bytes=%lu "
         "queue_high_water=%lu ecn_marked=%lu drops=%lu q_samples=%lu q_over_kmax=%lu "
         "tx_ring_full=%lu impaired=%lu imp_dropped=%lu imp_duplicated=%lu imp_corrupted=%lu "
-        "imp_reordered=%lu\n",
+        "imp_reordered=%lu imp_cut=%lu\n",
         tag, i, p.link, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, c.flooded,
         c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(),
         l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax,
         c.tx_ring_full, p.impair.counters().seen, p.impair.counters().dropped,
         p.impair.counters().duplicated, p.impair.counters().corrupted,
-        p.impair.counters().reordered);
+        p.impair.counters().reordered, p.impair.counters().cut);
   }
   // Not a port line (no "port="): how long the switch went unscheduled with frames queued.
   // A gap longer than a peer's pause time lets that pause lapse before the refresh.
