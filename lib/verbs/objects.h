@@ -240,6 +240,8 @@ struct Ah {
 Timestamp now();
 /// Application-driven progress: a few progress steps while they find work. Requires rt->mu.
 void drive_locked(Runtime* rt);
+/// The same, for a caller that has just read the clock (one read per call on the hot path).
+void drive_locked(Runtime* rt, Timestamp t);
 /// Opens (or shares) the runtime of a device; nullptr + errno on failure (runtime.cc).
 Runtime* acquire_runtime(DeviceEntry* dev);
 void release_runtime(Runtime* rt);

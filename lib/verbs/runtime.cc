@@ -151,9 +151,10 @@ size_t Runtime::progress_locked(Timestamp t) {
   return n;
 }
 
-void drive_locked(Runtime* rt) {
+void drive_locked(Runtime* rt) { drive_locked(rt, now()); }
+
+void drive_locked(Runtime* rt, Timestamp t) {
   if (rt->exiting) return;
-  Timestamp t = now();
   for (int i = 0; i < 4; ++i)
     if (rt->progress_locked(t) == 0) break;
   rt->app_progress.fetch_add(1, std::memory_order_relaxed);
