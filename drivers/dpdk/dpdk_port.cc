@@ -268,9 +268,7 @@ class DpdkPort final : public Port {
     if (total == 0 && !memif_) check_link(monotonic_now());
     if (pfc_tx_on_) pfc_after_poll();
     // memif: look at the link on every poll (at most every kStartRetry), busy or not, so the
-    // guard knows the regions of a new connection before traffic flows on it. (Gating it to
-    // every 32 polls saved a clock read per poll but broke dpdk_memif_reconnect: a sender
-    // polling every 20 ms then looked only every 640 ms.)
+    // guard knows the regions of a new connection before traffic flows on it.
     if (memif_) check_link(monotonic_now());
     // Frames the port queued itself (ARP/ND replies, announcements) go out without waiting
     // for the engine's next flush().

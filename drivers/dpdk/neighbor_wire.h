@@ -18,6 +18,7 @@ inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 inline constexpr uint16_t kEtherTypeArp = 0x0806;
 inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
 inline constexpr uint16_t kEtherTypeMacControl = 0x8808;  ///< PFC / pause (802.1Qbb)
+inline constexpr uint16_t kEtherTypeVlan = 0x8100;        ///< 802.1Q TPID
 
 /// Ethernet II header (no 802.1Q tag).
 struct EthHdr {

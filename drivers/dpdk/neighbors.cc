@@ -119,8 +119,9 @@ void Neighbors::learn(const Gid& ip, const MacAddr& mac, bool create) {
 
 bool Neighbors::on_frame(std::span<const uint8_t> frame, Timestamp /*now*/, TxSink& tx) {
   if (frame.size() < sizeof(wire::EthHdr)) return false;
-  if (frame[12] == 0x81 && frame[13] == 0x00 && frame.size() >= sizeof(wire::EthHdr) + 4) {
-    const uint16_t inner = static_cast<uint16_t>(frame[16] << 8 | frame[17]);
+  if (load_be16(frame.data() + 12) == wire::kEtherTypeVlan &&
+      frame.size() >= sizeof(wire::EthHdr) + 4) {
+    const uint16_t inner = load_be16(frame.data() + 16);
     if (inner != wire::kEtherTypeArp && inner != wire::kEtherTypeIpv6) return false;
     // 802.1Q-tagged ARP/ND: handled as the untagged frame (MACs, then what follows the tag).
     untagged_.assign(frame.begin(), frame.begin() + 12);
@@ -250,11 +251,9 @@ bool Neighbors::emit(const uint8_t* f, size_t len, TxSink& tx) {
     return false;
   }
   std::memcpy(p, f, 12);  // destination and source MAC
-  if (vlan_) {            // TPID 0x8100, PCP 0, DEI 0, VID
-    p[12] = 0x81;
-    p[13] = 0x00;
-    p[14] = static_cast<uint8_t>((*vlan_ >> 8) & 0x0f);
-    p[15] = static_cast<uint8_t>(*vlan_ & 0xff);
+  if (vlan_) {            // TPID, then TCI: PCP 0, DEI 0, VID
+    store_be16(p + 12, wire::kEtherTypeVlan);
+    store_be16(p + 14, static_cast<uint16_t>(*vlan_ & 0x0fff));
   }
   std::memcpy(p + 12 + tag, f + 12, len - 12);
   tx.end_frame(len + tag, TxMeta{});

@@ -14,6 +14,7 @@
 #include <span>
 
 #include "config/config.h"
+#include "dpdk/neighbor_wire.h"
 
 namespace uroce::dpdk {
 
@@ -35,19 +36,19 @@ struct RxClassifier {
   RxClass operator()(std::span<const uint8_t> f) const {
     if (f.size() < 14) return {};
     size_t l3 = 14;
-    uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
+    uint16_t type = load_be16(f.data() + 12);
     int pcp = -1;
-    if (type == 0x8100 && f.size() >= 18) {
+    if (type == wire::kEtherTypeVlan && f.size() >= 18) {
       pcp = f[14] >> 5;
-      type = static_cast<uint16_t>(f[16] << 8 | f[17]);
+      type = load_be16(f.data() + 16);
       l3 = 18;
     }
     uint8_t tc = 0;  // DSCP << 2 | ECN
     bool ip = false;
-    if (f.size() >= l3 + 2 && type == 0x0800) {
+    if (f.size() >= l3 + 2 && type == wire::kEtherTypeIpv4) {
       tc = f[l3 + 1];
       ip = true;
-    } else if (f.size() >= l3 + 2 && type == 0x86DD) {
+    } else if (f.size() >= l3 + 2 && type == wire::kEtherTypeIpv6) {
       tc = static_cast<uint8_t>((f[l3] & 0x0F) << 4 | f[l3 + 1] >> 4);
       ip = true;
     }
