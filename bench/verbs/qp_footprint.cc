@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "rc_loop.h"
+
 namespace {
 
 long resident_bytes() {
@@ -49,54 +51,6 @@ double wall_seconds() {
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
 }
 
-ibv_qp* make_qp(ibv_pd* pd, ibv_cq* cq) {
-  ibv_qp_init_attr ia{};
-  ia.send_cq = ia.recv_cq = cq;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = ia.cap.max_recv_wr = 1;
-  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  ibv_qp* qp = ibv_create_qp(pd, &ia);
-  if (!qp) std::perror("ibv_create_qp");
-  return qp;
-}
-
-/// INIT -> RTR -> RTS towards the QP numbered `peer` on the same port.
-bool connect(ibv_qp* qp, uint32_t peer, const ibv_gid& gid, ibv_mtu mtu) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                IBV_QP_ACCESS_FLAGS))
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = mtu;
-  a.dest_qp_num = peer;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = gid;
-  a.ah_attr.grh.sgid_index = 0;
-  a.ah_attr.grh.hop_limit = 64;
-  a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                IBV_QP_MIN_RNR_TIMER))
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.sq_psn = 0;
-  a.max_rd_atomic = 1;
-  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) ==
-         0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -104,8 +58,10 @@ int main(int argc, char** argv) {
   double idle_seconds = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--qps") nqps = std::atoi(argv[i + 1]) & ~1;  // pairs
-    else if (k == "--idle-seconds") idle_seconds = std::atof(argv[i + 1]);
+    if (k == "--qps")
+      nqps = std::atoi(argv[i + 1]) & ~1;  // pairs
+    else if (k == "--idle-seconds")
+      idle_seconds = std::atof(argv[i + 1]);
   }
   int ndev = 0;
   ibv_device** list = ibv_get_device_list(&ndev);
@@ -124,10 +80,10 @@ int main(int argc, char** argv) {
   }
   std::vector<ibv_qp*> qps;
   auto add_pair = [&] {
-    ibv_qp* a = make_qp(pd, cq);
-    ibv_qp* b = make_qp(pd, cq);
-    if (!a || !b || !connect(a, b->qp_num, gid, pa.active_mtu) ||
-        !connect(b, a->qp_num, gid, pa.active_mtu)) {
+    ibv_qp* a = bench::make_rc_qp(pd, cq, 1);
+    ibv_qp* b = bench::make_rc_qp(pd, cq, 1);
+    if (!a || !b || !bench::connect_rc(a, b->qp_num, gid, pa.active_mtu) ||
+        !bench::connect_rc(b, a->qp_num, gid, pa.active_mtu)) {
       std::perror("qp_footprint: connect");
       return false;
     }
@@ -144,9 +100,8 @@ int main(int argc, char** argv) {
 
   const double c0 = cpu_seconds(), w0 = wall_seconds();
   timespec ts{static_cast<time_t>(idle_seconds),
-              static_cast<long>((idle_seconds - static_cast<double>(
-                                                     static_cast<time_t>(idle_seconds))) *
-                                1e9)};
+              static_cast<long>(
+                  (idle_seconds - static_cast<double>(static_cast<time_t>(idle_seconds))) * 1e9)};
   while (nanosleep(&ts, &ts) != 0) {
   }
   const double idle_pct = 100.0 * (cpu_seconds() - c0) / (wall_seconds() - w0);
