@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Writes the committed seed corpora of the structured fuzz targets:
-fuzz/corpus/responder_rx, fuzz/corpus/completer_rx and fuzz/corpus/config_parse.
+fuzz/corpus/responder_rx, fuzz/corpus/completer_rx, fuzz/corpus/config_parse and
+fuzz/corpus/cm_mad.
 
 The record layouts are the ones the targets' loops read (fuzz/responder_rx.cc,
 fuzz/completer_rx.cc): each seed is a well-formed conversation that reaches past the parser
@@ -148,7 +149,32 @@ def config_seeds():
         write("config_parse", name + ".toml", text.encode())
 
 
+def cm_mad(attr, body):
+    """A 256-byte CM MAD (IBA 13.4.2 header: class 0x07, version 2, Send) around `body`,
+    the message at MAD byte 24 (transport/wire/cm.h)."""
+    hdr = u8(1) + u8(0x07) + u8(2) + u8(0x03) + u16(0) + u16(0) + struct.pack(">Q", 0x1234)
+    hdr += u16(attr) + u16(0) + u32(0)
+    return (hdr + body).ljust(256, b"\0")
+
+
+def cm_seeds():
+    gid = lambda last: bytes(10) + b"\xff\xff" + bytes([198, 18, 0, last])
+    req = u32(0x1001) + u32(0) + struct.pack(">QQ", 0x106abcd, 0x0202c9fffe000001) + u32(0)
+    req += u32(0) + u32(0x000011 << 8 | 16) + u32(8) + u32(20 << 3) + u32(0x000100 << 8 | 19 << 3 | 7)
+    req += u16(0xffff) + u8(5 << 4 | 7) + u8(15 << 4) + u16(0xffff) + u16(0xffff)
+    req += gid(1) + gid(2) + u32(0) + u8(0) + u8(64) + u8(0) + u8(14 << 3)
+    write("cm_mad", "req", cm_mad(0x10, req))
+    write("cm_mad", "rep", cm_mad(0x13, u32(0x2001) + u32(0x1001) + u32(0) + u32(0x22 << 8)
+                                  + u32(0) + u32(0x200 << 8) + u8(16) + u8(8) + u8(0) + u8(7 << 5)))
+    write("cm_mad", "rtu", cm_mad(0x14, u32(0x1001) + u32(0x2001)))
+    write("cm_mad", "rej", cm_mad(0x12, u32(0x2001) + u32(0x1001) + u8(0) + u8(0) + u16(28)))
+    write("cm_mad", "mra", cm_mad(0x11, u32(0x2001) + u32(0x1001) + u8(0) + u8(20 << 3)))
+    write("cm_mad", "dreq", cm_mad(0x15, u32(0x1001) + u32(0x2001) + u32(0x22 << 8)))
+    write("cm_mad", "drep", cm_mad(0x16, u32(0x2001) + u32(0x1001)))
+
+
 if __name__ == "__main__":
+    cm_seeds()
     responder_seeds()
     completer_seeds()
     config_seeds()
