@@ -1,0 +1,386 @@
+/**
+ * @file manager.cc
+ * @brief CM connection state machine (see manager.h).
+ */
+#include "cm/manager.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace uroce::cm {
+
+namespace w = wire::cm;
+
+namespace {
+
+/// IBA's timeout encoding: 4.096 us * 2^t.
+Duration iba_timeout(uint8_t t) { return Duration::nanos(int64_t{4096} << std::min<int>(t, 31)); }
+
+std::vector<uint8_t> bytes_of(std::span<const uint8_t> s) { return {s.begin(), s.end()}; }
+
+}  // namespace
+
+Manager::Manager(const Config& cfg, Send send)
+    : cfg_(cfg), send_(std::move(send)), next_id_(cfg.first_comm_id ? cfg.first_comm_id : 1) {}
+
+Status Manager::listen(uint64_t service_id) {
+  if (std::find(listening_.begin(), listening_.end(), service_id) != listening_.end())
+    return Status(EADDRINUSE);
+  listening_.push_back(service_id);
+  return Status::ok();
+}
+
+Status Manager::unlisten(uint64_t service_id) {
+  auto it = std::find(listening_.begin(), listening_.end(), service_id);
+  if (it == listening_.end()) return Status::not_found();
+  listening_.erase(it);
+  return Status::ok();
+}
+
+Manager::Conn* Manager::find(uint32_t local_id) {
+  auto it = conns_.find(local_id);
+  return it == conns_.end() ? nullptr : &it->second;
+}
+
+Manager::Conn* Manager::find_remote(const Gid& peer, uint32_t remote_id) {
+  for (auto& [id, c] : conns_)
+    if (c.remote_id == remote_id && c.peer == peer) return &c;
+  return nullptr;
+}
+
+void Manager::send_once(const Gid& dst, uint64_t tid, const w::Message& m) {
+  w::Mad mad;
+  mad.hdr.tid = tid;
+  mad.msg = m;
+  std::array<uint8_t, w::kMadLen> b;
+  w::build_cm_mad(mad, b);
+  send_(dst, b);
+}
+
+void Manager::send(Conn& c, const w::Message& m, Timestamp now, bool expect_answer) {
+  w::Mad mad;
+  mad.hdr.tid = c.tid;
+  mad.msg = m;
+  w::build_cm_mad(mad, c.last);
+  c.have_last = true;
+  send_(c.peer, c.last);
+  c.retries_left = expect_answer ? cfg_.max_retries : 0;
+  c.deadline = expect_answer ? now + cfg_.response_timeout : Timestamp::never();
+}
+
+void Manager::enter_timewait(Conn& c, Timestamp now) {
+  c.state = State::kTimewait;
+  c.deadline = now + cfg_.timewait;
+}
+
+uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
+  uint32_t id = next_id_++;
+  while (conns_.count(id) || id == 0) id = next_id_++;
+  Conn& c = conns_[id];
+  c.state = State::kReqSent;
+  c.local_id = id;
+  c.peer = p.remote;
+  c.tid = (uint64_t{id} << 32) | next_tid_++;
+  w::Req r;
+  r.local_comm_id = id;
+  r.service_id = p.service_id;
+  r.local_ca_guid = cfg_.ca_guid;
+  r.local_qpn = p.qpn;
+  r.responder_resources = p.responder_resources;
+  r.initiator_depth = p.initiator_depth;
+  r.remote_cm_response_timeout = 20;
+  r.local_cm_response_timeout = 20;
+  r.transport = w::Transport::kRc;
+  r.starting_psn = p.starting_psn;
+  r.retry_count = p.retry_count;
+  r.path_mtu = p.path_mtu;
+  r.rnr_retry_count = p.rnr_retry_count;
+  r.max_cm_retries = static_cast<uint8_t>(std::min(cfg_.max_retries, 15));
+  r.srq = p.srq;
+  r.primary.local_gid = p.local;
+  r.primary.remote_gid = p.remote;
+  r.primary.hop_limit = p.hop_limit;
+  r.primary.traffic_class = p.traffic_class;
+  r.primary.local_ack_timeout = p.local_ack_timeout;
+  r.private_data = p.private_data;
+  send(c, r, now, true);
+  return id;
+}
+
+Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
+  Conn* c = find(conn);
+  if (!c || c->state != State::kReqRcvd) return Status::invalid();
+  w::Rep r;
+  r.local_comm_id = c->local_id;
+  r.remote_comm_id = c->remote_id;
+  r.local_qpn = p.qpn;
+  r.starting_psn = p.starting_psn;
+  r.responder_resources = p.responder_resources;
+  r.initiator_depth = p.initiator_depth;
+  r.rnr_retry_count = p.rnr_retry_count;
+  r.srq = p.srq;
+  r.local_ca_guid = cfg_.ca_guid;
+  r.private_data = p.private_data;
+  c->state = State::kRepSent;
+  send(*c, r, now, true);
+  return Status::ok();
+}
+
+Status Manager::reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now) {
+  Conn* c = find(conn);
+  if (!c || (c->state != State::kReqRcvd && c->state != State::kRepRcvd)) return Status::invalid();
+  if (private_data.size() > w::kRejPrivateLen) return Status::invalid();
+  w::Rej r;
+  r.local_comm_id = c->local_id;
+  r.remote_comm_id = c->remote_id;
+  r.message_rejected = c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep;
+  r.reason = static_cast<uint16_t>(w::RejReason::kConsumerDefined);
+  std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
+  send_once(c->peer, c->tid, r);
+  enter_timewait(*c, now);
+  return Status::ok();
+}
+
+Status Manager::ready_to_use(uint32_t conn, Timestamp now) {
+  Conn* c = find(conn);
+  if (!c || c->state != State::kRepRcvd) return Status::invalid();
+  w::Rtu r;
+  r.local_comm_id = c->local_id;
+  r.remote_comm_id = c->remote_id;
+  c->state = State::kEstablished;
+  send(*c, r, now, false);  // kept: a repeated REP (our RTU lost) is answered with it again
+  return Status::ok();
+}
+
+Status Manager::disconnect(uint32_t conn, Timestamp now) {
+  Conn* c = find(conn);
+  if (!c || (c->state != State::kEstablished && c->state != State::kRepSent))
+    return Status::invalid();
+  w::Dreq d;
+  d.local_comm_id = c->local_id;
+  d.remote_comm_id = c->remote_id;
+  d.remote_qpn = c->remote_qpn;
+  c->tid = (uint64_t{c->local_id} << 32) | next_tid_++;
+  c->state = State::kDreqSent;
+  send(*c, d, now, true);
+  return Status::ok();
+}
+
+void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now) {
+  auto m = w::parse_cm_mad(mad);
+  if (!m) {
+    ++counters_.malformed;
+    return;
+  }
+  const uint64_t tid = m->hdr.tid;
+  std::visit(
+      [&](const auto& msg) {
+        using T = std::decay_t<decltype(msg)>;
+        if constexpr (std::is_same_v<T, w::Req>)
+          on_req(src, tid, msg, now);
+        else if constexpr (std::is_same_v<T, w::Rep>)
+          on_rep(tid, msg, now);
+        else if constexpr (std::is_same_v<T, w::Rtu>)
+          on_rtu(msg);
+        else if constexpr (std::is_same_v<T, w::Rej>)
+          on_rej(msg, now);
+        else if constexpr (std::is_same_v<T, w::Mra>)
+          on_mra(msg, now);
+        else if constexpr (std::is_same_v<T, w::Dreq>)
+          on_dreq(src, tid, msg, now);
+        else if constexpr (std::is_same_v<T, w::Drep>)
+          on_drep(msg, now);
+      },
+      m->msg);
+}
+
+void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp now) {
+  if (Conn* c = find_remote(src, m.local_comm_id)) {
+    ++counters_.duplicate_req;
+    if (c->state == State::kRepSent && c->have_last) {  // our REP was lost: send it again
+      ++counters_.resent;
+      send_(c->peer, c->last);
+    }
+    return;
+  }
+  if (std::find(listening_.begin(), listening_.end(), m.service_id) == listening_.end()) {
+    ++counters_.rejected_no_listener;
+    w::Rej r;
+    r.remote_comm_id = m.local_comm_id;
+    r.message_rejected = w::MsgRef::kReq;
+    r.reason = static_cast<uint16_t>(w::RejReason::kInvalidServiceId);
+    send_once(src, tid, r);
+    return;
+  }
+  uint32_t id = next_id_++;
+  while (conns_.count(id) || id == 0) id = next_id_++;
+  Conn& c = conns_[id];
+  c.state = State::kReqRcvd;
+  c.local_id = id;
+  c.remote_id = m.local_comm_id;
+  c.remote_qpn = m.local_qpn;
+  c.tid = tid;
+  c.peer = src;
+  (void)now;
+  Event e;
+  e.type = EventType::kConnectRequest;
+  e.conn = id;
+  e.peer = src;
+  e.req = m;
+  emit(std::move(e));
+}
+
+void Manager::on_rep(uint64_t tid, const w::Rep& m, Timestamp now) {
+  Conn* c = find(m.remote_comm_id);
+  if (c && c->state == State::kReqSent && tid == c->tid) {
+    c->remote_id = m.local_comm_id;
+    c->remote_qpn = m.local_qpn;
+    c->state = State::kRepRcvd;
+    c->deadline = Timestamp::never();  // the application answers (ready_to_use / reject)
+    Event e;
+    e.type = EventType::kConnectResponse;
+    e.conn = c->local_id;
+    e.peer = c->peer;
+    e.rep = m;
+    emit(std::move(e));
+    return;
+  }
+  if (c && c->state == State::kEstablished && c->remote_id == m.local_comm_id && c->have_last) {
+    ++counters_.resent;  // the peer did not get our RTU
+    send_(c->peer, c->last);
+    return;
+  }
+  (void)now;
+  ++counters_.unknown_conn;
+}
+
+void Manager::on_rtu(const w::Rtu& m) {
+  Conn* c = find(m.remote_comm_id);
+  if (!c || c->state != State::kRepSent || c->remote_id != m.local_comm_id) {
+    ++counters_.unknown_conn;
+    return;
+  }
+  c->state = State::kEstablished;
+  c->deadline = Timestamp::never();
+  Event e;
+  e.type = EventType::kEstablished;
+  e.conn = c->local_id;
+  e.peer = c->peer;
+  emit(std::move(e));
+}
+
+void Manager::on_rej(const w::Rej& m, Timestamp now) {
+  Conn* c = find(m.remote_comm_id);
+  if (!c ||
+      (c->state != State::kReqSent && c->state != State::kRepSent && c->state != State::kRepRcvd)) {
+    ++counters_.unknown_conn;
+    return;
+  }
+  Event e;
+  e.type = EventType::kRejected;
+  e.conn = c->local_id;
+  e.peer = c->peer;
+  e.reason = m.reason;
+  e.private_data = bytes_of(m.private_data);
+  emit(std::move(e));
+  enter_timewait(*c, now);
+}
+
+void Manager::on_mra(const w::Mra& m, Timestamp now) {
+  Conn* c = find(m.remote_comm_id);
+  if (!c || (c->state != State::kReqSent && c->state != State::kRepSent)) {
+    ++counters_.unknown_conn;
+    return;
+  }
+  // The peer answers later: wait its service timeout on top of ours, retries intact.
+  c->deadline = now + iba_timeout(m.service_timeout) + cfg_.response_timeout;
+}
+
+void Manager::on_dreq(const Gid& src, uint64_t tid, const w::Dreq& m, Timestamp now) {
+  Conn* c = find(m.remote_comm_id);
+  w::Drep r;
+  r.local_comm_id = m.remote_comm_id;
+  r.remote_comm_id = m.local_comm_id;
+  send_once(src, tid, r);  // always answered: the peer must not wait on a connection we lost
+  if (!c || c->remote_id != m.local_comm_id) {
+    ++counters_.unknown_conn;
+    return;
+  }
+  if (c->state == State::kTimewait) return;
+  Event e;
+  e.type = EventType::kDisconnected;
+  e.conn = c->local_id;
+  e.peer = c->peer;
+  e.private_data = bytes_of(m.private_data);
+  emit(std::move(e));
+  enter_timewait(*c, now);
+}
+
+void Manager::on_drep(const w::Drep& m, Timestamp now) {
+  Conn* c = find(m.remote_comm_id);
+  if (!c || c->state != State::kDreqSent) {
+    ++counters_.unknown_conn;
+    return;
+  }
+  Event e;
+  e.type = EventType::kDisconnected;
+  e.conn = c->local_id;
+  e.peer = c->peer;
+  e.private_data = bytes_of(m.private_data);
+  emit(std::move(e));
+  enter_timewait(*c, now);
+}
+
+void Manager::on_timer(Timestamp now) {
+  for (auto it = conns_.begin(); it != conns_.end();) {
+    Conn& c = it->second;
+    if (c.deadline > now) {
+      ++it;
+      continue;
+    }
+    if (c.state == State::kTimewait) {
+      it = conns_.erase(it);
+      continue;
+    }
+    if (c.retries_left > 0) {
+      --c.retries_left;
+      ++counters_.resent;
+      send_(c.peer, c.last);
+      c.deadline = now + cfg_.response_timeout;
+      ++it;
+      continue;
+    }
+    Event e;
+    e.conn = c.local_id;
+    e.peer = c.peer;
+    if (c.state == State::kDreqSent) {
+      e.type = EventType::kDisconnected;
+    } else {  // REQ or REP unanswered: tell the peer, as IBA 12.9.6 asks
+      e.type = EventType::kTimeout;
+      w::Rej r;
+      r.local_comm_id = c.local_id;
+      r.remote_comm_id = c.remote_id;
+      r.message_rejected = c.state == State::kReqSent ? w::MsgRef::kReq : w::MsgRef::kRep;
+      r.reason = static_cast<uint16_t>(w::RejReason::kTimeout);
+      send_once(c.peer, c.tid, r);
+    }
+    emit(std::move(e));
+    enter_timewait(c, now);
+    ++it;
+  }
+}
+
+Timestamp Manager::next_deadline() const {
+  Timestamp t = Timestamp::never();
+  for (const auto& [id, c] : conns_) t = earliest(t, c.deadline);
+  return t;
+}
+
+std::optional<Event> Manager::poll_event() {
+  if (events_.empty()) return std::nullopt;
+  Event e = std::move(events_.front());
+  events_.pop_front();
+  return e;
+}
+
+}  // namespace uroce::cm

@@ -1,0 +1,189 @@
+/**
+ * @file manager.h
+ * @brief The IBA Communication Manager's connection state machine (IBA Vol 1 §12.9), the
+ * protocol core that a librdmacm drop-in sits on (issue #9). It speaks CM MADs
+ * (transport/wire/cm.h) through a send callback and is driven by the MADs it receives and by
+ * time; it never reads a clock or touches a QP. The layer above moves QPs through their
+ * states when the events say so.
+ *
+ * Active side: connect() sends a REQ (resent every response timeout, at most max_retries
+ * times; then a REJ "timeout" goes out and kTimeout is reported). A REP gives
+ * kConnectResponse; ready_to_use() then sends the RTU and the connection is established. A REJ
+ * gives kRejected. An MRA stretches the wait by the peer's service timeout.
+ * Passive side: listen() on a service ID. A REQ gives kConnectRequest; accept() sends the
+ * REP (resent like a REQ), and the RTU gives kEstablished; reject() sends a REJ. A REQ for a
+ * service nobody listens on is answered with REJ "invalid service ID". A duplicate REQ is
+ * answered with the REP again when one was sent, and dropped otherwise.
+ * Both: disconnect() sends a DREQ (resent, then given up); a DREQ is answered with a DREP
+ * and gives kDisconnected, also for a connection already gone, so the peer never hangs.
+ * A closed connection lingers for `timewait` (stray MADs for it are recognised), then its
+ * ID is freed.
+ *
+ * Malformed MADs and MADs for unknown connections are counted and dropped. Units: Timestamp
+ * and Duration (nanoseconds).
+ */
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <optional>
+#include <span>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+#include "common/time.h"
+#include "common/types.h"
+#include "transport/wire/cm.h"
+
+namespace uroce::cm {
+
+/// What the layer above learns (librdmacm maps these to RDMA_CM_EVENT_*).
+enum class EventType : uint8_t {
+  kConnectRequest,   ///< passive: a REQ for a listened service; req holds it
+  kConnectResponse,  ///< active: the REP; rep holds it; answer with ready_to_use() or reject()
+  kEstablished,      ///< passive: the RTU arrived (active: ready_to_use() establishes at once)
+  kRejected,         ///< the peer sent a REJ; reason and private_data hold it
+  kTimeout,          ///< no answer after every retry (REQ, REP) — the connection is gone
+  kDisconnected,     ///< a DREQ or DREP arrived, or our DREQ went unanswered
+};
+
+struct Event {
+  EventType type{};
+  uint32_t conn = 0;  ///< the local communication ID
+  Gid peer{};
+  std::optional<wire::cm::Req> req;
+  std::optional<wire::cm::Rep> rep;
+  uint16_t reason = 0;                ///< kRejected: the REJ's reason
+  std::vector<uint8_t> private_data;  ///< kRejected, kDisconnected: the peer's private data
+};
+
+/// The REQ of connect(): what the peer needs to bring its QP to RTR towards ours.
+struct ConnectParams {
+  Gid local{}, remote{};
+  uint64_t service_id = 0;
+  uint32_t qpn = 0;
+  uint32_t starting_psn = 0;
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t path_mtu = 3;  ///< IBA MTU code, 3 = 1024
+  uint8_t retry_count = 7;
+  uint8_t rnr_retry_count = 7;
+  uint8_t hop_limit = 64;
+  uint8_t traffic_class = 0;
+  uint8_t local_ack_timeout = 14;
+  bool srq = false;
+  std::array<uint8_t, wire::cm::kReqPrivateLen> private_data{};
+};
+
+/// The REP of accept().
+struct AcceptParams {
+  uint32_t qpn = 0;
+  uint32_t starting_psn = 0;
+  uint8_t responder_resources = 0;
+  uint8_t initiator_depth = 0;
+  uint8_t rnr_retry_count = 7;
+  bool srq = false;
+  std::array<uint8_t, wire::cm::kRepPrivateLen> private_data{};
+};
+
+struct Config {
+  uint64_t ca_guid = 0;
+  uint32_t first_comm_id = 1;  ///< local IDs count up from here (randomise per process)
+  Duration response_timeout = Duration::millis(100);
+  int max_retries = 7;
+  Duration timewait = Duration::seconds(1);
+};
+
+/// What the manager dropped or repeated.
+struct Counters {
+  uint64_t malformed = 0;     ///< refused by the MAD parser
+  uint64_t unknown_conn = 0;  ///< for no connection (or the wrong state)
+  uint64_t duplicate_req = 0;
+  uint64_t resent = 0;  ///< REQ/REP/DREQ/RTU sent again
+  uint64_t rejected_no_listener = 0;
+};
+
+class Manager {
+ public:
+  /// Sends one MAD to the CM (QP1) of `dst`.
+  using Send = std::function<void(const Gid& dst, std::span<const uint8_t, wire::cm::kMadLen>)>;
+
+  Manager(const Config& cfg, Send send);
+
+  Status listen(uint64_t service_id);
+  Status unlisten(uint64_t service_id);
+
+  /// Sends a REQ; returns the new connection's local ID.
+  uint32_t connect(const ConnectParams& p, Timestamp now);
+  /// Passive, after kConnectRequest: sends the REP.
+  Status accept(uint32_t conn, const AcceptParams& p, Timestamp now);
+  /// After kConnectRequest (passive) or kConnectResponse (active): sends a REJ "consumer
+  /// defined" with `private_data` (at most 148 bytes) and forgets the connection.
+  Status reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now);
+  /// Active, after kConnectResponse: sends the RTU; the connection is established.
+  Status ready_to_use(uint32_t conn, Timestamp now);
+  /// Established (or REP sent): sends a DREQ.
+  Status disconnect(uint32_t conn, Timestamp now);
+
+  void on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now);
+  void on_timer(Timestamp now);
+  /// The earliest resend or timewait end; never when there is none.
+  Timestamp next_deadline() const;
+
+  std::optional<Event> poll_event();
+  const Counters& counters() const { return counters_; }
+  /// Connections known, in any state (timewait included).
+  size_t connections() const { return conns_.size(); }
+
+ private:
+  enum class State : uint8_t {
+    kReqSent,
+    kRepRcvd,
+    kReqRcvd,
+    kRepSent,
+    kEstablished,
+    kDreqSent,
+    kTimewait,
+  };
+  struct Conn {
+    State state{};
+    uint32_t local_id = 0;
+    uint32_t remote_id = 0;
+    uint32_t remote_qpn = 0;
+    uint64_t tid = 0;
+    Gid peer{};
+    std::array<uint8_t, wire::cm::kMadLen> last{};  ///< the MAD that a resend repeats
+    bool have_last = false;
+    int retries_left = 0;
+    Timestamp deadline = Timestamp::never();
+  };
+
+  void send(Conn& c, const wire::cm::Message& m, Timestamp now, bool expect_answer);
+  void send_once(const Gid& dst, uint64_t tid, const wire::cm::Message& m);
+  void enter_timewait(Conn& c, Timestamp now);
+  void emit(Event e) { events_.push_back(std::move(e)); }
+  Conn* find(uint32_t local_id);
+  Conn* find_remote(const Gid& peer, uint32_t remote_id);
+
+  void on_req(const Gid& src, uint64_t tid, const wire::cm::Req& m, Timestamp now);
+  void on_rep(uint64_t tid, const wire::cm::Rep& m, Timestamp now);
+  void on_rtu(const wire::cm::Rtu& m);
+  void on_rej(const wire::cm::Rej& m, Timestamp now);
+  void on_mra(const wire::cm::Mra& m, Timestamp now);
+  void on_dreq(const Gid& src, uint64_t tid, const wire::cm::Dreq& m, Timestamp now);
+  void on_drep(const wire::cm::Drep& m, Timestamp now);
+
+  Config cfg_;
+  Send send_;
+  uint32_t next_id_;
+  uint64_t next_tid_ = 1;
+  std::unordered_map<uint32_t, Conn> conns_;
+  std::vector<uint64_t> listening_;
+  std::deque<Event> events_;
+  Counters counters_;
+};
+
+}  // namespace uroce::cm
