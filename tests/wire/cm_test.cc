@@ -266,7 +266,9 @@ TEST(CmMad, FuzzSeedsParseAsTheMessageTheyAreNamedFor) {
   }
   std::ifstream f(std::string(UROCE_FUZZ_CORPUS_DIR) + "/cm_mad/req", std::ios::binary);
   std::vector<uint8_t> b((std::istreambuf_iterator<char>(f)), {});
-  const Req& r = std::get<Req>(parse_cm_mad(b)->msg);
+  auto req = parse_cm_mad(b);
+  ASSERT_TRUE(req);
+  const Req& r = std::get<Req>(req->msg);
   EXPECT_EQ(r.local_qpn, 0x11u);
   EXPECT_EQ(r.responder_resources, 16);
   EXPECT_EQ(r.starting_psn, 0x100u);
