@@ -171,6 +171,10 @@ def cm_seeds():
     write("cm_mad", "mra", cm_mad(0x11, u32(0x2001) + u32(0x1001) + u8(0) + u8(20 << 3)))
     write("cm_mad", "dreq", cm_mad(0x15, u32(0x1001) + u32(0x2001) + u32(0x22 << 8)))
     write("cm_mad", "drep", cm_mad(0x16, u32(0x2001) + u32(0x1001)))
+    write("cm_mad", "sidr_req", cm_mad(0x17, u32(7) + u16(0xffff) + u16(0)
+                                       + struct.pack(">Q", 0x1110007)))
+    write("cm_mad", "sidr_rep", cm_mad(0x18, u32(7) + u8(0) + u8(0) + u16(0) + u32(0x33 << 8)
+                                       + struct.pack(">Q", 0x1110007) + u32(0x11223344)))
 
 
 if __name__ == "__main__":

@@ -190,6 +190,8 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
           on_dreq(src, tid, msg, now);
         else if constexpr (std::is_same_v<T, w::Drep>)
           on_drep(msg, now);
+        else
+          ++counters_.unknown_conn;  // SIDR (UD service resolution) is not served yet
       },
       m->msg);
 }

@@ -165,6 +165,43 @@ TEST(CmMad, RepRejMraDreqFieldsSitWhereTheirTablesPutThem) {
   EXPECT_EQ(b[H + 12], 0x5a);
 }
 
+TEST(CmMad, SidrFieldsSitWhereTables119And120PutThem) {
+  SidrReq q;
+  q.request_id = 0x01020304;
+  q.pkey = 0x8001;
+  q.service_id = 0x0000000001110007ull;  // RDMA_PS_UDP, port 7
+  q.private_data[215] = 0x77;
+  auto b = build(mad_of(q));
+  EXPECT_EQ(load_be16(&b[16]), 0x0017);
+  EXPECT_EQ(load_be32(&b[H]), 0x01020304u);
+  EXPECT_EQ(load_be16(&b[H + 4]), 0x8001);
+  EXPECT_EQ(load_be64(&b[H + 8]), 0x0000000001110007ull);
+  EXPECT_EQ(b[kMadLen - 1], 0x77);
+
+  SidrRep r;
+  r.request_id = 9;
+  r.status = static_cast<uint8_t>(SidrStatus::kValid);
+  r.info_length = 2;
+  r.qpn = 0xabcdef;
+  r.service_id = 0x0000000001110007ull;
+  r.qkey = 0x11223344;
+  r.info[0] = 0xcc;
+  r.private_data[0] = 0xdd;
+  b = build(mad_of(r));
+  EXPECT_EQ(load_be16(&b[16]), 0x0018);
+  EXPECT_EQ(b[H + 4], 0);
+  EXPECT_EQ(b[H + 5], 2);
+  EXPECT_EQ(load_be32(&b[H + 8]) >> 8, 0xabcdefu);
+  EXPECT_EQ(load_be64(&b[H + 12]), 0x0000000001110007ull);
+  EXPECT_EQ(load_be32(&b[H + 20]), 0x11223344u);
+  EXPECT_EQ(b[H + 24], 0xcc);
+  EXPECT_EQ(b[H + 96], 0xdd);
+  b[H + 5] = 73;  // more additional information than its 72-byte field
+  ParseError err{};
+  EXPECT_FALSE(parse_cm_mad(b, &err));
+  EXPECT_EQ(err, ParseError::kBadField);
+}
+
 TEST(CmMad, EveryMessageSurvivesBuildThenParse) {
   Rep rep;
   rep.local_comm_id = 7;
@@ -182,7 +219,12 @@ TEST(CmMad, EveryMessageSurvivesBuildThenParse) {
   drep.remote_comm_id = 99;
   Rtu rtu;
   rtu.private_data[223] = 1;
-  const Message msgs[] = {sample_req(), mra, rej, rep, rtu, dreq, drep};
+  SidrReq sq;
+  sq.service_id = 5;
+  SidrRep sr;
+  sr.qpn = 0x123;
+  sr.info_length = 72;
+  const Message msgs[] = {sample_req(), mra, rej, rep, rtu, dreq, drep, sq, sr};
   for (const Message& msg : msgs) {
     Mad m = mad_of(msg, 0x42 + msg.index());
     auto b = build(m);
@@ -214,8 +256,9 @@ TEST(CmMad, MalformedMadsAreRefusedWithTheirReason) {
   b[3] = 0x81;  // a response method
   expect(b, ParseError::kBadMethod);
   b = good;
-  store_be16(&b[16], 0x0017);  // SIDR_REQ
+  store_be16(&b[16], 0x0019);  // LAP (no path migration)
   expect(b, ParseError::kUnknownAttribute);
+  store_be16(&b[16], 0x0019);
   store_be16(&b[16], 0x0001);  // ClassPortInfo
   expect(b, ParseError::kUnknownAttribute);
 

@@ -63,6 +63,10 @@ constexpr Bits kRepAckDelay{26, 0, 5}, kRepFailover{26, 5, 2}, kRepE2e{26, 7, 1}
     kRepRnrRetry{27, 0, 3}, kRepSrq{27, 3, 1};
 // RTU, DREQ, DREP (Tables 111-113).
 constexpr size_t kRtuPrivate = 8, kDreqQpn = 8, kDreqPrivate = 12, kDrepPrivate = 8;
+// SIDR_REQ, SIDR_REP (Tables 119, 120).
+constexpr size_t kSidrReqPkey = 4, kSidrReqServiceId = 8, kSidrReqPrivate = 16;
+constexpr size_t kSidrRepStatus = 4, kSidrRepInfoLength = 5, kSidrRepQpn = 8,
+                 kSidrRepServiceId = 12, kSidrRepQkey = 20, kSidrRepInfo = 24, kSidrRepPrivate = 96;
 
 uint32_t local_id(const uint8_t* p) { return load_be32(p); }
 uint32_t remote_id(const uint8_t* p) { return load_be32(p + 4); }
@@ -191,6 +195,22 @@ void build_ids_private(const M& m, uint8_t* p, size_t off) {
 
 struct Builder {
   uint8_t* p;
+  void operator()(const SidrReq& m) const {
+    store_be32(p, m.request_id);
+    store_be16(p + kSidrReqPkey, m.pkey);
+    store_be64(p + kSidrReqServiceId, m.service_id);
+    set_bytes(p, kSidrReqPrivate, m.private_data);
+  }
+  void operator()(const SidrRep& m) const {
+    store_be32(p, m.request_id);
+    p[kSidrRepStatus] = m.status;
+    p[kSidrRepInfoLength] = m.info_length;
+    set24(p, kSidrRepQpn, m.qpn);
+    store_be64(p + kSidrRepServiceId, m.service_id);
+    store_be32(p + kSidrRepQkey, m.qkey);
+    set_bytes(p, kSidrRepInfo, m.info);
+    set_bytes(p, kSidrRepPrivate, m.private_data);
+  }
   void operator()(const Req& m) const { build_req(m, p); }
   void operator()(const Rep& m) const { build_rep(m, p); }
   void operator()(const Rtu& m) const { build_ids_private(m, p, kRtuPrivate); }
@@ -225,6 +245,27 @@ std::optional<Message> parse_message(AttrId id, const uint8_t* p) {
     case AttrId::kRep: return parse_rep(p);
     case AttrId::kRtu: return parse_ids_private<Rtu>(p, kRtuPrivate);
     case AttrId::kDrep: return parse_ids_private<Drep>(p, kDrepPrivate);
+    case AttrId::kSidrReq: {
+      SidrReq m;
+      m.request_id = load_be32(p);
+      m.pkey = load_be16(p + kSidrReqPkey);
+      m.service_id = load_be64(p + kSidrReqServiceId);
+      get_bytes(p, kSidrReqPrivate, &m.private_data);
+      return m;
+    }
+    case AttrId::kSidrRep: {
+      SidrRep m;
+      m.request_id = load_be32(p);
+      m.status = p[kSidrRepStatus];
+      m.info_length = p[kSidrRepInfoLength];
+      m.qpn = get24(p, kSidrRepQpn);
+      m.service_id = load_be64(p + kSidrRepServiceId);
+      m.qkey = load_be32(p + kSidrRepQkey);
+      get_bytes(p, kSidrRepInfo, &m.info);
+      get_bytes(p, kSidrRepPrivate, &m.private_data);
+      if (m.info_length > kSidrRepInfoLen) return std::nullopt;
+      return m;
+    }
     case AttrId::kDreq: {
       auto m = parse_ids_private<Dreq>(p, kDreqPrivate);
       m.remote_qpn = get24(p, kDreqQpn);
@@ -266,8 +307,9 @@ const char* to_string(ParseError e) {
 }
 
 AttrId attr_of(const Message& m) {
-  constexpr AttrId kIds[] = {AttrId::kReq, AttrId::kMra,  AttrId::kRej, AttrId::kRep,
-                             AttrId::kRtu, AttrId::kDreq, AttrId::kDrep};
+  constexpr AttrId kIds[] = {AttrId::kReq,  AttrId::kMra,     AttrId::kRej,
+                             AttrId::kRep,  AttrId::kRtu,     AttrId::kDreq,
+                             AttrId::kDrep, AttrId::kSidrReq, AttrId::kSidrRep};
   return kIds[m.index()];
 }
 
@@ -293,7 +335,7 @@ std::optional<Mad> parse_cm_mad(std::span<const uint8_t> mad, ParseError* err) {
   if (hdr.class_version != kClassVersion) return fail(ParseError::kBadClassVersion);
   if (hdr.method != kMethodSend) return fail(ParseError::kBadMethod);
   if (hdr.attr_id < static_cast<uint16_t>(AttrId::kReq) ||
-      hdr.attr_id > static_cast<uint16_t>(AttrId::kDrep))
+      hdr.attr_id > static_cast<uint16_t>(AttrId::kSidrRep))
     return fail(ParseError::kUnknownAttribute);
   std::optional<Message> msg = parse_message(static_cast<AttrId>(hdr.attr_id), h + kMadHeaderLen);
   if (!msg) return fail(ParseError::kBadField);

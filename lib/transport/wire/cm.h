@@ -2,6 +2,7 @@
  * @file cm.h
  * @brief Communication Manager MADs (IBA Vol 1 §13.4 MAD header, §12.6 CM messages): the
  * 256-byte management datagrams that RDMA CM peers exchange on QP1 (GSI) to connect RC/UC QPs.
+ * SIDR_REQ/SIDR_REP (Tables 119-120) resolve a service ID to a UD QP.
  * On RoCEv2 a MAD is the payload of a UD SEND to QP 1 with Q_Key 0x80010000 (issue #9).
  *
  * Layout: a 24-byte MAD header, then the message at MAD byte 24. Field offsets below are from
@@ -45,6 +46,8 @@ enum class AttrId : uint16_t {
   kRtu = 0x0014,
   kDreq = 0x0015,
   kDrep = 0x0016,
+  kSidrReq = 0x0017,
+  kSidrRep = 0x0018,
 };
 
 /// Private data carried by each message (bytes; the rest of its 232-byte MAD data field).
@@ -56,6 +59,9 @@ inline constexpr size_t kRepPrivateLen = 196;
 inline constexpr size_t kRtuPrivateLen = 224;
 inline constexpr size_t kDreqPrivateLen = 220;
 inline constexpr size_t kDrepPrivateLen = 224;
+inline constexpr size_t kSidrReqPrivateLen = 216;
+inline constexpr size_t kSidrRepPrivateLen = 136;
+inline constexpr size_t kSidrRepInfoLen = 72;  ///< additional information, at most
 
 /// Transport Service Type of a REQ (2 bits).
 enum class Transport : uint8_t { kRc = 0, kUc = 1, kRd = 2 };
@@ -197,7 +203,39 @@ struct Drep {
   friend bool operator==(const Drep&, const Drep&) = default;
 };
 
-using Message = std::variant<Req, Mra, Rej, Rep, Rtu, Dreq, Drep>;
+/// Service ID resolution request: which UD QP serves this service? (IBA Table 119).
+struct SidrReq {
+  uint32_t request_id = 0;
+  uint16_t pkey = 0xffff;
+  uint64_t service_id = 0;
+  std::array<uint8_t, kSidrReqPrivateLen> private_data{};
+  friend bool operator==(const SidrReq&, const SidrReq&) = default;
+};
+
+/// SIDR_REP status (IBA Table 120).
+enum class SidrStatus : uint8_t {
+  kValid = 0,
+  kServiceIdNotSupported = 1,
+  kRejected = 2,
+  kNoQp = 3,
+  kRedirect = 4,
+  kUnsupportedVersion = 5
+};
+
+/// Service ID resolution reply (IBA Table 120).
+struct SidrRep {
+  uint32_t request_id = 0;
+  uint8_t status = 0;       ///< SidrStatus
+  uint8_t info_length = 0;  ///< at most kSidrRepInfoLen
+  uint32_t qpn = 0;         ///< 24 bits
+  uint64_t service_id = 0;
+  uint32_t qkey = 0;
+  std::array<uint8_t, kSidrRepInfoLen> info{};
+  std::array<uint8_t, kSidrRepPrivateLen> private_data{};
+  friend bool operator==(const SidrRep&, const SidrRep&) = default;
+};
+
+using Message = std::variant<Req, Mra, Rej, Rep, Rtu, Dreq, Drep, SidrReq, SidrRep>;
 
 /// One CM MAD: its header (attr_id matches the message) and the message.
 struct Mad {
@@ -212,7 +250,7 @@ enum class ParseError : uint8_t {
   kNotCm,             ///< base version or management class is not CM's
   kBadClassVersion,   ///< class version is not 2
   kBadMethod,         ///< not Send (CM sends every message with method Send)
-  kUnknownAttribute,  ///< an attribute this CM does not speak (SIDR, LAP, APR, ...)
+  kUnknownAttribute,  ///< an attribute this CM does not speak (LAP, APR, ClassPortInfo)
   kBadField,          ///< a field out of its range (REJ ARI length > 72, reserved values)
 };
 
