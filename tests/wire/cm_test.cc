@@ -294,8 +294,9 @@ namespace {
 /// parser accepts, each the message its name says.
 TEST(CmMad, FuzzSeedsParseAsTheMessageTheyAreNamedFor) {
   const std::pair<const char*, AttrId> seeds[] = {
-      {"req", AttrId::kReq}, {"rep", AttrId::kRep},   {"rtu", AttrId::kRtu},  {"rej", AttrId::kRej},
-      {"mra", AttrId::kMra}, {"dreq", AttrId::kDreq}, {"drep", AttrId::kDrep}};
+      {"req", AttrId::kReq},   {"rep", AttrId::kRep},          {"rtu", AttrId::kRtu},
+      {"rej", AttrId::kRej},   {"mra", AttrId::kMra},          {"dreq", AttrId::kDreq},
+      {"drep", AttrId::kDrep}, {"sidr_req", AttrId::kSidrReq}, {"sidr_rep", AttrId::kSidrRep}};
   for (auto [name, attr] : seeds) {
     std::string path = std::string(UROCE_FUZZ_CORPUS_DIR) + "/cm_mad/" + name;
     std::ifstream f(path, std::ios::binary);
