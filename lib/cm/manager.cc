@@ -20,6 +20,14 @@ std::vector<uint8_t> bytes_of(std::span<const uint8_t> s) { return {s.begin(), s
 
 }  // namespace
 
+Event Manager::event_of(EventType type, const Conn& c) {
+  Event e;
+  e.type = type;
+  e.conn = c.local_id;
+  e.peer = c.peer;
+  return e;
+}
+
 Manager::Manager(const Config& cfg, Send send)
     : cfg_(cfg), send_(std::move(send)), next_id_(cfg.first_comm_id ? cfg.first_comm_id : 1) {}
 
@@ -73,13 +81,19 @@ void Manager::enter_timewait(Conn& c, Timestamp now) {
   c.deadline = now + cfg_.timewait;
 }
 
-uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
+Manager::Conn& Manager::new_conn(State state, const Gid& peer) {
   uint32_t id = next_id_++;
-  while (conns_.count(id) || id == 0) id = next_id_++;
+  while (conns_.count(id) || id == 0) id = next_id_++;  // IDs wrap; 0 means "none" on the wire
   Conn& c = conns_[id];
-  c.state = State::kReqSent;
+  c.state = state;
   c.local_id = id;
-  c.peer = p.remote;
+  c.peer = peer;
+  return c;
+}
+
+uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
+  Conn& c = new_conn(State::kReqSent, p.remote);
+  const uint32_t id = c.local_id;
   c.tid = (uint64_t{id} << 32) | next_tid_++;
   w::Req r;
   r.local_comm_id = id;
@@ -196,7 +210,7 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
       m->msg);
 }
 
-void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp now) {
+void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
   if (Conn* c = find_remote(src, m.local_comm_id)) {
     ++counters_.duplicate_req;
     if (c->state == State::kRepSent && c->have_last) {  // our REP was lost: send it again
@@ -214,20 +228,11 @@ void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp no
     send_once(src, tid, r);
     return;
   }
-  uint32_t id = next_id_++;
-  while (conns_.count(id) || id == 0) id = next_id_++;
-  Conn& c = conns_[id];
-  c.state = State::kReqRcvd;
-  c.local_id = id;
+  Conn& c = new_conn(State::kReqRcvd, src);
   c.remote_id = m.local_comm_id;
   c.remote_qpn = m.local_qpn;
   c.tid = tid;
-  c.peer = src;
-  (void)now;
-  Event e;
-  e.type = EventType::kConnectRequest;
-  e.conn = id;
-  e.peer = src;
+  Event e = event_of(EventType::kConnectRequest, c);
   e.req = m;
   emit(std::move(e));
 }
@@ -239,10 +244,7 @@ void Manager::on_rep(uint64_t tid, const w::Rep& m, Timestamp now) {
     c->remote_qpn = m.local_qpn;
     c->state = State::kRepRcvd;
     c->deadline = Timestamp::never();  // the application answers (ready_to_use / reject)
-    Event e;
-    e.type = EventType::kConnectResponse;
-    e.conn = c->local_id;
-    e.peer = c->peer;
+    Event e = event_of(EventType::kConnectResponse, *c);
     e.rep = m;
     emit(std::move(e));
     return;
@@ -264,10 +266,7 @@ void Manager::on_rtu(const w::Rtu& m) {
   }
   c->state = State::kEstablished;
   c->deadline = Timestamp::never();
-  Event e;
-  e.type = EventType::kEstablished;
-  e.conn = c->local_id;
-  e.peer = c->peer;
+  Event e = event_of(EventType::kEstablished, *c);
   emit(std::move(e));
 }
 
@@ -278,10 +277,7 @@ void Manager::on_rej(const w::Rej& m, Timestamp now) {
     ++counters_.unknown_conn;
     return;
   }
-  Event e;
-  e.type = EventType::kRejected;
-  e.conn = c->local_id;
-  e.peer = c->peer;
+  Event e = event_of(EventType::kRejected, *c);
   e.reason = m.reason;
   e.private_data = bytes_of(m.private_data);
   emit(std::move(e));
@@ -309,10 +305,7 @@ void Manager::on_dreq(const Gid& src, uint64_t tid, const w::Dreq& m, Timestamp 
     return;
   }
   if (c->state == State::kTimewait) return;
-  Event e;
-  e.type = EventType::kDisconnected;
-  e.conn = c->local_id;
-  e.peer = c->peer;
+  Event e = event_of(EventType::kDisconnected, *c);
   e.private_data = bytes_of(m.private_data);
   emit(std::move(e));
   enter_timewait(*c, now);
@@ -324,10 +317,7 @@ void Manager::on_drep(const w::Drep& m, Timestamp now) {
     ++counters_.unknown_conn;
     return;
   }
-  Event e;
-  e.type = EventType::kDisconnected;
-  e.conn = c->local_id;
-  e.peer = c->peer;
+  Event e = event_of(EventType::kDisconnected, *c);
   e.private_data = bytes_of(m.private_data);
   emit(std::move(e));
   enter_timewait(*c, now);
@@ -352,13 +342,9 @@ void Manager::on_timer(Timestamp now) {
       ++it;
       continue;
     }
-    Event e;
-    e.conn = c.local_id;
-    e.peer = c.peer;
-    if (c.state == State::kDreqSent) {
-      e.type = EventType::kDisconnected;
-    } else {  // REQ or REP unanswered: tell the peer, as IBA 12.9.6 asks
-      e.type = EventType::kTimeout;
+    const bool dreq = c.state == State::kDreqSent;
+    Event e = event_of(dreq ? EventType::kDisconnected : EventType::kTimeout, c);
+    if (!dreq) {  // REQ or REP unanswered: tell the peer, as IBA 12.9.6 asks
       w::Rej r;
       r.local_comm_id = c.local_id;
       r.remote_comm_id = c.remote_id;

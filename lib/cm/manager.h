@@ -165,6 +165,8 @@ class Manager {
   void send_once(const Gid& dst, uint64_t tid, const wire::cm::Message& m);
   void enter_timewait(Conn& c, Timestamp now);
   void emit(Event e) { events_.push_back(std::move(e)); }
+  static Event event_of(EventType type, const Conn& c);
+  Conn& new_conn(State state, const Gid& peer);
   Conn* find(uint32_t local_id);
   Conn* find_remote(const Gid& peer, uint32_t remote_id);
 
