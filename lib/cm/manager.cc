@@ -57,20 +57,13 @@ Manager::Conn* Manager::find_remote(const Gid& peer, uint32_t remote_id) {
 }
 
 void Manager::send_once(const Gid& dst, uint64_t tid, const w::Message& m) {
-  w::Mad mad;
-  mad.hdr.tid = tid;
-  mad.msg = m;
   std::array<uint8_t, w::kMadLen> b;
-  w::build_cm_mad(mad, b);
+  w::build_cm_mad(w::Mad{{.tid = tid}, m}, b);
   send_(dst, b);
 }
 
 void Manager::send(Conn& c, const w::Message& m, Timestamp now, bool expect_answer) {
-  w::Mad mad;
-  mad.hdr.tid = c.tid;
-  mad.msg = m;
-  w::build_cm_mad(mad, c.last);
-  c.have_last = true;
+  w::build_cm_mad(w::Mad{{.tid = c.tid}, m}, c.last);
   send_(c.peer, c.last);
   c.retries_left = expect_answer ? cfg_.max_retries : 0;
   c.deadline = expect_answer ? now + cfg_.response_timeout : Timestamp::never();
@@ -79,6 +72,17 @@ void Manager::send(Conn& c, const w::Message& m, Timestamp now, bool expect_answ
 void Manager::enter_timewait(Conn& c, Timestamp now) {
   c.state = State::kTimewait;
   c.deadline = now + cfg_.timewait;
+}
+
+uint64_t Manager::new_tid(const Conn& c) { return (uint64_t{c.local_id} << 32) | next_tid_++; }
+
+w::Rej Manager::rej_of(const Conn& c, w::RejReason reason, w::MsgRef rejected) {
+  w::Rej r;
+  r.local_comm_id = c.local_id;
+  r.remote_comm_id = c.remote_id;
+  r.message_rejected = rejected;
+  r.reason = static_cast<uint16_t>(reason);
+  return r;
 }
 
 Manager::Conn& Manager::new_conn(State state, const Gid& peer) {
@@ -94,7 +98,8 @@ Manager::Conn& Manager::new_conn(State state, const Gid& peer) {
 uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
   Conn& c = new_conn(State::kReqSent, p.remote);
   const uint32_t id = c.local_id;
-  c.tid = (uint64_t{id} << 32) | next_tid_++;
+  c.tid = new_tid(c);
+  c.active = true;
   w::Req r;
   r.local_comm_id = id;
   r.service_id = p.service_id;
@@ -144,11 +149,8 @@ Status Manager::reject(uint32_t conn, std::span<const uint8_t> private_data, Tim
   Conn* c = find(conn);
   if (!c || (c->state != State::kReqRcvd && c->state != State::kRepRcvd)) return Status::invalid();
   if (private_data.size() > w::kRejPrivateLen) return Status::invalid();
-  w::Rej r;
-  r.local_comm_id = c->local_id;
-  r.remote_comm_id = c->remote_id;
-  r.message_rejected = c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep;
-  r.reason = static_cast<uint16_t>(w::RejReason::kConsumerDefined);
+  w::Rej r = rej_of(*c, w::RejReason::kConsumerDefined,
+                    c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep);
   std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
   send_once(c->peer, c->tid, r);
   enter_timewait(*c, now);
@@ -174,7 +176,7 @@ Status Manager::disconnect(uint32_t conn, Timestamp now) {
   d.local_comm_id = c->local_id;
   d.remote_comm_id = c->remote_id;
   d.remote_qpn = c->remote_qpn;
-  c->tid = (uint64_t{c->local_id} << 32) | next_tid_++;
+  c->tid = new_tid(*c);
   c->state = State::kDreqSent;
   send(*c, d, now, true);
   return Status::ok();
@@ -193,7 +195,7 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
         if constexpr (std::is_same_v<T, w::Req>)
           on_req(src, tid, msg, now);
         else if constexpr (std::is_same_v<T, w::Rep>)
-          on_rep(tid, msg, now);
+          on_rep(tid, msg);
         else if constexpr (std::is_same_v<T, w::Rtu>)
           on_rtu(msg);
         else if constexpr (std::is_same_v<T, w::Rej>)
@@ -213,7 +215,7 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
 void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
   if (Conn* c = find_remote(src, m.local_comm_id)) {
     ++counters_.duplicate_req;
-    if (c->state == State::kRepSent && c->have_last) {  // our REP was lost: send it again
+    if (c->state == State::kRepSent) {  // our REP was lost: send it again
       ++counters_.resent;
       send_(c->peer, c->last);
     }
@@ -237,7 +239,7 @@ void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
   emit(std::move(e));
 }
 
-void Manager::on_rep(uint64_t tid, const w::Rep& m, Timestamp now) {
+void Manager::on_rep(uint64_t tid, const w::Rep& m) {
   Conn* c = find(m.remote_comm_id);
   if (c && c->state == State::kReqSent && tid == c->tid) {
     c->remote_id = m.local_comm_id;
@@ -249,12 +251,11 @@ void Manager::on_rep(uint64_t tid, const w::Rep& m, Timestamp now) {
     emit(std::move(e));
     return;
   }
-  if (c && c->state == State::kEstablished && c->remote_id == m.local_comm_id && c->have_last) {
+  if (c && c->active && c->state == State::kEstablished && c->remote_id == m.local_comm_id) {
     ++counters_.resent;  // the peer did not get our RTU
     send_(c->peer, c->last);
     return;
   }
-  (void)now;
   ++counters_.unknown_conn;
 }
 
@@ -345,12 +346,9 @@ void Manager::on_timer(Timestamp now) {
     const bool dreq = c.state == State::kDreqSent;
     Event e = event_of(dreq ? EventType::kDisconnected : EventType::kTimeout, c);
     if (!dreq) {  // REQ or REP unanswered: tell the peer, as IBA 12.9.6 asks
-      w::Rej r;
-      r.local_comm_id = c.local_id;
-      r.remote_comm_id = c.remote_id;
-      r.message_rejected = c.state == State::kReqSent ? w::MsgRef::kReq : w::MsgRef::kRep;
-      r.reason = static_cast<uint16_t>(w::RejReason::kTimeout);
-      send_once(c.peer, c.tid, r);
+      send_once(c.peer, c.tid,
+                rej_of(c, w::RejReason::kTimeout,
+                       c.state == State::kReqSent ? w::MsgRef::kReq : w::MsgRef::kRep));
     }
     emit(std::move(e));
     enter_timewait(c, now);

@@ -156,7 +156,7 @@ class Manager {
     uint64_t tid = 0;
     Gid peer{};
     std::array<uint8_t, wire::cm::kMadLen> last{};  ///< the MAD that a resend repeats
-    bool have_last = false;
+    bool active = false;  ///< connect() made it (its last MAD after the REP is the RTU)
     int retries_left = 0;
     Timestamp deadline = Timestamp::never();
   };
@@ -167,11 +167,13 @@ class Manager {
   void emit(Event e) { events_.push_back(std::move(e)); }
   static Event event_of(EventType type, const Conn& c);
   Conn& new_conn(State state, const Gid& peer);
+  uint64_t new_tid(const Conn& c);
+  static wire::cm::Rej rej_of(const Conn& c, wire::cm::RejReason reason, wire::cm::MsgRef rejected);
   Conn* find(uint32_t local_id);
   Conn* find_remote(const Gid& peer, uint32_t remote_id);
 
   void on_req(const Gid& src, uint64_t tid, const wire::cm::Req& m, Timestamp now);
-  void on_rep(uint64_t tid, const wire::cm::Rep& m, Timestamp now);
+  void on_rep(uint64_t tid, const wire::cm::Rep& m);
   void on_rtu(const wire::cm::Rtu& m);
   void on_rej(const wire::cm::Rej& m, Timestamp now);
   void on_mra(const wire::cm::Mra& m, Timestamp now);
