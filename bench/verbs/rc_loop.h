@@ -37,7 +37,7 @@ inline bool connect_rc(ibv_qp* qp, uint32_t peer, const ibv_gid& gid, ibv_mtu mt
   a.path_mtu = mtu;
   a.dest_qp_num = peer;
   a.rq_psn = 0;
-  a.max_dest_rd_atomic = 16;
+  a.max_dest_rd_atomic = 1;
   a.min_rnr_timer = 12;
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.dgid = gid;
@@ -54,7 +54,7 @@ inline bool connect_rc(ibv_qp* qp, uint32_t peer, const ibv_gid& gid, ibv_mtu mt
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.sq_psn = 0;
-  a.max_rd_atomic = 16;
+  a.max_rd_atomic = 1;
   return ibv_modify_qp(qp, &a,
                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
