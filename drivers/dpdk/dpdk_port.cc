@@ -181,19 +181,31 @@ class DpdkPort final : public Port {
 
   void end_frame(size_t len, const TxMeta& meta) override {
     if (!cur_) return;
-    cur_->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
-    cur_->pkt_len = cur_->data_len;
-    q_[meta.priority & 7].push_back(cur_);
-    queued_bytes_[meta.priority & 7] += cur_->data_len;
-    ++queued_;
-    ++ended_;
+    const uint8_t prio = meta.priority & 7;
+    rte_mbuf* m = cur_;
     cur_ = nullptr;
+    ++ended_;
+    m->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
+    m->pkt_len = m->data_len;
+    TxQueue& t = txq_[prio % nq_];
+    if (queued_ == 0 && !pause_seen_ && t.n < kBurst) {
+      // Nothing waits in any priority queue and nothing is paused: the scheduler would pick
+      // this frame at once, so it goes straight into its TX queue's burst.
+      t.pending[t.n++] = m;
+      ++tx_prio_packets_[prio];
+      tx_prio_bytes_[prio] += m->data_len;
+      if (t.n == kBurst) flush();
+      return;
+    }
+    q_[prio].push_back(m);
+    queued_bytes_[prio] += m->data_len;
+    ++queued_;
     if (queued_ >= kBurst) flush();
   }
 
   // Port
   void flush() override {
-    if (!ensure_started()) return;
+    if (!started_ && !ensure_started(monotonic_now())) return;
     for (int round = 0; round < 4; ++round) {
       schedule();
       bool full = false, any = false;
@@ -210,8 +222,10 @@ class DpdkPort final : public Port {
     }
   }
 
-  size_t rx_burst(FrameHandler& h, size_t max) override {
-    if (!ensure_started()) return 0;
+  using Port::rx_burst;
+  size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
+    if (now.ns == 0) now = monotonic_now();
+    if (!ensure_started(now)) return 0;
     size_t total = 0;
     bool replied = false;
     uint16_t idle = 0;  // queues in a row that had nothing
@@ -226,7 +240,6 @@ class DpdkPort final : public Port {
         continue;
       }
       idle = 0;
-      Timestamp now{};
       for (uint16_t i = 0; i < n; ++i) {
         rte_mbuf* m = bufs[i];
         const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
@@ -241,14 +254,12 @@ class DpdkPort final : public Port {
         if (std::memcmp(data, kPfcGroup, 6) == 0) {
           // PFC / PAUSE: honoured here (lib/dcqcn PfcRx), never passed on.
           if (auto f = dcqcn::parse_pause_frame(frame)) {
-            if (now.ns == 0) now = monotonic_now();
             pfc_rx_.on_pause_frame(*f, now);
             pause_seen_ = true;
           }
           continue;
         }
         if (!neighbors_.accepts_dst(data)) continue;
-        if (now.ns == 0) now = monotonic_now();
         uint64_t before = ended_;
         if (neighbors_.on_frame(frame, now, *this)) {
           replied |= ended_ != before;
@@ -265,11 +276,11 @@ class DpdkPort final : public Port {
       total += n;
       if (n < want) ++idle;
     }
-    if (total == 0 && !memif_) check_link(monotonic_now());
-    if (pfc_tx_on_) pfc_after_poll();
+    if (total == 0 && !memif_) check_link(now);
+    if (pfc_tx_on_) pfc_after_poll(now);
     // memif: look at the link on every poll (at most every kStartRetry), busy or not, so the
     // guard knows the regions of a new connection before traffic flows on it.
-    if (memif_) check_link(monotonic_now());
+    if (memif_) check_link(now);
     // Frames the port queued itself (ARP/ND replies, announcements) go out without waiting
     // for the engine's next flush().
     if (replied || queued_ || tx_pending()) flush();
@@ -390,8 +401,7 @@ class DpdkPort final : public Port {
   /// lower bound of the ring's fill at the poll; exact when the poll emptied it). It feeds
   /// lib/dcqcn PfcTx, which says when to send XOFF, refresh it, and send XON. The frame goes
   /// out ahead of every software queue (MAC control is not subject to pause).
-  void pfc_after_poll() {
-    Timestamp now = monotonic_now();
+  void pfc_after_poll(Timestamp now) {
     for (uint8_t p = 0; p < 8; ++p) {
       if (auto f = pfc_tx_.on_backlog(p, rx_backlog_[p], now)) send_pause(*f);
       rx_backlog_[p] = 0;
@@ -489,12 +499,11 @@ class DpdkPort final : public Port {
     rte_eth_dev_stop(port_id_);
     started_ = false;
     next_start_ = now;
-    ensure_started();
+    ensure_started(now);
   }
 
-  bool ensure_started() {
+  bool ensure_started(Timestamp now) {
     if (started_) return true;
-    Timestamp now = monotonic_now();
     if (now < next_start_) return false;
     next_start_ = now + kStartRetry;
     // Each failed memif connect logs an error; while waiting for the server that is noise.

@@ -49,7 +49,7 @@ void LoopbackPort::flush() {
   }
 }
 
-size_t LoopbackPort::rx_burst(FrameHandler& h, size_t max) {
+size_t LoopbackPort::rx_burst(FrameHandler& h, size_t max, Timestamp) {
   size_t n = 0;
   RxMeta meta;
   while (n < max && !rx_.empty()) {

@@ -30,7 +30,8 @@ class LoopbackPort final : public Port {
 
   uint8_t* begin_frame(size_t max_len) override;
   void end_frame(size_t len, const TxMeta& meta) override;
-  size_t rx_burst(FrameHandler& h, size_t max) override;
+  using Port::rx_burst;
+  size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override;
   void flush() override;
   MacAddr mac() const override { return mac_; }
   size_t max_frame_len() const override { return max_frame_; }

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "common/packet_io.h"
+#include "common/time.h"
 #include "common/types.h"
 
 namespace uroce {
@@ -63,8 +64,13 @@ struct PortCounters {
 class Port : public TxSink, public NeighborResolver {
  public:
   /// Polls up to max frames and hands each to h; returns how many were received. Frames the
-  /// port handles itself (ARP, neighbour discovery, PFC) are not passed on.
-  virtual size_t rx_burst(FrameHandler& h, size_t max) = 0;
+  /// port handles itself (ARP, neighbour discovery, PFC) are not passed on. `now` is the
+  /// caller's CLOCK_MONOTONIC reading for this poll (the engine's clock): the port times its
+  /// own work (link checks, pause timers, neighbour ageing) with it instead of reading the
+  /// clock again on the data path.
+  virtual size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) = 0;
+  /// The same for callers without a clock reading (tools, tests): the port reads the clock.
+  size_t rx_burst(FrameHandler& h, size_t max) { return rx_burst(h, max, Timestamp{}); }
   /// Pushes out frames queued by end_frame() that are not yet on the wire.
   virtual void flush() = 0;
   /// The port's MAC address.

@@ -16,6 +16,7 @@
 #include <cstring>
 
 #include "verbs/objects.h"
+#include "verbs/scratch.h"
 #include "verbs/symver.h"
 
 namespace uroce::verbs {
@@ -156,7 +157,8 @@ int op_poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
   Cq* cq = cq_of(c);
   Runtime* rt = cq->ctx->rt;
   constexpr int kBatch = 32;
-  transport::Cqe buf[kBatch];
+  Scratch<transport::Cqe, kBatch> scratch;  // engine->poll_cq() writes what it returns
+  transport::Cqe* buf = scratch.v;
   std::lock_guard<std::mutex> g(rt->mu);
   drive_locked(rt);
   int done = 0;

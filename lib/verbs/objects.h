@@ -105,8 +105,14 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::atomic<uint64_t> app_progress{0};        ///< bumped by application-driven progress
   bool exiting = false;                         ///< process exit began: no more progress (mu)
 
-  /// One progress step: RX burst, timers + transmit, flush. Requires mu. Returns work done.
-  size_t progress_locked(Timestamp now);
+  /// What one progress step did: frames received and frames sent.
+  struct Progress {
+    size_t rx = 0;
+    size_t tx = 0;
+    size_t total() const { return rx + tx; }
+  };
+  /// One progress step: RX burst, timers + transmit, flush. Requires mu.
+  Progress progress_locked(Timestamp now);
   /// Logs pause storms the port's watchdog counted and raises IBV_EVENT_PORT_ERR for an error
   /// (port_health.h). Requires mu.
   void check_port_health();

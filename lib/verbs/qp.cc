@@ -12,6 +12,7 @@
 
 #include "verbs/objects.h"
 #include "verbs/recv_chain.h"
+#include "verbs/scratch.h"
 #include "verbs/symver.h"
 
 namespace uroce::verbs {
@@ -211,7 +212,8 @@ ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
 int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
   Qp* qp = qp_of(q);
   Runtime* rt = qp->ctx->rt;
-  t::Sge sges[t::kMaxSge];
+  Scratch<t::Sge, t::kMaxSge> scratch;
+  t::Sge* sges = scratch.v;
   int ret = 0;
   std::lock_guard<std::mutex> g(rt->mu);
   Timestamp ts = now();

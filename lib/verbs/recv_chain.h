@@ -15,13 +15,15 @@
 #include "common/status.h"
 #include "transport/verbs_types.h"
 #include "verbs/objects.h"
+#include "verbs/scratch.h"
 
 namespace uroce::verbs {
 
 /// post(const transport::RecvWr&) -> Status is called for each WR with the engine lock held.
 template <typename Post>
 int post_recv_chain(Runtime* rt, ibv_recv_wr* wr, ibv_recv_wr** bad, Post post) {
-  transport::Sge sges[transport::kMaxSge];
+  Scratch<transport::Sge, transport::kMaxSge> scratch;
+  transport::Sge* sges = scratch.v;
   int ret = 0;
   std::lock_guard<std::mutex> g(rt->mu);
   for (; wr; wr = wr->next) {

@@ -45,6 +45,7 @@ constexpr Duration kDeepSleep = Duration::micros(250);
 constexpr Duration kDeeperIdle = Duration::seconds(1);
 constexpr Duration kDeeperSleep = Duration::millis(1);
 constexpr size_t kRxBurst = 64;                     ///< frames per RX burst
+constexpr int kDriveRounds = 4;                     ///< progress steps per verbs call, at most
 constexpr Duration kStatsRatePeriod = Duration::millis(100);  ///< QP rate refresh (stats)
 
 std::mutex& runtime_mu() {
@@ -134,29 +135,35 @@ CounterBlock* Runtime::engine_counters() {
   return &counters;
 }
 
-size_t Runtime::progress_locked(Timestamp t) {
+Runtime::Progress Runtime::progress_locked(Timestamp t) {
   rx_now = t;
-  size_t n = port->rx_burst(*this, kRxBurst);
+  Progress p;
+  p.rx = port->rx_burst(*this, kRxBurst, t);
 #ifdef UROCE_HAVE_STATS
   if (capture) {
     CaptureTap tap(*port, *capture);
-    n += engine->poll_transmit(tap, *port, t);
+    p.tx = engine->poll_transmit(tap, *port, t);
   } else {
-    n += engine->poll_transmit(*port, *port, t);
+    p.tx = engine->poll_transmit(*port, *port, t);
   }
 #else
-  n += engine->poll_transmit(*port, *port, t);
+  p.tx = engine->poll_transmit(*port, *port, t);
 #endif
   port->flush();
-  return n;
+  return p;
 }
 
 void drive_locked(Runtime* rt) { drive_locked(rt, now()); }
 
 void drive_locked(Runtime* rt, Timestamp t) {
   if (rt->exiting) return;
-  for (int i = 0; i < 4; ++i)
-    if (rt->progress_locked(t) == 0) break;
+  for (int i = 0; i < kDriveRounds; ++i) {
+    Runtime::Progress p = rt->progress_locked(t);
+    // Another step helps only when this one left work behind: more frames wait in the RX
+    // queue (a full burst), or the port refused a frame the engine still has ready. A step
+    // that sent what was posted and received a few ACKs is the common, finished case.
+    if (p.rx < kRxBurst && (p.tx == 0 || !rt->engine->has_tx_work())) break;
+  }
   rt->app_progress.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -190,7 +197,7 @@ void Runtime::start_thread() {
       Timestamp t{};
       if (mu.try_lock()) {
         t = now();
-        work = progress_locked(t);
+        work = progress_locked(t).total();
         // Only a sleep needs the deadline: skip it while the thread has the engine to itself.
         if (work == 0 || app_progress.load(std::memory_order_relaxed) != seen_app)
           deadline = engine->next_deadline();
@@ -341,6 +348,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.ecn = dev->cfg.ecn;
   ec.dscp_to_prio = dev->cfg.dscp_to_prio;
   ec.vlan = dev->cfg.vlan;
+  if (getenv("UROCE_EXP_WIN")) ec.max_unacked_psns = atoi(getenv("UROCE_EXP_WIN"));
 #ifdef UROCE_HAVE_DCQCN
   if (dev->cfg.dcqcn.enabled) {
     std::string cerr;
