@@ -348,7 +348,6 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.ecn = dev->cfg.ecn;
   ec.dscp_to_prio = dev->cfg.dscp_to_prio;
   ec.vlan = dev->cfg.vlan;
-  if (getenv("UROCE_EXP_WIN")) ec.max_unacked_psns = atoi(getenv("UROCE_EXP_WIN"));
 #ifdef UROCE_HAVE_DCQCN
   if (dev->cfg.dcqcn.enabled) {
     std::string cerr;
