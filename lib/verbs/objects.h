@@ -97,6 +97,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::vector<Context*> contexts;
 
   Timestamp rx_now{};                           ///< time of the RX burst in progress
+  Timestamp last_rx{};                          ///< when the RX queue was last polled (mu)
   PortHealth health;                            ///< pause-storm watchdog reports (mu)
 
   // Progress thread.
@@ -113,6 +114,8 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   };
   /// One progress step: RX burst, timers + transmit, flush. Requires mu.
   Progress progress_locked(Timestamp now);
+  /// The transmit half of a step: timers + transmit, flush. Requires mu. Returns frames sent.
+  size_t transmit_locked(Timestamp now);
   /// Logs pause storms the port's watchdog counted and raises IBV_EVENT_PORT_ERR for an error
   /// (port_health.h). Requires mu.
   void check_port_health();
@@ -248,6 +251,9 @@ Timestamp now();
 void drive_locked(Runtime* rt);
 /// The same, for a caller that has just read the clock (one read per call on the hot path).
 void drive_locked(Runtime* rt, Timestamp t);
+/// Progress after a post (ibv_post_send, ibv_wr_complete): sends what is ready; receives too
+/// unless the RX queue was polled less than kPostRxGap ago. Requires rt->mu.
+void drive_post_locked(Runtime* rt, Timestamp t);
 /// Opens (or shares) the runtime of a device; nullptr + errno on failure (runtime.cc).
 Runtime* acquire_runtime(DeviceEntry* dev);
 void release_runtime(Runtime* rt);

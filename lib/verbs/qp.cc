@@ -261,7 +261,7 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
     }
   }
   if (ret && bad) *bad = wr;
-  drive_locked(rt, ts);
+  drive_post_locked(rt, ts);
   return ret;
 }
 

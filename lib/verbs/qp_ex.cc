@@ -67,7 +67,7 @@ int wr_complete(ibv_qp_ex* q) {
         break;
       }
     }
-    drive_locked(rt);
+    drive_post_locked(rt, ts);
   }
   qp->batch.items.clear();
   qp->batch.error = 0;
