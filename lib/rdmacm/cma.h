@@ -109,6 +109,7 @@ struct Id {
   std::vector<uint8_t> connect_data;              ///< rdma_create_ep: ai_connect
   std::vector<Device*> listening;  ///< devices whose manager listens for this id
   bool port_claimed = false;       ///< sport is ours in Service's port table
+  bool disconnected_event = false; ///< DISCONNECTED was queued (once per connection)
   int unacked = 0;  ///< events taken by the program and not acked (destroy waits for them)
 };
 

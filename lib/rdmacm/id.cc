@@ -443,9 +443,11 @@ UROCE_CM_EXPORT int rdma_disconnect(rdma_cm_id* cid) {
       if (id->conn && id->dev->mgr->disconnect(id->conn, s.now())) wait = true;
       id->state = IdState::kDisconnected;
     } else if (id->state == IdState::kDisconnected) {
-      // The peer disconnected first: its DISCONNECTED event is the one a sync id waits for.
+      // The peer disconnected first, or our DREQ is out: a sync id waits for the
+      // DISCONNECTED event unless it took it already.
       for (Event* e : channel_of(id->id.channel)->q)
         if (e->owner == id && !e->dead) wait = true;
+      if (!id->disconnected_event) wait = true;
     } else if (id->state != IdState::kConnResp && id->state != IdState::kConnect) {
       return fail(EINVAL);
     }

@@ -352,7 +352,8 @@ void Service::on_manager_event(Device* dev, cm::Event& e) {
       break;
     }
     case T::kDisconnected: {
-      if (id->state == IdState::kDisconnected) break;
+      if (id->disconnected_event) break;
+      id->disconnected_event = true;
       id->state = IdState::kDisconnected;
       Event* ev = deliver(id, RDMA_CM_EVENT_DISCONNECTED, 0);
       copy_private(ev, e.private_data.data(), e.private_data.size());

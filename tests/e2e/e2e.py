@@ -223,9 +223,10 @@ def RDMACM_CASES_TEMPLATE():
             server=["ucmatose", "-b", "{addr}", "-p", "{port}", "-c", "4", "-C", "50", "-S", "4096"],
             client=["ucmatose", "-s", "{addr}", "-p", "{port}", "-c", "4", "-C", "50", "-S", "4096"],
             expect=r"data transfers complete", expect_client=r"data transfers complete"),
+        # udaddy's -p is the port space; it always uses port 7174.
         "udaddy.default": dict(
-            server=["udaddy", "-b", "{addr}", "-p", "{port}"],
-            client=["udaddy", "-s", "{addr}", "-p", "{port}"],
+            server=["udaddy", "-b", "{addr}"],
+            client=["udaddy", "-s", "{addr}"], port=7174,
             expect=r"data transfers complete", expect_client=r"data transfers complete"),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
@@ -599,7 +600,7 @@ def run_rdmacm(case, link, build):
     happened (librdmacm notes it in $UROCE_RDMACM_LISTEN_FILE: there is no socket to poll);
     both must exit 0 (or case rc), with no error line, each matching its expect regex."""
     import tempfile
-    port = pairmod.free_tcp_port()
+    port = case.kw.get("port") or pairmod.free_tcp_port()
     work = tempfile.mkdtemp(prefix="ue2e-cm-")
     listen_file = os.path.join(work, "listen")
     env = dict(case.kw.get("env", {}))
