@@ -228,6 +228,30 @@ def RDMACM_CASES_TEMPLATE():
             server=["udaddy", "-b", "{addr}"],
             client=["udaddy", "-s", "{addr}"], port=7174,
             expect=r"data transfers complete", expect_client=r"data transfers complete"),
+        # perftest -R: the connection by rdma_cm (librdmacm), not a TCP exchange.
+        "ib_write_bw.R": dict(
+            server=["ib_write_bw", "-d", DEVICE, "-R", "-p", "{port}"],
+            client=["ib_write_bw", "-d", DEVICE, "-R", "-p", "{port}", "{addr}"],
+            expect_client=r"#bytes"),
+        "ib_send_bw.R": dict(
+            server=["ib_send_bw", "-d", DEVICE, "-R", "-p", "{port}"],
+            client=["ib_send_bw", "-d", DEVICE, "-R", "-p", "{port}", "{addr}"],
+            expect_client=r"#bytes"),
+        # Bad input: a connect to a port nobody listens on is answered with a REJ
+        # ("invalid service ID", 8): rping reports RDMA_CM_EVENT_REJECTED and fails; the
+        # listening server on another port is untouched and killed at the end.
+        "rping.rejected": dict(
+            server=["rping", "-s", "-a", "{addr}", "-p", "{port}"],
+            client=["rping", "-c", "-a", "{addr}", "-p", "{port1}", "-C", "1"],
+            client_only=True, client_rc_nonzero=True, errors_ok=True,
+            expect_client=r"RDMA_CM_EVENT_REJECTED, error 8"),
+        # A peer that is gone before the REQ: the CM resends it, then reports UNREACHABLE
+        # (status -ETIMEDOUT) after its retries (~4 s); nothing hangs.
+        "rping.unreachable": dict(
+            server=["rping", "-s", "-a", "{addr}", "-p", "{port}"],
+            client=["rping", "-c", "-a", "{addr}", "-p", "{port}", "-C", "1"],
+            kill_server_first=True, client_only=True, client_rc_nonzero=True, errors_ok=True,
+            expect_client=r"RDMA_CM_EVENT_UNREACHABLE, error -110"),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
@@ -606,7 +630,7 @@ def run_rdmacm(case, link, build):
     env = dict(case.kw.get("env", {}))
     env["UROCE_RDMACM_LISTEN_FILE"] = listen_file
     p = Pair(link, build, workdir=work, env=env)
-    fmt = {"addr": links.ROCE_ADDR[0], "port": port, "oob": link.oob_host()}
+    fmt = {"addr": links.ROCE_ADDR[0], "port": port, "port1": port + 1, "oob": link.oob_host()}
     server = [a.format(**fmt) for a in case.kw["server"]]
     client = [a.format(**fmt) for a in case.kw["client"]]
     deadline = time.monotonic() + case.timeout - 10
@@ -620,7 +644,25 @@ def run_rdmacm(case, link, build):
     if not listening_:
         p.stop_all()
         return fail(f"{case.name}: the server never listened", p)
+    if case.kw.get("kill_server_first"):
+        srv.kill()
+        srv.wait(5)
     cli = p.start(1, client)
+    if case.kw.get("client_only"):
+        cli.wait(deadline - time.monotonic())
+        if cli.rc is None:
+            p.timed_out = True
+        p.stop_all()
+        if cli.rc is None:
+            return fail(f"{case.name}: the client hung", p)
+        if case.kw.get("client_rc_nonzero") and cli.rc == 0:
+            return fail(f"{case.name}: the client succeeded", p)
+        pat = case.kw.get("expect_client")
+        if pat and not re.search(pat, cli.output()):
+            return fail(f"{case.name}: client output lacks /{pat}/", p)
+        print(f"PASS {case.name}")
+        print(cli.output()[-2000:])
+        return 0
     for s_ in (cli, srv):
         s_.wait(deadline - time.monotonic())
     if cli.rc is None or srv.rc is None:
