@@ -26,8 +26,7 @@ std::optional<Gid> gid_of(const sockaddr* sa) {
 uint16_t port_of(const sockaddr* sa) {
   if (!sa) return 0;
   if (sa->sa_family == AF_INET) return ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
-  if (sa->sa_family == AF_INET6)
-    return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  if (sa->sa_family == AF_INET6) return ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
   return 0;
 }
 

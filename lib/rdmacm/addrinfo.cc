@@ -49,7 +49,8 @@ UROCE_CM_EXPORT int rdma_getaddrinfo(const char* node, const char* service,
   addrinfo h{};
   h.ai_family = hints && hints->ai_family ? hints->ai_family : AF_UNSPEC;
   h.ai_socktype = SOCK_STREAM;
-  h.ai_flags = (flags & RAI_PASSIVE ? AI_PASSIVE : 0) | (flags & RAI_NUMERICHOST ? AI_NUMERICHOST : 0);
+  h.ai_flags =
+      (flags & RAI_PASSIVE ? AI_PASSIVE : 0) | (flags & RAI_NUMERICHOST ? AI_NUMERICHOST : 0);
   addrinfo* ai = nullptr;
   if (int r = getaddrinfo(node, service, &h, &ai)) {
     errno = r == EAI_SYSTEM ? errno : EADDRNOTAVAIL;
@@ -69,10 +70,11 @@ UROCE_CM_EXPORT int rdma_getaddrinfo(const char* node, const char* service,
   }
   r->ai_flags = flags;
   r->ai_family = a->ai_family;
-  const bool udp = hints && (hints->ai_port_space == RDMA_PS_UDP || hints->ai_qp_type == IBV_QPT_UD);
+  const bool udp =
+      hints && (hints->ai_port_space == RDMA_PS_UDP || hints->ai_qp_type == IBV_QPT_UD);
   r->ai_qp_type = hints && hints->ai_qp_type ? hints->ai_qp_type : (udp ? IBV_QPT_UD : IBV_QPT_RC);
-  r->ai_port_space = hints && hints->ai_port_space ? hints->ai_port_space
-                                                   : (udp ? RDMA_PS_UDP : RDMA_PS_TCP);
+  r->ai_port_space =
+      hints && hints->ai_port_space ? hints->ai_port_space : (udp ? RDMA_PS_UDP : RDMA_PS_TCP);
   sockaddr* addr = copy_addr(a->ai_addr, a->ai_addrlen);
   if (flags & RAI_PASSIVE) {
     r->ai_src_addr = addr;

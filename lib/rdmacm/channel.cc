@@ -59,11 +59,8 @@ void post_process(Service& s, Event* e) {
       id->state = IdState::kEstablished;
       e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
       return;
-    case Event::Post::kRejected:
-      modify_qp_err(id);
-      return;
-    case Event::Post::kNone:
-      return;
+    case Event::Post::kRejected: modify_qp_err(id); return;
+    case Event::Post::kNone: return;
   }
 }
 

@@ -45,7 +45,7 @@ struct Id;
 struct Event {
   rdma_cm_event ev{};  ///< first member
   Id* owner = nullptr;
-  bool dead = false;   ///< its id was destroyed before the event was taken: skipped
+  bool dead = false;  ///< its id was destroyed before the event was taken: skipped
   /// Work done when the program takes the event, as librdmacm does in rdma_get_cm_event.
   enum class Post : uint8_t { kNone, kConnResp, kRejected } post = Post::kNone;
   uint8_t data[256]{};  ///< private data the event points at
@@ -63,13 +63,13 @@ enum class IdState : uint8_t {
   kAddrResolved,
   kRouteResolved,
   kListen,
-  kConnect,      ///< active: REQ (or SIDR_REQ) sent
-  kConnResp,     ///< active: REP received, RTU not yet sent
-  kReqRcvd,      ///< passive: CONNECT_REQUEST delivered, not yet answered
-  kAccept,       ///< passive: REP sent, waiting for the RTU
+  kConnect,   ///< active: REQ (or SIDR_REQ) sent
+  kConnResp,  ///< active: REP received, RTU not yet sent
+  kReqRcvd,   ///< passive: CONNECT_REQUEST delivered, not yet answered
+  kAccept,    ///< passive: REP sent, waiting for the RTU
   kEstablished,
   kDisconnected,
-  kClosed,       ///< rejected, unreachable or given up
+  kClosed,  ///< rejected, unreachable or given up
 };
 
 /// One opened uroce device: its verbs context, QP1, CM state machine and default PD.
@@ -90,8 +90,8 @@ struct Device {
 struct Id {
   rdma_cm_id id{};  ///< first member
   IdState state = IdState::kIdle;
-  bool sync = false;        ///< created without a channel: calls wait for their event
-  Channel* own = nullptr;   ///< the channel created for a sync id
+  bool sync = false;       ///< created without a channel: calls wait for their event
+  Channel* own = nullptr;  ///< the channel created for a sync id
   Device* dev = nullptr;
   Gid sgid, dgid;
   int sgid_index = 0;
@@ -106,10 +106,10 @@ struct Id {
   uint8_t path_mtu = IBV_MTU_1024;
   ibv_sa_path_rec path{};  ///< id.route.path_rec points here once the route is resolved
   std::unique_ptr<ibv_qp_init_attr> ep_qp_attr;  ///< rdma_create_ep passive: QP per request
-  std::vector<uint8_t> connect_data;              ///< rdma_create_ep: ai_connect
-  std::vector<Device*> listening;  ///< devices whose manager listens for this id
-  bool port_claimed = false;       ///< sport is ours in Service's port table
-  bool disconnected_event = false; ///< DISCONNECTED was queued (once per connection)
+  std::vector<uint8_t> connect_data;             ///< rdma_create_ep: ai_connect
+  std::vector<Device*> listening;                ///< devices whose manager listens for this id
+  bool port_claimed = false;                     ///< sport is ours in Service's port table
+  bool disconnected_event = false;               ///< DISCONNECTED was queued (once per connection)
   int unacked = 0;  ///< events taken by the program and not acked (destroy waits for them)
 };
 
@@ -164,7 +164,8 @@ class Service {
   std::vector<std::unique_ptr<Device>> devices_;  ///< opened ones, by index (may be null)
   std::map<std::pair<Device*, uint32_t>, Id*> conns_;
   std::vector<Id*> listeners_;
-  std::map<std::tuple<uint16_t, std::array<uint8_t, 16>, uint16_t>, int> ports_;  ///< bound (ps, gid, port)
+  std::map<std::tuple<uint16_t, std::array<uint8_t, 16>, uint16_t>, int>
+      ports_;  ///< bound (ps, gid, port)
   uint16_t next_port_ = 0;
   int wake_fd_ = -1;
   std::thread thread_;

@@ -190,7 +190,7 @@ UROCE_CM_EXPORT int rdma_create_ep(rdma_cm_id** out, rdma_addrinfo* res, ibv_pd*
   }
   *out = cid;
   return 0;
-err: {
+err : {
   int e = errno;
   rdma_destroy_ep(cid);
   return fail(e);

@@ -303,9 +303,8 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
                 (p->initiator_depth != RDMA_MAX_INIT_DEPTH &&
                  p->initiator_depth > d.max_initiator_depth)))
         return fail(EINVAL);
-      id->initiator_depth = p && p->initiator_depth != RDMA_MAX_INIT_DEPTH
-                                ? p->initiator_depth
-                                : d.max_initiator_depth;
+      id->initiator_depth = p && p->initiator_depth != RDMA_MAX_INIT_DEPTH ? p->initiator_depth
+                                                                           : d.max_initiator_depth;
       id->responder_resources = p && p->responder_resources != RDMA_MAX_RESP_RES
                                     ? p->responder_resources
                                     : d.max_responder_resources;
@@ -475,10 +474,8 @@ UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, voi
         id->tos = *static_cast<uint8_t*>(optval);
         return 0;
       case RDMA_OPTION_ID_REUSEADDR:
-      case RDMA_OPTION_ID_AFONLY:
-        return optlen == sizeof(int) ? 0 : fail(EINVAL);
-      case RDMA_OPTION_ID_ACK_TIMEOUT:
-        return optlen == sizeof(uint8_t) ? 0 : fail(EINVAL);
+      case RDMA_OPTION_ID_AFONLY: return optlen == sizeof(int) ? 0 : fail(EINVAL);
+      case RDMA_OPTION_ID_ACK_TIMEOUT: return optlen == sizeof(uint8_t) ? 0 : fail(EINVAL);
     }
   }
   return fail(ENOSYS);  // RDMA_OPTION_IB_PATH: paths come from the configuration

@@ -67,8 +67,7 @@ int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask) {
       attr->max_rd_atomic = id.initiator_depth;
       *mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
       return 0;
-    default:
-      return EINVAL;
+    default: return EINVAL;
   }
 }
 

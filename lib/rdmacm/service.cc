@@ -244,7 +244,8 @@ void Service::thread_main() {
       }
       if (!deadline.is_never()) {
         int64_t left = (deadline - now()).ns;
-        timeout_ms = left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000));
+        timeout_ms =
+            left <= 0 ? 0 : static_cast<int>(std::min<int64_t>(left / 1'000'000 + 1, 1000));
       }
     }
     poll(fds.data(), fds.size(), timeout_ms);
@@ -381,8 +382,7 @@ void Service::on_manager_event(Device* dev, cm::Event& e) {
       ev->ev.param.ud.qkey = r.qkey;
       break;
     }
-    default:
-      break;
+    default: break;
   }
 }
 
@@ -462,8 +462,8 @@ void Service::on_sidr_request(Device* dev, cm::Event& e) {
   auto h = w::parse_ip_cm_header(r.private_data);
   Id* l = h ? listener_for(dev, r.service_id, h->dst) : nullptr;
   if (!l || find_local(addrs_, h->dst) == std::nullopt) {
-    dev->mgr->sidr_reply(e.conn, static_cast<uint8_t>(w::SidrStatus::kServiceIdNotSupported), 0,
-                         0, {}, now());
+    dev->mgr->sidr_reply(e.conn, static_cast<uint8_t>(w::SidrStatus::kServiceIdNotSupported), 0, 0,
+                         {}, now());
     return;
   }
   Id* c = new_child(*this, l, dev, *h);

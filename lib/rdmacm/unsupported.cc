@@ -30,7 +30,9 @@ UROCE_CM_EXPORT int rdma_leave_multicast(rdma_cm_id*, sockaddr*) { return fail(E
 UROCE_CM_EXPORT int rdma_set_local_ece(rdma_cm_id*, ibv_ece*) { return fail(EOPNOTSUPP); }
 UROCE_CM_EXPORT int rdma_get_remote_ece(rdma_cm_id*, ibv_ece*) { return fail(EOPNOTSUPP); }
 
-UROCE_CM_EXPORT int rpoll(pollfd* fds, nfds_t nfds, int timeout) { return poll(fds, nfds, timeout); }
+UROCE_CM_EXPORT int rpoll(pollfd* fds, nfds_t nfds, int timeout) {
+  return poll(fds, nfds, timeout);
+}
 UROCE_CM_EXPORT int rselect(int nfds, fd_set* r, fd_set* w, fd_set* e, timeval* t) {
   return select(nfds, r, w, e, t);
 }

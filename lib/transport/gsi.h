@@ -31,7 +31,7 @@
 
 namespace uroce::transport {
 
-inline constexpr uint32_t kGsiQpn = 1;          ///< the GSI's QP number (IBA §13.5.1)
+inline constexpr uint32_t kGsiQpn = 1;         ///< the GSI's QP number (IBA §13.5.1)
 inline constexpr size_t kGsiQueueDepth = 256;  ///< MADs held per direction
 /// How long a MAD waits for its peer's MAC before it is dropped.
 inline constexpr Duration kGsiResolveFor = Duration::seconds(1);

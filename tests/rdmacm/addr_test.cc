@@ -55,9 +55,8 @@ TEST(RdmacmAddr, PrefixCoversOnlyItsNetworkAndFamily) {
 }
 
 TEST(RdmacmAddr, RouteTakesLongestPrefixOwnAddressOrBoundSource) {
-  std::vector<LocalAddr> addrs = {{0, 0, v4("198.18.0.1"), 15},
-                                  {1, 0, v4("198.18.7.1"), 24},
-                                  {1, 1, v6("fd00::1"), 64}};
+  std::vector<LocalAddr> addrs = {
+      {0, 0, v4("198.18.0.1"), 15}, {1, 0, v4("198.18.7.1"), 24}, {1, 1, v6("fd00::1"), 64}};
   EXPECT_EQ(route(addrs, std::nullopt, v4("198.18.7.9"))->device, 1) << "/24 beats /15";
   EXPECT_EQ(route(addrs, std::nullopt, v4("198.18.0.2"))->device, 0);
   EXPECT_EQ(route(addrs, std::nullopt, v6("fd00::5"))->gid_index, 1);

@@ -5,13 +5,14 @@
  * refusals counted. Hand-built frames in, captured frames out (shared/STYLE.md §15), and two
  * engines exchanging MADs over the in-memory link.
  */
+#include "transport/gsi.h"
+
 #include <gtest/gtest.h>
 
 #include <numeric>
 
 #include "support/packet_builder.h"
 #include "support/two_engines.h"
-#include "transport/gsi.h"
 #include "transport/wire/cm.h"
 
 namespace uroce::transport::testing {
@@ -89,7 +90,8 @@ TEST(Gsi, WrongQkeyLengthOrOpcodeAreCountedAndDropped) {
 
 TEST(Gsi, ReceiveQueueIsBoundedAndLosesOnlyTheOverflow) {
   GsiUnderTest t;
-  for (size_t i = 0; i < kGsiQueueDepth + 5; ++i) t.rx(t.mad_frame(mad_bytes(static_cast<uint8_t>(i))));
+  for (size_t i = 0; i < kGsiQueueDepth + 5; ++i)
+    t.rx(t.mad_frame(mad_bytes(static_cast<uint8_t>(i))));
   EXPECT_EQ(t.ctr(Counter::gsi_rx_dropped), 5u);
   std::vector<GsiMad> out(kGsiQueueDepth + 5);
   ASSERT_EQ(t.e->poll_gsi(out), kGsiQueueDepth);
@@ -175,7 +177,8 @@ TEST(Gsi, TwoEnginesExchangeMadsBothWays) {
   m.mad = mad_bytes(42);
   ASSERT_TRUE(a.post_gsi(m, h.now()));
   GsiMad got[2];
-  ASSERT_TRUE(h.run_until([&] { return b.poll_gsi(std::span(got, 1)) == 1; }, Duration::millis(10)));
+  ASSERT_TRUE(
+      h.run_until([&] { return b.poll_gsi(std::span(got, 1)) == 1; }, Duration::millis(10)));
   EXPECT_EQ(got[0].peer, h.a().gid);
   EXPECT_EQ(got[0].mad, m.mad);
   // The answer goes back to the sender's GID and QP.
@@ -185,7 +188,8 @@ TEST(Gsi, TwoEnginesExchangeMadsBothWays) {
   r.peer_qpn = got[0].peer_qpn;
   r.mad = mad_bytes(7);
   ASSERT_TRUE(b.post_gsi(r, h.now()));
-  ASSERT_TRUE(h.run_until([&] { return a.poll_gsi(std::span(got, 1)) == 1; }, Duration::millis(10)));
+  ASSERT_TRUE(
+      h.run_until([&] { return a.poll_gsi(std::span(got, 1)) == 1; }, Duration::millis(10)));
   EXPECT_EQ(got[0].mad, r.mad);
   EXPECT_EQ(got[0].peer, h.b().gid);
 }
