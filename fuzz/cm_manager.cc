@@ -14,6 +14,7 @@
 
 #include "cm/manager.h"
 #include "transport/wire/cm.h"
+#include "transport/wire/cm_ip.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace uroce;
