@@ -11,7 +11,7 @@ PKGS=(
   libfmt-dev libspdlog-dev libisal-dev prometheus-cpp-dev libgtest-dev libgmock-dev
   libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
   # the real RDMA programs that run over uroce, and tools the tests use
-  ibverbs-utils perftest rdma-core
+  ibverbs-utils perftest rdma-core rdmacm-utils qperf librdmacm-dev
   python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 curl procps
 )
 

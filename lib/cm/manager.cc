@@ -199,15 +199,17 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
         else if constexpr (std::is_same_v<T, w::Rtu>)
           on_rtu(msg);
         else if constexpr (std::is_same_v<T, w::Rej>)
-          on_rej(msg, now);
+          on_rej(src, msg, now);
         else if constexpr (std::is_same_v<T, w::Mra>)
           on_mra(msg, now);
         else if constexpr (std::is_same_v<T, w::Dreq>)
           on_dreq(src, tid, msg, now);
         else if constexpr (std::is_same_v<T, w::Drep>)
           on_drep(msg, now);
-        else
-          ++counters_.unknown_conn;  // SIDR (UD service resolution) is not served yet
+        else if constexpr (std::is_same_v<T, w::SidrReq>)
+          on_sidr_req(src, tid, msg, now);
+        else if constexpr (std::is_same_v<T, w::SidrRep>)
+          on_sidr_rep(tid, msg, now);
       },
       m->msg);
 }
@@ -221,7 +223,7 @@ void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
     }
     return;
   }
-  if (std::find(listening_.begin(), listening_.end(), m.service_id) == listening_.end()) {
+  if (!listening(m.service_id)) {
     ++counters_.rejected_no_listener;
     w::Rej r;
     r.remote_comm_id = m.local_comm_id;
@@ -271,10 +273,11 @@ void Manager::on_rtu(const w::Rtu& m) {
   emit(std::move(e));
 }
 
-void Manager::on_rej(const w::Rej& m, Timestamp now) {
-  Conn* c = find(m.remote_comm_id);
-  if (!c ||
-      (c->state != State::kReqSent && c->state != State::kRepSent && c->state != State::kRepRcvd)) {
+void Manager::on_rej(const Gid& src, const w::Rej& m, Timestamp now) {
+  // A REJ of a REQ by its own sender (gave up before our REP) knows only its own ID.
+  Conn* c = m.remote_comm_id ? find(m.remote_comm_id) : find_remote(src, m.local_comm_id);
+  if (!c || (c->state != State::kReqSent && c->state != State::kRepSent &&
+             c->state != State::kRepRcvd && c->state != State::kReqRcvd)) {
     ++counters_.unknown_conn;
     return;
   }
@@ -324,6 +327,111 @@ void Manager::on_drep(const w::Drep& m, Timestamp now) {
   enter_timewait(*c, now);
 }
 
+bool Manager::listening(uint64_t service_id) const {
+  return std::find(listening_.begin(), listening_.end(), service_id) != listening_.end();
+}
+
+uint32_t Manager::sidr_request(const Gid& remote, uint64_t service_id,
+                               std::span<const uint8_t> private_data, Timestamp now) {
+  Conn& c = new_conn(State::kSidrSent, remote);
+  c.tid = new_tid(c);
+  c.active = true;
+  c.service_id = service_id;
+  w::SidrReq r;
+  r.request_id = c.local_id;
+  r.service_id = service_id;
+  std::copy_n(private_data.begin(), std::min(private_data.size(), r.private_data.size()),
+              r.private_data.begin());
+  send(c, r, now, true);
+  return c.local_id;
+}
+
+Status Manager::sidr_reply(uint32_t conn, uint8_t status, uint32_t qpn, uint32_t qkey,
+                           std::span<const uint8_t> private_data, Timestamp now) {
+  Conn* c = find(conn);
+  if (!c || c->state != State::kSidrRcvd || private_data.size() > w::kSidrRepPrivateLen)
+    return Status::invalid();
+  w::SidrRep r;
+  r.request_id = c->remote_id;
+  r.status = status;
+  r.qpn = qpn;
+  r.service_id = c->service_id;
+  r.qkey = qkey;
+  std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
+  send(*c, r, now, false);  // kept: a repeated SIDR_REQ gets it again (on_sidr_req)
+  enter_timewait(*c, now);
+  return Status::ok();
+}
+
+Status Manager::cancel(uint32_t conn, Timestamp now) {
+  Conn* c = find(conn);
+  if (!c) return Status::invalid();
+  switch (c->state) {
+    case State::kReqSent:
+    case State::kRepSent:
+      send_once(c->peer, c->tid,
+                rej_of(*c, w::RejReason::kTimeout,
+                       c->state == State::kReqSent ? w::MsgRef::kReq : w::MsgRef::kRep));
+      enter_timewait(*c, now);
+      return Status::ok();
+    case State::kReqRcvd:
+    case State::kRepRcvd:
+      return reject(conn, {}, now);
+    case State::kEstablished:
+      return disconnect(conn, now);
+    case State::kSidrRcvd:
+      return sidr_reply(conn, static_cast<uint8_t>(w::SidrStatus::kRejected), 0, 0, {}, now);
+    case State::kSidrSent:
+      enter_timewait(*c, now);
+      return Status::ok();
+    case State::kDreqSent:
+    case State::kTimewait:
+      return Status::ok();
+  }
+  return Status::ok();
+}
+
+void Manager::on_sidr_req(const Gid& src, uint64_t tid, const w::SidrReq& m, Timestamp now) {
+  if (Conn* c = find_remote(src, m.request_id); c && c->service_id == m.service_id) {
+    ++counters_.duplicate_req;
+    if (c->state == State::kTimewait) {  // our reply was lost: the same one again
+      ++counters_.resent;
+      send_(c->peer, c->last);
+    }
+    return;
+  }
+  if (!listening(m.service_id)) {
+    ++counters_.rejected_no_listener;
+    w::SidrRep r;
+    r.request_id = m.request_id;
+    r.status = static_cast<uint8_t>(w::SidrStatus::kServiceIdNotSupported);
+    r.service_id = m.service_id;
+    send_once(src, tid, r);
+    return;
+  }
+  Conn& c = new_conn(State::kSidrRcvd, src);
+  c.remote_id = m.request_id;
+  c.service_id = m.service_id;
+  c.tid = tid;
+  // The application answers; should it never, the request is forgotten after timewait.
+  c.deadline = now + cfg_.timewait;
+  Event e = event_of(EventType::kSidrRequest, c);
+  e.sidr_req = m;
+  emit(std::move(e));
+}
+
+void Manager::on_sidr_rep(uint64_t tid, const w::SidrRep& m, Timestamp now) {
+  Conn* c = find(m.request_id);
+  if (!c || c->state != State::kSidrSent || tid != c->tid) {
+    ++counters_.unknown_conn;
+    return;
+  }
+  Event e = event_of(EventType::kSidrReply, *c);
+  e.sidr_rep = m;
+  emit(std::move(e));
+  enter_timewait(*c, now);
+}
+
 void Manager::on_timer(Timestamp now) {
   for (auto it = conns_.begin(); it != conns_.end();) {
     Conn& c = it->second;
@@ -331,7 +439,7 @@ void Manager::on_timer(Timestamp now) {
       ++it;
       continue;
     }
-    if (c.state == State::kTimewait) {
+    if (c.state == State::kTimewait || c.state == State::kSidrRcvd) {
       it = conns_.erase(it);
       continue;
     }
@@ -345,7 +453,7 @@ void Manager::on_timer(Timestamp now) {
     }
     const bool dreq = c.state == State::kDreqSent;
     Event e = event_of(dreq ? EventType::kDisconnected : EventType::kTimeout, c);
-    if (!dreq) {  // REQ or REP unanswered: tell the peer, as IBA 12.9.6 asks
+    if (!dreq && c.state != State::kSidrSent) {  // REQ/REP unanswered: tell the peer (12.9.6)
       send_once(c.peer, c.tid,
                 rej_of(c, w::RejReason::kTimeout,
                        c.state == State::kReqSent ? w::MsgRef::kReq : w::MsgRef::kRep));

@@ -19,6 +19,13 @@
  * A closed connection lingers for `timewait` (stray MADs for it are recognised), then its
  * ID is freed.
  *
+ * UD service resolution (SIDR, IBA §12.11, what RDMA_PS_UDP uses): sidr_request() sends a
+ * SIDR_REQ (resent like a REQ, then kTimeout); the SIDR_REP gives kSidrReply. A SIDR_REQ for a
+ * listened service gives kSidrRequest, answered by sidr_reply(); for another service it is
+ * answered with status "service ID not supported". A repeated SIDR_REQ gets the same reply.
+ * cancel() gives a connection up in any state, telling the peer (REJ, DREQ or SIDR_REP
+ * "rejected") when it waits for us; what the manager reports about it afterwards is its own.
+ *
  * Malformed MADs and MADs for unknown connections are counted and dropped. Units: Timestamp
  * and Duration (nanoseconds).
  */
@@ -48,6 +55,8 @@ enum class EventType : uint8_t {
   kRejected,         ///< the peer sent a REJ; reason and private_data hold it
   kTimeout,          ///< no answer after every retry (REQ, REP) — the connection is gone
   kDisconnected,     ///< a DREQ or DREP arrived, or our DREQ went unanswered
+  kSidrRequest,      ///< passive: a SIDR_REQ for a listened service; sidr_req holds it
+  kSidrReply,        ///< active: the SIDR_REP; sidr_rep holds it (any status)
 };
 
 struct Event {
@@ -56,6 +65,8 @@ struct Event {
   Gid peer{};
   std::optional<wire::cm::Req> req;
   std::optional<wire::cm::Rep> rep;
+  std::optional<wire::cm::SidrReq> sidr_req;
+  std::optional<wire::cm::SidrRep> sidr_rep;
   uint16_t reason = 0;                ///< kRejected: the REJ's reason
   std::vector<uint8_t> private_data;  ///< kRejected, kDisconnected: the peer's private data
 };
@@ -127,6 +138,17 @@ class Manager {
   Status ready_to_use(uint32_t conn, Timestamp now);
   /// Established (or REP sent): sends a DREQ.
   Status disconnect(uint32_t conn, Timestamp now);
+  /// Sends a SIDR_REQ for service_id to `remote`; returns the request's local ID.
+  uint32_t sidr_request(const Gid& remote, uint64_t service_id,
+                        std::span<const uint8_t> private_data, Timestamp now);
+  /// Passive, after kSidrRequest: sends the SIDR_REP (status wire::cm::SidrStatus, the UD
+  /// QP and Q_Key when valid, at most 136 bytes of private data).
+  Status sidr_reply(uint32_t conn, uint8_t status, uint32_t qpn, uint32_t qkey,
+                    std::span<const uint8_t> private_data, Timestamp now);
+  /// Gives the connection up: REQ/REP sent -> REJ "timeout"; REQ/REP received -> REJ
+  /// "consumer defined"; established -> DREQ; SIDR_REQ received -> SIDR_REP "rejected";
+  /// otherwise nothing is sent. EINVAL: unknown connection.
+  Status cancel(uint32_t conn, Timestamp now);
 
   void on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now);
   void on_timer(Timestamp now);
@@ -147,6 +169,8 @@ class Manager {
     kEstablished,
     kDreqSent,
     kTimewait,
+    kSidrSent,
+    kSidrRcvd,
   };
   struct Conn {
     State state{};
@@ -154,6 +178,7 @@ class Manager {
     uint32_t remote_id = 0;
     uint32_t remote_qpn = 0;
     uint64_t tid = 0;
+    uint64_t service_id = 0;  ///< SIDR
     Gid peer{};
     std::array<uint8_t, wire::cm::kMadLen> last{};  ///< the MAD that a resend repeats
     bool active = false;  ///< connect() made it (its last MAD after the REP is the RTU)
@@ -175,10 +200,13 @@ class Manager {
   void on_req(const Gid& src, uint64_t tid, const wire::cm::Req& m, Timestamp now);
   void on_rep(uint64_t tid, const wire::cm::Rep& m);
   void on_rtu(const wire::cm::Rtu& m);
-  void on_rej(const wire::cm::Rej& m, Timestamp now);
+  void on_rej(const Gid& src, const wire::cm::Rej& m, Timestamp now);
   void on_mra(const wire::cm::Mra& m, Timestamp now);
   void on_dreq(const Gid& src, uint64_t tid, const wire::cm::Dreq& m, Timestamp now);
   void on_drep(const wire::cm::Drep& m, Timestamp now);
+  void on_sidr_req(const Gid& src, uint64_t tid, const wire::cm::SidrReq& m, Timestamp now);
+  void on_sidr_rep(uint64_t tid, const wire::cm::SidrRep& m, Timestamp now);
+  bool listening(uint64_t service_id) const;
 
   Config cfg_;
   Send send_;

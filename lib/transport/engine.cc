@@ -32,7 +32,7 @@ Duration local_ack_timeout(uint8_t timeout) {
 }
 
 Engine::Impl::Impl(const EngineConfig& c, CounterBlock* k, EngineObserver* o)
-    : cfg(c), ctr(k), obs(o), mrs(c.key_seed) {
+    : cfg(c), ctr(k), obs(o), mrs(c.key_seed), gsi(cfg, k, o) {
   if (cfg.cc) np = cfg.cc->make_np();
   qps.resize(kFirstQpSlot);
   qp_gen.resize(kFirstQpSlot);
@@ -609,15 +609,26 @@ void Engine::on_frame(std::span<const uint8_t> frame, Timestamp now) {
 }
 
 size_t Engine::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now) {
-  return impl_->poll_transmit(sink, neigh, now);
+  const size_t mads = impl_->gsi.transmit(sink, neigh, now);
+  return mads + impl_->poll_transmit(sink, neigh, now);
 }
 
-Timestamp Engine::next_deadline() const { return impl_->next_deadline(); }
+Timestamp Engine::next_deadline() const {
+  return earliest(impl_->gsi.next_deadline(impl_->last_now), impl_->next_deadline());
+}
 
 bool Engine::has_tx_work() const {
+  if (impl_->gsi.has_tx_work()) return true;
   for (const Qp* qp : impl_->active)
     if (impl_->qp_tx_time(*qp) <= impl_->last_now) return true;
   return false;
+}
+
+void Engine::enable_gsi(bool on) { impl_->gsi.enable(on); }
+size_t Engine::poll_gsi(std::span<GsiMad> out) { return impl_->gsi.poll(out); }
+Status Engine::post_gsi(const GsiMad& m, Timestamp now) {
+  if (now > impl_->last_now) impl_->last_now = now;
+  return impl_->gsi.post(m, now);
 }
 
 }  // namespace uroce::transport

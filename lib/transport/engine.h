@@ -71,6 +71,8 @@ class EngineObserver {
   virtual void on_cq_event(uint32_t cq_id) = 0;
   /// An asynchronous event (ibv_get_async_event).
   virtual void on_async_event(const AsyncEvent& ev) = 0;
+  /// A MAD was queued for poll_gsi (QP1 enabled with enable_gsi).
+  virtual void on_gsi_mad() {}
 };
 
 /// ibv_qp_init_attr as the engine takes it.
@@ -111,6 +113,16 @@ struct QpTraffic {
   uint64_t np_ecn_marked = 0;       ///< CE-marked packets received
   uint64_t np_cnp_sent = 0;         ///< CNPs its notification point sent
   uint64_t rp_cnp_handled = 0;      ///< CNPs its reaction point applied
+};
+
+/// A management datagram of QP1, the GSI (IBA Vol 1 §13.5.1; transport/gsi.h): a CM MAD as
+/// received (poll_gsi) or to be sent (post_gsi).
+struct GsiMad {
+  static constexpr size_t kLen = 256;  ///< every MAD (IBA §13.4.1)
+  Gid peer;               ///< received: the sender's GID (source IP); sent: the destination's
+  Gid local;              ///< received: the GID it was sent to; sent: the source GID (ours)
+  uint32_t peer_qpn = 1;  ///< received: the DETH source QP; sent: the destination QP
+  std::array<uint8_t, kLen> mad{};
 };
 
 class Engine {
@@ -189,6 +201,20 @@ class Engine {
   Timestamp next_deadline() const;
   /// True when poll_transmit() would write a frame right away.
   bool has_tx_work() const;
+
+  // ---- QP1 (GSI): management datagrams for a connection manager ----------------------------
+
+  /// Off (the default): packets for QP 1 are dropped as for an unknown QP. On: UD SENDs to
+  /// QP 1 with the GSI Q_Key are queued for poll_gsi (at most kGsiQueueDepth; more are
+  /// counted in gsi_rx_dropped). Turning it off empties both queues.
+  void enable_gsi(bool on);
+  /// Pops up to out.size() received MADs, oldest first; returns how many.
+  size_t poll_gsi(std::span<GsiMad> out);
+  /// Queues one MAD; poll_transmit sends it from QP 1 (Q_Key 0x80010000) once the peer's MAC
+  /// is known, or drops it (gsi_tx_dropped) after 1 s without one. EINVAL: m.local is not in
+  /// the GID table or differs from m.peer in IP version; ENOMEM: send queue full; EAGAIN: GSI
+  /// not enabled.
+  Status post_gsi(const GsiMad& m, Timestamp now);
 
   const EngineConfig& config() const;
   CounterBlock& counters();

@@ -23,6 +23,7 @@
 #include "common/types.h"
 #include "transport/congestion.h"
 #include "transport/engine.h"
+#include "transport/gsi.h"
 #include "transport/memory_table.h"
 #include "transport/ring.h"
 #include "transport/verbs_types.h"
@@ -236,6 +237,7 @@ struct Engine::Impl {
   std::vector<Qp*> active;               ///< QPs with work or timers
   uint32_t rr = 0;                       ///< round-robin start in active
   Timestamp last_now{0};
+  Gsi gsi;                               ///< QP1 (gsi.h)
 
   void inc(Counter c, uint64_t n = 1) { ctr->inc(c, n); }
 

@@ -33,6 +33,10 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
   inc(Counter::rx_vport_rdma_unicast_packets);
   inc(Counter::rx_vport_rdma_unicast_bytes, frame.size());
 
+  if (p.dest_qpn.value() == kGsiQpn && p.opcode != wire::Opcode::kCnp) {
+    gsi.on_packet(p);  // QP1: management datagrams (gsi.h)
+    return;
+  }
   Qp* qp = find_qp(p.dest_qpn.value());
   if (p.opcode == wire::Opcode::kCnp) {
     // Annex 17 §A17.9.3: the CNP's DestQP is our QP whose flow was marked.

@@ -1,6 +1,7 @@
 # Generates the libibverbs version script and private_abi.h from the installed rdma-core
 # library (cmake -P, run at configure time).
 #   -DNM=<nm> -DSYSLIB=<installed libibverbs.so.1> -DOUT_MAP=<file> -DOUT_HDR=<file>
+#   [-DEXTRA_MAP=<file>]: uroce's own node(s), appended as they are (uroce_private.map)
 # Every symbol the system library exports is listed under its node(s); a symbol with a
 # default (@@) and a compat (@) version is listed in both nodes, and lib/verbs binds each
 # version to its own implementation with .symver (see symver.h).
@@ -64,6 +65,10 @@ foreach(s ${syms_${key}})
   string(APPEND body "    ${s};\n")
 endforeach()
 string(APPEND map "${pnode} {\n  global:\n${body}};\n")
+if(DEFINED EXTRA_MAP)
+  file(READ ${EXTRA_MAP} extra)
+  string(APPEND map "${extra}")
+endif()
 file(WRITE ${OUT_MAP}.tmp "${map}")
 file(COPY_FILE ${OUT_MAP}.tmp ${OUT_MAP} ONLY_IF_DIFFERENT)
 file(WRITE ${OUT_HDR}.tmp

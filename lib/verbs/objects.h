@@ -98,6 +98,8 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
 
   Timestamp rx_now{};                           ///< time of the RX burst in progress
   Timestamp last_rx{};                          ///< when the RX queue was last polled (mu)
+  int gsi_fd = -1;                              ///< eventfd: GSI MADs wait (gsi_api.cc; mu)
+  int gsi_users = 0;                            ///< uroce_gsi_open handles (mu)
   PortHealth health;                            ///< pause-storm watchdog reports (mu)
 
   // Progress thread.
@@ -125,6 +127,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   // transport::EngineObserver (called with mu held)
   void on_cq_event(uint32_t cq_id) override;
   void on_async_event(const transport::AsyncEvent& ev) override;
+  void on_gsi_mad() override;  // gsi_api.cc
   // FrameHandler (port RX; called with mu held)
   void on_frame(std::span<const uint8_t> frame, const RxMeta& meta) override;
 };

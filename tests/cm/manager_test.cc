@@ -363,5 +363,97 @@ TEST(CmManager, MalformedAndStrayMadsAreCountedAndChangeNothing) {
   EXPECT_EQ(next(l.b).conn, cb);
 }
 
+
+constexpr uint64_t kUdService = 0x0000000001114321ull;
+
+// SIDR (IBA 12.11): the UD service resolution RDMA_PS_UDP uses. Request, reply with the UD QP
+// and Q_Key, private data both ways.
+TEST(CmManager, SidrRequestIsAnsweredWithQpAndQkey) {
+  Link l;
+  ASSERT_TRUE(l.b.listen(kUdService));
+  std::array<uint8_t, 3> pd{1, 2, 3};
+  uint32_t ca = l.a.sidr_request(gid_of(2), kUdService, pd, l.now);
+  l.deliver();
+  Event req = next(l.b);
+  ASSERT_EQ(req.type, EventType::kSidrRequest);
+  ASSERT_TRUE(req.sidr_req);
+  EXPECT_EQ(req.sidr_req->service_id, kUdService);
+  EXPECT_EQ(req.sidr_req->private_data[2], 3);
+  EXPECT_EQ(req.peer, gid_of(1));
+  std::array<uint8_t, 1> rpd{9};
+  ASSERT_TRUE(l.b.sidr_reply(req.conn, 0, 0x77, 0x01234567, rpd, l.now));
+  EXPECT_FALSE(l.b.sidr_reply(req.conn, 0, 0x77, 0x01234567, rpd, l.now)) << "answered twice";
+  l.deliver();
+  Event rep = next(l.a);
+  ASSERT_EQ(rep.type, EventType::kSidrReply);
+  EXPECT_EQ(rep.conn, ca);
+  EXPECT_EQ(rep.sidr_rep->status, 0);
+  EXPECT_EQ(rep.sidr_rep->qpn, 0x77u);
+  EXPECT_EQ(rep.sidr_rep->qkey, 0x01234567u);
+  EXPECT_EQ(rep.sidr_rep->private_data[0], 9);
+  EXPECT_EQ(l.sent, (std::vector{w::AttrId::kSidrReq, w::AttrId::kSidrRep}));
+}
+
+// A lost SIDR_REP: the requester resends, the responder answers again with the same reply
+// and no second kSidrRequest.
+TEST(CmManager, LostSidrReplyIsResentOnTheRepeatedRequest) {
+  Link l;
+  ASSERT_TRUE(l.b.listen(kUdService));
+  l.a.sidr_request(gid_of(2), kUdService, {}, l.now);
+  l.deliver();
+  Event req = next(l.b);
+  l.drop = [](const Link::Mad& m) { return Link::attr(m) == w::AttrId::kSidrRep; };
+  ASSERT_TRUE(l.b.sidr_reply(req.conn, 0, 0x77, 1, {}, l.now));
+  l.deliver();
+  EXPECT_FALSE(l.a.poll_event());
+  l.drop = [](const Link::Mad&) { return false; };
+  l.advance(l.cfg_a.response_timeout);
+  EXPECT_FALSE(l.b.poll_event()) << "a duplicate is not a new request";
+  Event rep = next(l.a);
+  EXPECT_EQ(rep.type, EventType::kSidrReply);
+  EXPECT_EQ(rep.sidr_rep->qpn, 0x77u);
+  EXPECT_EQ(l.b.counters().duplicate_req, 1u);
+}
+
+// SIDR for a service nobody listens on: status "service ID not supported"; unanswered SIDR:
+// kTimeout after the retries, no REJ sent.
+TEST(CmManager, SidrWithoutListenerOrPeer) {
+  Link l;
+  l.a.sidr_request(gid_of(2), kUdService, {}, l.now);
+  l.deliver();
+  Event rep = next(l.a);
+  ASSERT_EQ(rep.type, EventType::kSidrReply);
+  EXPECT_EQ(rep.sidr_rep->status, static_cast<uint8_t>(w::SidrStatus::kServiceIdNotSupported));
+  l.drop = [](const Link::Mad&) { return true; };
+  uint32_t c2 = l.a.sidr_request(gid_of(2), kUdService, {}, l.now);
+  for (int i = 0; i <= l.cfg_a.max_retries; ++i) l.advance(l.cfg_a.response_timeout);
+  Event to = next(l.a);
+  EXPECT_EQ(to.type, EventType::kTimeout);
+  EXPECT_EQ(to.conn, c2);
+  EXPECT_EQ(std::count(l.sent.begin(), l.sent.end(), w::AttrId::kRej), 0);
+}
+
+// cancel(): the peer hears of it in each state (REJ while connecting, DREQ when established).
+TEST(CmManager, CancelTellsThePeer) {
+  Link l;
+  ASSERT_TRUE(l.b.listen(kService));
+  uint32_t ca = l.a.connect(l.req(), l.now);
+  l.deliver();
+  Event req = next(l.b);
+  ASSERT_TRUE(l.a.cancel(ca, l.now));
+  l.deliver();
+  Event rej = next(l.b);
+  EXPECT_EQ(rej.type, EventType::kRejected);
+  EXPECT_EQ(rej.reason, static_cast<uint16_t>(w::RejReason::kTimeout));
+  EXPECT_TRUE(l.a.next_deadline() > l.now) << "no REQ resend after cancel";
+  auto [a2, b2] = establish(l);
+  ASSERT_TRUE(l.b.cancel(b2, l.now));
+  l.deliver();
+  Event d = next(l.a);
+  EXPECT_EQ(d.type, EventType::kDisconnected);
+  EXPECT_EQ(d.conn, a2);
+  EXPECT_EQ(l.b.cancel(12345, l.now).code(), EINVAL);
+}
+
 }  // namespace
 }  // namespace uroce::cm

@@ -193,7 +193,73 @@ def all_cases():
     add("af_packet.hostile.default", "hostile", "af_packet", 120, short=True, secs=12)
     cases.append(Case("memif.soak.long", "soak", "memif", ["e2e", "memif", "soak"], 700,
                       secs=600))
+    # librdmacm (issue #9): Debian's rdmacm-utils, perftest -R and qperf over uroce's
+    # librdmacm.so.1, the connection made by the CM on QP1 (lib/rdmacm).
+    for name, kw in RDMACM_CASES.items():
+        add(f"memif.{name}", "rdmacm", "memif", kw.pop("timeout", 120), short=True, **kw)
+    for name in ("rping.default", "udaddy.default"):
+        kw = dict(RDMACM_CASES_TEMPLATE()[name])
+        add(f"af_packet.{name}", "rdmacm", "af_packet", kw.pop("timeout", 120),
+            short=name.startswith("rping"), **kw)
     return cases
+
+
+# librdmacm programs (rdmacm-utils, perftest -R, qperf -cm1): {addr} is the server's RoCE
+# address (198.18.0.1), {port} the CM port. expect/expect_client: regexes each side's output
+# must match; rc: the exit codes wanted (server, client).
+def RDMACM_CASES_TEMPLATE():
+    return {
+        # rping: 100 pings, each payload checked by rping itself (-V), printed (-v).
+        "rping.default": dict(
+            server=["rping", "-s", "-a", "{addr}", "-p", "{port}", "-V", "-C", "100"],
+            client=["rping", "-c", "-a", "{addr}", "-p", "{port}", "-V", "-v", "-C", "100"],
+            expect_client=r"ping data: rdma-ping-99: ",
+            count_client=(r"ping data: rdma-ping-\d+: ", 100)),
+        "ucmatose.default": dict(
+            server=["ucmatose", "-b", "{addr}", "-p", "{port}"],
+            client=["ucmatose", "-s", "{addr}", "-p", "{port}"],
+            expect=r"data transfers complete", expect_client=r"data transfers complete"),
+        "ucmatose.c4": dict(
+            server=["ucmatose", "-b", "{addr}", "-p", "{port}", "-c", "4", "-C", "50", "-S", "4096"],
+            client=["ucmatose", "-s", "{addr}", "-p", "{port}", "-c", "4", "-C", "50", "-S", "4096"],
+            expect=r"data transfers complete", expect_client=r"data transfers complete"),
+        # udaddy's -p is the port space; it always uses port 7174.
+        "udaddy.default": dict(
+            server=["udaddy", "-b", "{addr}"],
+            client=["udaddy", "-s", "{addr}"], port=7174,
+            expect=r"data transfers complete", expect_client=r"data transfers complete"),
+        # perftest -R: the connection by rdma_cm (librdmacm), not a TCP exchange.
+        "ib_write_bw.R": dict(
+            server=["ib_write_bw", "-d", DEVICE, "-R", "-p", "{port}"],
+            client=["ib_write_bw", "-d", DEVICE, "-R", "-p", "{port}", "{addr}"],
+            expect_client=r"#bytes"),
+        "ib_send_bw.R": dict(
+            server=["ib_send_bw", "-d", DEVICE, "-R", "-p", "{port}"],
+            client=["ib_send_bw", "-d", DEVICE, "-R", "-p", "{port}", "{addr}"],
+            expect_client=r"#bytes"),
+        # Bad input: a connect to a port nobody listens on is answered with a REJ
+        # ("invalid service ID", 8): rping reports RDMA_CM_EVENT_REJECTED and fails; the
+        # listening server on another port is untouched and killed at the end.
+        "rping.rejected": dict(
+            server=["rping", "-s", "-a", "{addr}", "-p", "{port}"],
+            client=["rping", "-c", "-a", "{addr}", "-p", "{port1}", "-C", "1"],
+            client_only=True, client_rc_nonzero=True, errors_ok=True,
+            expect_client=r"RDMA_CM_EVENT_REJECTED, error 8"),
+        # A peer that is gone before the REQ: the CM resends it, then reports UNREACHABLE
+        # (status -ETIMEDOUT) after its retries (~4 s); nothing hangs.
+        "rping.unreachable": dict(
+            server=["rping", "-s", "-a", "{addr}", "-p", "{port}"],
+            client=["rping", "-c", "-a", "{addr}", "-p", "{port}", "-C", "1"],
+            kill_server_first=True, client_only=True, client_rc_nonzero=True, errors_ok=True,
+            expect_client=r"RDMA_CM_EVENT_UNREACHABLE, error -110"),
+        "rdma_server.default": dict(
+            server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
+            client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
+            expect=r"rdma_server: end 0", expect_client=r"rdma_client: end 0"),
+    }
+
+
+RDMACM_CASES = RDMACM_CASES_TEMPLATE()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -553,6 +619,78 @@ def run_hostile(case, link, build):
     return 0
 
 
+def run_rdmacm(case, link, build):
+    """A librdmacm server and client: the client starts once the server's rdma_listen has
+    happened (librdmacm notes it in $UROCE_RDMACM_LISTEN_FILE: there is no socket to poll);
+    both must exit 0 (or case rc), with no error line, each matching its expect regex."""
+    import tempfile
+    port = case.kw.get("port") or pairmod.free_tcp_port()
+    work = tempfile.mkdtemp(prefix="ue2e-cm-")
+    listen_file = os.path.join(work, "listen")
+    env = dict(case.kw.get("env", {}))
+    env["UROCE_RDMACM_LISTEN_FILE"] = listen_file
+    p = Pair(link, build, workdir=work, env=env)
+    fmt = {"addr": links.ROCE_ADDR[0], "port": port, "port1": port + 1, "oob": link.oob_host()}
+    server = [a.format(**fmt) for a in case.kw["server"]]
+    client = [a.format(**fmt) for a in case.kw["client"]]
+    deadline = time.monotonic() + case.timeout - 10
+    srv = p.start(0, server)
+    listening_ = False
+    while time.monotonic() < deadline and srv.poll() is None:
+        if os.path.exists(listen_file) and f"listen {port}" in open(listen_file).read():
+            listening_ = True
+            break
+        time.sleep(0.05)  # polling a condition with a deadline
+    if not listening_:
+        p.stop_all()
+        return fail(f"{case.name}: the server never listened", p)
+    if case.kw.get("kill_server_first"):
+        srv.kill()
+        srv.wait(5)
+    cli = p.start(1, client)
+    if case.kw.get("client_only"):
+        cli.wait(deadline - time.monotonic())
+        if cli.rc is None:
+            p.timed_out = True
+        p.stop_all()
+        if cli.rc is None:
+            return fail(f"{case.name}: the client hung", p)
+        if case.kw.get("client_rc_nonzero") and cli.rc == 0:
+            return fail(f"{case.name}: the client succeeded", p)
+        pat = case.kw.get("expect_client")
+        if pat and not re.search(pat, cli.output()):
+            return fail(f"{case.name}: client output lacks /{pat}/", p)
+        print(f"PASS {case.name}")
+        print(cli.output()[-2000:])
+        return 0
+    for s_ in (cli, srv):
+        s_.wait(deadline - time.monotonic())
+    if cli.rc is None or srv.rc is None:
+        p.timed_out = True
+        p.stop_all()
+        return fail(f"{case.name}: timed out", p)
+    want = case.kw.get("rc", (0, 0))
+    if (srv.rc, cli.rc) != tuple(want):
+        return fail(f"{case.name}: exit codes server={srv.rc} client={cli.rc}, want {want}", p)
+    outs = [srv.output(), cli.output()]
+    if not case.kw.get("errors_ok"):
+        errs = error_lines(outs[0]) + error_lines(outs[1])
+        if errs:
+            return fail(f"{case.name}: error lines: {errs[:3]}", p)
+    for side, key in ((0, "expect"), (1, "expect_client")):
+        pat = case.kw.get(key)
+        if pat and not re.search(pat, outs[side]):
+            return fail(f"{case.name}: side {side} output lacks /{pat}/", p)
+    if case.kw.get("count_client"):
+        pat, n = case.kw["count_client"]
+        got = len(re.findall(pat, outs[1]))
+        if got != n:
+            return fail(f"{case.name}: client printed /{pat}/ {got} times, want {n}", p)
+    print(f"PASS {case.name}")
+    print(outs[1][-2000:])
+    return 0
+
+
 def run_peer_kill(case, link, build):
     import peer_kill
     return peer_kill.run(case, link, build)
@@ -560,7 +698,7 @@ def run_peer_kill(case, link, build):
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
-           "soak": run_soak, "hostile": run_hostile}
+           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm}
 
 
 def run_case(case, build):

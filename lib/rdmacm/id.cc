@@ -1,0 +1,525 @@
+/**
+ * @file id.cc
+ * @brief rdma_cm_id calls: create/destroy, bind, address and route resolution, listen,
+ * connect, accept, reject, establish, disconnect, rdma_init_qp_attr, options, migration
+ * (the rdma_*(3) man pages of librdmacm; rdma-core's semantics where they say nothing).
+ *
+ * Address and route resolution are local (addr.h; no ARP here: the engine resolves the
+ * peer's MAC when the first MAD leaves), so their events are queued at once. An id created
+ * without a channel is synchronous: each call waits for its event (cma.h complete()).
+ */
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+#include "rdmacm/cma.h"
+#include "rdmacm/export.h"
+#include "rdmacm/qp_attr.h"
+#include "transport/wire/cm_ip.h"
+
+namespace uroce::rdmacm {
+
+int modify_qp_rtr_rts(Id* id);  // channel.cc
+int modify_qp_err(Id* id);
+
+namespace {
+
+namespace w = wire::cm;
+
+bool is_ud(const Id* id) { return id->id.qp_type == IBV_QPT_UD || id->id.ps == RDMA_PS_UDP; }
+uint16_t ps_of(const Id* id) { return static_cast<uint16_t>(id->id.ps); }
+
+/// Binds the id to device `dev` (verbs, default PD, port 1). Requires mu.
+void attach(Id* id, Device* dev) {
+  id->dev = dev;
+  id->id.verbs = dev->verbs;
+  id->id.port_num = 1;
+  if (!id->id.pd) id->id.pd = dev->pd;
+}
+
+void set_addrs(Id* id) {
+  to_sockaddr(id->sgid, id->sport, &id->id.route.addr.src_storage);
+  to_sockaddr(id->dgid, id->dport, &id->id.route.addr.dst_storage);
+  std::memcpy(id->id.route.addr.addr.ibaddr.sgid.raw, id->sgid.raw.data(), 16);
+  std::memcpy(id->id.route.addr.addr.ibaddr.dgid.raw, id->dgid.raw.data(), 16);
+  id->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+}
+
+/// The REQ/SIDR_REQ private data: the IP CM header, then rdma_create_ep's and the
+/// program's private data. EINVAL when they do not fit.
+int req_private(Id* id, const rdma_conn_param* p, std::span<uint8_t> out) {
+  w::IpCmHeader h;
+  h.ip_version = id->sgid.is_ipv4_mapped() ? 4 : 6;
+  h.src_port = id->sport;
+  h.src = id->sgid;
+  h.dst = id->dgid;
+  if (!w::build_ip_cm_header(h, out)) return EINVAL;
+  size_t off = w::kIpCmHeaderLen;
+  const size_t user = id->connect_data.size() + (p && p->private_data ? p->private_data_len : 0);
+  if (off + user > out.size()) return EINVAL;
+  std::memcpy(out.data() + off, id->connect_data.data(), id->connect_data.size());
+  off += id->connect_data.size();
+  if (p && p->private_data && p->private_data_len)
+    std::memcpy(out.data() + off, p->private_data, p->private_data_len);
+  return 0;
+}
+
+/// Stops listening on every device. Requires mu.
+void unlisten(Service& s, Id* id) {
+  const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
+  for (Device* d : id->listening)
+    if (--d->listens[sid] == 0) {
+      d->listens.erase(sid);
+      d->mgr->unlisten(sid);
+    }
+  id->listening.clear();
+  s.remove_listener(id);
+}
+
+/// UROCE_RDMACM_LISTEN_FILE=<path>: each listen appends "listen <port>" to the file, so a
+/// test harness can start its client once the server listens (there is no socket to poll).
+void note_listen(uint16_t port) {
+  const char* path = getenv("UROCE_RDMACM_LISTEN_FILE");
+  if (!path || !*path) return;
+  if (FILE* f = std::fopen(path, "a")) {
+    std::fprintf(f, "listen %u\n", port);
+    std::fclose(f);
+  }
+}
+
+}  // namespace
+}  // namespace uroce::rdmacm
+
+using namespace uroce::rdmacm;
+using uroce::Gid;
+namespace w = uroce::wire::cm;
+
+UROCE_CM_EXPORT int rdma_create_id(rdma_event_channel* channel, rdma_cm_id** out, void* context,
+                                   rdma_port_space ps) {
+  if (!out) return fail(EINVAL);
+  if (ps != RDMA_PS_TCP && ps != RDMA_PS_UDP && ps != RDMA_PS_IB && ps != RDMA_PS_IPOIB)
+    return fail(EINVAL);
+  Service::get();  // reads the configuration once
+  auto* id = new (std::nothrow) Id;
+  if (!id) return fail(ENOMEM);
+  id->id.context = context;
+  id->id.ps = ps;
+  id->id.qp_type = ps == RDMA_PS_UDP || ps == RDMA_PS_IPOIB ? IBV_QPT_UD : IBV_QPT_RC;
+  if (!channel) {
+    id->sync = true;
+    channel = rdma_create_event_channel();
+    if (!channel) {
+      delete id;
+      return -1;
+    }
+    id->own = channel_of(channel);
+  }
+  id->id.channel = channel;
+  *out = &id->id;
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_destroy_id(rdma_cm_id* cid) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  if (id->id.event) {
+    rdma_ack_cm_event(id->id.event);
+    id->id.event = nullptr;
+  }
+  {
+    std::unique_lock<std::mutex> g(s.mu);
+    // The peer hears of it: REJ while connecting, DREQ when connected (ib_destroy_cm_id).
+    if (id->conn && id->dev) id->dev->mgr->cancel(id->conn, s.now());
+    s.unmap_conn(id);
+    if (id->state == IdState::kListen) unlisten(s, id);
+    if (id->port_claimed) s.release_port(ps_of(id), id->sgid, id->sport);
+    // Events not yet taken are skipped; taken ones must be acked first (as rdma-core waits).
+    for (Event* e : channel_of(id->id.channel)->q)
+      if (e->owner == id) e->dead = true;
+    s.acked.wait(g, [&] { return id->unacked <= 0; });
+  }
+  s.kick();
+  if (id->own) rdma_destroy_event_channel(&id->own->ch);
+  delete id;
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
+  if (!cid || !addr) return fail(EINVAL);
+  auto gid = gid_of(addr);
+  if (!gid) return fail(EAFNOSUPPORT);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (id->state != IdState::kIdle) return fail(EINVAL);
+  Device* dev = nullptr;
+  if (!is_any(*gid)) {
+    auto a = find_local(s.addrs(), *gid);
+    if (!a) return fail(EADDRNOTAVAIL);
+    dev = s.open_device(a->device);
+    if (!dev) return -1;
+    id->sgid_index = a->gid_index;
+  }
+  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr));
+  if (!port) return fail(EADDRINUSE);
+  id->port_claimed = true;
+  if (dev) attach(id, dev);
+  id->sgid = *gid;
+  id->sport = port;
+  to_sockaddr(id->sgid, id->sport, &id->id.route.addr.src_storage);
+  if (addr->sa_family == AF_INET6 && gid->is_zero()) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&id->id.route.addr.src_storage);
+    in6->sin6_family = AF_INET6;
+    in6->sin6_port = htons(port);
+  }
+  id->state = IdState::kBound;
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* dst,
+                                      int /*timeout_ms*/) {
+  if (!cid || !dst) return fail(EINVAL);
+  auto dgid = gid_of(dst);
+  if (!dgid || is_any(*dgid)) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (id->state != IdState::kIdle && id->state != IdState::kBound) return fail(EINVAL);
+    std::optional<Gid> sgid;
+    if (src) {
+      sgid = gid_of(src);
+      if (!sgid) return fail(EAFNOSUPPORT);
+    } else if (id->state == IdState::kBound) {
+      sgid = id->sgid;
+    }
+    auto a = route(s.addrs(), sgid, *dgid);
+    if (!a) return fail(sgid && !is_any(*sgid) ? EADDRNOTAVAIL : ENETUNREACH);
+    Device* dev = s.open_device(a->device);
+    if (!dev) return -1;
+    if (id->state == IdState::kIdle) {
+      uint16_t port = s.claim_port(ps_of(id), a->gid, src ? port_of(src) : 0);
+      if (!port) return fail(EADDRINUSE);
+      id->sport = port;
+      id->port_claimed = true;
+    }
+    attach(id, dev);
+    id->sgid = a->gid;
+    id->sgid_index = a->gid_index;
+    id->dgid = *dgid;
+    id->dport = port_of(dst);
+    id->path_mtu = dev->active_mtu;
+    set_addrs(id);
+    id->state = IdState::kAddrResolved;
+    s.deliver(id, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
+  }
+  return complete(id);
+}
+
+UROCE_CM_EXPORT int rdma_resolve_route(rdma_cm_id* cid, int /*timeout_ms*/) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (id->state != IdState::kAddrResolved && id->state != IdState::kRouteResolved)
+      return fail(EINVAL);
+    // One path: the GRH fields of RoCEv2 (IBA Table 205 path record; no LIDs on Ethernet).
+    ibv_sa_path_rec& p = id->path;
+    p = ibv_sa_path_rec{};
+    std::memcpy(p.dgid.raw, id->dgid.raw.data(), 16);
+    std::memcpy(p.sgid.raw, id->sgid.raw.data(), 16);
+    p.hop_limit = 64;
+    p.traffic_class = id->tos;
+    p.reversible = 1;
+    p.numb_path = 1;
+    p.pkey = htobe16(0xffff);
+    p.mtu_selector = 2;
+    p.mtu = id->path_mtu;
+    p.rate_selector = 2;
+    p.rate = 3;  // 10 Gb/s
+    p.packet_life_time_selector = 2;
+    p.packet_life_time = kLocalAckTimeout - 1;
+    id->id.route.path_rec = &id->path;
+    id->id.route.num_paths = 1;
+    id->state = IdState::kRouteResolved;
+    s.deliver(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+  }
+  return complete(id);
+}
+
+UROCE_CM_EXPORT int rdma_listen(rdma_cm_id* cid, int /*backlog*/) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (id->state == IdState::kListen) return 0;
+  if (id->state != IdState::kBound) return fail(EINVAL);
+  std::vector<Device*> devs;
+  if (id->dev) {
+    devs.push_back(id->dev);
+  } else {  // a wildcard address listens on every device with an address of its family
+    for (const LocalAddr& a : s.addrs()) {
+      if (a.gid.is_ipv4_mapped() != id->sgid.is_ipv4_mapped() && !id->sgid.is_zero()) continue;
+      Device* d = s.open_device(a.device);
+      if (d && std::find(devs.begin(), devs.end(), d) == devs.end()) devs.push_back(d);
+    }
+    if (devs.empty()) return fail(ENODEV);
+    // rdma-core leaves id->verbs NULL for a wildcard bind with several devices; with one,
+    // programs (rping) expect it set.
+    if (devs.size() == 1) attach(id, devs[0]);
+  }
+  const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
+  for (Device* d : devs) {
+    if (d->listens[sid]++ == 0) d->mgr->listen(sid);
+    id->listening.push_back(d);
+  }
+  id->state = IdState::kListen;
+  s.add_listener(id);
+  note_listen(id->sport);
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (id->state != IdState::kRouteResolved || !id->dev) return fail(EINVAL);
+    if (id->id.ps == RDMA_PS_TCP && !id->id.qp && !p) return fail(EINVAL);
+    const uint64_t sid = w::ip_service_id(ps_of(id), id->dport);
+    if (is_ud(id)) {
+      std::array<uint8_t, w::kSidrReqPrivateLen> pd{};
+      if (int e = req_private(id, p, pd)) return fail(e);
+      id->conn = id->dev->mgr->sidr_request(id->dgid, sid, pd, s.now());
+    } else {
+      const Device& d = *id->dev;
+      if (p && ((p->responder_resources != RDMA_MAX_RESP_RES &&
+                 p->responder_resources > d.max_responder_resources) ||
+                (p->initiator_depth != RDMA_MAX_INIT_DEPTH &&
+                 p->initiator_depth > d.max_initiator_depth)))
+        return fail(EINVAL);
+      id->initiator_depth = p && p->initiator_depth != RDMA_MAX_INIT_DEPTH ? p->initiator_depth
+                                                                           : d.max_initiator_depth;
+      id->responder_resources = p && p->responder_resources != RDMA_MAX_RESP_RES
+                                    ? p->responder_resources
+                                    : d.max_responder_resources;
+      id->retry_count = p ? p->retry_count : 7;
+      std::random_device rd;
+      id->local_psn = rd() & 0xffffff;
+      uroce::cm::ConnectParams cp;
+      cp.local = id->sgid;
+      cp.remote = id->dgid;
+      cp.service_id = sid;
+      cp.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
+      cp.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
+      cp.starting_psn = id->local_psn;
+      cp.responder_resources = id->responder_resources;
+      cp.initiator_depth = id->initiator_depth;
+      cp.path_mtu = id->path_mtu;
+      cp.retry_count = static_cast<uint8_t>(std::min<int>(id->retry_count, 7));
+      cp.rnr_retry_count = static_cast<uint8_t>(std::min<int>(p ? p->rnr_retry_count : 7, 7));
+      cp.traffic_class = id->tos;
+      cp.local_ack_timeout = kLocalAckTimeout;
+      if (int e = req_private(id, p, cp.private_data)) return fail(e);
+      id->conn = id->dev->mgr->connect(cp, s.now());
+    }
+    id->connect_data.clear();
+    id->state = IdState::kConnect;
+    s.map_conn(id);
+  }
+  s.kick();  // the thread's next deadline is the REQ's resend
+  return complete(id);
+}
+
+UROCE_CM_EXPORT int rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (id->state != IdState::kReqRcvd || !id->conn) return fail(EINVAL);
+    if (is_ud(id)) {
+      const uint32_t qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
+      std::span<const uint8_t> pd;
+      if (p && p->private_data)
+        pd = {static_cast<const uint8_t*>(p->private_data), p->private_data_len};
+      if (!id->dev->mgr->sidr_reply(id->conn, 0, qpn, RDMA_UDP_QKEY, pd, s.now()))
+        return fail(EINVAL);
+      s.unmap_conn(id);
+      id->conn = 0;
+      id->state = IdState::kEstablished;
+      if (id->sync && id->id.event) {
+        Event* e = event_of(id->id.event);
+        id->id.event = nullptr;
+        e->owner->unacked--;
+        delete e;
+      }
+      return 0;
+    }
+    if (id->id.ps == RDMA_PS_TCP && !id->id.qp && !p) return fail(EINVAL);
+    const Device& d = *id->dev;
+    id->initiator_depth = p && p->initiator_depth != RDMA_MAX_INIT_DEPTH
+                              ? p->initiator_depth
+                              : std::min(id->initiator_depth, d.max_initiator_depth);
+    id->responder_resources = p && p->responder_resources != RDMA_MAX_RESP_RES
+                                  ? p->responder_resources
+                                  : std::min(id->responder_resources, d.max_responder_resources);
+    if (int e = modify_qp_rtr_rts(id)) {
+      modify_qp_err(id);
+      return fail(e);
+    }
+    uroce::cm::AcceptParams ap;
+    ap.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
+    ap.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
+    ap.starting_psn = id->local_psn;
+    ap.responder_resources = id->responder_resources;
+    ap.initiator_depth = id->initiator_depth;
+    ap.rnr_retry_count = static_cast<uint8_t>(std::min<int>(p ? p->rnr_retry_count : 7, 7));
+    if (p && p->private_data && p->private_data_len) {
+      if (p->private_data_len > ap.private_data.size()) return fail(EINVAL);
+      std::memcpy(ap.private_data.data(), p->private_data, p->private_data_len);
+    }
+    if (!id->dev->mgr->accept(id->conn, ap, s.now())) {
+      modify_qp_err(id);
+      return fail(EINVAL);
+    }
+    id->state = IdState::kAccept;
+  }
+  s.kick();
+  return complete(id);
+}
+
+UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8_t len) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (id->state != IdState::kReqRcvd || !id->conn) return fail(EINVAL);
+  std::span<const uint8_t> pd;
+  if (private_data && len) pd = {static_cast<const uint8_t*>(private_data), len};
+  uroce::Status st =
+      is_ud(id) ? id->dev->mgr->sidr_reply(id->conn, static_cast<uint8_t>(w::SidrStatus::kRejected),
+                                           0, 0, pd, s.now())
+                : id->dev->mgr->reject(id->conn, pd, s.now());
+  if (!st) return fail(st.code());
+  s.unmap_conn(id);
+  id->conn = 0;
+  id->state = IdState::kClosed;
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_reject_ece(rdma_cm_id* cid, const void* private_data, uint8_t len) {
+  return rdma_reject(cid, private_data, len);
+}
+
+UROCE_CM_EXPORT int rdma_establish(rdma_cm_id* cid) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  if (id->id.qp) return fail(EINVAL);  // rdma_establish(3): only for ids without a QP
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (id->state != IdState::kConnResp) return fail(EINVAL);
+  if (!id->dev->mgr->ready_to_use(id->conn, s.now())) return fail(EINVAL);
+  id->state = IdState::kEstablished;
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_disconnect(rdma_cm_id* cid) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  Service& s = Service::get();
+  bool wait = false;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (!id->id.verbs) return fail(EINVAL);
+    modify_qp_err(id);  // as rdma-core on IB/RoCE: the QP goes to ERR first
+    if (id->state == IdState::kEstablished || id->state == IdState::kAccept) {
+      if (id->conn && id->dev->mgr->disconnect(id->conn, s.now())) wait = true;
+      id->state = IdState::kDisconnected;
+    } else if (id->state == IdState::kDisconnected) {
+      // The peer disconnected first, or our DREQ is out: a sync id waits for the
+      // DISCONNECTED event unless it took it already.
+      for (Event* e : channel_of(id->id.channel)->q)
+        if (e->owner == id && !e->dead) wait = true;
+      if (!id->disconnected_event) wait = true;
+    } else if (id->state != IdState::kConnResp && id->state != IdState::kConnect) {
+      return fail(EINVAL);
+    }
+  }
+  s.kick();
+  return wait ? complete(id) : 0;
+}
+
+UROCE_CM_EXPORT int rdma_init_qp_attr(rdma_cm_id* cid, ibv_qp_attr* attr, int* mask) {
+  if (!cid || !attr || !mask) return fail(EINVAL);
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  if (int e = init_qp_attr(*id_of(cid), attr, mask)) return fail(e);
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, void* optval,
+                                    size_t optlen) {
+  if (!cid || !optval) return fail(EINVAL);
+  Id* id = id_of(cid);
+  if (level == RDMA_OPTION_ID) {
+    switch (optname) {
+      case RDMA_OPTION_ID_TOS:
+        if (optlen != sizeof(uint8_t)) return fail(EINVAL);
+        id->tos = *static_cast<uint8_t*>(optval);
+        return 0;
+      case RDMA_OPTION_ID_REUSEADDR:
+      case RDMA_OPTION_ID_AFONLY: return optlen == sizeof(int) ? 0 : fail(EINVAL);
+      case RDMA_OPTION_ID_ACK_TIMEOUT: return optlen == sizeof(uint8_t) ? 0 : fail(EINVAL);
+    }
+  }
+  return fail(ENOSYS);  // RDMA_OPTION_IB_PATH: paths come from the configuration
+}
+
+UROCE_CM_EXPORT int rdma_migrate_id(rdma_cm_id* cid, rdma_event_channel* channel) {
+  if (!cid) return fail(EINVAL);
+  Id* id = id_of(cid);
+  if (id->sync && !channel) return fail(EINVAL);
+  rdma_event_channel* own = nullptr;
+  if (!channel) {
+    own = rdma_create_event_channel();
+    if (!own) return -1;
+    channel = own;
+  }
+  Service& s = Service::get();
+  Channel* old_own = nullptr;
+  {
+    std::unique_lock<std::mutex> g(s.mu);
+    // As rdma-core: every event of the id reported on the old channel is taken and acked first.
+    s.acked.wait(g, [&] {
+      if (id->unacked > 0) return false;
+      for (Event* e : channel_of(id->id.channel)->q)
+        if (e->owner == id && !e->dead) return false;
+      return true;
+    });
+    if (id->sync) old_own = id->own;
+    id->sync = own != nullptr;
+    id->own = own ? channel_of(own) : nullptr;
+    id->id.channel = channel;
+  }
+  if (old_own) rdma_destroy_event_channel(&old_own->ch);
+  return 0;
+}
+
+UROCE_CM_EXPORT int rdma_notify(rdma_cm_id* cid, ibv_event_type /*event*/) {
+  // IBV_EVENT_COMM_EST before the RTU: the connection is used, so it is established.
+  return cid ? 0 : fail(EINVAL);
+}
+
+UROCE_CM_EXPORT __be16 rdma_get_src_port(rdma_cm_id* cid) {
+  return cid ? htobe16(port_of(&cid->route.addr.src_addr)) : 0;
+}
+
+UROCE_CM_EXPORT __be16 rdma_get_dst_port(rdma_cm_id* cid) {
+  return cid ? htobe16(port_of(&cid->route.addr.dst_addr)) : 0;
+}

@@ -1,0 +1,29 @@
+/**
+ * @file qp_attr.h
+ * @brief rdma_init_qp_attr(3): the QP attributes and mask that take an id's QP to INIT, RTR
+ * or RTS for the connection the CM negotiated, as the kernel's CM computes them
+ * (rdma_cm/ib_cm): INIT with the partition, port and access rights (REMOTE_WRITE, plus
+ * REMOTE_READ and REMOTE_ATOMIC when the peer may issue READs: responder resources > 0;
+ * none before a connection exists); RTR with the path (GRH to the peer's GID, our GID index,
+ * hop limit 64, the id's TOS), path MTU, peer QPN, the peer's starting PSN and our responder
+ * resources; RTS with our starting PSN, the retry counts and our initiator depth. UD: INIT with
+ * the port space's Q_Key (RDMA_UDP_QKEY), RTR, RTS with SQ PSN 0.
+ */
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include "rdmacm/cma.h"
+
+namespace uroce::rdmacm {
+
+/// Local ACK timeout of the RTS attributes: 4.096 us * 2^14 = 67 ms.
+inline constexpr uint8_t kLocalAckTimeout = 14;
+/// RNR NAK timer of the RTR attributes: IBA code 12 = 0.64 ms.
+inline constexpr uint8_t kMinRnrTimer = 12;
+
+/// Fills *attr for attr->qp_state (INIT, RTR or RTS) and sets *mask. EINVAL: another state,
+/// or RTR/RTS before the connection has a peer.
+int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask);
+
+}  // namespace uroce::rdmacm

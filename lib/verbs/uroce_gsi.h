@@ -1,0 +1,50 @@
+/**
+ * @file uroce_gsi.h
+ * @brief uroce's own C interface of libibverbs.so.1, version node UROCE_PRIVATE_1: QP1 (the
+ * GSI, IBA Vol 1 §13.5.1) of an opened uroce device, for uroce's librdmacm.so.1 (lib/rdmacm),
+ * which speaks the IBA CM over it. Not part of rdma-core's ABI; no other program uses it.
+ *
+ * A device's GSI is off until the first uroce_gsi_open() on one of its contexts and goes off
+ * with the last uroce_gsi_close(). While on, MADs sent to QP 1 of the device's addresses are
+ * queued (transport/gsi.h); the eventfd of uroce_gsi_fd() becomes readable when some wait, and
+ * uroce_gsi_recv() takes them. uroce_gsi_send() queues a MAD and sends it at once when the
+ * peer's MAC is known.
+ *
+ * Thread-safety: every call may come from any thread; each takes the device's engine lock.
+ * Errors: -1 (or NULL) with errno.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ibv_context;
+struct uroce_gsi;
+
+/// One MAD: 256 bytes with the GIDs of both ends (IPv4 as ::ffff:a.b.c.d).
+struct uroce_gsi_mad {
+  uint8_t peer_gid[16];   ///< received: the sender; sent: the destination
+  uint8_t local_gid[16];  ///< received: the address it came to; sent: our source address
+  uint32_t peer_qpn;      ///< received: the sender's QP (1); sent: the destination QP (1)
+  uint8_t mad[256];
+};
+
+/// Turns the device's GSI on (counted) and returns a handle; NULL + errno on failure.
+struct uroce_gsi* uroce_gsi_open(struct ibv_context* ctx);
+/// Turns it off when this was the last handle; frees the handle.
+void uroce_gsi_close(struct uroce_gsi* gsi);
+/// An eventfd, readable while MADs may wait (read it to clear, then call uroce_gsi_recv).
+int uroce_gsi_fd(struct uroce_gsi* gsi);
+/// Takes up to max received MADs; returns how many (0: none), -1 + errno.
+int uroce_gsi_recv(struct uroce_gsi* gsi, struct uroce_gsi_mad* out, int max);
+/// Queues one MAD for sending. 0, or -1 + errno: EINVAL (local_gid is not the device's),
+/// ENOMEM (send queue full).
+int uroce_gsi_send(struct uroce_gsi* gsi, const struct uroce_gsi_mad* mad);
+
+#ifdef __cplusplus
+}
+#endif
