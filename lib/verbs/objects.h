@@ -105,7 +105,9 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   // Progress thread.
   std::thread thread;
   std::atomic<bool> stop{false};
-  std::atomic<uint64_t> app_progress{0};        ///< bumped by application-driven progress
+  /// When the application last made progress itself (a post or poll; Timestamp ns): the
+  /// progress thread stays out of its way while it calls, and polls right after it stops.
+  std::atomic<int64_t> last_app_call{0};
   bool exiting = false;                         ///< process exit began: no more progress (mu)
 
   /// What one progress step did: frames received and frames sent.

@@ -7,14 +7,29 @@
  *  - the application's own calls (post_send, post_recv, poll_cq, cq_ex start_poll) run
  *    progress_locked() a few times while it finds work;
  *  - a background thread per device, so that a passive side (the target of WRITE/READ, a
- *    process blocked in ibv_get_cq_event) still answers. When idle it backs off: spin
- *    (kSpinRounds), then sched_yield (kYieldRounds), then sleeps doubling from 1 us to
- *    kMaxSleep; after kDeepIdle without work it sleeps kDeepSleep, after kDeeperIdle
- *    kDeeperSleep (an idle process then costs well under 5 % of a core). Never past the
- *    engine's next deadline.
+ *    process blocked in ibv_get_cq_event) still answers. Its policy follows the
+ *    application's calls (Runtime::last_app_call):
+ *      driving   the application called in less than kAppDriving ago (a post/poll loop):
+ *                its calls make progress, so the thread only looks again later (sleeps from
+ *                kFollowUpSleep, growing while the application keeps calling);
+ *      follow-up the application stopped calling less than kFollowUp ago (it spins on
+ *                memory for the peer's WRITE, as ib_write_lat does, or computes): the peer's
+ *                answer is due and nobody else receives it, so the thread polls every
+ *                kFollowUpSleep, sleeping in between (spinning would take the core from the
+ *                application, and the scheduler then lets it run for a whole slice);
+ *      alone     otherwise it drives the engine itself: spins while there is work; when idle
+ *                backs off: spin (kSpinRounds), then sched_yield (kYieldRounds), then sleeps
+ *                doubling from 1 us to kMaxSleep; after kDeepIdle without work it sleeps
+ *                kDeepSleep, after kDeeperIdle kDeeperSleep (an idle process then costs well
+ *                under 5 % of a core). Spinning and yielding are for a core of its own: when
+ *                the process is pinned to one CPU and its other threads keep it busy (an
+ *                application spinning on memory), the thread polls as in the follow-up phase
+ *                instead (AppCpu).
+ *    Never past the engine's next deadline.
  * Units: nanoseconds (Timestamp), microseconds for the sleep constants.
  */
 #include <sched.h>
+#include <sys/resource.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +62,15 @@ constexpr Duration kDeeperIdle = Duration::seconds(1);
 /// 1 ms sleeps made an idle process cost 3.3-4.9 % of a core, 2 ms halves that. The price is
 /// up to 2 ms more for the first frame after a second of silence.
 constexpr Duration kDeeperSleep = Duration::millis(2);
+/// The application called within this: it is polling, and its calls make progress.
+constexpr Duration kAppDriving = Duration::micros(20);
+/// The application stopped calling within this: the peer's reply is probably due.
+constexpr Duration kFollowUp = Duration::micros(500);
+/// Between polls in the follow-up phase, and the first look-again while the application drives.
+/// A requested 8 us lasts 20-50 us here (timer and wakeup cost of the VM); ib_write_lat over
+/// memif measured 44 us one-way with 64 us sleeps, 13 us with 8 us, and 2000 us with 2 us
+/// sleeps (the thread then lost its wakeup preemption of the spinning application).
+constexpr Duration kFollowUpSleep = Duration::micros(8);
 constexpr size_t kRxBurst = 64;                     ///< frames per RX burst
 constexpr int kDriveRounds = 4;                     ///< progress steps per verbs call, at most
 /// A post looks at the RX queue only when nobody has for this long. Posting loops call in
@@ -175,12 +199,13 @@ void drive_post_locked(Runtime* rt, Timestamp t) {
     drive_locked(rt, t);
     return;
   }
+  rt->last_app_call.store(t.ns, std::memory_order_relaxed);
   rt->transmit_locked(t);
-  rt->app_progress.fetch_add(1, std::memory_order_relaxed);
 }
 
 void drive_locked(Runtime* rt, Timestamp t) {
   if (rt->exiting) return;
+  rt->last_app_call.store(t.ns, std::memory_order_relaxed);
   for (int i = 0; i < kDriveRounds; ++i) {
     Runtime::Progress p = rt->progress_locked(t);
     // Another step helps only when this one left work behind: more frames wait in the RX
@@ -188,7 +213,6 @@ void drive_locked(Runtime* rt, Timestamp t) {
     // that sent what was posted and received a few ACKs is the common, finished case.
     if (p.rx < kRxBurst && (p.tx == 0 || !rt->engine->has_tx_work())) break;
   }
-  rt->app_progress.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Runtime::check_port_health() {
@@ -207,25 +231,105 @@ void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
   engine->on_frame(frame, rx_now);
 }
 
+namespace {
+
+/// Whether the progress thread shares its only CPU with busy application threads: the process
+/// is pinned to one CPU, and its other threads used more than half of it over the last
+/// kAppCpuPeriod (getrusage: the process's CPU time minus this thread's). Read at most once
+/// per period (two syscalls).
+class AppCpu {
+ public:
+  static constexpr Duration kAppCpuPeriod = Duration::millis(1);
+
+  AppCpu() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    pinned_ = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
+  }
+
+  bool busy(Timestamp t) {
+    if (!pinned_) return false;
+    if (t - last_ < kAppCpuPeriod) return busy_;
+    const int64_t others = process_ns(RUSAGE_SELF) - process_ns(RUSAGE_THREAD);
+    if (last_.ns != 0) busy_ = (others - others_) * 2 > (t - last_).ns;
+    others_ = others;
+    last_ = t;
+    return busy_;
+  }
+
+ private:
+  static int64_t process_ns(int who) {
+    rusage u{};
+    getrusage(who, &u);
+    return (int64_t{u.ru_utime.tv_sec} + u.ru_stime.tv_sec) * 1'000'000'000 +
+           (int64_t{u.ru_utime.tv_usec} + u.ru_stime.tv_usec) * 1'000;
+  }
+
+  bool pinned_ = false;
+  bool busy_ = false;
+  Timestamp last_{};
+  int64_t others_ = 0;
+};
+
+void sleep_for(Duration d) {
+  if (d.ns <= 0) return;
+  timespec ts{static_cast<time_t>(d.ns / 1'000'000'000), static_cast<long>(d.ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+/// The sleep after `quiet` without work: kMaxSleep, then kDeepSleep, then kDeeperSleep.
+Duration idle_sleep(Duration quiet) {
+  if (quiet > kDeeperIdle) return kDeeperSleep;
+  if (quiet > kDeepIdle) return kDeepSleep;
+  return kMaxSleep;
+}
+
+/// d, but not past `deadline` (seen at t).
+Duration until(Duration d, Timestamp deadline, Timestamp t) {
+  if (!deadline.is_never() && deadline - t < d) return deadline - t;
+  return d;
+}
+
+}  // namespace
+
 void Runtime::start_thread() {
   thread = std::thread([this] {
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);  // 5 us: short sleeps stay short
     pthread_setname_np(pthread_self(), "uroce-progress");
     int idle = 0;
+    int driving = 0;  // consecutive looks that found the application calling
+    AppCpu app_cpu;
     Timestamp last_work = now();
-    uint64_t seen_app = app_progress.load(std::memory_order_relaxed);
     Timestamp last_rates = last_work;
     while (!stop.load(std::memory_order_relaxed)) {
+      Timestamp t = now();
+      const Duration since_app = t - Timestamp{last_app_call.load(std::memory_order_relaxed)};
+      if (since_app < kAppDriving && t - last_rates < kStatsRatePeriod) {
+        // Driving: look again later; the longer the application keeps calling (a throughput
+        // loop), the less often, up to kMaxSleep.
+        driving = std::min(driving + 1, 64);
+        sleep_for(std::min(kFollowUpSleep * (1 + driving / 8), kMaxSleep));
+        continue;
+      }
       size_t work = 0;
       Timestamp deadline = Timestamp::never();
-      Timestamp t{};
-      if (mu.try_lock()) {
-        t = now();
+      // The counters for `uroce show` are due every kStatsRatePeriod: then wait for the lock.
+      const bool stats_due = t - last_rates >= kStatsRatePeriod;
+      if (stats_due) {
+        mu.lock();
+      } else if (!mu.try_lock()) {
+        // An application call holds the engine: it is driving.
+        driving = std::min(driving + 1, 64);
+        sleep_for(std::min(kFollowUpSleep * (1 + driving / 8), kMaxSleep));
+        continue;
+      }
+      driving = 0;
+      const bool follow_up = since_app < kFollowUp || app_cpu.busy(t);
+      {
         work = progress_locked(t).total();
-        // Only a sleep needs the deadline: skip it while the thread has the engine to itself.
-        if (work == 0 || app_progress.load(std::memory_order_relaxed) != seen_app)
-          deadline = engine->next_deadline();
-        if (t - last_rates >= kStatsRatePeriod) {  // QP rates and counters for `uroce show`
+        // Only a sleep needs the deadline: skip it while the thread drives a busy engine alone.
+        if (work == 0 || follow_up) deadline = engine->next_deadline();
+        if (stats_due) {  // QP rates and counters for `uroce show`
           stats_refresh_qps(this);
           check_port_health();
           stats_refresh_port(this);
@@ -234,19 +338,21 @@ void Runtime::start_thread() {
         }
         mu.unlock();
       }
-      // While the application drives progress itself (post/poll calls), stay out of its way:
-      // no spinning, short sleeps only. Otherwise any work found restarts the spin phase.
-      uint64_t app = app_progress.load(std::memory_order_relaxed);
-      bool app_active = app != seen_app;
-      seen_app = app;
-      if (work > 0) {
-        last_work = t;
-        if (!app_active) {
-          idle = 0;
-          continue;
-        }
+      if (work > 0) last_work = t;
+      if (follow_up) {
+        idle = kSpinRounds + kYieldRounds;  // once alone, sleep before spinning again
+        // Short polls while a reply may be due; a busy application that stopped calling long
+        // ago (it computes) gets the idle back-off instead.
+        Duration d = kFollowUpSleep;
+        if (since_app >= kFollowUp && t - last_work >= kFollowUp) d = idle_sleep(t - last_work);
+        sleep_for(until(d, deadline, t));
+        continue;
       }
-      if (app_active && idle < kSpinRounds + kYieldRounds) idle = kSpinRounds + kYieldRounds;
+      // Alone.
+      if (work > 0) {
+        idle = 0;
+        continue;
+      }
       ++idle;
       if (idle < kSpinRounds) {
         cpu_relax();
@@ -254,23 +360,10 @@ void Runtime::start_thread() {
         sched_yield();
       } else {
         int shift = std::min((idle - kSpinRounds - kYieldRounds) / 8, 6);
-        Duration d = Duration::micros(int64_t{1} << shift);
-        if (d > kMaxSleep) d = kMaxSleep;
+        Duration d = std::min(Duration::micros(int64_t{1} << shift), kMaxSleep);
         t = now();
-        if (t - last_work > kDeeperIdle) {
-          d = kDeeperSleep;
-        } else if (t - last_work > kDeepIdle) {
-          d = kDeepSleep;
-        }
-        if (!deadline.is_never()) {
-          Duration left = deadline - t;
-          if (left < d) d = left;
-        }
-        if (d.ns > 0) {
-          timespec ts{static_cast<time_t>(d.ns / 1'000'000'000),
-                      static_cast<long>(d.ns % 1'000'000'000)};
-          nanosleep(&ts, nullptr);
-        }
+        if (t - last_work > kDeepIdle) d = idle_sleep(t - last_work);
+        sleep_for(until(d, deadline, t));
       }
     }
   });
