@@ -60,6 +60,8 @@ TEST_F(UdTest, SendArrivesWithGrhAndSourceQp) {
   EXPECT_EQ(r[0].byte_len, kGrh + len);  // ibv_poll_cq(3): UD byte_len includes the GRH
   EXPECT_EQ(r[0].src_qp, a_->qp_num);
   EXPECT_TRUE(r[0].wc_flags & IBV_WC_GRH);
+  // sl is the RoCE packet type as mlx5 reports it (UCX's ud_verbs reads it): UDP | IPv4.
+  EXPECT_EQ(r[0].sl, 0x8 | 0x2);
   EXPECT_EQ(std::memcmp(dst.bytes.data() + kGrh, src.bytes.data(), len), 0);
   // The IPv4 header sits in bytes 20..39: version 4, source and destination 198.18.0.1.
   const uint8_t* ip = dst.bytes.data() + 20;
