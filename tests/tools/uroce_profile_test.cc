@@ -3,7 +3,8 @@
  * @brief `uroce profile list | show | apply | diff` on temporary config files: the keys are
  * written with comments, everything else is kept, the write is atomic with a .bak, the result
  * validates with lib/config; unknown profiles, malformed files and inline tables are refused
- * with one line and nothing written. Also `uroce doctor` on broken environments.
+ * with one line and nothing written. Also `uroce doctor` on broken environments, and its UCX
+ * check (the /dev/infiniband nodes of `uroce devnodes`).
  */
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -272,6 +273,75 @@ TEST_F(DoctorTest, HugepagesMissingWarnsWithTheFix) {
   r = run_uroce(dir_.path, "doctor --meminfo " + mi,
                 "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
   EXPECT_NE(r.out.find("ok    hugepages: 512 MB free"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorTest, UcxInstalledWithoutDevnodesWarnsWithTheFix) {
+  // Two devices and a (fake) UCX module: the UCX check looks for /dev/infiniband/uverbs0..1.
+  // This host has no RDMA driver, so they are missing: a warning naming `uroce devnodes`.
+  write_file(cfg_, "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\n"
+                   "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n");
+  const std::string module = dir_.path + "/libuct_ib.so.0";
+  write_file(module, "");
+  ASSERT_FALSE(std::filesystem::exists("/dev/infiniband/uverbs0")) << "host has an RDMA driver";
+  RunResult r = run_uroce(dir_.path, "doctor --ucx-module " + module,
+                          "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  EXPECT_NE(r.out.find("warn  ucx: /dev/infiniband/uverbs0 (and more) missing: UCX"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("      fix: run the program as `uroce devnodes -- PROGRAM ARGS`"),
+            std::string::npos) << r.out;
+  // Without UCX the check does not run.
+  r = run_uroce(dir_.path, "doctor --ucx-module " + dir_.path + "/none",
+                "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  EXPECT_EQ(r.out.find("ucx:"), std::string::npos) << r.out;
+}
+
+class DevnodesTest : public DoctorTest {
+ protected:
+  RunResult run(const std::string& args) {
+    return run_uroce(dir_.path, "devnodes " + args, "UROCE_CONFIG=" + cfg_);
+  }
+  static bool leftovers() {
+    for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+      if (e.path().filename().string().rfind("uroce-devnodes.", 0) == 0) return true;
+    return false;
+  }
+};
+
+TEST_F(DevnodesTest, ReportsMissingNodesWithTheCommands) {
+  write_file(cfg_, "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\n"
+                   "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n");
+  ASSERT_FALSE(std::filesystem::exists("/dev/infiniband")) << "host has an RDMA driver";
+  RunResult r = run("");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("missing /dev/infiniband/uverbs0\nmissing /dev/infiniband/uverbs1\n"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  mkdir -p /dev/infiniband\n  mknod -m 666 /dev/infiniband/uverbs0 c 1 3\n"
+                       "  mknod -m 666 /dev/infiniband/uverbs1 c 1 3\n"),
+            std::string::npos) << r.out;
+}
+
+TEST_F(DevnodesTest, RunsAProgramWithTheNodesAndLeavesTheHostAlone) {
+  // Needs root (a mount namespace): the project's tests run as root.
+  ASSERT_EQ(geteuid(), 0u) << "uroce devnodes needs root";
+  write_file(cfg_, "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\n");
+  ASSERT_FALSE(std::filesystem::exists("/dev/infiniband")) << "host has an RDMA driver";
+  // Inside: a readable, writable character device per node (UCX's test), and the host's
+  // /dev/shm still the host's (a file made inside is seen outside).
+  const std::string shm = "/dev/shm/uroce-devnodes-test-" + std::to_string(getpid());
+  RunResult r = run("--count 2 -- sh -c 'test -c /dev/infiniband/uverbs0 && test -r "
+                    "/dev/infiniband/uverbs1 && test -w /dev/infiniband/uverbs1 && touch " + shm +
+                    " && exit 7'");
+  EXPECT_EQ(r.status, 7) << r.out << r.err;  // the program's own exit status
+  EXPECT_TRUE(std::filesystem::exists(shm));
+  std::filesystem::remove(shm);
+  EXPECT_FALSE(std::filesystem::exists("/dev/infiniband"));
+  EXPECT_FALSE(leftovers());
+  // A program that does not exist: 127 and its name.
+  r = run("-- /nonexistent/program");
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("uroce devnodes: /nonexistent/program: No such file or directory"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(leftovers());
 }
 
 TEST_F(DoctorTest, MalformedConfigFails) {
