@@ -12,6 +12,10 @@
  * over them); multi-segment mbufs are copied into one buffer; the
  * destination MAC is filtered in software (our unicast, broadcast, our ND multicast groups,
  * the PFC group); ARP and ND go to Neighbors; the rest to the FrameHandler; mbufs are freed.
+ * Loopback: a frame sent to the port's own MAC (a QP addressing one of the device's own GIDs,
+ * e.g. UCX or MPI connecting a process to itself) never goes on the wire: end_frame() keeps
+ * its mbuf and the next rx_burst() hands it to the FrameHandler first, as a RoCE NIC loops
+ * such traffic back internally (rxe: rxe_loopback()). It counts as received on its priority.
  * Units: bytes; link speed in bit/s (DPDK reports Mb/s).
  */
 #include "dpdk/dpdk_port.h"
@@ -125,6 +129,7 @@ class DpdkPort final : public Port {
   ~DpdkPort() override {
     std::lock_guard<std::mutex> lock(g_open_mu);
     if (cur_) rte_pktmbuf_free(cur_);
+    for (rte_mbuf* m : self_) rte_pktmbuf_free(m);
     for (uint16_t q = 0; q < nq_; ++q)
       rte_pktmbuf_free_bulk(txq_[q].pending, static_cast<unsigned>(txq_[q].n));
     for (auto& q : q_)
@@ -166,6 +171,7 @@ class DpdkPort final : public Port {
   uint8_t* begin_frame(size_t max_len) override {
     if (max_len > max_frame_) return nullptr;
     if (!cur_) {
+      if (self_.size() >= kMaxQueued) return nullptr;  // until rx_burst() takes the loopback
       if (queued_ >= kMaxQueued) {
         flush();
         if (queued_ >= kMaxQueued) return nullptr;
@@ -183,6 +189,13 @@ class DpdkPort final : public Port {
     if (!cur_) return;
     cur_->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
     cur_->pkt_len = cur_->data_len;
+    if (cur_->data_len >= 6 && std::memcmp(rte_pktmbuf_mtod(cur_, const uint8_t*), mac_.b.data(),
+                                           6) == 0) {
+      self_.push_back(cur_);  // to ourselves: looped back by the next rx_burst() (file comment)
+      ++ended_;
+      cur_ = nullptr;
+      return;
+    }
     q_[meta.priority & 7].push_back(cur_);
     queued_bytes_[meta.priority & 7] += cur_->data_len;
     ++queued_;
@@ -211,8 +224,8 @@ class DpdkPort final : public Port {
   }
 
   size_t rx_burst(FrameHandler& h, size_t max) override {
-    if (!ensure_started()) return 0;
-    size_t total = 0;
+    size_t total = self_.empty() ? 0 : loop_back(h);
+    if (!ensure_started()) return total;
     bool replied = false;
     uint16_t idle = 0;  // queues in a row that had nothing
     while (total < max && idle < nq_) {
@@ -274,6 +287,21 @@ class DpdkPort final : public Port {
     // for the engine's next flush().
     if (replied || queued_ || tx_pending()) flush();
     return total;
+  }
+
+  /// Hands the frames sent to our own MAC to h (file comment); returns how many.
+  size_t loop_back(FrameHandler& h) {
+    std::vector<rte_mbuf*> frames;
+    frames.swap(self_);  // h may make the engine send more to itself: those wait a burst
+    for (rte_mbuf* m : frames) {
+      std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+      const RxClass rc = rx_class_(frame);
+      ++rx_prio_packets_[rc.prio];
+      rx_prio_bytes_[rc.prio] += m->data_len;
+      h.on_frame(frame, RxMeta{});
+    }
+    rte_pktmbuf_free_bulk(frames.data(), static_cast<unsigned>(frames.size()));
+    return frames.size();
   }
 
   uint16_t port_id() const { return port_id_; }
@@ -349,6 +377,7 @@ class DpdkPort final : public Port {
   Neighbors neighbors_;
   rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
   std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
+  std::vector<rte_mbuf*> self_;      ///< frames sent to our own MAC, for the next rx_burst()
   size_t queued_ = 0;                ///< frames in q_
   std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_
   std::array<uint64_t, 8> tx_prio_packets_{};  ///< frames scheduled per priority
