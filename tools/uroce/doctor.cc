@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
-#include "devnodes.h"
+#include "rdma_ns.h"
 #include "stats/proc.h"
 #include "stats/reader.h"
 
@@ -259,7 +259,7 @@ int doctor(const DoctorOptions& o) {
       r.warn("ucx: " + missing.front() + (missing.size() > 1 ? " (and more)" : "") +
                  " missing: UCX (ucx_info -d, ucx_perftest, Open MPI's pml ucx) will not list the "
                  "uroce devices",
-             "run the program as `uroce devnodes -- PROGRAM ARGS`, or see `uroce devnodes`");
+             "run the program as `uroce rdma-ns -- PROGRAM ARGS`, or see `uroce rdma-ns`");
   }
 
   if (r.failures())

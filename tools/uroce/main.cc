@@ -9,7 +9,7 @@
  *   uroce clear counters [--device D]           zero point for `show` (exporter stays raw)
  *   uroce profile list | show NAME | apply NAME [--config FILE] | diff NAME [--config FILE]
  *   uroce doctor                                what is wrong on this host, and the fix
- *   uroce devnodes [-- PROGRAM ARGS...]         the /dev/infiniband nodes UCX looks for
+ *   uroce rdma-ns [-- PROGRAM ARGS...]          the kernel RDMA files UCX looks for
  *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
  */
 #include <CLI/CLI.hpp>
@@ -18,7 +18,7 @@
 #include <cstdlib>
 
 #include "capture.h"
-#include "devnodes.h"
+#include "rdma_ns.h"
 #include "doctor.h"
 #include "exporter.h"
 #include "profile_cmd.h"
@@ -99,14 +99,13 @@ int main(int argc, char** argv) {
   capture_cmd->add_option("--seconds", co.seconds, "Stop after this many seconds");
   add_run_dir(capture_cmd);
 
-  DevnodesOptions dno;
-  auto* devnodes_cmd = app.add_subcommand(
-      "devnodes",
-      "The /dev/infiniband/uverbsN nodes UCX needs to list uroce devices: report them, or run "
-      "a program (after --) in a private mount namespace where they exist");
-  devnodes_cmd->add_option("--count", dno.count, "Nodes uverbs0..N-1 (default: one per configured device)")
-      ->check(CLI::Range(0, 64));
-  devnodes_cmd->add_option("program", dno.argv, "The program and its arguments, after --");
+  RdmaNsOptions rno;
+  auto* rdma_ns_cmd = app.add_subcommand(
+      "rdma-ns",
+      "The kernel RDMA files UCX needs to use uroce devices (/dev/infiniband/uverbsN, the GID "
+      "types in /sys/class/infiniband): report them, or run a program (after --) in a private "
+      "mount namespace where they exist");
+  rdma_ns_cmd->add_option("program", rno.argv, "The program and its arguments, after --");
 
   CLI11_PARSE(app, argc, argv);
   co.run_dir = run_dir;
@@ -133,6 +132,6 @@ int main(int argc, char** argv) {
   if (doctor_cmd->parsed()) return doctor(dopt);
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
   if (capture_cmd->parsed()) return capture(co);
-  if (devnodes_cmd->parsed()) return devnodes(dno);
+  if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
   return 2;
 }

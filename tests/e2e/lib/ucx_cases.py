@@ -3,9 +3,10 @@
 (tests/e2e/mpi/pingpong_allreduce.c), two processes over a memif pair.
 
 What makes UCX see a uroce device (README "UCX and Open MPI"):
-  - `uroce devnodes --` in front of each program: UCX lists an ibv device only when
-    /dev/infiniband/<dev_name> is a character device; the tool provides it in a private mount
-    namespace, the host's /dev stays as it is;
+  - `uroce rdma-ns --` in front of each program: UCX lists an ibv device only when
+    /dev/infiniband/<dev_name> is a character device, and reads the GIDs' RoCE version from
+    /sys/class/infiniband; the tool provides both in a private mount namespace, the host's /dev
+    and /sys stay as they are;
   - UCX_NET_DEVICES=uroce0:1 and UCX_TLS with the verbs transports only (rc_verbs needs a UD
     transport for its connection set-up: "rc_verbs,ud_verbs:aux"), so that no shared-memory or
     TCP transport can carry the data instead;
@@ -81,9 +82,9 @@ def ucx_env(tls):
             "UCX_WARN_UNUSED_ENV_VARS": "n", "UROCE_PRINT_COUNTERS": "1"}
 
 
-def devnodes(build):
-    """The command prefix that gives a program the /dev/infiniband nodes UCX looks for."""
-    return [os.path.join(build, "bin", "uroce"), "devnodes", "--"]
+def rdma_ns(build):
+    """The command prefix that gives a program the kernel RDMA files UCX looks for."""
+    return [os.path.join(build, "bin", "uroce"), "rdma-ns", "--"]
 
 
 def counters(text):
@@ -160,8 +161,8 @@ def check_perftest(outs, iters, size, direction, rdma_counter, check_lanes=True)
 def run_pair(case, link, build, client_args, tls, check):
     port = pairmod.free_tcp_port()
     p = Pair(link, build, env=ucx_env(tls))
-    server = devnodes(build) + ["ucx_perftest", "-p", str(port)]
-    client = devnodes(build) + ["ucx_perftest", "-p", str(port)] + client_args
+    server = rdma_ns(build) + ["ucx_perftest", "-p", str(port)]
+    client = rdma_ns(build) + ["ucx_perftest", "-p", str(port)] + client_args
     srv, cli = p.run(server, client + [link.oob_host()], port, case.timeout - 10)
     outs = [s.output() if s else "" for s in p.sides]
     if p.timed_out:
@@ -218,7 +219,7 @@ def by_rank(text):
 def mpirun_argv(build, prog, configs, tls, args):
     """mpirun with one application context per rank, each with its own UROCE_CONFIG (Open MPI
     applies -x only to the context it appears in, so every context repeats them)."""
-    argv = devnodes(build) + [
+    argv = rdma_ns(build) + [
         "mpirun", "--allow-run-as-root", "--tag-output",
         "--bind-to", "core" if (os.cpu_count() or 1) >= 2 else "none",
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
