@@ -217,7 +217,8 @@ int rdma_ns(const RdmaNsOptions& o) {
   for (const auto& d : cfg->devices) complete &= exists(std::string(kSysDir) + "/" + d.name);
 
   if (o.argv.empty()) {
-    for (const auto& p : nodes) std::printf("%s %s\n", usable(p) ? "ok     " : "missing", p.c_str());
+    for (const auto& p : nodes)
+      std::printf("%s %s\n", usable(p) ? "ok     " : "missing", p.c_str());
     for (const auto& d : cfg->devices) {
       const std::string p = std::string(kSysDir) + "/" + d.name;
       std::printf("%s %s\n", exists(p) ? "ok     " : "missing", p.c_str());
@@ -231,7 +232,8 @@ int rdma_ns(const RdmaNsOptions& o) {
           "written):\n  mkdir -p %s\n",
           kDevDir);
       for (const auto& p : nodes)
-        if (!usable(p)) std::printf("  mknod -m 666 %s c %u %u\n", p.c_str(), kNullMajor, kNullMinor);
+        if (!usable(p))
+          std::printf("  mknod -m 666 %s c %u %u\n", p.c_str(), kNullMajor, kNullMinor);
     }
     return 0;
   }
