@@ -12,10 +12,11 @@
  * over them); multi-segment mbufs are copied into one buffer; the
  * destination MAC is filtered in software (our unicast, broadcast, our ND multicast groups,
  * the PFC group); ARP and ND go to Neighbors; the rest to the FrameHandler; mbufs are freed.
- * Loopback: a frame sent to the port's own MAC (a QP addressing one of the device's own GIDs,
- * e.g. UCX or MPI connecting a process to itself) never goes on the wire: end_frame() keeps
- * its mbuf and the next rx_burst() hands it to the FrameHandler first, as a RoCE NIC loops
+ * Loopback: a RoCEv2 frame sent to the port's own MAC (a QP addressing one of the device's own
+ * GIDs, e.g. UCX or MPI connecting a process to itself) never goes on the wire: end_frame()
+ * keeps its mbuf and the next rx_burst() hands it to the FrameHandler first, as a RoCE NIC loops
  * such traffic back internally (rxe: rxe_loopback()). It counts as received on its priority.
+ * Other frames to our own MAC (tests looping a net_ring port to itself) go to the PMD.
  * Units: bytes; link speed in bit/s (DPDK reports Mb/s).
  */
 #include "dpdk/dpdk_port.h"
@@ -189,8 +190,9 @@ class DpdkPort final : public Port {
     if (!cur_) return;
     cur_->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
     cur_->pkt_len = cur_->data_len;
-    if (cur_->data_len >= 6 && std::memcmp(rte_pktmbuf_mtod(cur_, const uint8_t*), mac_.b.data(),
-                                           6) == 0) {
+    const uint8_t* data = rte_pktmbuf_mtod(cur_, const uint8_t*);
+    if (cur_->data_len >= 6 && std::memcmp(data, mac_.b.data(), 6) == 0 &&
+        is_rocev2({data, cur_->data_len})) {
       self_.push_back(cur_);  // to ourselves: looped back by the next rx_burst() (file comment)
       ++ended_;
       cur_ = nullptr;
@@ -289,7 +291,7 @@ class DpdkPort final : public Port {
     return total;
   }
 
-  /// Hands the frames sent to our own MAC to h (file comment); returns how many.
+  /// Hands the RoCE frames sent to our own MAC to h (file comment); returns how many.
   size_t loop_back(FrameHandler& h) {
     std::vector<rte_mbuf*> frames;
     frames.swap(self_);  // h may make the engine send more to itself: those wait a burst
@@ -377,7 +379,7 @@ class DpdkPort final : public Port {
   Neighbors neighbors_;
   rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
   std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
-  std::vector<rte_mbuf*> self_;      ///< frames sent to our own MAC, for the next rx_burst()
+  std::vector<rte_mbuf*> self_;      ///< RoCE frames to our own MAC, for the next rx_burst()
   size_t queued_ = 0;                ///< frames in q_
   std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_
   std::array<uint64_t, 8> tx_prio_packets_{};  ///< frames scheduled per priority

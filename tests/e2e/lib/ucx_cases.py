@@ -27,7 +27,9 @@ MPI_Put/MPI_Get through osc ucx).
 """
 
 import os
+import random
 import re
+import socket
 import time
 
 import pair as pairmod
@@ -158,8 +160,22 @@ def check_perftest(outs, iters, size, direction, rdma_counter, check_lanes=True)
     return None
 
 
+def free_port():
+    """A TCP port nothing listens on or is connected from now, below the kernel's ephemeral range
+    (32768..): ucx_perftest's server binds without SO_REUSEADDR and fails on a taken port."""
+    for _ in range(100):
+        port = random.randint(20000, 32000)
+        with socket.socket() as s:
+            try:
+                s.bind(("0.0.0.0", port))
+                return port
+            except OSError:
+                continue
+    return pairmod.free_tcp_port()
+
+
 def run_pair(case, link, build, client_args, tls, check):
-    port = pairmod.free_tcp_port()
+    port = free_port()
     p = Pair(link, build, env=ucx_env(tls))
     server = rdma_ns(build) + ["ucx_perftest", "-p", str(port)]
     client = rdma_ns(build) + ["ucx_perftest", "-p", str(port)] + client_args
