@@ -252,12 +252,14 @@ def mpirun_argv(build, prog, configs, tls, args):
 
 
 def check_mpi(out):
+    """The assertions of an mpirun (module doc) on its --tag-output; None or the problem."""
     ranks = by_rank(out)
     if sorted(ranks) != [0, 1]:
         return f"output of ranks {sorted(ranks)}, expected 0 and 1"
     for r, text in ranks.items():
-        if bad_lines(text) or "FAIL" in text:
-            return f"rank {r}: {(bad_lines(text) or [ln for ln in text.splitlines() if 'FAIL' in ln])[:3]}"
+        bad = bad_lines(text) + [ln for ln in text.splitlines() if "FAIL" in ln]
+        if bad:
+            return f"rank {r}: {bad[:3]}"
     for want in MPI_OK_LINES:
         if want not in ranks[0]:
             return f"rank 0 did not print '{want}'"
