@@ -75,8 +75,9 @@ def cases(add):
         add(f"memif.mpi.pingpong_allreduce.{tls}", "mpi", "memif", 150, short=True,
             labels=["ucx", "mpi"], tls=tls)
     # On veth (af_packet, RoCE MTU 1024): the long set.
-    add("af_packet.ucx_perftest.tag_bw.rc", "ucx_perftest", "af_packet", 120, long_only=True,
-        labels=["ucx"], test="tag_bw", tls="rc")
+    for tls in TLS:
+        add(f"af_packet.ucx_perftest.tag_bw.{tls}", "ucx_perftest", "af_packet", 120,
+            long_only=True, labels=["ucx"], test="tag_bw", tls=tls)
 
 
 def ucx_env(tls):
