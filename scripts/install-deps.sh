@@ -12,6 +12,8 @@ PKGS=(
   libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
   # the real RDMA programs that run over uroce, and tools the tests use
   ibverbs-utils perftest rdma-core rdmacm-utils qperf librdmacm-dev
+  # UCX and Open MPI over uroce (tests/e2e/ucx.py): ucx_perftest, mpirun with pml ucx, mpicc
+  ucx-utils libucx0 openmpi-bin libopenmpi-dev
   python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 curl procps
 )
 

@@ -12,6 +12,11 @@
  * over them); multi-segment mbufs are copied into one buffer; the
  * destination MAC is filtered in software (our unicast, broadcast, our ND multicast groups,
  * the PFC group); ARP and ND go to Neighbors; the rest to the FrameHandler; mbufs are freed.
+ * Loopback: a RoCEv2 frame sent to the port's own MAC (a QP addressing one of the device's own
+ * GIDs, e.g. UCX or MPI connecting a process to itself) never goes on the wire: end_frame()
+ * keeps its mbuf and the next rx_burst() hands it to the FrameHandler first, as a RoCE NIC loops
+ * such traffic back internally (rxe: rxe_loopback()). It counts as received on its priority.
+ * Other frames to our own MAC (tests looping a net_ring port to itself) go to the PMD.
  * Units: bytes; link speed in bit/s (DPDK reports Mb/s).
  */
 #include "dpdk/dpdk_port.h"
@@ -125,6 +130,7 @@ class DpdkPort final : public Port {
   ~DpdkPort() override {
     std::lock_guard<std::mutex> lock(g_open_mu);
     if (cur_) rte_pktmbuf_free(cur_);
+    for (rte_mbuf* m : self_) rte_pktmbuf_free(m);
     for (uint16_t q = 0; q < nq_; ++q)
       rte_pktmbuf_free_bulk(txq_[q].pending, static_cast<unsigned>(txq_[q].n));
     for (auto& q : q_)
@@ -166,6 +172,7 @@ class DpdkPort final : public Port {
   uint8_t* begin_frame(size_t max_len) override {
     if (max_len > max_frame_) return nullptr;
     if (!cur_) {
+      if (self_.size() >= kMaxQueued) return nullptr;  // until rx_burst() takes the loopback
       if (queued_ >= kMaxQueued) {
         flush();
         if (queued_ >= kMaxQueued) return nullptr;
@@ -187,6 +194,12 @@ class DpdkPort final : public Port {
     ++ended_;
     m->data_len = static_cast<uint16_t>(std::min(len, max_frame_));
     m->pkt_len = m->data_len;
+    const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
+    if (m->data_len >= 6 && std::memcmp(data, mac_.b.data(), 6) == 0 &&
+        is_rocev2({data, m->data_len})) {
+      self_.push_back(m);  // to ourselves: looped back by the next rx_burst() (file comment)
+      return;
+    }
     TxQueue& t = txq_[prio % nq_];
     if (queued_ == 0 && !pause_seen_ && t.n < kBurst) {
       // Nothing waits in any priority queue and nothing is paused: the scheduler would pick
@@ -225,8 +238,8 @@ class DpdkPort final : public Port {
   using Port::rx_burst;
   size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
     if (now.ns == 0) now = monotonic_now();
-    if (!ensure_started(now)) return 0;
-    size_t total = 0;
+    size_t total = self_.empty() ? 0 : loop_back(h);
+    if (!ensure_started(now)) return total;
     bool replied = false;
     uint16_t idle = 0;  // queues in a row that had nothing
     while (total < max && idle < nq_) {
@@ -285,6 +298,21 @@ class DpdkPort final : public Port {
     // for the engine's next flush().
     if (replied || queued_ || tx_pending()) flush();
     return total;
+  }
+
+  /// Hands the RoCE frames sent to our own MAC to h (file comment); returns how many.
+  size_t loop_back(FrameHandler& h) {
+    std::vector<rte_mbuf*> frames;
+    frames.swap(self_);  // h may make the engine send more to itself: those wait a burst
+    for (rte_mbuf* m : frames) {
+      std::span<const uint8_t> frame(rte_pktmbuf_mtod(m, const uint8_t*), m->data_len);
+      const RxClass rc = rx_class_(frame);
+      ++rx_prio_packets_[rc.prio];
+      rx_prio_bytes_[rc.prio] += m->data_len;
+      h.on_frame(frame, RxMeta{});
+    }
+    rte_pktmbuf_free_bulk(frames.data(), static_cast<unsigned>(frames.size()));
+    return frames.size();
   }
 
   uint16_t port_id() const { return port_id_; }
@@ -360,6 +388,7 @@ class DpdkPort final : public Port {
   Neighbors neighbors_;
   rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
   std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
+  std::vector<rte_mbuf*> self_;      ///< RoCE frames to our own MAC, for the next rx_burst()
   size_t queued_ = 0;                ///< frames in q_
   std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_
   std::array<uint64_t, 8> tx_prio_packets_{};  ///< frames scheduled per priority

@@ -4,6 +4,8 @@
  * rx_prio{p}_* counters see them: by the IP DSCP through dscp_to_prio (trust dscp, the default),
  * or by the 802.1Q PCP through pcp_to_prio (trust pcp; untagged frames are priority 0, as mlx5
  * with `mlnx_qos --trust pcp`). Non-IP frames are priority 0 with ECN 0 either way.
+ * Also is_rocev2(): whether a frame is RoCEv2 (UDP to port 4791, IBA Annex 17 §A17.2), which
+ * the port loops back when it is addressed to the port's own MAC (dpdk_port.cc).
  * References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3 (PCP), RFC 3168 §5 (ECN field).
  */
 #pragma once
@@ -59,5 +61,31 @@ struct RxClassifier {
     return {static_cast<uint8_t>(dscp_to_prio[tc >> 2] & 7), ecn};
   }
 };
+
+/// True for an Ethernet frame (802.1Q-tagged or not) carrying IPv4 or IPv6 with a UDP header
+/// whose destination port is 4791 (RoCEv2). Reads nothing past the frame's end.
+inline bool is_rocev2(std::span<const uint8_t> f) {
+  constexpr uint16_t kRoceV2Port = 4791;
+  constexpr uint8_t kUdp = 17;
+  if (f.size() < 14) return false;
+  size_t l3 = 14;
+  uint16_t type = load_be16(f.data() + 12);
+  if (type == wire::kEtherTypeVlan) {
+    if (f.size() < 18) return false;
+    type = load_be16(f.data() + 16);
+    l3 = 18;
+  }
+  size_t l4 = 0;
+  if (type == wire::kEtherTypeIpv4) {
+    if (f.size() < l3 + 20 || f[l3 + 9] != kUdp) return false;
+    l4 = l3 + size_t{f[l3] & 0x0Fu} * 4;
+  } else if (type == wire::kEtherTypeIpv6) {
+    if (f.size() < l3 + 40 || f[l3 + 6] != kUdp) return false;
+    l4 = l3 + 40;
+  } else {
+    return false;
+  }
+  return f.size() >= l4 + 8 && load_be16(f.data() + l4 + 2) == kRoceV2Port;
+}
 
 }  // namespace uroce::dpdk

@@ -182,6 +182,7 @@ Result<uint32_t> Engine::create_srq(uint32_t pd, uint32_t max_wr, uint32_t max_s
   Srq& s = srqs[i];
   s = Srq{};
   s.live = true;
+  s.id = static_cast<uint32_t>(i + 1);
   s.pd = pd;
   s.max_sge = max_sge;
   s.limit = limit;

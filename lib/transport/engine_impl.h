@@ -13,6 +13,7 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -83,6 +84,7 @@ struct RecvWqe {
 
 struct Srq {
   bool live = false;
+  uint32_t id = 0;  ///< its handle (index + 1), for events
   uint32_t pd = 0;
   uint32_t max_sge = 0;
   uint32_t limit = 0;
@@ -231,7 +233,8 @@ struct Engine::Impl {
   std::vector<uint32_t> np_due;  ///< scratch: QPNs whose coalesced CNP is due
   std::vector<Pd> pds;
   std::vector<Cq> cqs;
-  std::vector<Srq> srqs;
+  /// A deque: QPs keep a Srq* (Qp::srq), so creating an SRQ must not move the others.
+  std::deque<Srq> srqs;
   std::vector<std::unique_ptr<Qp>> qps;  ///< by slot
   std::vector<uint8_t> qp_gen;           ///< generation per slot
   std::vector<Qp*> active;               ///< QPs with work or timers

@@ -51,7 +51,7 @@ bool Engine::Impl::pop_recv(Qp& qp) {
     s.ring.pop();
     if (s.limit && s.ring.size() < s.limit) {
       s.limit = 0;  // one-shot (ibv_modify_srq(3))
-      async_event(AsyncEventType::kSrqLimitReached, static_cast<uint32_t>(&s - srqs.data()) + 1);
+      async_event(AsyncEventType::kSrqLimitReached, s.id);
     }
   } else {
     if (qp.rq.empty()) return false;

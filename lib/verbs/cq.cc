@@ -7,6 +7,12 @@
  * A completion channel's fd is the read end of a pipe: one byte per queued event, so it works
  * with poll/epoll and with O_NONBLOCK set by the program. Events come from the engine's
  * EngineObserver::on_cq_event (runtime.cc) once per arm (ibv_req_notify_cq).
+ *
+ * The `sl` of a UD receive completion (it has IBV_WC_GRH) is the RoCE packet type, as
+ * ConnectX (mlx5) reports it on RoCE ports: bit 3 = the frame had a UDP header (RoCEv2), bits
+ * 2..0 = its L3 header (0 GRH / RoCEv1, 1 IPv6, 2 IPv4). A RoCE frame has no service level of
+ * its own, and UCX's ud_verbs (1.10 to 1.17) reads these bits to find where the destination
+ * address sits in the 40-byte GRH slot; with anything else it drops every IPv4 datagram.
  */
 #include <fcntl.h>
 #include <unistd.h>
@@ -37,6 +43,17 @@ static_assert(same_value(transport::kWcGrh, IBV_WC_GRH) &&
 
 Cq* cqx(ibv_cq_ex* c) { return from_ibv<Cq>(c); }
 
+/// RoCE packet type in a UD receive completion's sl (file comment).
+constexpr uint8_t kSlRoceUdp = 0x8;
+constexpr uint8_t kSlL3Ipv6 = 0x1;
+constexpr uint8_t kSlL3Ipv4 = 0x2;
+
+/// The sl reported for a completion: the RoCEv2 packet type for UD receives, else the engine's.
+uint8_t wc_sl(const transport::Cqe& c) {
+  if (!(c.wc_flags & transport::kWcGrh)) return c.sl;
+  return kSlRoceUdp | (c.ipv4 ? kSlL3Ipv4 : kSlL3Ipv6);
+}
+
 /// Pops one completion of cq into cq->cur; false when empty. drive: run progress first.
 bool pop_one(Cq* cq, bool drive) {
   Runtime* rt = cq->ctx->rt;
@@ -64,7 +81,7 @@ uint32_t read_qp_num(ibv_cq_ex* c) { return cqx(c)->cur.qp_num; }
 uint32_t read_src_qp(ibv_cq_ex* c) { return cqx(c)->cur.src_qp; }
 unsigned int read_wc_flags(ibv_cq_ex* c) { return cqx(c)->cur.wc_flags; }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }
-uint8_t read_sl(ibv_cq_ex* c) { return cqx(c)->cur.sl; }
+uint8_t read_sl(ibv_cq_ex* c) { return wc_sl(cqx(c)->cur); }
 uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
 uint64_t read_completion_ts(ibv_cq_ex*) { return 0; }
 uint16_t read_cvlan(ibv_cq_ex*) { return 0; }
@@ -148,7 +165,7 @@ void to_wc(const transport::Cqe& c, ibv_wc* wc) {
   wc->wc_flags = c.wc_flags;
   wc->pkey_index = c.pkey_index;
   wc->slid = 0;
-  wc->sl = c.sl;
+  wc->sl = wc_sl(c);
   wc->dlid_path_bits = 0;
 }
 

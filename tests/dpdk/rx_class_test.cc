@@ -2,12 +2,14 @@
  * @file rx_class_test.cc
  * @brief drivers/dpdk/rx_class.h: a received frame's priority under trust dscp (the IP DSCP
  * through dscp_to_prio) and trust pcp (the 802.1Q PCP through pcp_to_prio, untagged frames on
- * priority 0), and its ECN field. References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3.
+ * priority 0), and its ECN field; is_rocev2() (UDP to port 4791 over IPv4/IPv6, tagged or
+ * not). References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3, IBA Annex 17 §A17.2.
  */
 #include "dpdk/rx_class.h"
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <vector>
 
 namespace uroce::dpdk {
@@ -88,6 +90,64 @@ TEST(RxClass, ShortFramesAreClassifiedWithoutReadingPastTheirEnd) {
   f = frame(26 << 2 | 3);
   f.resize(15);
   EXPECT_EQ(d(f).prio, 0);
+}
+
+/// A frame to port `dport` over UDP (or another IP protocol), IPv4 with `ihl` words or IPv6,
+/// optionally 802.1Q-tagged; `cut` bytes removed from its end.
+std::vector<uint8_t> udp_frame(uint16_t dport, bool ipv6 = false, bool tagged = false,
+                               uint8_t proto = 17, uint8_t ihl = 5, size_t cut = 0) {
+  std::vector<uint8_t> f;
+  auto put = [&f](std::initializer_list<int> bytes) {
+    for (int b : bytes) f.push_back(static_cast<uint8_t>(b));
+  };
+  auto zeros = [&f](size_t n) { f.resize(f.size() + n, 0); };
+  for (int i = 0; i < 12; ++i) put({0x02});
+  if (tagged) put({0x81, 0x00, 0x60, 0x01});
+  const size_t l3 = f.size() + 2;
+  if (ipv6) {
+    put({0x86, 0xdd});
+    zeros(40);
+    f[l3] = 0x60;
+    f[l3 + 6] = proto;
+  } else {
+    put({0x08, 0x00});
+    zeros(size_t{ihl} * 4);
+    f[l3] = static_cast<uint8_t>(0x40 | ihl);
+    f[l3 + 9] = proto;
+  }
+  put({0xc0, 0x00, dport >> 8, dport & 0xff, 0, 20, 0, 0});
+  zeros(12);  // a BTH
+  f.resize(f.size() - cut);
+  return f;
+}
+
+TEST(IsRocev2, UdpToPort4791OverIpv4OrIpv6TaggedOrNot) {
+  EXPECT_TRUE(is_rocev2(udp_frame(4791)));
+  EXPECT_TRUE(is_rocev2(udp_frame(4791, /*ipv6=*/true)));
+  EXPECT_TRUE(is_rocev2(udp_frame(4791, false, /*tagged=*/true)));
+  EXPECT_TRUE(is_rocev2(udp_frame(4791, true, true)));
+  EXPECT_TRUE(is_rocev2(udp_frame(4791, false, false, 17, /*ihl=*/6)));  // IPv4 options
+  EXPECT_FALSE(is_rocev2(udp_frame(4792)));
+  EXPECT_FALSE(is_rocev2(udp_frame(4791, false, false, /*proto=*/6)));  // TCP
+  EXPECT_FALSE(is_rocev2(udp_frame(4791, true, false, 6)));
+  auto arp = udp_frame(4791);
+  arp[12] = 0x08;
+  arp[13] = 0x06;
+  EXPECT_FALSE(is_rocev2(arp));
+}
+
+TEST(IsRocev2, ShortFramesAreRefusedWithoutReadingPastTheirEnd) {
+  // Cut into the UDP header (it must be whole), into the IP header, into the tag.
+  const size_t full = udp_frame(4791).size();
+  for (size_t cut = 12 + 1; cut <= full; ++cut) {
+    auto f = udp_frame(4791, false, false, 17, 5, cut);
+    bool udp_whole = f.size() >= 14 + 20 + 8;
+    EXPECT_EQ(is_rocev2(std::span<const uint8_t>(f.data(), f.size())), udp_whole) << cut;
+  }
+  for (size_t n = 0; n < 18; ++n) {
+    auto f = udp_frame(4791, true, true);
+    EXPECT_FALSE(is_rocev2(std::span<const uint8_t>(f.data(), n))) << n;
+  }
 }
 
 }  // namespace

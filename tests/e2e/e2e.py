@@ -10,7 +10,8 @@ network namespaces (tests/e2e/lib/links.py explains the addressing).
 
 tests/e2e/CMakeLists.txt registers every case of `list` with ctest. Case names read
 <link>.<program>.<variant>; links: memif, af_packet, af_xdp (veth) and pcap (veth, net_pcap,
-traffic captured and checked by tshark and scapy). Labels: e2e, the link's family (memif or veth),
+traffic captured and checked by tshark and scapy). UCX (ucx_perftest) and Open MPI cases:
+lib/ucx_cases.py (label ucx). Labels: e2e, the link's family (memif or veth),
 and `long` for everything beyond the short default set (memif defaults plus one veth and one
 pcap case), so that a plain `ctest -LE long` stays within a few minutes on 2 cores.
 """
@@ -27,6 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 
 import links  # noqa: E402
 import pair as pairmod  # noqa: E402
+import ucx_cases  # noqa: E402
 from pair import DEVICE, GID_INDEX, Pair, fail  # noqa: E402
 
 MIB = 1 << 20
@@ -110,6 +112,7 @@ def all_cases():
 
     def add(name, kind, link, timeout, **kw):
         labels = ["e2e", link_family(link)] + ([link] if link != "memif" else [])
+        labels += kw.pop("labels", [])
         default_set = (link == "memif" and name.endswith(".default")) or name in SHORT or \
             kw.pop("short", False)
         if kw.pop("long_only", False):
@@ -201,6 +204,8 @@ def all_cases():
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"af_packet.{name}", "rdmacm", "af_packet", kw.pop("timeout", 120),
             short=name.startswith("rping"), **kw)
+    # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
+    ucx_cases.cases(add)
     return cases
 
 
@@ -698,7 +703,7 @@ def run_peer_kill(case, link, build):
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
-           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm}
+           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, **ucx_cases.RUNNERS}
 
 
 def run_case(case, build):

@@ -3,7 +3,8 @@
  * @brief `uroce profile list | show | apply | diff` on temporary config files: the keys are
  * written with comments, everything else is kept, the write is atomic with a .bak, the result
  * validates with lib/config; unknown profiles, malformed files and inline tables are refused
- * with one line and nothing written. Also `uroce doctor` on broken environments.
+ * with one line and nothing written. Also `uroce doctor` on broken environments, and its UCX
+ * check, and `uroce rdma-ns` (the /dev/infiniband nodes and sysfs GID types UCX reads).
  */
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -272,6 +273,92 @@ TEST_F(DoctorTest, HugepagesMissingWarnsWithTheFix) {
   r = run_uroce(dir_.path, "doctor --meminfo " + mi,
                 "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
   EXPECT_NE(r.out.find("ok    hugepages: 512 MB free"), std::string::npos) << r.out;
+}
+
+TEST_F(DoctorTest, UcxInstalledWithoutDeviceNodesWarnsWithTheFix) {
+  // Two devices and a (fake) UCX module: the UCX check looks for /dev/infiniband/uverbs0..1.
+  // This host has no RDMA driver, so they are missing: a warning naming `uroce rdma-ns`.
+  write_file(cfg_, "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\n"
+                   "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n");
+  const std::string module = dir_.path + "/libuct_ib.so.0";
+  write_file(module, "");
+  ASSERT_FALSE(std::filesystem::exists("/dev/infiniband/uverbs0")) << "host has an RDMA driver";
+  RunResult r = run_uroce(dir_.path, "doctor --ucx-module " + module,
+                          "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  EXPECT_NE(r.out.find("warn  ucx: /dev/infiniband/uverbs0 (and more) missing: UCX"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("      fix: run the program as `uroce rdma-ns -- PROGRAM ARGS`"),
+            std::string::npos) << r.out;
+  // Without UCX the check does not run.
+  r = run_uroce(dir_.path, "doctor --ucx-module " + dir_.path + "/none",
+                "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
+  EXPECT_EQ(r.out.find("ucx:"), std::string::npos) << r.out;
+}
+
+class RdmaNsTest : public DoctorTest {
+ protected:
+  RunResult run(const std::string& args) {
+    return run_uroce(dir_.path, "rdma-ns " + args, "UROCE_CONFIG=" + cfg_);
+  }
+  static bool leftovers() {
+    for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+      if (e.path().filename().string().rfind("uroce-rdma-ns.", 0) == 0) return true;
+    return false;
+  }
+  static constexpr const char* kTwoDevices =
+      "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\", \"fd00::1/64\"]\n"
+      "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n";
+};
+
+TEST_F(RdmaNsTest, ReportsMissingFilesWithTheCommands) {
+  write_file(cfg_, kTwoDevices);
+  ASSERT_FALSE(std::filesystem::exists("/dev/infiniband")) << "host has an RDMA driver";
+  RunResult r = run("");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("missing /dev/infiniband/uverbs0\nmissing /dev/infiniband/uverbs1\n"
+                       "missing /sys/class/infiniband/a\nmissing /sys/class/infiniband/b\n"),
+            std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  mkdir -p /dev/infiniband\n  mknod -m 666 /dev/infiniband/uverbs0 c 1 3\n"
+                       "  mknod -m 666 /dev/infiniband/uverbs1 c 1 3\n"),
+            std::string::npos) << r.out;
+}
+
+TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
+  // Needs root (a mount namespace): the project's tests run as root.
+  ASSERT_EQ(geteuid(), 0u) << "uroce rdma-ns needs root";
+  write_file(cfg_, kTwoDevices);
+  ASSERT_FALSE(std::filesystem::exists("/dev/infiniband")) << "host has an RDMA driver";
+  ASSERT_FALSE(std::filesystem::exists("/sys/class/infiniband/a"));
+  // Inside: a readable, writable character device per device (UCX's test), the GID table and
+  // its types in sysfs as the kernel writes them, the rest of /sys/class as it was, and the
+  // host's /dev/shm still the host's (a file made inside is seen outside).
+  const std::string shm = "/dev/shm/uroce-rdma-ns-test-" + std::to_string(getpid());
+  const std::string inside = dir_.path + "/inside.txt";
+  RunResult r = run(
+      "-- sh -c 'test -c /dev/infiniband/uverbs0 && test -r /dev/infiniband/uverbs1 && "
+      "test -w /dev/infiniband/uverbs1 && test -e /sys/class/net/lo && touch " + shm +
+      " && cd /sys/class/infiniband && for f in a/ports/1/gids/0 a/ports/1/gids/1 "
+      "a/ports/1/gid_attrs/types/0 a/ports/1/gid_attrs/types/1 b/ports/1/gids/0 "
+      "b/ports/1/gid_attrs/types/0; do echo \"$f=$(cat $f)\"; done > " + inside + " && exit 7'");
+  EXPECT_EQ(r.status, 7) << r.out << r.err;  // the program's own exit status
+  EXPECT_EQ(read_file(inside),
+            "a/ports/1/gids/0=0000:0000:0000:0000:0000:ffff:c612:0001\n"
+            "a/ports/1/gids/1=fd00:0000:0000:0000:0000:0000:0000:0001\n"
+            "a/ports/1/gid_attrs/types/0=RoCE v2\n"
+            "a/ports/1/gid_attrs/types/1=RoCE v2\n"
+            "b/ports/1/gids/0=0000:0000:0000:0000:0000:ffff:c612:0002\n"
+            "b/ports/1/gid_attrs/types/0=RoCE v2\n");
+  EXPECT_TRUE(std::filesystem::exists(shm));
+  std::filesystem::remove(shm);
+  EXPECT_FALSE(std::filesystem::exists("/dev/infiniband"));
+  EXPECT_FALSE(std::filesystem::exists("/sys/class/infiniband/a"));
+  EXPECT_FALSE(leftovers());
+  // A program that does not exist: 127 and its name.
+  r = run("-- /nonexistent/program");
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("uroce rdma-ns: /nonexistent/program: No such file or directory"),
+            std::string::npos) << r.err;
+  EXPECT_FALSE(leftovers());
 }
 
 TEST_F(DoctorTest, MalformedConfigFails) {

@@ -221,6 +221,7 @@ TEST_F(ConfigTest, UdOverIpv6CarriesAnIpv6Grh) {
     ASSERT_EQ(wcs.size(), 1u);
     EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
     EXPECT_EQ(wcs[0].src_qp, a->qp_num);
+    EXPECT_EQ(wcs[0].sl, 0x8 | 0x1);  // RoCE packet type (cq.cc): UDP | IPv6
     EXPECT_EQ(std::memcmp(dst.bytes.data() + 40, src.bytes.data(), 100), 0);
     // An IPv6 GRH: version 6, source and destination the IPv6 GID.
     auto* grh = reinterpret_cast<ibv_grh*>(dst.bytes.data());

@@ -60,6 +60,8 @@ TEST_F(UdTest, SendArrivesWithGrhAndSourceQp) {
   EXPECT_EQ(r[0].byte_len, kGrh + len);  // ibv_poll_cq(3): UD byte_len includes the GRH
   EXPECT_EQ(r[0].src_qp, a_->qp_num);
   EXPECT_TRUE(r[0].wc_flags & IBV_WC_GRH);
+  // sl is the RoCE packet type as mlx5 reports it (UCX's ud_verbs reads it): UDP | IPv4.
+  EXPECT_EQ(r[0].sl, 0x8 | 0x2);
   EXPECT_EQ(std::memcmp(dst.bytes.data() + kGrh, src.bytes.data(), len), 0);
   // The IPv4 header sits in bytes 20..39: version 4, source and destination 198.18.0.1.
   const uint8_t* ip = dst.bytes.data() + 20;
@@ -196,6 +198,43 @@ TEST_F(SrqTest, SendsConsumeSrqWqesAndLimitEventFires) {
   ibv_ack_async_event(&ev);
   // Destroying the SRQ while a QP uses it is refused.
   EXPECT_EQ(ibv_destroy_srq(srq_), EBUSY);
+}
+
+TEST_F(SrqTest, QpKeepsItsSrqWhenMoreSrqsAreCreated) {
+  // A second UCX worker (Open MPI's osc ucx beside pml ucx) creates its SRQ after the first
+  // worker's QPs are attached to theirs: the engine's SRQ table grows under them.
+  std::vector<ibv_srq*> more;
+  for (int i = 0; i < 40; ++i) {
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 4;
+    sa.attr.max_sge = 1;
+    more.push_back(ibv_create_srq(pd_, &sa));
+    ASSERT_NE(more.back(), nullptr);
+  }
+  const size_t len = 512;
+  Buffer src(pd_, len, kAllAccess);
+  Buffer dst(pd_, len, kAllAccess);
+  fill_pattern(src.bytes, 9);
+  ibv_sge s{dst.addr(), static_cast<uint32_t>(len), dst.mr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 77;
+  rwr.sg_list = &s;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  ASSERT_EQ(ibv_post_srq_recv(srq_, &rwr, &rbad), 0);
+  ibv_sge sge{src.addr(), static_cast<uint32_t>(len), src.mr->lkey};
+  ibv_send_wr wr{};
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = IBV_WR_SEND;
+  // Expect: the SEND lands in the WQE posted to b's own SRQ (not an RNR NAK forever).
+  ASSERT_EQ(post_and_wait(wr).status, IBV_WC_SUCCESS);
+  auto r = poll_n(cq_b_, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].status, IBV_WC_SUCCESS);
+  EXPECT_EQ(r[0].wr_id, 77u);
+  EXPECT_EQ(std::memcmp(dst.bytes.data(), src.bytes.data(), len), 0);
+  for (ibv_srq* x : more) EXPECT_EQ(ibv_destroy_srq(x), 0);
 }
 
 }  // namespace

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "rdma_ns.h"
 #include "stats/proc.h"
 #include "stats/reader.h"
 
@@ -244,6 +245,22 @@ int doctor(const DoctorOptions& o) {
       r.fail("stats: " + s.problem, "rm " + s.path);
   }
   r.ok(fmt::format("stats: {} running device{}", live, live == 1 ? "" : "s"));
+
+  // 5. UCX: it lists an ibv device only when /dev/infiniband/<dev_name> is a character device.
+  if (exists(o.ucx_ib_module)) {
+    std::vector<std::string> missing;
+    for (const std::string& p : devnode_paths(static_cast<int>(cfg->devices.size()))) {
+      struct stat st;
+      if (stat(p.c_str(), &st) != 0 || !S_ISCHR(st.st_mode)) missing.push_back(p);
+    }
+    if (missing.empty())
+      r.ok("ucx: /dev/infiniband/uverbs* present for every device");
+    else
+      r.warn("ucx: " + missing.front() + (missing.size() > 1 ? " (and more)" : "") +
+                 " missing: UCX (ucx_info -d, ucx_perftest, Open MPI's pml ucx) will not list the "
+                 "uroce devices",
+             "run the program as `uroce rdma-ns -- PROGRAM ARGS`, or see `uroce rdma-ns`");
+  }
 
   if (r.failures())
     std::printf("%d problem%s found\n", r.failures(), r.failures() == 1 ? "" : "s");

@@ -9,6 +9,7 @@
  *   uroce clear counters [--device D]           zero point for `show` (exporter stays raw)
  *   uroce profile list | show NAME | apply NAME [--config FILE] | diff NAME [--config FILE]
  *   uroce doctor                                what is wrong on this host, and the fix
+ *   uroce rdma-ns [-- PROGRAM ARGS...]          the kernel RDMA files UCX looks for
  *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
  */
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include <cstdlib>
 
 #include "capture.h"
+#include "rdma_ns.h"
 #include "doctor.h"
 #include "exporter.h"
 #include "profile_cmd.h"
@@ -80,6 +82,8 @@ int main(int argc, char** argv) {
   add_run_dir(doctor_cmd);
   doctor_cmd->add_option("--meminfo", dopt.meminfo, "Hugepage counts from this file, not /proc/meminfo")
       ->group("");  // hidden: for tests
+  doctor_cmd->add_option("--ucx-module", dopt.ucx_ib_module, "UCX's libuct_ib.so (the UCX check runs if present)")
+      ->group("");  // hidden: for tests
 
   std::string listen = "127.0.0.1:9488";
   auto* exporter = app.add_subcommand("exporter", "Serve the counters to Prometheus");
@@ -94,6 +98,14 @@ int main(int argc, char** argv) {
   capture_cmd->add_option("--count,-c", co.count, "Stop after this many frames");
   capture_cmd->add_option("--seconds", co.seconds, "Stop after this many seconds");
   add_run_dir(capture_cmd);
+
+  RdmaNsOptions rno;
+  auto* rdma_ns_cmd = app.add_subcommand(
+      "rdma-ns",
+      "The kernel RDMA files UCX needs to use uroce devices (/dev/infiniband/uverbsN, the GID "
+      "types in /sys/class/infiniband): report them, or run a program (after --) in a private "
+      "mount namespace where they exist");
+  rdma_ns_cmd->add_option("program", rno.argv, "The program and its arguments, after --");
 
   CLI11_PARSE(app, argc, argv);
   co.run_dir = run_dir;
@@ -120,5 +132,6 @@ int main(int argc, char** argv) {
   if (doctor_cmd->parsed()) return doctor(dopt);
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
   if (capture_cmd->parsed()) return capture(co);
+  if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
   return 2;
 }

@@ -1,0 +1,46 @@
+/**
+ * @file rdma_ns.h
+ * @brief `uroce rdma-ns`: the kernel RDMA files that UCX looks for, for the uroce devices.
+ *
+ * UCX (1.13, Debian 12's libucx0) reads what a kernel RDMA driver would publish:
+ *  - it lists an ibv device only when /dev/infiniband/<dev_name> exists, is a character device
+ *    and is readable and writable (it stat()s and access()es it, never opens it); uroce names
+ *    device i of the configuration `uverbs<i>` (ibv_device.dev_name, lib/verbs/device.cc);
+ *  - it takes a GID's RoCE version from /sys/class/infiniband/<dev>/ports/1/gid_attrs/types/<i>
+ *    ("RoCE v2"), never from the verbs; without the file it assumes RoCE v1 and then finds
+ *    peers that advertise v2 (a RoCE NIC, rxe) unreachable.
+ *
+ *   uroce rdma-ns                 what exists, and the commands that create the device nodes
+ *   uroce rdma-ns -- CMD ARGS...  runs CMD in a private mount namespace in which the nodes and
+ *                                 the sysfs files exist (overlays on /dev and /sys/class; the
+ *                                 host's own /dev and /sys are untouched)
+ *
+ * The nodes made here are aliases of /dev/null (char 1:3); the sysfs files are
+ * ports/1/gids/<i> and ports/1/gid_attrs/types/<i> ("RoCE v2": every uroce GID is RoCEv2) per
+ * configured address. What already exists (a real RDMA driver's) is left as it is.
+ */
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "config/config.h"
+
+namespace uroce::tool {
+
+struct RdmaNsOptions {
+  std::vector<std::string> argv;  ///< the command to run; empty: report only
+};
+
+/// The device node paths for `count` devices: /dev/infiniband/uverbs0 ...
+std::vector<std::string> devnode_paths(int count);
+
+/// The sysfs files of one device, as (path below /sys/class/infiniband, contents).
+std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Device& d);
+
+/// Runs the subcommand. Returns the exit status (with a command: only on failure, since the
+/// command replaces this process).
+int rdma_ns(const RdmaNsOptions& o);
+
+}  // namespace uroce::tool
