@@ -2,8 +2,9 @@
  * @file engine_bench.cc
  * @brief Transport engine throughput in memory, one core, no payload copy: packets per
  * second between two engines (zero-length RC WRITEs: request build + ICRC, gate parse + ICRC,
- * responder, coalesced ACKs, completer), the requester alone (UC WRITEs: WQE-to-packet), and
- * the RC requester + ACK processing without a peer. Units: packets/s (items_per_second).
+ * responder, coalesced ACKs, completer), the requester alone (UC WRITEs: WQE-to-packet), the
+ * responder alone (zero-length WRITEs; 4 KiB WRITEs with ICRC and payload placement), and ACK
+ * processing with completion writes. Units: packets/s (items_per_second), payload bytes/s.
  *
  * Run: build-transport-only/bin/bench_transport (or build/bin/bench_transport)
  */
@@ -272,6 +273,126 @@ void BM_RcResponderRx(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<int64_t>(pkts));
 }
 BENCHMARK(BM_RcResponderRx);
+
+/// Builds request frames of `payload` bytes from B's peer to B for PSNs [first, first + n):
+/// RDMA WRITE_ONLY into B's region, `stride` bytes apart (wrapping in the region), AckReq on
+/// every 16th. ICRC computed.
+std::vector<std::vector<uint8_t>> write_frames(const Node& b, uint32_t first, int n,
+                                               uint32_t payload, uint32_t stride) {
+  wire::FrameSpec s;
+  s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+  s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
+  s.src_ip = Gid::from_ipv4(0xc6120001u);
+  s.dst_ip = Gid::from_ipv4(0xc6120002u);
+  s.opcode = wire::Opcode::kRcRdmaWriteOnly;
+  s.dest_qpn = Qpn(b.qpn);
+  std::vector<std::vector<uint8_t>> frames(static_cast<size_t>(n));
+  const uint32_t slots = static_cast<uint32_t>(b.mem.size()) / stride;
+  for (int i = 0; i < n; ++i) {
+    auto& f = frames[static_cast<size_t>(i)];
+    f.resize(wire::kMaxFrameOverhead + payload);
+    const uint32_t k = first + static_cast<uint32_t>(i);
+    s.psn = Psn(k & 0xffffff);
+    s.ackreq = k % 16 == 15;
+    s.reth = {reinterpret_cast<uint64_t>(b.mem.data()) + (k % slots) * stride, b.mr.rkey, payload};
+    auto l = wire::build_headers(s, f);
+    for (uint32_t j = 0; j < payload; ++j) f[l.payload_offset + j] = static_cast<uint8_t>(k + j);
+    f.resize(wire::finalize(f, l, payload));
+  }
+  return frames;
+}
+
+// Payload placement: B's gate (parse + ICRC over 4 KiB) and responder placing 4 KiB WRITEs
+// into its region, plus the coalesced ACKs. bytes_per_second counts payload.
+void BM_RcPlacement4K(benchmark::State& st) {
+  constexpr uint32_t kPayload = 4096;
+  constexpr int kFrames = 1024;
+  Node a, b;
+  make_node(a, 0);
+  make_node(b, 1);
+  connect(a, b, QpType::kRc);
+  RingSink sb;
+  StaticNeighbors nb;
+  Timestamp now{1000};
+  uint32_t first = 0;
+  auto frames = write_frames(b, first, kFrames, kPayload, kPayload);
+  int next = 0;
+  uint64_t pkts = 0;
+  for (auto _ : st) {
+    for (int i = 0; i < kBatch; ++i) {
+      b.e->on_frame(frames[static_cast<size_t>(next)], now);
+      if (++next == kFrames) {
+        st.PauseTiming();
+        next = 0;
+        first += kFrames;
+        frames = write_frames(b, first, kFrames, kPayload, kPayload);
+        st.ResumeTiming();
+      }
+    }
+    sb.clear();
+    b.e->poll_transmit(sb, nb, now);
+    pkts += kBatch;
+    now.ns += 1000;
+  }
+  // Every frame must have been placed: none out of sequence, refused or dropped by state.
+  if (b.ctr.get(Counter::out_of_sequence) != 0 || b.ctr.get(Counter::resp_remote_access_errors) ||
+      b.ctr.get(Counter::rx_bad_qp_state) || b.ctr.get(Counter::rx_malformed))
+    st.SkipWithError("a frame was not placed");
+  st.SetItemsProcessed(static_cast<int64_t>(pkts));
+  st.SetBytesProcessed(static_cast<int64_t>(pkts) * kPayload);
+}
+BENCHMARK(BM_RcPlacement4K);
+
+// ACK processing and completion writes: A has kBatch signaled zero-length WRITEs out (posted
+// and sent outside the timed region); one cumulative ACK retires them all, and ibv_poll_cq's
+// engine call takes the kBatch completions. Counts WQEs retired.
+void BM_RcAckProcessing(benchmark::State& st) {
+  Node a, b;
+  make_node(a, 0);
+  make_node(b, 1);
+  connect(a, b, QpType::kRc);
+  RingSink sa;
+  StaticNeighbors nb;
+  Timestamp now{1000};
+  wire::FrameSpec s;
+  s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
+  s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
+  s.src_ip = Gid::from_ipv4(0xc6120002u);
+  s.dst_ip = Gid::from_ipv4(0xc6120001u);
+  s.opcode = wire::Opcode::kRcAcknowledge;
+  s.dest_qpn = Qpn(a.qpn);
+  s.aeth.syndrome = wire::aeth_syndrome(wire::kAethTypeAck, 0x1f);
+  std::vector<uint8_t> ack(256);
+  Cqe c[kBatch];
+  uint32_t psn = 0;
+  uint64_t retired = 0;
+  Sge sg{reinterpret_cast<uint64_t>(a.mem.data()), 0, a.mr.lkey};
+  SendWr w;
+  w.opcode = WrOpcode::kRdmaWrite;
+  w.sg = &sg;
+  w.num_sge = 1;
+  w.send_flags = kSendSignaled;
+  for (auto _ : st) {
+    st.PauseTiming();
+    for (int i = 0; i < kBatch; ++i) a.e->post_send(a.qpn, w, now);
+    sa.clear();
+    a.e->poll_transmit(sa, nb, now);
+    psn = (psn + kBatch) & 0xffffff;
+    s.psn = Psn((psn - 1) & 0xffffff);
+    s.aeth.msn = Msn(psn);
+    ack.resize(256);
+    auto l = wire::build_headers(s, ack);
+    ack.resize(wire::finalize(ack, l, 0));
+    st.ResumeTiming();
+    a.e->on_frame(ack, now);
+    const size_t n = a.e->poll_cq(a.cq, c);
+    if (n != kBatch) st.SkipWithError("not every WQE completed");
+    retired += n;
+    now.ns += 1000;
+  }
+  st.SetItemsProcessed(static_cast<int64_t>(retired));
+}
+BENCHMARK(BM_RcAckProcessing);
 
 }  // namespace
 }  // namespace uroce::transport
