@@ -72,6 +72,7 @@ EalPlan make_plan(const config::Device& dev) {
   std::vector<std::vector<std::string>> seen_extra;
   for (const config::Device& d : devices) {
     if (is_pci_port(d.port)) plan.pci.push_back(d.port);
+    if (is_memif_zero_copy(d.port)) plan.memif_zero_copy = true;
     if (!d.eal.empty() &&
         std::find(seen_extra.begin(), seen_extra.end(), d.eal) == seen_extra.end()) {
       seen_extra.push_back(d.eal);

@@ -57,12 +57,19 @@ std::vector<std::string> build_eal_args(const EalPlan& plan) {
       a.push_back(std::to_string(plan.memory_mb));
     }
   }
+  const bool memif_zc = plan.memif_zero_copy ||
+                        std::any_of(plan.vdevs.begin(), plan.vdevs.end(), is_memif_zero_copy);
+  if (memif_zc && !has_any(x, {"--single-file-segments"})) a.push_back("--single-file-segments");
   if (!plan.cpus.empty() && !has_any(x, {"-l", "-c", "--lcores"}))
     a.push_back("--lcores=0@(" + plan.cpus + ")");
   if (!has_any(x, {"--no-telemetry", "--telemetry"})) a.push_back("--no-telemetry");
   if (!has_any(x, {"--log-level"})) a.push_back("--log-level=" + plan.log_level);
   a.insert(a.end(), x.begin(), x.end());
   return a;
+}
+
+bool is_memif_zero_copy(std::string_view port) {
+  return port.rfind("net_memif", 0) == 0 && port.find(",zero-copy=yes") != std::string_view::npos;
 }
 
 bool is_pci_port(std::string_view s) {

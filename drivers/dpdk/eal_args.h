@@ -37,7 +37,13 @@ struct EalPlan {
   uint32_t memory_mb = 512;              ///< -m with --no-huge (untouched pages cost nothing)
   std::string cpus;                      ///< CPU list for --lcores, e.g. "0-1" ("" = EAL's)
   std::string log_level = "error";       ///< --log-level value
+  /// A port is a zero-copy memif client (its mbufs are shared with the server as memif
+  /// regions, one file per memseg list: net_memif refuses multi-file segments).
+  bool memif_zero_copy = false;
 };
+
+/// True for a memif port string in zero-copy mode (`net_memif...,zero-copy=yes`).
+bool is_memif_zero_copy(std::string_view port);
 
 /// The argv EAL gets, argv[0] included ("uroce").
 std::vector<std::string> build_eal_args(const EalPlan& plan);

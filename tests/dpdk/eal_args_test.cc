@@ -36,6 +36,24 @@ TEST(EalArgs, VdevWithoutHugepages) {
   EXPECT_FALSE(has(a, "--in-memory"));
 }
 
+TEST(EalArgs, ZeroCopyMemifClientGetsSingleFileSegments) {
+  EalPlan p = base();
+  p.vdevs = {"net_memif0,role=client,socket=/tmp/a.sock,zero-copy=yes"};
+  auto a = build_eal_args(p);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "--single-file-segments"), 1);
+  p.extra = {"--single-file-segments"};  // given by the user: not twice
+  a = build_eal_args(p);
+  EXPECT_EQ(std::count(a.begin(), a.end(), "--single-file-segments"), 1);
+  p.extra.clear();
+  p.vdevs = {"net_memif0,role=client,socket=/tmp/a.sock"};  // copy mode: not needed
+  EXPECT_FALSE(has(build_eal_args(p), "--single-file-segments"));
+  p.vdevs.clear();  // ports probed after EAL starts: the plan says it
+  p.memif_zero_copy = true;
+  EXPECT_TRUE(has(build_eal_args(p), "--single-file-segments"));
+  EXPECT_TRUE(is_memif_zero_copy("net_memif0,role=client,socket=/s,zero-copy=yes"));
+  EXPECT_FALSE(is_memif_zero_copy("net_af_packet0,iface=v,zero-copy=yes"));
+}
+
 TEST(EalArgs, HugepagesUseInMemory) {
   EalPlan p = base();
   p.hugepages = true;

@@ -46,14 +46,14 @@ class Case:
 
 
 def link_family(link):
-    return "memif" if link == "memif" else "veth"
+    return "memif" if link.startswith("memif") else "veth"
 
 
 def link_mtu(link):
     """Default RoCE path MTU of a case per link: memif 4096; the veth links 1024, so that the
     default cases also cover multi-packet messages at a small MTU. Cases that need more set
     Case(mtu=...): af_packet carries 4096 and af_xdp 2048 (drivers/dpdk/PMDS.md)."""
-    return 4096 if link == "memif" else 1024
+    return 4096 if link.startswith("memif") else 1024
 
 
 # ---------------------------------------------------------------------------------------------
@@ -162,6 +162,11 @@ def all_cases():
         tool="ibv_ud_pingpong", args=["-n", "100"])
     for var in ("write", "read"):
         add(f"af_xdp.uroce_verify.{var}", "verify", "af_xdp", 120, short=var == "read",
+            args=VERIFY_VARIANTS[var])
+    # memif with the client in zero-copy mode (its frames are built in and read from the shared
+    # memory; the driver adds --single-file-segments): data checked both ways.
+    for var in ("write", "read", "send"):
+        add(f"memif_zc.uroce_verify.{var}", "verify", "memif_zc", 120, short=var != "send",
             args=VERIFY_VARIANTS[var])
     for link in ("memif", "af_packet"):
         # examples/uroce_verify: data checked byte for byte on both sides.

@@ -86,12 +86,17 @@ class Link:
 
 
 class MemifLink(Link):
-    """net_memif between two processes of this namespace; the socket lives in a temp dir."""
+    """net_memif between two processes of this namespace; the socket lives in a temp dir.
+    zero_copy: the client side (1) runs memif's zero-copy mode (its mbufs are the shared
+    memory; the driver adds --single-file-segments), link name `memif_zc`."""
 
     name = "memif"
 
-    def __init__(self, mtu=4096, tmpdir=None):
+    def __init__(self, mtu=4096, tmpdir=None, zero_copy=False):
         self.mtu = mtu
+        self.zero_copy = zero_copy
+        if zero_copy:
+            self.name = "memif_zc"
         self.dir = tmpdir or tempfile.mkdtemp(prefix="ue2e-memif-")
         self.sock = os.path.join(self.dir, "memif.sock")
 
@@ -109,7 +114,8 @@ class MemifLink(Link):
     def port(self, side):
         role = "server" if side == 0 else "client"
         # bsize: memif buffers big enough for one 4096-MTU RoCE frame (4096 + 74 bytes).
-        return f"net_memif0,role={role},socket={self.sock},bsize=8192"
+        zc = ",zero-copy=yes" if self.zero_copy and side == 1 else ""
+        return f"net_memif0,role={role},socket={self.sock},bsize=8192{zc}"
 
 
 class VethLink(Link):
@@ -221,9 +227,9 @@ def _on_signal(signum, _frame):
 
 
 def make_link(name, mtu=None):
-    """memif | af_packet | af_xdp | pcap -> an open Link (close it, or use `with`)."""
-    if name == "memif":
-        return MemifLink(mtu=mtu or 4096)
+    """memif | memif_zc | af_packet | af_xdp | pcap -> an open Link (close it, or use `with`)."""
+    if name in ("memif", "memif_zc"):
+        return MemifLink(mtu=mtu or 4096, zero_copy=name == "memif_zc")
     if name in ("af_packet", "af_xdp", "pcap"):
         return VethLink(pmd=name, mtu=mtu or 1024)
     raise ValueError(f"unknown link {name}")
