@@ -213,19 +213,12 @@ void BM_UcWqeToPacket(benchmark::State& st) {
 }
 BENCHMARK(BM_UcWqeToPacket);
 
-// Receive side alone: B's gate + responder for pre-built zero-length WRITE_ONLY frames
-// (PSNs in order), plus its coalesced ACK build.
-void BM_RcResponderRx(benchmark::State& st) {
-  Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kRc);
-  RingSink sa, sb;
-  StaticNeighbors nb;
-  Timestamp now{1000};
-  // Capture 64 request frames once; rewrite their PSN per batch would need ICRC, so instead
-  // regenerate them from A each batch outside the timed region is too costly: build frames
-  // directly with the wire builder for PSNs 0..2^24 in batches.
+/// Request frames from B's peer to B for PSNs [first, first + n): RDMA WRITE_ONLY of
+/// `payload` bytes into B's region, `stride` bytes apart (wrapping in the region), AckReq on
+/// every `ack_every`-th. ICRC computed.
+std::vector<std::vector<uint8_t>> write_frames(const Node& b, uint32_t first, int n,
+                                               uint32_t payload, uint32_t stride,
+                                               uint32_t ack_every) {
   wire::FrameSpec s;
   s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
   s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
@@ -233,15 +226,34 @@ void BM_RcResponderRx(benchmark::State& st) {
   s.dst_ip = Gid::from_ipv4(0xc6120002u);
   s.opcode = wire::Opcode::kRcRdmaWriteOnly;
   s.dest_qpn = Qpn(b.qpn);
-  s.ackreq = true;
-  constexpr int kFrames = 1 << 14;
-  std::vector<std::vector<uint8_t>> frames(kFrames);
-  for (int i = 0; i < kFrames; ++i) {
-    frames[i].resize(256);
-    s.psn = Psn(static_cast<uint32_t>(i));
-    auto l = wire::build_headers(s, frames[i]);
-    frames[i].resize(wire::finalize(frames[i], l, 0));
+  std::vector<std::vector<uint8_t>> frames(static_cast<size_t>(n));
+  const uint32_t slots = stride ? static_cast<uint32_t>(b.mem.size()) / stride : 1;
+  for (int i = 0; i < n; ++i) {
+    auto& f = frames[static_cast<size_t>(i)];
+    f.resize(wire::kMaxFrameOverhead + payload);
+    const uint32_t k = first + static_cast<uint32_t>(i);
+    s.psn = Psn(k & 0xffffff);
+    s.ackreq = k % ack_every == ack_every - 1;
+    s.reth = {reinterpret_cast<uint64_t>(b.mem.data()) + (k % slots) * stride, b.mr.rkey, payload};
+    auto l = wire::build_headers(s, f);
+    for (uint32_t j = 0; j < payload; ++j) f[l.payload_offset + j] = static_cast<uint8_t>(k + j);
+    f.resize(wire::finalize(f, l, payload));
   }
+  return frames;
+}
+
+// Receive side alone: B's gate + responder for pre-built zero-length WRITE_ONLY frames
+// (PSNs in order), plus its coalesced ACK build.
+void BM_RcResponderRx(benchmark::State& st) {
+  Node a, b;
+  make_node(a, 0);
+  make_node(b, 1);
+  connect(a, b, QpType::kRc);
+  RingSink sb;
+  StaticNeighbors nb;
+  Timestamp now{1000};
+  constexpr int kFrames = 1 << 14;
+  auto frames = write_frames(b, 0, kFrames, 0, 0, 1);
   uint64_t pkts = 0;
   int next = 0;
   for (auto _ : st) {
@@ -255,13 +267,7 @@ void BM_RcResponderRx(benchmark::State& st) {
         at.qp_state = QpState::kReset;
         b.e->modify_qp(b.qpn, at, kAttrState);
         connect(a, b, QpType::kRc);
-        s.dest_qpn = Qpn(b.qpn);
-        for (int k = 0; k < kFrames; ++k) {
-          frames[k].resize(256);
-          s.psn = Psn(static_cast<uint32_t>(k));
-          auto l = wire::build_headers(s, frames[k]);
-          frames[k].resize(wire::finalize(frames[k], l, 0));
-        }
+        frames = write_frames(b, 0, kFrames, 0, 0, 1);
         st.ResumeTiming();
       }
     }
@@ -273,34 +279,6 @@ void BM_RcResponderRx(benchmark::State& st) {
   st.SetItemsProcessed(static_cast<int64_t>(pkts));
 }
 BENCHMARK(BM_RcResponderRx);
-
-/// Builds request frames of `payload` bytes from B's peer to B for PSNs [first, first + n):
-/// RDMA WRITE_ONLY into B's region, `stride` bytes apart (wrapping in the region), AckReq on
-/// every 16th. ICRC computed.
-std::vector<std::vector<uint8_t>> write_frames(const Node& b, uint32_t first, int n,
-                                               uint32_t payload, uint32_t stride) {
-  wire::FrameSpec s;
-  s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
-  s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
-  s.src_ip = Gid::from_ipv4(0xc6120001u);
-  s.dst_ip = Gid::from_ipv4(0xc6120002u);
-  s.opcode = wire::Opcode::kRcRdmaWriteOnly;
-  s.dest_qpn = Qpn(b.qpn);
-  std::vector<std::vector<uint8_t>> frames(static_cast<size_t>(n));
-  const uint32_t slots = static_cast<uint32_t>(b.mem.size()) / stride;
-  for (int i = 0; i < n; ++i) {
-    auto& f = frames[static_cast<size_t>(i)];
-    f.resize(wire::kMaxFrameOverhead + payload);
-    const uint32_t k = first + static_cast<uint32_t>(i);
-    s.psn = Psn(k & 0xffffff);
-    s.ackreq = k % 16 == 15;
-    s.reth = {reinterpret_cast<uint64_t>(b.mem.data()) + (k % slots) * stride, b.mr.rkey, payload};
-    auto l = wire::build_headers(s, f);
-    for (uint32_t j = 0; j < payload; ++j) f[l.payload_offset + j] = static_cast<uint8_t>(k + j);
-    f.resize(wire::finalize(f, l, payload));
-  }
-  return frames;
-}
 
 // Payload placement: B's gate (parse + ICRC over 4 KiB) and responder placing 4 KiB WRITEs
 // into its region, plus the coalesced ACKs. bytes_per_second counts payload.
@@ -315,7 +293,7 @@ void BM_RcPlacement4K(benchmark::State& st) {
   StaticNeighbors nb;
   Timestamp now{1000};
   uint32_t first = 0;
-  auto frames = write_frames(b, first, kFrames, kPayload, kPayload);
+  auto frames = write_frames(b, first, kFrames, kPayload, kPayload, 16);
   int next = 0;
   uint64_t pkts = 0;
   for (auto _ : st) {
@@ -325,7 +303,7 @@ void BM_RcPlacement4K(benchmark::State& st) {
         st.PauseTiming();
         next = 0;
         first += kFrames;
-        frames = write_frames(b, first, kFrames, kPayload, kPayload);
+        frames = write_frames(b, first, kFrames, kPayload, kPayload, 16);
         st.ResumeTiming();
       }
     }
