@@ -75,6 +75,9 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   ~Runtime() override;
   /// The counters the engine writes: the stats segment's when there is one, else `counters`.
   CounterBlock* engine_counters();
+  /// UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr, one line
+  /// "uroce: <dev>: counters at <when>: name=value ..."; once per runtime.
+  void print_counters(const char* when);
 
   DeviceEntry* dev;
   std::mutex mu;                                ///< the engine lock
@@ -107,6 +110,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::atomic<bool> stop{false};
   std::atomic<uint64_t> app_progress{0};        ///< bumped by application-driven progress
   bool exiting = false;                         ///< process exit began: no more progress (mu)
+  bool counters_printed = false;                ///< print_counters ran
 
   /// What one progress step did: frames received and frames sent.
   struct Progress {

@@ -197,6 +197,11 @@ def all_cases():
     # librdmacm.so.1, the connection made by the CM on QP1 (lib/rdmacm).
     for name, kw in RDMACM_CASES.items():
         add(f"memif.{name}", "rdmacm", "memif", kw.pop("timeout", 120), short=True, **kw)
+    # qperf -cm1 (see run_qperf): both processes in a namespace whose lo has the RoCE
+    # addresses, so that qperf's TCP peer is also a uroce address; 1 s per test.
+    for test in ("rc_bw", "rc_lat", "rc_rdma_write_bw"):
+        add(f"memif.qperf.{test}", "qperf", "memif", 60, short=True, netns=True, test=test,
+            args=["-t", "1"])
     for name in ("rping.default", "udaddy.default"):
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"af_packet.{name}", "rdmacm", "af_packet", kw.pop("timeout", 120),
@@ -691,6 +696,81 @@ def run_rdmacm(case, link, build):
     return 0
 
 
+# qperf's result lines: "bw  =  2.93 GB/sec", "latency  =  12.3 us".
+QPERF_BW_RE = re.compile(r"^\s*bw\s*=\s*([\d.]+) ([KMG]?)B/sec", re.M)
+QPERF_LAT_RE = re.compile(r"^\s*latency\s*=\s*([\d.]+) (ns|us|ms|sec)", re.M)
+QPERF_RECV_BYTES_RE = re.compile(r"^\s*recv_bytes\s*=\s*([\d.]+) ([KMG]?)B", re.M)
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def counters_at(out, when="exit"):
+    """The counters uroce printed (UROCE_PRINT_COUNTERS=1) as {name: value}."""
+    m = re.search(rf"counters at {when}:(.*)", out)
+    return {k: int(v) for k, v in (x.split("=") for x in m.group(1).split())} if m else {}
+
+
+def run_qperf(case, link, build):
+    """qperf over uroce's librdmacm (-cm1; without it qperf's address vector has no GRH, which
+    RoCE requires): the server (`qperf -lp PORT`, which serves until killed) and the client
+    `qperf 198.18.0.1 -cm1 TEST` run in one namespace whose lo carries both RoCE addresses
+    (links.NetnsMemifLink), so the client's rdma_resolve_addr of its TCP peer finds a uroce
+    address. The client must exit 0 with no error line and report a non-zero bandwidth or
+    latency, and its uroce counters (printed at exit) must show the test's traffic: at least
+    the bytes the server received (bandwidth tests) or RDMA packets both ways (latency)."""
+    port = pairmod.free_tcp_port()
+    test = case.kw["test"]
+    p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"})
+    deadline = time.monotonic() + case.timeout - 10
+    srv = p.start(0, ["qperf", "-lp", str(port)])
+    if not p.wait_listen(srv, port, deadline):
+        p.stop_all()
+        return fail(f"{case.name}: the qperf server never listened on {port}", p)
+    cli = p.start(1, ["qperf", link.oob_host(), "-lp", str(port), "-cm1", "-vvs"] +
+                  case.kw.get("args", []) + [test])
+    cli.wait(deadline - time.monotonic())
+    timed_out = cli.rc is None
+    p.stop_all()  # the qperf server serves until killed
+    p.timed_out = timed_out
+    out = cli.output()
+    if timed_out:
+        return fail(f"{case.name}: the client timed out", p)
+    if cli.rc != 0:
+        return fail(f"{case.name}: client exit code {cli.rc}", p)
+    errs = error_lines(out) + error_lines(srv.output())
+    if errs:
+        return fail(f"{case.name}: error lines: {errs[:3]}", p)
+    ctr = counters_at(out)
+    if test.endswith("_bw"):
+        m = QPERF_BW_RE.search(out)
+        if not m or float(m.group(1)) <= 0:
+            return fail(f"{case.name}: no non-zero 'bw = .. B/sec' line", p)
+        got = QPERF_RECV_BYTES_RE.search(out)
+        if not got:
+            return fail(f"{case.name}: no recv_bytes line (-vvs)", p)
+        # What the server received (qperf rounds to 3 digits) must have left the client's
+        # uroce: its transmitted bytes (payload + headers) are at least that. (send_bytes
+        # would not do: it counts messages posted, including those flushed at the end.)
+        nbytes = float(got.group(1)) * UNIT[got.group(2)]
+        tx = ctr.get("tx_vport_rdma_unicast_bytes", 0)
+        if tx < 0.995 * nbytes:
+            return fail(f"{case.name}: the server received {nbytes:.0f} bytes, the client's "
+                        f"uroce counted tx_vport_rdma_unicast_bytes={tx}", p)
+        print(f"{case.name}: bw {m.group(1)} {m.group(2)}B/sec; server received {nbytes:.0f} B,"
+              f" client's uroce sent {tx} B")
+    else:
+        m = QPERF_LAT_RE.search(out)
+        if not m or float(m.group(1)) <= 0:
+            return fail(f"{case.name}: no non-zero 'latency = ..' line", p)
+        tx = ctr.get("tx_vport_rdma_unicast_packets", 0)
+        rx = ctr.get("rx_vport_rdma_unicast_packets", 0)
+        if tx < 100 or rx < 100:
+            return fail(f"{case.name}: uroce counted tx {tx} rx {rx} RDMA packets", p)
+        print(f"{case.name}: latency {m.group(1)} {m.group(2)}; uroce tx {tx} rx {rx} packets")
+    print(f"PASS {case.name}")
+    print(out[-2000:])
+    return 0
+
+
 def run_peer_kill(case, link, build):
     import peer_kill
     return peer_kill.run(case, link, build)
@@ -698,11 +778,12 @@ def run_peer_kill(case, link, build):
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
-           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm}
+           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, "qperf": run_qperf}
 
 
 def run_case(case, build):
-    with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link))) as link:
+    with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link)),
+                         netns=case.kw.get("netns", False)) as link:
         runner = RUNNERS[case.kind]
         if case.link == "pcap" and case.kind in ("pingpong", "perftest"):
             return run_captured(case, link, build, runner)
