@@ -209,6 +209,10 @@ def all_cases():
     return cases
 
 
+# A result row of rstream/riostream: name bytes xfers iters total time Gb/sec usec/xfer.
+RSTREAM_ROW = r"(?m)^\S+\s+\d+[kmg]?\s+\d+[kmg]?\s+\d+[kmg]?\s+\d+[kmg]?\s+[\d.]+s\s+[\d.]+\s+[\d.]+$"
+
+
 # librdmacm programs (rdmacm-utils, perftest -R, qperf -cm1): {addr} is the server's RoCE
 # address (198.18.0.1), {port} the CM port. expect/expect_client: regexes each side's output
 # must match; rc: the exit codes wanted (server, client).
@@ -257,6 +261,15 @@ def RDMACM_CASES_TEMPLATE():
             client=["rping", "-c", "-a", "{addr}", "-p", "{port}", "-C", "1"],
             kill_server_first=True, client_only=True, client_rc_nonzero=True, errors_ok=True,
             expect_client=r"RDMA_CM_EVENT_UNREACHABLE, error -110"),
+        # rsockets (lib/rdmacm/rsocket.h): rstream's stream over RDMA WRITE WITH IMMEDIATE
+        # into the peer's receive ring, data checked by rstream itself (-T v); custom sizes
+        # keep it short, "rstream.default" runs rstream's whole latency and bandwidth set.
+        "rstream.verify": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}", "-S", "65536", "-C", "200",
+                    "-T", "v"],
+            client=["rstream", "-s", "{addr}", "-p", "{port}", "-S", "65536", "-C", "200",
+                    "-T", "v"],
+            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
