@@ -3,8 +3,9 @@
  * @brief rpoll and rselect over rsockets and ordinary descriptors together (rsocket(7)).
  *
  * An rsocket is readable when data waits or its peer shut its side down (POLLIN), writable
- * when a message can go (POLLOUT), POLLHUP once disconnected, POLLERR on error or a failed
- * connect; a listener is readable when a connection request waits; a connecting socket is
+ * when a message can go (POLLOUT), POLLHUP once disconnected and its data read (rdma-core
+ * reports the hang-up at once, which fails a reader that treats POLLHUP as an error while
+ * data is still queued: rstream -T a), POLLERR on error or a failed connect; a listener is readable when a connection request waits; a connecting socket is
  * advanced by the poll itself. Ordinary descriptors are polled as poll(2) would.
  *
  * rpoll first checks every descriptor without sleeping for defaults().polling_us, then arms
@@ -31,7 +32,10 @@ short poll_rs(Socket& s, short events, bool nonblock, Test test) {
       short rev = 0;
       if ((events & POLLIN) && conn_have_rdata(s)) rev |= POLLIN;
       if ((events & POLLOUT) && can_send(s)) rev |= POLLOUT;
-      if (!(s.state & kConnected)) rev |= s.state == kDisconnected ? POLLHUP : POLLERR;
+      // Data that came before the peer's disconnect is read first (as TCP reports POLLIN
+      // before its hang-up); the hang-up shows once it is read.
+      if (!(s.state & kConnected) && !s.have_rdata())
+        rev |= s.state == kDisconnected ? POLLHUP : POLLERR;
       return rev;
     }
     if (s.state == kListening) {

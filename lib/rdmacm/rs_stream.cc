@@ -17,6 +17,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "rdmacm/rsocket.h"
@@ -148,6 +150,10 @@ void on_send_done(Socket& s, const ibv_wc& wc) {
       break;
   }
   if (wc.status != IBV_WC_SUCCESS && (s.state & kConnected)) {
+    // UROCE_RSOCKET_DEBUG=1: why a connection failed (the program only sees EIO/ECONNRESET).
+    if (const char* d = getenv("UROCE_RSOCKET_DEBUG"); d && *d == '1')
+      std::fprintf(stderr, "uroce: rsocket %d: send failed: %s (message %#x)\n", s.fd,
+                   ibv_wc_status_str(wc.status), static_cast<unsigned>(wc.wr_id));
     s.state = kError;
     s.err = EIO;
   }

@@ -210,7 +210,14 @@ def all_cases():
 
 
 # A result row of rstream/riostream: name bytes xfers iters total time Gb/sec usec/xfer.
-RSTREAM_ROW = r"(?m)^\S+\s+\d+[kmg]?\s+\d+[kmg]?\s+\d+[kmg]?\s+\d+[kmg]?\s+[\d.]+s\s+[\d.]+\s+[\d.]+$"
+RSTREAM_ROW = r"(?m)^\S+(\s+[\d.]+[kmg]?){4}\s+[\d.]+s\s+[\d.]+\s+[\d.]+$"
+
+
+def rstream_case(prog, *args):
+    """rstream/riostream with the same options on both sides; both print one result row."""
+    return dict(server=[prog, "-b", "{addr}", "-p", "{port}", *args],
+                client=[prog, "-s", "{addr}", "-p", "{port}", *args],
+                expect=RSTREAM_ROW, expect_client=RSTREAM_ROW)
 
 
 # librdmacm programs (rdmacm-utils, perftest -R, qperf -cm1): {addr} is the server's RoCE
@@ -261,15 +268,26 @@ def RDMACM_CASES_TEMPLATE():
             client=["rping", "-c", "-a", "{addr}", "-p", "{port}", "-C", "1"],
             kill_server_first=True, client_only=True, client_rc_nonzero=True, errors_ok=True,
             expect_client=r"RDMA_CM_EVENT_UNREACHABLE, error -110"),
-        # rsockets (lib/rdmacm/rsocket.h): rstream's stream over RDMA WRITE WITH IMMEDIATE
-        # into the peer's receive ring, data checked by rstream itself (-T v); custom sizes
-        # keep it short, "rstream.default" runs rstream's whole latency and bandwidth set.
-        "rstream.verify": dict(
-            server=["rstream", "-b", "{addr}", "-p", "{port}", "-S", "65536", "-C", "200",
-                    "-T", "v"],
-            client=["rstream", "-s", "{addr}", "-p", "{port}", "-S", "65536", "-C", "200",
-                    "-T", "v"],
-            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW),
+        # rsockets (lib/rdmacm/rsocket.h): rstream's and riostream's streams over RDMA WRITE
+        # WITH IMMEDIATE into the peer's receive ring, riostream's also over riowrite into
+        # the peer's iomapped buffer; data checked by the programs themselves (-T v).
+        # rstream.default runs rstream's own latency and bandwidth set (64 B .. 1 MiB).
+        "rstream.default": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}"],
+            client=["rstream", "-s", "{addr}", "-p", "{port}"],
+            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 8)),
+        "rstream.verify": rstream_case("rstream", "-S", "65536", "-C", "200", "-T", "v"),
+        # A 4 KiB socket buffer (8 KiB rings): messages split at every ring half, credits
+        # and ring space are returned all the time.
+        "rstream.small_buf": rstream_case("rstream", "-B", "4096", "-S", "65536", "-C", "100",
+                                          "-T", "v"),
+        # -T a -T b: every transfer waits in a blocking rpoll (completion-channel sleeps).
+        "rstream.rpoll": rstream_case("rstream", "-S", "4096", "-C", "2000", "-T", "v", "-T", "a",
+                                      "-T", "b"),
+        "riostream.verify": rstream_case("riostream", "-S", "65536", "-C", "200", "-T", "v"),
+        # Round trips where each side spins on the last byte of its iomapped buffer (riowrite
+        # of 64 B, inline). Few: each costs a scheduler slice here (README, rsockets).
+        "riostream.lat": rstream_case("riostream", "-S", "64", "-C", "1", "-I", "20", "-T", "v"),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
@@ -699,6 +717,12 @@ def run_rdmacm(case, link, build):
         pat = case.kw.get(key)
         if pat and not re.search(pat, outs[side]):
             return fail(f"{case.name}: side {side} output lacks /{pat}/", p)
+    if case.kw.get("count"):
+        pat, n = case.kw["count"]
+        for side in (0, 1):
+            got = len(re.findall(pat, outs[side]))
+            if got != n:
+                return fail(f"{case.name}: side {side} printed /{pat}/ {got} times, want {n}", p)
     if case.kw.get("count_client"):
         pat, n = case.kw["count_client"]
         got = len(re.findall(pat, outs[1]))
