@@ -32,8 +32,8 @@ int complete_id(Socket& s) { return complete(id_of(s.cm)); }
 bool take_peer_conn_data(Socket& s) {
   const rdma_cm_event* ev = s.cm->event;
   if (!ev || !ev->param.conn.private_data) return false;
-  auto d = parse_conn_data({static_cast<const uint8_t*>(ev->param.conn.private_data),
-                            ev->param.conn.private_data_len});
+  auto d = parse_conn_data(
+      {static_cast<const uint8_t*>(ev->param.conn.private_data), ev->param.conn.private_data_len});
   if (!d) return false;
   save_conn_data(s, *d);
   return true;
@@ -84,9 +84,7 @@ int do_connect(Socket& s) {
       case kResolvingAddr:
         more = finish() && start(rdma_resolve_route(s.cm, 2000), kResolvingRoute);
         break;
-      case kResolvingRoute:
-        more = finish() && start(start_connect(s), kConnecting);
-        break;
+      case kResolvingRoute: more = finish() && start(start_connect(s), kConnecting); break;
       case kConnecting:
         more = false;
         if (!finish()) break;
@@ -189,8 +187,8 @@ UROCE_CM_EXPORT int raccept(int fd, sockaddr* addr, socklen_t* addrlen) {
     return fail(e);
   };
   const rdma_cm_event* ev = n->cm->event;
-  auto creq = parse_conn_data({static_cast<const uint8_t*>(ev->param.conn.private_data),
-                               ev->param.conn.private_data_len});
+  auto creq = parse_conn_data(
+      {static_cast<const uint8_t*>(ev->param.conn.private_data), ev->param.conn.private_data_len});
   if (!creq) return fail_free(ENOTSUP);
   // Non-blocking listener: rdma_accept must not wait for the RTU (a thread connecting to
   // itself would wait forever); the socket finishes accepting in do_connect.

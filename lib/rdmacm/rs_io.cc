@@ -105,8 +105,8 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
       wflags = IBV_SEND_INLINE;
     } else {
       n = stage(
-          *s, [&](uint8_t* dst, uint32_t from, uint32_t k) { src.copy(dst, done + from, k); },
-          xfer, sge);
+          *s, [&](uint8_t* dst, uint32_t from, uint32_t k) { src.copy(dst, done + from, k); }, xfer,
+          sge);
       if (xfer <= s->sq_inline) wflags = IBV_SEND_INLINE;
     }
     if ((ret = write_data(*s, sge, n, xfer, wflags))) break;
@@ -167,8 +167,8 @@ UROCE_CM_EXPORT ssize_t rsend(int fd, const void* buf, size_t len, int flags) {
   return sendv(fd, &iov, 1, flags);
 }
 
-UROCE_CM_EXPORT ssize_t rsendto(int fd, const void* buf, size_t len, int flags,
-                                const sockaddr* dst, socklen_t dst_len) {
+UROCE_CM_EXPORT ssize_t rsendto(int fd, const void* buf, size_t len, int flags, const sockaddr* dst,
+                                socklen_t dst_len) {
   if (dst || dst_len) return fail(EISCONN);  // a stream socket: its peer is fixed
   return rsend(fd, buf, len, flags);
 }
@@ -197,8 +197,7 @@ UROCE_CM_EXPORT ssize_t rrecv(int fd, void* buf, size_t len, int flags) {
   size_t got = 0;
   int ret = 0;
   do {
-    if (!s->have_rdata() && (ret = get_comp(*s, lk, s->nonblocking(flags), conn_have_rdata)))
-      break;
+    if (!s->have_rdata() && (ret = get_comp(*s, lk, s->nonblocking(flags), conn_have_rdata))) break;
     if (flags & MSG_PEEK) {
       got = peek(*s, out, len);
       break;

@@ -52,8 +52,9 @@ int send_iomaps(Socket& s, std::unique_lock<std::mutex>& lk, int flags) {
       }
     }
     IomapMr* m = s.iomap_queue.front();
-    Iomap e{m->offset, {reinterpret_cast<uintptr_t>(m->mr->addr), m->mr->rkey,
-                        static_cast<uint32_t>(m->mr->length)}};
+    Iomap e{m->offset,
+            {reinterpret_cast<uintptr_t>(m->mr->addr), m->mr->rkey,
+             static_cast<uint32_t>(m->mr->length)}};
     if (s.swap) {
       e.offset = __builtin_bswap64(e.offset);
       e.sge = to_peer(s, e.sge);
@@ -88,8 +89,7 @@ int send_iomaps(Socket& s, std::unique_lock<std::mutex>& lk, int flags) {
 using namespace uroce::rdmacm::rs;
 using uroce::rdmacm::fail;
 
-UROCE_CM_EXPORT off_t riomap(int fd, void* buf, size_t len, int prot, int /*flags*/,
-                             off_t offset) {
+UROCE_CM_EXPORT off_t riomap(int fd, void* buf, size_t len, int prot, int /*flags*/, off_t offset) {
   SocketPtr s = lookup(fd);
   if (!s) return fail(EBADF);
   std::lock_guard<std::mutex> g(s->mu);
@@ -121,9 +121,7 @@ UROCE_CM_EXPORT int riounmap(int fd, void* buf, size_t len) {
   SocketPtr s = lookup(fd);
   if (!s) return fail(EBADF);
   std::lock_guard<std::mutex> g(s->mu);
-  auto match = [&](const IomapMr& m) {
-    return m.mr && m.mr->addr == buf && m.mr->length == len;
-  };
+  auto match = [&](const IomapMr& m) { return m.mr && m.mr->addr == buf && m.mr->length == len; };
   for (IomapMr& m : s->remote_maps)
     if (match(m)) {
       std::erase(s->iomap_queue, &m);
@@ -186,7 +184,8 @@ UROCE_CM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t off
       wflags = IBV_SEND_INLINE;
     } else {
       n = stage(
-          *s, [&](uint8_t* dst, uint32_t from, uint32_t k) { std::memcpy(dst, src + done + from, k); },
+          *s,
+          [&](uint8_t* dst, uint32_t from, uint32_t k) { std::memcpy(dst, src + done + from, k); },
           xfer, sge);
     }
     s->sqe_avail--;

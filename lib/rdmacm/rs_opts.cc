@@ -52,8 +52,7 @@ void copy_addr(sockaddr* dst, socklen_t* len, const sockaddr* src) {
 UROCE_CM_EXPORT int rsetsockopt(int fd, int level, int name, const void* val, socklen_t len) {
   SocketPtr s = lookup(fd);
   if (!s) return fail(EBADF);
-  if (!val || (level != SOL_SOCKET || name != SO_LINGER ? len < sizeof(int)
-                                                        : len < sizeof(linger)))
+  if (!val || (level != SOL_SOCKET || name != SO_LINGER ? len < sizeof(int) : len < sizeof(linger)))
     return fail(EINVAL);
   std::lock_guard<std::mutex> g(s->mu);
   int ret = ENOTSUP;
@@ -114,8 +113,8 @@ UROCE_CM_EXPORT int rsetsockopt(int fd, int level, int name, const void* val, so
     case IPPROTO_IPV6:
       opts = &s->ipv6_opts;
       if (name == IPV6_V6ONLY) {
-        ret = rdma_set_option(s->cm, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY,
-                              const_cast<void*>(val), sizeof(int))
+        ret = rdma_set_option(s->cm, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, const_cast<void*>(val),
+                              sizeof(int))
                   ? errno
                   : 0;
         on = v;
@@ -224,8 +223,7 @@ UROCE_CM_EXPORT int rfcntl(int fd, int cmd, ...) {
   va_start(ap, cmd);
   const int flags = va_arg(ap, int);
   va_end(ap);
-  if ((s->fd_flags & O_NONBLOCK) != (flags & O_NONBLOCK) &&
-      set_nonblocking(*s, flags & O_NONBLOCK))
+  if ((s->fd_flags & O_NONBLOCK) != (flags & O_NONBLOCK) && set_nonblocking(*s, flags & O_NONBLOCK))
     return -1;
   s->fd_flags = flags;
   return 0;

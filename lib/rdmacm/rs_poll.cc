@@ -5,8 +5,9 @@
  * An rsocket is readable when data waits or its peer shut its side down (POLLIN), writable
  * when a message can go (POLLOUT), POLLHUP once disconnected and its data read (rdma-core
  * reports the hang-up at once, which fails a reader that treats POLLHUP as an error while
- * data is still queued: rstream -T a), POLLERR on error or a failed connect; a listener is readable when a connection request waits; a connecting socket is
- * advanced by the poll itself. Ordinary descriptors are polled as poll(2) would.
+ * data is still queued: rstream -T a), POLLERR on error or a failed connect; a listener is readable
+ * when a connection request waits; a connecting socket is advanced by the poll itself. Ordinary
+ * descriptors are polled as poll(2) would.
  *
  * rpoll first checks every descriptor without sleeping for defaults().polling_us, then arms
  * each rsocket (its CQ's completion channel once connected, its event channel before) and
@@ -49,8 +50,7 @@ short poll_rs(Socket& s, short events, bool nonblock, Test test) {
       break;  // kConnectError
     }
   }
-  if (s.state == kConnectError)
-    return static_cast<short>((events & (POLLIN | POLLOUT)) | POLLERR);
+  if (s.state == kConnectError) return static_cast<short>((events & (POLLIN | POLLOUT)) | POLLERR);
   return 0;
 }
 

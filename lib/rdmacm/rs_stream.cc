@@ -83,8 +83,8 @@ void send_credits(Socket& s) {
     post_msg(s, m);
     return;
   }
-  Sge e = to_peer(s, {reinterpret_cast<uintptr_t>(s.rbuf.get() + s.rbuf_free), s.rmr->rkey,
-                      half(s)});
+  Sge e =
+      to_peer(s, {reinterpret_cast<uintptr_t>(s.rbuf.get() + s.rbuf_free), s.rmr->rkey, half(s)});
   ibv_sge sg{};
   int flags = 0;
   if (s.sq_inline >= sizeof e) {

@@ -86,16 +86,16 @@ struct IomapMr {
 };
 
 struct Socket {
-  int fd = -1;                ///< the number the program holds
-  rdma_cm_id* cm = nullptr;   ///< a synchronous id
+  int fd = -1;               ///< the number the program holds
+  rdma_cm_id* cm = nullptr;  ///< a synchronous id
   int domain = AF_INET;
 
   std::mutex send_mu, recv_mu, mu, wait_mu;
 
   // ---- State (mu) ----------------------------------------------------------------------
   uint32_t state = kInit;
-  int err = 0;       ///< SO_ERROR
-  int fd_flags = 0;  ///< rfcntl F_GETFL/F_SETFL (O_NONBLOCK)
+  int err = 0;                                        ///< SO_ERROR
+  int fd_flags = 0;                                   ///< rfcntl F_GETFL/F_SETFL (O_NONBLOCK)
   uint64_t so_opts = 0, tcp_opts = 0, ipv6_opts = 0;  ///< boolean options, bit = optname
   uint32_t keepalive_time = 0;
   sockaddr_storage dst{};  ///< rconnect's destination
@@ -130,8 +130,8 @@ struct Socket {
   uint32_t rmsg_head = 0, rmsg_tail = 0;
 
   // ---- Iomaps (mu) -----------------------------------------------------------------------
-  std::vector<IomapMr> remote_maps;             ///< one slot per peer iomap entry
-  std::vector<IomapMr*> iomap_queue;            ///< mapped, not yet announced to the peer
+  std::vector<IomapMr> remote_maps;                  ///< one slot per peer iomap entry
+  std::vector<IomapMr*> iomap_queue;                 ///< mapped, not yet announced to the peer
   std::vector<std::unique_ptr<IomapMr>> local_maps;  ///< PROT_NONE mappings
 
   Sge* target_sgl() { return reinterpret_cast<Sge*>(target.get()); }
