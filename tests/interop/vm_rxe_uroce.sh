@@ -18,7 +18,7 @@
 # with scapy's ICRC good on every frame, and rxe's rcvd_pkts counter equals the number of
 # RoCE frames uroce sent it (rxe drops bad-ICRC packets before counting them).
 #
-# Usage: vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
+# Usage: [UROCE_VM_CASES=regex] vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
 #        lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency
 #        and more verify ops; --ecn runs the ECN/CNP case alone)
 # Time: boot ~10-20 s (TCG), short case list ~1-2 min; every program is bounded by a timeout.
@@ -31,8 +31,8 @@ mode=${2:-}
 
 lib=$build/lib/libibverbs.so.1
 verify=$build/bin/uroce_verify
-for f in "$lib" "$verify"; do
-  [[ -e $f ]] || { echo "vm_rxe_uroce: $f is missing (build targets ibverbs, uroce_verify)" >&2
+for f in "$lib" "$build/lib/librdmacm.so.1" "$verify"; do
+  [[ -e $f ]] || { echo "vm_rxe_uroce: $f is missing (build targets ibverbs, rdmacm, uroce_verify)" >&2
                    exit 1; }
 done
 out=$(mktemp -d /tmp/uroce-vm-test.XXXXXX)
@@ -56,6 +56,10 @@ cases=(
   "write_bw_rxe_srv|rxe|ib_write_bw|-F -m 1024 -s 65536 -n 20"
   "verify_write_rxe_srv|rxe|uroce_verify|-o write -s 10000 -n 20"
   "verify_write_uroce_srv|uroce|uroce_verify|-o write -s 10000 -n 20"
+  # RDMA CM: the guest's kernel CM (rdma_ucm + librdmacm) against uroce's librdmacm.so.1,
+  # CM MADs on QP1 both ways; rping -V checks every one of the 100 pings on both sides.
+  "rping_uroce_srv|uroce|rping|-C 100 -V"
+  "rping_rxe_srv|rxe|rping|-C 100 -V"
 )
 ecn_case="ecn_cnp_write_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 20|ce_on|ce_off"
 case $mode in
@@ -83,6 +87,14 @@ if [[ $mode == --long ]]; then
   )
 fi
 
+# UROCE_VM_CASES=<regex>: only the cases whose name matches (to rerun one while debugging).
+if [[ -n ${UROCE_VM_CASES:-} ]]; then
+  kept=()
+  for c in "${cases[@]}"; do [[ ${c%%|*} =~ $UROCE_VM_CASES ]] && kept+=("$c"); done
+  ((${#kept[@]})) || { echo "vm_rxe_uroce: no case matches $UROCE_VM_CASES" >&2; exit 2; }
+  cases=("${kept[@]}")
+fi
+
 # Device/GID options of one side for one program.
 side_opts() {  # side program
   local dev gid
@@ -90,6 +102,7 @@ side_opts() {  # side program
   case $2 in
     ibv_*) echo "-d $dev -i 1 -g $gid" ;;
     uroce_verify) echo "-d $dev -g $gid" ;;
+    rping) ;;  # the RDMA CM picks the device by address (rping -a, added per side below)
     *) echo "-d $dev -x $gid" ;;
   esac
 }
@@ -104,7 +117,7 @@ run() {
   t0=$(now); n=0
   while :; do
     timeout 90 "$@" >"${TMPDIR:-/tmp}/case.out" 2>&1; rc=$?; cat "${TMPDIR:-/tmp}/case.out"
-    [ $again = 1 ] && [ $rc -ne 0 ] && [ $n -lt 80 ] && grep -qE "Couldn.t connect to|Connection refused" "${TMPDIR:-/tmp}/case.out" || break
+    [ $again = 1 ] && [ $rc -ne 0 ] && [ $n -lt 80 ] && grep -qE "Couldn.t connect to|Connection refused|RDMA_CM_EVENT_(REJECTED|UNREACHABLE)" "${TMPDIR:-/tmp}/case.out" || break
     n=$((n + 1)); sleep 0.5
   done
   echo "CASE $name rc=$rc t=$(echo "$(now) $t0" | awk "{printf \"%.2f\", \$1 - \$2}")"
@@ -123,7 +136,17 @@ for c in "${cases[@]}"; do
   [[ -n $pre ]] && guest_s+=$'\n'"$pre"
   gprog=$prog hprog=$prog
   [[ $prog == uroce_verify ]] && gprog=/root/uroce_verify hprog=$verify
-  if [[ $srv == uroce ]]; then
+  if [[ $prog == rping ]]; then
+    # No TCP exchange: the client reaches the server's RoCE address through the RDMA CM; -v
+    # prints each ping (counted below).
+    if [[ $srv == uroce ]]; then
+      host_s+=$'\n'"run $name stdbuf -oL rping -s -a 198.18.0.1 -p 7471 $args"
+      guest_s+=$'\n'"run $name retry rping -c -v -a 198.18.0.1 -p 7471 $args"
+    else
+      guest_s+=$'\n'"run $name rping -s -a 198.18.0.2 -p 7472 $args"
+      host_s+=$'\n'"run $name retry stdbuf -oL rping -c -v -a 198.18.0.2 -p 7472 $args"
+    fi
+  elif [[ $srv == uroce ]]; then
     host_s+=$'\n'"run $name $hprog $(side_opts uroce "$prog") $args"
     guest_s+=$'\n'"run $name retry $gprog $(side_opts rxe "$prog") $args 198.19.0.1"
   else
@@ -171,6 +194,23 @@ for c in "${cases[@]}"; do
   fi
 done
 
+# rping: each client printed 100 pings (rping -V compared each with what it wrote; a mismatch
+# would have ended the program with an error), the guest's client against uroce's server and
+# uroce's client against the guest's.
+for c in "${cases[@]}"; do
+  IFS='|' read -r name srv prog _ <<<"$c"
+  [[ $prog == rping ]] || continue
+  log=$out/out0.log
+  [[ $srv == rxe ]] && log=$out/host.log
+  pings=$(grep -ac "ping data: rdma-ping-" "$log" || true)
+  if ((pings == 100)); then
+    echo "vm_rxe_uroce: $name: the client printed $pings verified pings"
+  else
+    echo "FAIL $name: the client printed $pings pings, want 100"
+    fail=1
+  fi
+done
+
 if [[ -s $out/rxe_uroce.pcap ]]; then
   tmpd=$(mktemp -d)
   cp "$out/rxe_uroce.pcap" "$tmpd/"
@@ -189,14 +229,17 @@ if [[ -s $out/rxe_uroce.pcap ]]; then
   fi
   # uroce's side: every program printed its counters at close (UROCE_PRINT_COUNTERS); none saw
   # a frame with a bad ICRC (rx_icrc_encapsulated) or one its parser refused as malformed.
-  closes=$(grep -ac "counters at close:" "$out/host.log" || true)
-  bad=$(grep -a "counters at close:" "$out/host.log" | grep -oE " (rx_icrc_encapsulated|rx_malformed[a-z_]*)=[0-9]+" | sort | uniq -c || true)
+  # (rping's device, opened by librdmacm and never closed, prints its counters at exit.)
+  closes=$(grep -acE "counters at (close|exit):" "$out/host.log" || true)
+  bad=$(grep -aE "counters at (close|exit):" "$out/host.log" | grep -oE " (rx_icrc_encapsulated|rx_malformed[a-z_]*)=[0-9]+" | sort | uniq -c || true)
   echo "vm_rxe_uroce: $closes uroce device closes; ICRC/malformed counts: ${bad:-none}"
   ((closes > 0)) || { echo "FAIL no uroce counters printed at close"; fail=1; }
   [[ -z $bad ]] || { echo "FAIL uroce counted bad frames from rxe: $bad"; fail=1; }
-  # uroce sends its RoCE data as ECT(0) (ecn = true): every RoCE frame but the CNPs.
-  roce_uroce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81')
-  ect_roce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && ip.dsfield.ecn == 2')
+  # uroce sends its RoCE data as ECT(0) (ecn = true): every RoCE frame but the CNPs and the CM
+  # MADs to QP1 (management traffic, sent Not-ECT).
+  data='ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && infiniband.bth.destqp != 1'
+  roce_uroce=$(count "$data")
+  ect_roce=$(count "$data && ip.dsfield.ecn == 2")
   ((roce_uroce > 0 && ect_roce == roce_uroce)) ||
     { echo "FAIL only $ect_roce of uroce's $roce_uroce RoCE data frames are ECT(0)"; fail=1; }
   rcvd_before=$(sed -n 's/.*STAT-BEFORE.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
