@@ -95,7 +95,7 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
       xfer = static_cast<uint32_t>(left);
     }
     xfer = std::min(xfer, s->sbuf_avail);
-    xfer = std::min(xfer, read_target(*s, s->target_sge).length);
+    xfer = std::min(xfer, s->tsgl[s->target_sge].length);
     ibv_sge sge[2];
     int n = 1;
     int wflags = 0;

@@ -24,17 +24,14 @@ namespace uroce::rdmacm::rs {
 
 namespace {
 
-/// Our target iomap entry (written by the peer) covering stream offset off.
+/// The peer's mapping covering stream offset off (our copies of the target iomap, taken as
+/// its iomap-updated messages came).
 bool find_iomap(Socket& s, uint64_t off, Iomap* out) {
-  for (int i = 0; i < s.target_iomap_size; ++i) {
-    volatile Iomap* e = s.target_iomap() + i;
-    const uint64_t start = e->offset;
-    const uint32_t len = e->sge.length;
-    if (len && off >= start && off < start + len) {
-      *out = {start, {e->sge.addr, e->sge.key, len}};
+  for (const Iomap& e : s.tiomap)
+    if (e.sge.length && off >= e.offset && off < e.offset + e.sge.length) {
+      *out = e;
       return true;
     }
-  }
   return false;
 }
 

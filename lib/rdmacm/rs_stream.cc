@@ -53,21 +53,6 @@ Sge swapped(Sge e) {
 /// Half the receive ring: the unit the peer gets to fill.
 uint32_t half(const Socket& s) { return s.rbuf_size >> 1; }
 
-}  // namespace
-
-/// The peer rewrites an entry only once we used it up (length 0), writing it in address
-/// order, and x86 keeps stores in order: a non-zero length comes with its address and key.
-Sge read_target(Socket& s, int i) {
-  volatile Sge* t = s.target_sgl() + i;
-  Sge e;
-  e.length = t->length;
-  e.addr = t->addr;
-  e.key = t->key;
-  return e;
-}
-
-namespace {
-
 int give_credits(Socket& s) {
   return (s.rbuf_avail >= half(s) || static_cast<int16_t>(s.rseq_no - s.rseq_comp) >= 0) &&
          ctrl_avail(s) && (s.state & kConnected);
@@ -105,11 +90,19 @@ void send_credits(Socket& s) {
   if (++s.remote_sge >= static_cast<int>(s.remote_sgl.length)) s.remote_sge = 0;
 }
 
-/// One receive completion: a message from the peer.
-void on_message(Socket& s, uint32_t m) {
+/// One receive completion: a message from the peer, `len` bytes written with it.
+void on_message(Socket& s, uint32_t m, uint32_t len) {
   switch (msg_op(m)) {
-    case Op::kSgl: s.sseq_comp = static_cast<uint16_t>(msg_data(m)); break;
-    case Op::kIomapSgl: break;  // the entry is in our target iomap already
+    case Op::kSgl:
+      s.sseq_comp = static_cast<uint16_t>(msg_data(m));
+      if (len >= sizeof(Sge)) {  // it also published a buffer half: take the entry it wrote
+        s.tsgl[s.tsgl_next] = s.target_sgl()[s.tsgl_next];
+        s.tsgl_next = (s.tsgl_next + 1) % kSglSize;
+      }
+      break;
+    case Op::kIomapSgl:
+      if (msg_data(m) < s.tiomap.size()) s.tiomap[msg_data(m)] = s.target_iomap()[msg_data(m)];
+      break;
     case Op::kCtrl:
       if (msg_data(m) == static_cast<uint32_t>(Ctrl::kDisconnect)) {
         s.state = kDisconnected;
@@ -167,7 +160,7 @@ bool ctrl_avail(const Socket& s) { return s.ctrl_seqno != s.ctrl_max_seqno; }
 
 bool can_send(Socket& s) {
   return s.sqe_avail > 0 && s.sbuf_avail >= kSndLowat && s.sseq_no != s.sseq_comp &&
-         read_target(s, s.target_sge).length != 0;
+         s.tsgl[s.target_sge].length != 0;
 }
 
 bool conn_can_send(Socket& s) { return can_send(s) || !(s.state & kWritable); }
@@ -254,7 +247,9 @@ void save_conn_data(Socket& s, const ConnData& d) {
   }
   s.remote_maps.assign(s.remote_iomap.length, IomapMr{});
   for (size_t i = 0; i < s.remote_maps.size(); ++i) s.remote_maps[i].index = static_cast<int>(i);
-  s.target_sgl()[0] = d.data_buf;
+  s.tsgl = {d.data_buf, Sge{}};  // the peer's next SGL update writes entry 1
+  s.tsgl_next = 1;
+  s.tiomap.assign(s.target_iomap_size, Iomap{});
   s.sseq_comp = d.credits;
 }
 
@@ -300,12 +295,12 @@ int write_data(Socket& s, ibv_sge* sg, int n, uint32_t len, int flags) {
   s.sseq_no++;
   s.sqe_avail--;
   s.sbuf_avail -= len;
-  const Sge t = read_target(s, s.target_sge);
-  Sge* entry = s.target_sgl() + s.target_sge;
-  entry->addr = t.addr + len;
-  entry->length = t.length - len;
-  if (entry->length == 0 && ++s.target_sge == kSglSize) s.target_sge = 0;
-  return post_write(s, sg, n, msg(Op::kData, len), true, flags, t.addr, t.key);
+  Sge& t = s.tsgl[s.target_sge];
+  const uint64_t addr = t.addr;
+  t.addr += len;
+  t.length -= len;
+  if (t.length == 0 && ++s.target_sge == kSglSize) s.target_sge = 0;
+  return post_write(s, sg, n, msg(Op::kData, len), true, flags, addr, t.key);
 }
 
 void update_credits(Socket& s) {
@@ -320,7 +315,8 @@ int poll_cq(Socket& s) {
       if (wc[i].wr_id & kRecvFlag) {
         if (wc[i].status != IBV_WC_SUCCESS) continue;  // flushed
         received++;
-        if (wc[i].wc_flags & IBV_WC_WITH_IMM) on_message(s, be32toh(wc[i].imm_data));
+        if (wc[i].wc_flags & IBV_WC_WITH_IMM)
+          on_message(s, be32toh(wc[i].imm_data), wc[i].byte_len);
       } else {
         on_send_done(s, wc[i]);
       }

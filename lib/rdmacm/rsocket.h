@@ -12,7 +12,8 @@
  *
  * Flow (sender side, per connection): a data message needs a send-queue slot (sqe_avail),
  * room in the send buffer (sbuf_avail >= kSndLowat), a receive credit (sseq_no != sseq_comp)
- * and room in the current target SGE (the receive-buffer half the peer published). The
+ * and room in the current target SGE (the receive-buffer half the peer published; Socket::tsgl
+ * says how the peer's writes into our registered target memory are taken in). The
  * receiver consumes data in order from its receive ring, and grants credits and republishes
  * a buffer half (an SGL update) when half the ring is free or half its credits are used.
  * Control messages (credit updates, shutdown) have kCtrlSlots send slots of their own.
@@ -35,6 +36,7 @@
 #include <rdma/rdma_cma.h>
 #include <sys/socket.h>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -119,10 +121,17 @@ struct Socket {
   int sqe_avail = 0;
   uint32_t sbuf_avail = 0;  ///< bytes of the send buffer not in flight
   uint32_t sbuf_head = 0;   ///< where the next copy into the send buffer goes
-  int target_sge = 0;       ///< the target SGE data goes to next
-  Sge remote_sgl;           ///< the peer's target SGL (length: entries)
-  int remote_sge = 1;       ///< the peer's SGE our next SGL update rewrites
-  Sge remote_iomap;         ///< the peer's target iomap (length: entries)
+  /// Our copies of the target SGL, the buffer halves the peer published for our data. An
+  /// entry is taken from the registered target memory only when the message that wrote it is
+  /// taken (an SGL update carrying 16 bytes goes to entry tsgl_next, alternating from 1, as the
+  /// peer's remote_sge), and then used up here: never read while the peer may write it.
+  std::array<Sge, kSglSize> tsgl{};
+  int tsgl_next = 1;
+  int target_sge = 0;         ///< the entry data goes to next
+  std::vector<Iomap> tiomap;  ///< copies of the target iomap, taken on iomap-updated messages
+  Sge remote_sgl;             ///< the peer's target SGL (length: entries)
+  int remote_sge = 1;         ///< the peer's SGE our next SGL update rewrites
+  Sge remote_iomap;           ///< the peer's target iomap (length: entries)
   uint32_t rbuf_avail = 0, rbuf_free = 0, rbuf_off = 0;
 
   /// Data messages received and not yet read: bytes each (a ring of rq_size + 1).
@@ -134,6 +143,7 @@ struct Socket {
   std::vector<IomapMr*> iomap_queue;                 ///< mapped, not yet announced to the peer
   std::vector<std::unique_ptr<IomapMr>> local_maps;  ///< PROT_NONE mappings
 
+  /// The registered target SGL and iomap (the peer RDMA-writes them).
   Sge* target_sgl() { return reinterpret_cast<Sge*>(target.get()); }
   Iomap* target_iomap() { return reinterpret_cast<Iomap*>(target.get() + sizeof(Sge) * kSglSize); }
 
@@ -163,8 +173,6 @@ int poll_cq(Socket& s);
 /// Sends a credit update when one is due.
 void update_credits(Socket& s);
 bool can_send(Socket& s);
-/// Target SGE i as the peer last wrote it (it RDMA-writes entries while we read them).
-Sge read_target(Socket& s, int i);
 bool ctrl_avail(const Socket& s);
 /// A control message (zero-length RDMA WRITE WITH IMMEDIATE).
 int post_msg(Socket& s, uint32_t m);
