@@ -288,6 +288,13 @@ def RDMACM_CASES_TEMPLATE():
         # Round trips where each side spins on the last byte of its iomapped buffer (riowrite
         # of 64 B, inline). Few: each costs a scheduler slice here (README, rsockets).
         "riostream.lat": rstream_case("riostream", "-S", "64", "-C", "1", "-I", "20", "-T", "v"),
+        # A connect to a port nobody listens on: the CM's REJ makes rstream's non-blocking
+        # rconnect fail (rpoll, then SO_ERROR = ECONNREFUSED); it must not hang.
+        "rstream.refused": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}"],
+            client=["rstream", "-s", "{addr}", "-p", "{port1}", "-S", "64", "-C", "1"],
+            client_only=True, client_rc_nonzero=True, errors_ok=True,
+            expect_client=r"Connection refused"),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
