@@ -199,7 +199,7 @@ def all_cases():
         add(f"memif.{name}", "rdmacm", "memif", kw.pop("timeout", 120), short=True, **kw)
     # qperf -cm1 (see run_qperf): both processes in a namespace whose lo has the RoCE
     # addresses, so that qperf's TCP peer is also a uroce address; 1 s per test.
-    for test in ("rc_bw", "rc_lat", "rc_rdma_write_bw"):
+    for test in ("rc_bw", "rc_lat", "rc_rdma_write_bw", "rc_rdma_read_bw"):
         add(f"memif.qperf.{test}", "qperf", "memif", 60, short=True, netns=True, test=test,
             args=["-t", "1"])
     for name in ("rping.default", "udaddy.default"):
@@ -760,7 +760,9 @@ def run_qperf(case, link, build):
     (links.NetnsMemifLink), so the client's rdma_resolve_addr of its TCP peer finds a uroce
     address. The client must exit 0 with no error line and report a non-zero bandwidth or
     latency, and its uroce counters (printed at exit) must show the test's traffic: at least
-    the bytes the server received (bandwidth tests) or RDMA packets both ways (latency)."""
+    the bytes the receiving end got (bandwidth tests) or RDMA packets both ways (latency).
+    (qperf's UD tests cannot run over RoCE: they ignore -cm1 and build a GRH-less address
+    handle.)"""
     port = pairmod.free_tcp_port()
     test = case.kw["test"]
     p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"})
@@ -791,16 +793,18 @@ def run_qperf(case, link, build):
         got = QPERF_RECV_BYTES_RE.search(out)
         if not got:
             return fail(f"{case.name}: no recv_bytes line (-vvs)", p)
-        # What the server received (qperf rounds to 3 digits) must have left the client's
-        # uroce: its transmitted bytes (payload + headers) are at least that. (send_bytes
-        # would not do: it counts messages posted, including those flushed at the end.)
+        # The bytes the receiving end got (qperf rounds to 3 digits) must have crossed the
+        # client's uroce: sent by it (payload + headers at least that much), or, for READ,
+        # received by it. (send_bytes would not do: it counts messages posted, including those
+        # flushed at the end.)
         nbytes = float(got.group(1)) * UNIT[got.group(2)]
-        tx = ctr.get("tx_vport_rdma_unicast_bytes", 0)
-        if tx < 0.995 * nbytes:
-            return fail(f"{case.name}: the server received {nbytes:.0f} bytes, the client's "
-                        f"uroce counted tx_vport_rdma_unicast_bytes={tx}", p)
-        print(f"{case.name}: bw {m.group(1)} {m.group(2)}B/sec; server received {nbytes:.0f} B,"
-              f" client's uroce sent {tx} B")
+        way = "rx" if "read" in test else "tx"
+        moved = ctr.get(f"{way}_vport_rdma_unicast_bytes", 0)
+        if moved < 0.995 * nbytes:
+            return fail(f"{case.name}: qperf says {nbytes:.0f} bytes were received, the client's "
+                        f"uroce counted {way}_vport_rdma_unicast_bytes={moved}", p)
+        print(f"{case.name}: bw {m.group(1)} {m.group(2)}B/sec; {nbytes:.0f} B received, "
+              f"client's uroce {way} {moved} B")
     else:
         m = QPERF_LAT_RE.search(out)
         if not m or float(m.group(1)) <= 0:
