@@ -25,9 +25,11 @@
  * another.
  *
  * Not implemented (clear errors): SOCK_DGRAM rsockets (EOPNOTSUPP: a different protocol over
- * UD QPs and UDP sockets), RDMA_ROUTE (ENOSYS: paths come from the configuration), keepalive
- * messages (SO_KEEPALIVE and TCP_KEEPIDLE are kept and reported, no keepalive is sent: RC
- * retries detect a dead peer), fork support.
+ * UD QPs and UDP sockets), RDMA_ROUTE (ENOSYS: paths come from the configuration), AF_IB
+ * (EAFNOSUPPORT), keepalive messages (SO_KEEPALIVE and TCP_KEEPIDLE are kept and reported, as
+ * rsocket(7) says "supported, but ignored": RC retries detect a dead peer while we send; a
+ * socket that only waits to receive does not notice a peer process that died), fork support.
+ * Interoperates with rdma-core's rsockets (tests/interop: rstream, riostream against rxe).
  */
 #pragma once
 
