@@ -276,6 +276,12 @@ def RDMACM_CASES_TEMPLATE():
             server=["rstream", "-b", "{addr}", "-p", "{port}"],
             client=["rstream", "-s", "{addr}", "-p", "{port}"],
             expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 8)),
+        # -S all: 64 B .. 6 MiB in 66 latency and bandwidth tests, 13-45 s here (long set only).
+        "rstream.all": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}", "-S", "all"],
+            client=["rstream", "-s", "{addr}", "-p", "{port}", "-S", "all"],
+            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 66),
+            long_only=True, timeout=300),
         "rstream.verify": rstream_case("rstream", "-S", "65536", "-C", "200", "-T", "v"),
         # A 4 KiB socket buffer (8 KiB rings): messages split at every ring half, credits
         # and ring space are returned all the time.
