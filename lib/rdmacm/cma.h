@@ -99,7 +99,10 @@ struct Id {
   uint8_t tos = 0;
   // Connection (see qp_attr.h for how they become QP attributes).
   uint32_t conn = 0;  ///< the manager's local communication ID (0: none)
-  uint32_t local_psn = 0, remote_psn = 0, remote_qpn = 0, remote_qkey = 0;
+  /// Starting PSNs of our REQ/REP (local: our receive PSN) and of the peer's (remote: our send
+  /// PSN); qp_attr.h.
+  uint32_t local_psn = 0, remote_psn = 0;
+  uint32_t remote_qpn = 0, remote_qkey = 0;
   uint8_t responder_resources = 0;  ///< our max_dest_rd_atomic
   uint8_t initiator_depth = 0;      ///< our max_rd_atomic
   uint8_t retry_count = 7, rnr_retry = 7;

@@ -59,7 +59,8 @@ int req_private(Id* id, const rdma_conn_param* p, std::span<uint8_t> out) {
   size_t off = w::kIpCmHeaderLen;
   const size_t user = id->connect_data.size() + (p && p->private_data ? p->private_data_len : 0);
   if (off + user > out.size()) return EINVAL;
-  std::memcpy(out.data() + off, id->connect_data.data(), id->connect_data.size());
+  if (!id->connect_data.empty())  // (memcpy from an empty vector's null data() is undefined)
+    std::memcpy(out.data() + off, id->connect_data.data(), id->connect_data.size());
   off += id->connect_data.size();
   if (p && p->private_data && p->private_data_len)
     std::memcpy(out.data() + off, p->private_data, p->private_data_len);

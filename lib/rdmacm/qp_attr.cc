@@ -44,7 +44,7 @@ int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask) {
       if (!has_peer(id)) return EINVAL;
       attr->path_mtu = static_cast<ibv_mtu>(id.path_mtu);
       attr->dest_qp_num = id.remote_qpn;
-      attr->rq_psn = id.remote_psn;
+      attr->rq_psn = id.local_psn;  // what our REQ/REP advertised (see qp_attr.h)
       attr->max_dest_rd_atomic = id.responder_resources;
       attr->min_rnr_timer = kMinRnrTimer;
       attr->ah_attr.is_global = 1;
@@ -57,7 +57,7 @@ int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask) {
                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
       return 0;
     case IBV_QPS_RTS:
-      attr->sq_psn = is_ud(id) ? 0 : id.local_psn;
+      attr->sq_psn = is_ud(id) ? 0 : id.remote_psn;  // what the peer's REQ/REP advertised
       *mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
       if (is_ud(id)) return 0;
       if (!has_peer(id)) return EINVAL;

@@ -5,9 +5,14 @@
  * (rdma_cm/ib_cm): INIT with the partition, port and access rights (REMOTE_WRITE, plus
  * REMOTE_READ and REMOTE_ATOMIC when the peer may issue READs: responder resources > 0;
  * none before a connection exists); RTR with the path (GRH to the peer's GID, our GID index,
- * hop limit 64, the id's TOS), path MTU, peer QPN, the peer's starting PSN and our responder
- * resources; RTS with our starting PSN, the retry counts and our initiator depth. UD: INIT with
- * the port space's Q_Key (RDMA_UDP_QKEY), RTR, RTS with SQ PSN 0.
+ * hop limit 64, the id's TOS), path MTU, peer QPN, the starting PSN we advertised and our
+ * responder resources; RTS with the peer's advertised starting PSN, the retry counts and our
+ * initiator depth. UD: INIT with the port space's Q_Key (RDMA_UDP_QKEY), RTR, RTS with SQ PSN 0.
+ *
+ * PSNs: the Starting PSN of a REQ or REP is where its SENDER's receive queue starts (the
+ * kernel CM sets its own rq_psn from the REQ/REP it sends and its sq_psn from the one it
+ * receives): so RTR's rq_psn is our local_psn and RTS's sq_psn the peer's remote_psn. Found
+ * against Linux rxe (tests/interop): the other way round both sides disagree by the PSNs.
  */
 #pragma once
 

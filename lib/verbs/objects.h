@@ -75,6 +75,9 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   ~Runtime() override;
   /// The counters the engine writes: the stats segment's when there is one, else `counters`.
   CounterBlock* engine_counters();
+  /// UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr, one line
+  /// "uroce: <dev>: counters at <when>: name=value ..."; once per runtime.
+  void print_counters(const char* when);
 
   DeviceEntry* dev;
   std::mutex mu;                                ///< the engine lock
@@ -109,6 +112,7 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   /// progress thread stays out of its way while it calls, and polls right after it stops.
   std::atomic<int64_t> last_app_call{0};
   bool exiting = false;                         ///< process exit began: no more progress (mu)
+  bool counters_printed = false;                ///< print_counters ran
 
   /// What one progress step did: frames received and frames sent.
   struct Progress {

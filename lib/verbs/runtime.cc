@@ -120,6 +120,8 @@ void stop_progress_at_exit() {
     if (rt->thread.joinable()) rt->thread.join();
     std::lock_guard<std::mutex> l(rt->mu);
     rt->exiting = true;
+    // A device the program never closed (librdmacm's, for one) reports its counters now.
+    rt->print_counters("exit");
   }
 }
 
@@ -134,11 +136,18 @@ Timestamp now() {
 Runtime::~Runtime() {
   stop.store(true);
   if (thread.joinable()) thread.join();
-  // UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr as it closes, one line,
-  // for tests that check them after the program ends (its stats segment goes with it).
+  print_counters("close");
+}
+
+void Runtime::print_counters(const char* when) {
+  // UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr as it closes (or at exit
+  // when it never closes), one line, for tests that check them after the program ends (its
+  // stats segment goes with it).
+  if (counters_printed) return;
   if (const char* env = getenv("UROCE_PRINT_COUNTERS"); env && *env && *env != '0' && engine) {
+    counters_printed = true;
     const CounterBlock* c = engine_counters();
-    std::string line = "uroce: " + dev->cfg.name + ": counters at close:";
+    std::string line = "uroce: " + dev->cfg.name + ": counters at " + when + ":";
     for (size_t i = 0; i < kCounterCount; ++i)
       if (uint64_t v = c->get(static_cast<Counter>(i)))
         line += " " + std::string(kCounterNames[i]) + "=" + std::to_string(v);

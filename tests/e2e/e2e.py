@@ -205,6 +205,11 @@ def all_cases():
     # librdmacm.so.1, the connection made by the CM on QP1 (lib/rdmacm).
     for name, kw in RDMACM_CASES.items():
         add(f"memif.{name}", "rdmacm", "memif", kw.pop("timeout", 120), short=True, **kw)
+    # qperf -cm1 (see run_qperf): both processes in a namespace whose lo has the RoCE
+    # addresses, so that qperf's TCP peer is also a uroce address; 1 s per test.
+    for test in ("rc_bw", "rc_lat", "rc_rdma_write_bw", "rc_rdma_read_bw"):
+        add(f"memif.qperf.{test}", "qperf", "memif", 60, short=True, netns=True, test=test,
+            args=["-t", "1"])
     for name in ("rping.default", "udaddy.default"):
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"af_packet.{name}", "rdmacm", "af_packet", kw.pop("timeout", 120),
@@ -212,6 +217,17 @@ def all_cases():
     # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
     ucx_cases.cases(add)
     return cases
+
+
+# A result row of rstream/riostream: name bytes xfers iters total time Gb/sec usec/xfer.
+RSTREAM_ROW = r"(?m)^\S+(\s+[\d.]+[kmg]?){4}\s+[\d.]+s\s+[\d.]+\s+[\d.]+$"
+
+
+def rstream_case(prog, *args):
+    """rstream/riostream with the same options on both sides; both print one result row."""
+    return dict(server=[prog, "-b", "{addr}", "-p", "{port}", *args],
+                client=[prog, "-s", "{addr}", "-p", "{port}", *args],
+                expect=RSTREAM_ROW, expect_client=RSTREAM_ROW)
 
 
 # librdmacm programs (rdmacm-utils, perftest -R, qperf -cm1): {addr} is the server's RoCE
@@ -262,6 +278,39 @@ def RDMACM_CASES_TEMPLATE():
             client=["rping", "-c", "-a", "{addr}", "-p", "{port}", "-C", "1"],
             kill_server_first=True, client_only=True, client_rc_nonzero=True, errors_ok=True,
             expect_client=r"RDMA_CM_EVENT_UNREACHABLE, error -110"),
+        # rsockets (lib/rdmacm/rsocket.h): rstream's and riostream's streams over RDMA WRITE
+        # WITH IMMEDIATE into the peer's receive ring, riostream's also over riowrite into
+        # the peer's iomapped buffer; data checked by the programs themselves (-T v).
+        # rstream.default runs rstream's own latency and bandwidth set (64 B .. 1 MiB).
+        "rstream.default": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}"],
+            client=["rstream", "-s", "{addr}", "-p", "{port}"],
+            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 8)),
+        # -S all: 64 B .. 6 MiB in 66 latency and bandwidth tests, 13-45 s here (long set only).
+        "rstream.all": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}", "-S", "all"],
+            client=["rstream", "-s", "{addr}", "-p", "{port}", "-S", "all"],
+            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 66),
+            long_only=True, timeout=300),
+        "rstream.verify": rstream_case("rstream", "-S", "65536", "-C", "200", "-T", "v"),
+        # A 4 KiB socket buffer (8 KiB rings): messages split at every ring half, credits
+        # and ring space are returned all the time.
+        "rstream.small_buf": rstream_case("rstream", "-B", "4096", "-S", "65536", "-C", "100",
+                                          "-T", "v"),
+        # -T a -T b: every transfer waits in a blocking rpoll (completion-channel sleeps).
+        "rstream.rpoll": rstream_case("rstream", "-S", "4096", "-C", "2000", "-T", "v", "-T", "a",
+                                      "-T", "b"),
+        "riostream.verify": rstream_case("riostream", "-S", "65536", "-C", "200", "-T", "v"),
+        # Round trips where each side spins on the last byte of its iomapped buffer (riowrite
+        # of 64 B, inline). Few: each costs a scheduler slice here (README, rsockets).
+        "riostream.lat": rstream_case("riostream", "-S", "64", "-C", "1", "-I", "20", "-T", "v"),
+        # A connect to a port nobody listens on: the CM's REJ makes rstream's non-blocking
+        # rconnect fail (rpoll, then SO_ERROR = ECONNREFUSED); it must not hang.
+        "rstream.refused": dict(
+            server=["rstream", "-b", "{addr}", "-p", "{port}"],
+            client=["rstream", "-s", "{addr}", "-p", "{port1}", "-S", "64", "-C", "1"],
+            client_only=True, client_rc_nonzero=True, errors_ok=True,
+            expect_client=r"Connection refused"),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
@@ -691,6 +740,12 @@ def run_rdmacm(case, link, build):
         pat = case.kw.get(key)
         if pat and not re.search(pat, outs[side]):
             return fail(f"{case.name}: side {side} output lacks /{pat}/", p)
+    if case.kw.get("count"):
+        pat, n = case.kw["count"]
+        for side in (0, 1):
+            got = len(re.findall(pat, outs[side]))
+            if got != n:
+                return fail(f"{case.name}: side {side} printed /{pat}/ {got} times, want {n}", p)
     if case.kw.get("count_client"):
         pat, n = case.kw["count_client"]
         got = len(re.findall(pat, outs[1]))
@@ -701,6 +756,85 @@ def run_rdmacm(case, link, build):
     return 0
 
 
+# qperf's result lines: "bw  =  2.93 GB/sec", "latency  =  12.3 us".
+QPERF_BW_RE = re.compile(r"^\s*bw\s*=\s*([\d.]+) ([KMG]?)B/sec", re.M)
+QPERF_LAT_RE = re.compile(r"^\s*latency\s*=\s*([\d.]+) (ns|us|ms|sec)", re.M)
+QPERF_RECV_BYTES_RE = re.compile(r"^\s*recv_bytes\s*=\s*([\d.]+) ([KMG]?)B", re.M)
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+
+
+def counters_at(out, when="exit"):
+    """The counters uroce printed (UROCE_PRINT_COUNTERS=1) as {name: value}."""
+    m = re.search(rf"counters at {when}:(.*)", out)
+    return {k: int(v) for k, v in (x.split("=") for x in m.group(1).split())} if m else {}
+
+
+def run_qperf(case, link, build):
+    """qperf over uroce's librdmacm (-cm1; without it qperf's address vector has no GRH, which
+    RoCE requires): the server (`qperf -lp PORT`, which serves until killed) and the client
+    `qperf 198.18.0.1 -cm1 TEST` run in one namespace whose lo carries both RoCE addresses
+    (links.NetnsMemifLink), so the client's rdma_resolve_addr of its TCP peer finds a uroce
+    address. The client must exit 0 with no error line and report a non-zero bandwidth or
+    latency, and its uroce counters (printed at exit) must show the test's traffic: at least
+    the bytes the receiving end got (bandwidth tests) or RDMA packets both ways (latency).
+    (qperf's UD tests cannot run over RoCE: they ignore -cm1 and build a GRH-less address
+    handle.)"""
+    port = pairmod.free_tcp_port()
+    test = case.kw["test"]
+    p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"})
+    deadline = time.monotonic() + case.timeout - 10
+    srv = p.start(0, ["qperf", "-lp", str(port)])
+    if not p.wait_listen(srv, port, deadline):
+        p.stop_all()
+        return fail(f"{case.name}: the qperf server never listened on {port}", p)
+    cli = p.start(1, ["qperf", link.oob_host(), "-lp", str(port), "-cm1", "-vvs"] +
+                  case.kw.get("args", []) + [test])
+    cli.wait(deadline - time.monotonic())
+    timed_out = cli.rc is None
+    p.stop_all()  # the qperf server serves until killed
+    p.timed_out = timed_out
+    out = cli.output()
+    if timed_out:
+        return fail(f"{case.name}: the client timed out", p)
+    if cli.rc != 0:
+        return fail(f"{case.name}: client exit code {cli.rc}", p)
+    errs = error_lines(out) + error_lines(srv.output())
+    if errs:
+        return fail(f"{case.name}: error lines: {errs[:3]}", p)
+    ctr = counters_at(out)
+    if test.endswith("_bw"):
+        m = QPERF_BW_RE.search(out)
+        if not m or float(m.group(1)) <= 0:
+            return fail(f"{case.name}: no non-zero 'bw = .. B/sec' line", p)
+        got = QPERF_RECV_BYTES_RE.search(out)
+        if not got:
+            return fail(f"{case.name}: no recv_bytes line (-vvs)", p)
+        # The bytes the receiving end got (qperf rounds to 3 digits) must have crossed the
+        # client's uroce: sent by it (payload + headers at least that much), or, for READ,
+        # received by it. (send_bytes would not do: it counts messages posted, including those
+        # flushed at the end.)
+        nbytes = float(got.group(1)) * UNIT[got.group(2)]
+        way = "rx" if "read" in test else "tx"
+        moved = ctr.get(f"{way}_vport_rdma_unicast_bytes", 0)
+        if moved < 0.995 * nbytes:
+            return fail(f"{case.name}: qperf says {nbytes:.0f} bytes were received, the client's "
+                        f"uroce counted {way}_vport_rdma_unicast_bytes={moved}", p)
+        print(f"{case.name}: bw {m.group(1)} {m.group(2)}B/sec; {nbytes:.0f} B received, "
+              f"client's uroce {way} {moved} B")
+    else:
+        m = QPERF_LAT_RE.search(out)
+        if not m or float(m.group(1)) <= 0:
+            return fail(f"{case.name}: no non-zero 'latency = ..' line", p)
+        tx = ctr.get("tx_vport_rdma_unicast_packets", 0)
+        rx = ctr.get("rx_vport_rdma_unicast_packets", 0)
+        if tx < 100 or rx < 100:
+            return fail(f"{case.name}: uroce counted tx {tx} rx {rx} RDMA packets", p)
+        print(f"{case.name}: latency {m.group(1)} {m.group(2)}; uroce tx {tx} rx {rx} packets")
+    print(f"PASS {case.name}")
+    print(out[-2000:])
+    return 0
+
+
 def run_peer_kill(case, link, build):
     import peer_kill
     return peer_kill.run(case, link, build)
@@ -708,11 +842,13 @@ def run_peer_kill(case, link, build):
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
-           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, **ucx_cases.RUNNERS}
+           "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, "qperf": run_qperf,
+           **ucx_cases.RUNNERS}
 
 
 def run_case(case, build):
-    with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link))) as link:
+    with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link)),
+                         netns=case.kw.get("netns", False)) as link:
         runner = RUNNERS[case.kind]
         if case.link == "pcap" and case.kind in ("pingpong", "perftest"):
             return run_captured(case, link, build, runner)

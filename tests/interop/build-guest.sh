@@ -8,8 +8,8 @@
 #     points at (override with UROCE_GUEST_KERNEL=linux-image-6.1.0-57-amd64); unpacked with
 #     dpkg-deb -x, and only the modules the guest loads (and their dependencies) are kept;
 #   - the root filesystem: an initramfs (newc cpio, gzip) holding busybox-static, iproute2
-#     (ip, tc, rdma), dash as /bin/sh, ibverbs-utils, perftest, rdma-core and libibverbs with
-#     the rxe provider,
+#     (ip, tc, rdma), dash as /bin/sh, ibverbs-utils, perftest, rdmacm-utils (rping),
+#     rdma-core, librdmacm and libibverbs with the rxe provider,
 #     plus every shared library they need (the lib* packages of their Depends, recursively;
 #     the build fails if any ELF file's DT_NEEDED is still missing);
 #   - tests/interop/guest/init, the boot-time script (see that file).
@@ -56,8 +56,10 @@ fi
 # project's own C++ verbs programs (examples/uroce_verify) run in the guest on rxe.
 # dash is /bin/sh: Debian's busybox-static shell prefers its own applets over PATH (its
 # "tc" and "ip" would shadow iproute2's).
+# rdmacm-utils: rping, for the RDMA CM interop cases (the kernel CM and rdma_ucm under
+# librdmacm1 against uroce's librdmacm on the host).
 top_pkgs=(busybox-static dash iproute2 ibverbs-utils perftest rdma-core libibverbs1 ibverbs-providers
-  librdmacm1 libibumad3 zlib1g libstdc++6)
+  librdmacm1 rdmacm-utils libibumad3 zlib1g libstdc++6)
 
 # Recursively follows Depends/PreDepends, keeping only lib* packages beyond the top ones.
 closure() {

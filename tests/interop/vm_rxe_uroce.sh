@@ -14,11 +14,13 @@
 #          off the RoCE link keeps the capture and the counters pure RoCEv2.
 # Each case runs a server on one side and its client on the other (client retries its
 # connect until the server listens, bounded); cases alternate which side serves.
+# RDMA CM and rsockets: rping both ways (kernel CM in the guest, uroce's librdmacm on the host),
+# and rstream/riostream both ways (rdma-core's rsockets in the guest, uroce's on the host).
 # Checks: every program exits 0 on both sides, the capture of the RoCE link decodes in tshark
 # with scapy's ICRC good on every frame, and rxe's rcvd_pkts counter equals the number of
 # RoCE frames uroce sent it (rxe drops bad-ICRC packets before counting them).
 #
-# Usage: vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
+# Usage: [UROCE_VM_CASES=regex] vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
 #        lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency
 #        and more verify ops; --ecn runs the ECN/CNP case alone)
 # Time: boot ~10-20 s (TCG), short case list ~1-2 min; every program is bounded by a timeout.
@@ -31,8 +33,8 @@ mode=${2:-}
 
 lib=$build/lib/libibverbs.so.1
 verify=$build/bin/uroce_verify
-for f in "$lib" "$verify"; do
-  [[ -e $f ]] || { echo "vm_rxe_uroce: $f is missing (build targets ibverbs, uroce_verify)" >&2
+for f in "$lib" "$build/lib/librdmacm.so.1" "$verify"; do
+  [[ -e $f ]] || { echo "vm_rxe_uroce: $f is missing (build targets ibverbs, rdmacm, uroce_verify)" >&2
                    exit 1; }
 done
 out=$(mktemp -d /tmp/uroce-vm-test.XXXXXX)
@@ -56,6 +58,16 @@ cases=(
   "write_bw_rxe_srv|rxe|ib_write_bw|-F -m 1024 -s 65536 -n 20"
   "verify_write_rxe_srv|rxe|uroce_verify|-o write -s 10000 -n 20"
   "verify_write_uroce_srv|uroce|uroce_verify|-o write -s 10000 -n 20"
+  # RDMA CM: the guest's kernel CM (rdma_ucm + librdmacm) against uroce's librdmacm.so.1,
+  # CM MADs on QP1 both ways; rping -V checks every one of the 100 pings on both sides.
+  "rping_uroce_srv|uroce|rping|-C 100 -V"
+  "rping_rxe_srv|rxe|rping|-C 100 -V"
+  # rsockets: librdmacm's own rsocket protocol (rdma-core's rsocket.c in the guest, uroce's
+  # lib/rdmacm/rs_*.cc on the host) over the same CM; rstream/riostream -T v check the data.
+  "rstream_uroce_srv|uroce|rstream|-S 65536 -C 100 -T v"
+  "rstream_rxe_srv|rxe|rstream|-S 65536 -C 100 -T v"
+  "riostream_uroce_srv|uroce|riostream|-S 65536 -C 100 -T v"
+  "riostream_rxe_srv|rxe|riostream|-S 65536 -C 100 -T v"
 )
 ecn_case="ecn_cnp_write_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 20|ce_on|ce_off"
 case $mode in
@@ -83,6 +95,14 @@ if [[ $mode == --long ]]; then
   )
 fi
 
+# UROCE_VM_CASES=<regex>: only the cases whose name matches (to rerun one while debugging).
+if [[ -n ${UROCE_VM_CASES:-} ]]; then
+  kept=()
+  for c in "${cases[@]}"; do [[ ${c%%|*} =~ $UROCE_VM_CASES ]] && kept+=("$c"); done
+  ((${#kept[@]})) || { echo "vm_rxe_uroce: no case matches $UROCE_VM_CASES" >&2; exit 2; }
+  cases=("${kept[@]}")
+fi
+
 # Device/GID options of one side for one program.
 side_opts() {  # side program
   local dev gid
@@ -90,6 +110,7 @@ side_opts() {  # side program
   case $2 in
     ibv_*) echo "-d $dev -i 1 -g $gid" ;;
     uroce_verify) echo "-d $dev -g $gid" ;;
+    rping | rstream | riostream) ;;  # the RDMA CM picks the device by address (below)
     *) echo "-d $dev -x $gid" ;;
   esac
 }
@@ -104,7 +125,7 @@ run() {
   t0=$(now); n=0
   while :; do
     timeout 90 "$@" >"${TMPDIR:-/tmp}/case.out" 2>&1; rc=$?; cat "${TMPDIR:-/tmp}/case.out"
-    [ $again = 1 ] && [ $rc -ne 0 ] && [ $n -lt 80 ] && grep -qE "Couldn.t connect to|Connection refused" "${TMPDIR:-/tmp}/case.out" || break
+    [ $again = 1 ] && [ $rc -ne 0 ] && [ $n -lt 80 ] && grep -qE "Couldn.t connect to|Connection refused|Connection timed out|RDMA_CM_EVENT_(REJECTED|UNREACHABLE)" "${TMPDIR:-/tmp}/case.out" || break
     n=$((n + 1)); sleep 0.5
   done
   echo "CASE $name rc=$rc t=$(echo "$(now) $t0" | awk "{printf \"%.2f\", \$1 - \$2}")"
@@ -123,7 +144,26 @@ for c in "${cases[@]}"; do
   [[ -n $pre ]] && guest_s+=$'\n'"$pre"
   gprog=$prog hprog=$prog
   [[ $prog == uroce_verify ]] && gprog=/root/uroce_verify hprog=$verify
-  if [[ $srv == uroce ]]; then
+  if [[ $prog == rstream || $prog == riostream ]]; then
+    # -b: the server's RoCE address; the client connects to it through the RDMA CM.
+    if [[ $srv == uroce ]]; then
+      host_s+=$'\n'"run $name stdbuf -oL $prog -b 198.18.0.1 -p 7473 $args"
+      guest_s+=$'\n'"run $name retry $prog -s 198.18.0.1 -p 7473 $args"
+    else
+      guest_s+=$'\n'"run $name $prog -b 198.18.0.2 -p 7474 $args"
+      host_s+=$'\n'"run $name retry stdbuf -oL $prog -s 198.18.0.2 -p 7474 $args"
+    fi
+  elif [[ $prog == rping ]]; then
+    # No TCP exchange: the client reaches the server's RoCE address through the RDMA CM; -v
+    # prints each ping (counted below).
+    if [[ $srv == uroce ]]; then
+      host_s+=$'\n'"run $name stdbuf -oL rping -s -a 198.18.0.1 -p 7471 $args"
+      guest_s+=$'\n'"run $name retry rping -c -v -a 198.18.0.1 -p 7471 $args"
+    else
+      guest_s+=$'\n'"run $name rping -s -a 198.18.0.2 -p 7472 $args"
+      host_s+=$'\n'"run $name retry stdbuf -oL rping -c -v -a 198.18.0.2 -p 7472 $args"
+    fi
+  elif [[ $srv == uroce ]]; then
     host_s+=$'\n'"run $name $hprog $(side_opts uroce "$prog") $args"
     guest_s+=$'\n'"run $name retry $gprog $(side_opts rxe "$prog") $args 198.19.0.1"
   else
@@ -171,13 +211,51 @@ for c in "${cases[@]}"; do
   fi
 done
 
+# rping: each client printed 100 pings (rping -V compared each with what it wrote; a mismatch
+# would have ended the program with an error), the guest's client against uroce's server and
+# uroce's client against the guest's.
+for c in "${cases[@]}"; do
+  IFS='|' read -r name srv prog _ <<<"$c"
+  [[ $prog == rping ]] || continue
+  log=$out/out0.log
+  [[ $srv == rxe ]] && log=$out/host.log
+  pings=$(grep -ac "ping data: rdma-ping-" "$log" || true)
+  if ((pings == 100)); then
+    echo "vm_rxe_uroce: $name: the client printed $pings verified pings"
+  else
+    echo "FAIL $name: the client printed $pings pings, want 100"
+    fail=1
+  fi
+done
+
+# rstream/riostream: each side printed its result row for every stream case (-T v checked the
+# data on the way; a mismatch would have failed the program).
+nstream=0
+for c in "${cases[@]}"; do
+  IFS='|' read -r _ _ prog _ <<<"$c"
+  [[ $prog == rstream || $prog == riostream ]] && nstream=$((nstream + 1))
+done
+if ((nstream)); then
+  for log in "$out/out0.log" "$out/host.log"; do
+    rows=$(tr -d '\r' <"$log" | grep -acE '^custom +[0-9.]+[kmg]? ' || true)
+    if ((rows == nstream)); then
+      echo "vm_rxe_uroce: $(basename "$log"): $rows rstream/riostream result rows"
+    else
+      echo "FAIL $(basename "$log"): $rows rstream/riostream result rows, want $nstream"
+      fail=1
+    fi
+  done
+fi
+
 if [[ -s $out/rxe_uroce.pcap ]]; then
   tmpd=$(mktemp -d)
   cp "$out/rxe_uroce.pcap" "$tmpd/"
   /usr/bin/python3 "$here/check_fixtures.py" --any "$tmpd/rxe_uroce.pcap" || fail=1
   count() { tshark -n -r "$out/rxe_uroce.pcap" -Y "$1" 2>/dev/null | wc -l; }
   # CNPs are left out: rxe 6.1 has no CNP opcode and drops them before counting.
-  to_rxe=$(count 'ip.dst == 198.18.0.2 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81')
+  # CM MADs (QP1) are left out as well: a client's REQs before the guest's rxe0 exists (it
+  # retries until the guest serves) reach no rxe counter.
+  to_rxe=$(count 'ip.dst == 198.18.0.2 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && infiniband.bth.destqp != 1')
   cnps=$(count 'ip.dst == 198.18.0.2 && infiniband.bth.opcode == 0x81')
   ce=$(count 'ip.src == 198.18.0.2 && ip.dsfield.ecn == 3')
   ect_uroce=$(count 'ip.src == 198.18.0.1 && ip.dsfield.ecn == 2')
@@ -189,26 +267,29 @@ if [[ -s $out/rxe_uroce.pcap ]]; then
   fi
   # uroce's side: every program printed its counters at close (UROCE_PRINT_COUNTERS); none saw
   # a frame with a bad ICRC (rx_icrc_encapsulated) or one its parser refused as malformed.
-  closes=$(grep -ac "counters at close:" "$out/host.log" || true)
-  bad=$(grep -a "counters at close:" "$out/host.log" | grep -oE " (rx_icrc_encapsulated|rx_malformed[a-z_]*)=[0-9]+" | sort | uniq -c || true)
+  # (rping's device, opened by librdmacm and never closed, prints its counters at exit.)
+  closes=$(grep -acE "counters at (close|exit):" "$out/host.log" || true)
+  bad=$(grep -aE "counters at (close|exit):" "$out/host.log" | grep -oE " (rx_icrc_encapsulated|rx_malformed[a-z_]*)=[0-9]+" | sort | uniq -c || true)
   echo "vm_rxe_uroce: $closes uroce device closes; ICRC/malformed counts: ${bad:-none}"
   ((closes > 0)) || { echo "FAIL no uroce counters printed at close"; fail=1; }
   [[ -z $bad ]] || { echo "FAIL uroce counted bad frames from rxe: $bad"; fail=1; }
-  # uroce sends its RoCE data as ECT(0) (ecn = true): every RoCE frame but the CNPs.
-  roce_uroce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81')
-  ect_roce=$(count 'ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && ip.dsfield.ecn == 2')
+  # uroce sends its RoCE data as ECT(0) (ecn = true): every RoCE frame but the CNPs and the CM
+  # MADs to QP1 (management traffic, sent Not-ECT).
+  data='ip.src == 198.18.0.1 && udp.dstport == 4791 && infiniband.bth.opcode != 0x81 && infiniband.bth.destqp != 1'
+  roce_uroce=$(count "$data")
+  ect_roce=$(count "$data && ip.dsfield.ecn == 2")
   ((roce_uroce > 0 && ect_roce == roce_uroce)) ||
     { echo "FAIL only $ect_roce of uroce's $roce_uroce RoCE data frames are ECT(0)"; fail=1; }
   rcvd_before=$(sed -n 's/.*STAT-BEFORE.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd_after=$(sed -n 's/.*STAT-AFTER.* rcvd_pkts \([0-9]*\).*/\1/p' "$out/out0.log" | head -1)
   rcvd=$(( ${rcvd_after:-0} - ${rcvd_before:-0} ))
-  echo "vm_rxe_uroce: frames to rxe in the capture: $to_rxe; rxe rcvd_pkts: $rcvd"
+  echo "vm_rxe_uroce: frames to rxe in the capture: $to_rxe (and $(count 'ip.dst == 198.18.0.2 && infiniband.bth.destqp == 1') CM MADs); rxe rcvd_pkts: $rcvd"
   # rxe counts a packet in rcvd_pkts only after its header and ICRC checks passed. The capture
   # can miss frames on a loaded machine (seen: 39 of 5743), so it gives a lower bound: rxe must
   # have accepted at least every frame the capture saw, and every captured frame's ICRC was
   # checked above by scapy.
   ((to_rxe > 0 && rcvd >= to_rxe)) || { echo "FAIL rxe accepted $rcvd of $to_rxe frames"; fail=1; }
-  ((rcvd == to_rxe)) || echo "vm_rxe_uroce: the capture missed $((rcvd - to_rxe)) frames rxe received"
+  ((rcvd == to_rxe)) || echo "vm_rxe_uroce: rxe received $((rcvd - to_rxe)) frames more than the capture's data frames (CM MADs, frames the capture missed)"
   rm -rf "$tmpd"
 else
   echo "FAIL no RoCE frame captured"

@@ -48,7 +48,7 @@ TEST(RdmacmQpAttr, ConnectedInitRtrRts) {
   EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   EXPECT_EQ(a.dest_qp_num, 0x22u);
-  EXPECT_EQ(a.rq_psn, 0x4321u);
+  EXPECT_EQ(a.rq_psn, 0x1234u);  // our REQ/REP's starting PSN is where our RQ starts
   EXPECT_EQ(a.path_mtu, IBV_MTU_4096);
   EXPECT_EQ(a.max_dest_rd_atomic, 4);
   EXPECT_EQ(a.ah_attr.is_global, 1);
@@ -60,7 +60,7 @@ TEST(RdmacmQpAttr, ConnectedInitRtrRts) {
   ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
   EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
                       IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-  EXPECT_EQ(a.sq_psn, 0x1234u);
+  EXPECT_EQ(a.sq_psn, 0x4321u);  // and the peer's is where our SQ starts (as the kernel CM)
   EXPECT_EQ(a.max_rd_atomic, 2);
   EXPECT_EQ(a.retry_cnt, 6);
   EXPECT_EQ(a.rnr_retry, 5);

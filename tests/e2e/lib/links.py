@@ -8,7 +8,9 @@ A link has two sides (0 = server, 1 = client). For each side it gives
 
 Addresses (all from 198.18.0.0/15, the benchmarking range):
   - RoCE (owned by uroce in userspace, never given to the kernel): 198.18.0.1/15, 198.18.0.2/15.
-  - Out-of-band TCP: memif runs both processes in the caller's namespace over 127.0.0.1; veth
+  - Out-of-band TCP: memif runs both processes in the caller's namespace over 127.0.0.1 (or,
+    NetnsMemifLink, in a namespace of their own whose lo carries the two RoCE addresses, for
+    programs that reach the RDMA peer by the address of their TCP peer: qperf -cm1); veth
     runs them in two namespaces joined by a SECOND veth pair with kernel addresses
     198.19.<n>.1/24 and 198.19.<n>.2/24. The veth pair DPDK drives has no kernel IP address
     (the DESIGN's rule): the kernel must not answer ARP or send ICMP for uroce's addresses, and
@@ -116,6 +118,53 @@ class MemifLink(Link):
         # bsize: memif buffers big enough for one 4096-MTU RoCE frame (4096 + 74 bytes).
         zc = ",zero-copy=yes" if self.zero_copy and side == 1 else ""
         return f"net_memif0,role={role},socket={self.sock},bsize=8192{zc}"
+
+
+class NetnsMemifLink(MemifLink):
+    """net_memif between two processes that both run in one network namespace created here, whose
+    loopback interface carries the RoCE addresses 198.18.0.1/32 and 198.18.0.2/32 (kernel
+    addresses on `lo` only: the DESIGN rule forbids them on the veths DPDK drives, and there is
+    no veth here). Programs that reach their peer's RDMA address over TCP first (qperf -cm1
+    resolves the host name of its TCP control connection with rdma_resolve_addr) then find the
+    same address over TCP (lo, in the namespace) and over RDMA (memif, owned by uroce).
+    The memif socket is abstract, so it lives in the namespace too. Removed like VethLink's."""
+
+    name = "memif"
+    _counter = 0
+
+    def __init__(self, mtu=4096, tmpdir=None):
+        super().__init__(mtu, tmpdir)
+        remove_stale_namespaces()
+        NetnsMemifLink._counter += 1
+        # `a` after the pid: remove_stale_namespaces() recognises it; `m` keeps it apart from
+        # VethLink's names.
+        self.ns = f"{PREFIX}{os.getpid()}a{NetnsMemifLink._counter}m"
+        self._closed = False
+        _register_cleanup(self)
+        try:
+            sh("ip", "netns", "add", self.ns)
+            sh("ip", "-n", self.ns, "link", "set", "lo", "up")
+            for a in ROCE_ADDR:
+                sh("ip", "-n", self.ns, "addr", "add", f"{a}/32", "dev", "lo")
+        except Exception:
+            self.close()
+            raise
+
+    def server_listening(self):
+        out = sh(*self.wrap(0), "ss", "-Hxl", check=False)
+        return any(self.sock in line for line in out.splitlines())
+
+    def wrap(self, side):
+        return ["ip", "netns", "exec", self.ns]
+
+    def oob_host(self):
+        return ROCE_ADDR[0]
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        sh("ip", "netns", "del", self.ns, check=False)
 
 
 class VethLink(Link):
@@ -226,8 +275,11 @@ def _on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def make_link(name, mtu=None):
-    """memif | memif_zc | af_packet | af_xdp | pcap -> an open Link (close it, or use `with`)."""
+def make_link(name, mtu=None, netns=False):
+    """memif | memif_zc | af_packet | af_xdp | pcap -> an open Link (close it, or use `with`).
+    netns: memif inside a namespace whose lo carries the RoCE addresses (NetnsMemifLink)."""
+    if name == "memif" and netns:
+        return NetnsMemifLink(mtu=mtu or 4096)
     if name in ("memif", "memif_zc"):
         return MemifLink(mtu=mtu or 4096, zero_copy=name == "memif_zc")
     if name in ("af_packet", "af_xdp", "pcap"):
