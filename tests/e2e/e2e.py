@@ -292,6 +292,12 @@ def RDMACM_CASES_TEMPLATE():
             client=["rstream", "-s", "{addr}", "-p", "{port}", "-S", "all"],
             expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 66),
             long_only=True, timeout=300),
+        # riostream's own set: its latency loop spins on the iomapped buffer without calling
+        # the library, so uroce's progress thread (follow-up polling) places each write.
+        "riostream.default": dict(
+            server=["riostream", "-b", "{addr}", "-p", "{port}"],
+            client=["riostream", "-s", "{addr}", "-p", "{port}"],
+            expect=RSTREAM_ROW, expect_client=RSTREAM_ROW, count=(RSTREAM_ROW, 8)),
         "rstream.verify": rstream_case("rstream", "-S", "65536", "-C", "200", "-T", "v"),
         # A 4 KiB socket buffer (8 KiB rings): messages split at every ring half, credits
         # and ring space are returned all the time.
