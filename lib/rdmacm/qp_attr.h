@@ -22,8 +22,11 @@
 
 namespace uroce::rdmacm {
 
-/// Local ACK timeout of the RTS attributes: 4.096 us * 2^14 = 67 ms.
-inline constexpr uint8_t kLocalAckTimeout = 14;
+/// Local ACK timeout of the RTS attributes: 4.096 us * 2^17 = 537 ms, as the Linux CM gives a
+/// RoCE connection (packet lifetime 16, CMA_IBOE_PACKET_LIFETIME, + 1). With 7 retries a peer
+/// must be silent for ~3.8 s before the QP fails: 67 ms (14) let a descheduled process on a
+/// loaded 2-core machine end a transfer with RETRY_EXC_ERR.
+inline constexpr uint8_t kLocalAckTimeout = 17;
 /// RNR NAK timer of the RTR attributes: IBA code 12 = 0.64 ms.
 inline constexpr uint8_t kMinRnrTimer = 12;
 
