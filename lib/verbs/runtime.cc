@@ -345,19 +345,17 @@ void Runtime::start_thread() {
       }
       driving = 0;
       const bool follow_up = since_app < kFollowUp || app_cpu.busy(t);
-      {
-        work = progress_locked(t).total();
-        // Only a sleep needs the deadline: skip it while the thread drives a busy engine alone.
-        if (work == 0 || follow_up) deadline = engine->next_deadline();
-        if (stats_due) {  // QP rates and counters for `uroce show`
-          stats_refresh_qps(this);
-          check_port_health();
-          stats_refresh_port(this);
-          stats_refresh_capture(this);
-          last_rates = t;
-        }
-        mu.unlock();
+      work = progress_locked(t).total();
+      // Only a sleep needs the deadline: skip it while the thread drives a busy engine alone.
+      if (work == 0 || follow_up) deadline = engine->next_deadline();
+      if (stats_due) {  // QP rates and counters for `uroce show`
+        stats_refresh_qps(this);
+        check_port_health();
+        stats_refresh_port(this);
+        stats_refresh_capture(this);
+        last_rates = t;
       }
+      mu.unlock();
       if (work > 0) last_work = t;
       if (follow_up) {
         idle = kSpinRounds + kYieldRounds;  // once alone, sleep before spinning again
