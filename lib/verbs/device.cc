@@ -264,11 +264,7 @@ UROCE_EXPORT int uroce_get_async_event_1_1(ibv_context* c, ibv_async_event* ev) 
   Context* ctx = ctx_of(c);
   for (;;) {
     uint8_t b;
-    ssize_t r = read(c->async_fd, &b, 1);
-    if (r != 1) {
-      if (r < 0 && errno == EINTR) continue;
-      return -1;
-    }
+    if (read(c->async_fd, &b, 1) != 1) return -1;  // a signal: -1/EINTR, as in rdma-core
     std::lock_guard<std::mutex> g(ctx->async_mu);
     if (ctx->async_q.empty()) continue;
     *ev = ctx->async_q.front();

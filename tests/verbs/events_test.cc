@@ -1,13 +1,18 @@
 /**
  * @file events_test.cc
  * @brief Completion channels (ibv_get_cq_event(3): the fd works with poll(), one event per
- * arm, solicited-only arming), ibv_create_cq_ex polling (start/next/end_poll, read_*), and
- * EBUSY on destroying a channel with CQs attached.
+ * arm, solicited-only arming, a signal ends a blocking wait with EINTR), ibv_create_cq_ex
+ * polling (start/next/end_poll, read_*), and EBUSY on destroying a channel with CQs attached.
  */
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "verbs_fixture.h"
 
@@ -127,6 +132,47 @@ TEST_F(ChannelTest, SolicitedOnlyIgnoresUnsolicitedSends) {
   EXPECT_EQ(cq, ecq_);
   ibv_ack_cq_events(cq, 1);
   ASSERT_EQ(poll_n(ecq_, 1).size(), 1u);
+}
+
+void on_test_signal(int) {}
+
+TEST_F(ChannelTest, ASignalEndsABlockingGetCqEventWithEintr) {
+  // ibv_get_cq_event(3) blocks in read(2); a signal whose handler has no SA_RESTART ends it
+  // with -1/EINTR, as in rdma-core. qperf's timed tests leave their wait that way at the end.
+  struct sigaction sa{};
+  struct sigaction old{};
+  sa.sa_handler = on_test_signal;
+  sigemptyset(&sa.sa_mask);
+  ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);
+  ASSERT_EQ(ibv_req_notify_cq(ecq_, 0), 0);
+  std::atomic<bool> done{false};
+  int ret = 0;
+  int err = 0;
+  std::thread waiter([&] {
+    ibv_cq* cq = nullptr;
+    void* cq_ctx = nullptr;
+    ret = ibv_get_cq_event(ch_, &cq, &cq_ctx);
+    err = errno;
+    if (ret == 0) ibv_ack_cq_events(cq, 1);
+    done = true;
+  });
+  // Signal until the wait ends (a signal before read() starts is just handled); after 5 s
+  // of a wait that ignores them, end it with a real event so the test fails, not hangs.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    pthread_kill(waiter.native_handle(), SIGUSR1);
+    std::this_thread::yield();
+  }
+  Buffer src(pd_, 32, kAllAccess);
+  Buffer dst(pd_, 32, kAllAccess);
+  if (!done) {
+    post_recv_b2(dst, 1);
+    send_a2(src, 0);
+  }
+  waiter.join();
+  ASSERT_EQ(sigaction(SIGUSR1, &old, nullptr), 0);
+  EXPECT_EQ(ret, -1);
+  EXPECT_EQ(err, EINTR);
 }
 
 class CqExTest : public QpPairTest {
