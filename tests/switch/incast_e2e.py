@@ -186,8 +186,14 @@ def run_hosts(build, d, socks, pairs, qps, deadline, must_succeed=True, dcqcn=Tr
 
     base = 20000 + (os.getpid() * 7 + len(os.path.basename(d)) * 101) % 15000
     tcp = [base + k for k in range(len(pairs))]
+    # -u 17: local ACK timeout 537 ms (the Linux CM's for RoCE; lib/rdmacm uses it too) instead
+    # of perftest's 67 ms. This emulated path stalls for tens of ms (the bottleneck queue holds
+    # ~22 ms, the switch and six busy-polling processes share 2 cores and are descheduled for
+    # up to 13 ms), and DCQCN may hold a sender near rpg_min_rate, where 16 packets (uroce's
+    # AckReq interval) take longer than 67 ms: spurious timeouts then ended a sender with
+    # RETRY_EXC in ~1 of 10 runs (CI, 2026-12-04). The test is about DCQCN, not the timer.
     common = ["nice", "-n", HOST_NICE, "ib_write_bw", "-d", "uroce0", "-x", "0", "-F", "-D", str(secs),
-              "-s", "65536", "-q", str(qps)]
+              "-s", "65536", "-q", str(qps), "-u", "17"]
     servers = [start(["stdbuf", "-oL"] + common + ["-p", str(tcp[k])],
                      os.path.join(d, f"{NAMES[srv]}.out"), env(srv))
                for k, (_, srv) in enumerate(pairs)]
