@@ -42,6 +42,9 @@ inline constexpr uint32_t kFirstQpSlot = 17;       ///< QPNs 0 and 1 are special
 /// + 4 (READ/atomic items plus the ACKs between them), sized when max_dest_rd_atomic is set.
 inline constexpr uint32_t kRespQueueDepth = 64;
 inline constexpr uint32_t kAckReqInterval = 16;    ///< AckReq at least every n packets
+/// and at least every local ACK timeout / kAckReqTimeDivisor: a sender paced slowly (DCQCN near
+/// rpg_min_rate) then still draws ACKs well inside its timer instead of timing out spuriously.
+inline constexpr int64_t kAckReqTimeDivisor = 4;
 inline constexpr uint8_t kAethCreditInvalid = 0x1f;  ///< ACK credit code "not used" (9.7.5.1)
 inline constexpr uint32_t resp_queue_depth(uint32_t max_dest_rd_atomic) {
   return kRespQueueDepth > 2 * max_dest_rd_atomic + 4 ? kRespQueueDepth
@@ -169,6 +172,7 @@ struct Qp {
   bool any_ack = false;
   uint32_t rd_atomic_out = 0;   ///< READ/atomic WQEs started and not completed
   uint32_t pkts_since_ackreq = 0;
+  Timestamp last_ackreq{};  ///< when the last packet with AckReq went out
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
   Timestamp retrans_at = Timestamp::never();  ///< local ACK timer

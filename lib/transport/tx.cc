@@ -374,7 +374,9 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       if (last && w.opcode == WrOpcode::kSendWithInv) s.ieth_rkey = w.imm;
       s.se = last && (w.flags & kSendSolicited);
       if (qp.type == QpType::kRc)
-        s.ackreq = last || qp.pkts_since_ackreq + 1 >= kAckReqInterval;
+        s.ackreq = last || qp.pkts_since_ackreq + 1 >= kAckReqInterval ||
+                   (now - qp.last_ackreq).ns >=
+                       local_ack_timeout(qp.attr.timeout).ns / kAckReqTimeDivisor;
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
         if (chunk == 0) return true;
@@ -408,6 +410,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   qp.next_psn = after;
   qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
   qp.pkts_since_ackreq = s.ackreq ? 0 : qp.pkts_since_ackreq + 1;
+  if (s.ackreq) qp.last_ackreq = now;
   if (last_of_wqe) {
     qp.send_pos = pos + 1;
     qp.send_off = 0;

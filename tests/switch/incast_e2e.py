@@ -189,9 +189,9 @@ def run_hosts(build, d, socks, pairs, qps, deadline, must_succeed=True, dcqcn=Tr
     # -u 17: local ACK timeout 537 ms (the Linux CM's for RoCE; lib/rdmacm uses it too) instead
     # of perftest's 67 ms. This emulated path stalls for tens of ms (the bottleneck queue holds
     # ~22 ms, the switch and six busy-polling processes share 2 cores and are descheduled for
-    # up to 13 ms), and DCQCN may hold a sender near rpg_min_rate, where 16 packets (uroce's
-    # AckReq interval) take longer than 67 ms: spurious timeouts then ended a sender with
-    # RETRY_EXC in ~1 of 10 runs (CI, 2026-12-04). The test is about DCQCN, not the timer.
+    # up to 13 ms); spurious timeouts ended a sender with RETRY_EXC in ~1 of 10 runs (CI,
+    # 2026-12-04; a sender paced near rpg_min_rate drew an ACK only every 16 packets then,
+    # now at least every timeout / 4 too). The test is about DCQCN, not the timer.
     common = ["nice", "-n", HOST_NICE, "ib_write_bw", "-d", "uroce0", "-x", "0", "-F", "-D", str(secs),
               "-s", "65536", "-q", str(qps), "-u", "17"]
     servers = [start(["stdbuf", "-oL"] + common + ["-p", str(tcp[k])],

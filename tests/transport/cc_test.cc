@@ -2,6 +2,7 @@
  * @file cc_test.cc
  * @brief The congestion-control seam and frame fields: CE marks -> notification point ->
  * CNP (Annex 17 §A17.9.3), CNP -> reaction point, the per-QP send-time gate and its deadline,
+ * AckReq often enough for a paced sender's timer,
  * DSCP from the AV traffic class -> TxMeta priority, and the receive gate's drop counters.
  */
 #include <gtest/gtest.h>
@@ -22,12 +23,16 @@ class FakeQpCc final : public QpCongestion {
   Timestamp next_send_time(uint32_t, Timestamp now) const override {
     return gate > now ? gate : now;
   }
-  void on_packet_sent(uint32_t bytes, Timestamp) override { sent_bytes += bytes; }
+  void on_packet_sent(uint32_t bytes, Timestamp now) override {
+    sent_bytes += bytes;
+    if (pace.ns) gate = now + pace;  // a fixed rate: the next packet `pace` after this one
+  }
   void on_cnp(Timestamp) override { ++cnps; }
   Timestamp next_deadline() const override { return Timestamp::never(); }
   void on_timer(Timestamp) override {}
   uint64_t rate_bps() const override { return 0; }
   Timestamp gate{0};
+  Duration pace{0};
   uint64_t sent_bytes = 0;
   int cnps = 0;
 };
@@ -192,6 +197,39 @@ TEST(Congestion, SendTimeGateHoldsRequestsNotAcks) {
   Captured c = t.sink.pop();
   EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaWriteOnly);
   EXPECT_EQ(cc->sent_bytes, c.bytes.size());
+}
+
+TEST(Congestion, APacedSenderRequestsAcksWithinAQuarterOfItsTimeout) {
+  // A 32-packet WRITE paced at one packet per 2 ms (a sender DCQCN holds near rpg_min_rate):
+  // AckReq every 16 packets alone would leave 30 ms between ACKs, more than the 16.8 ms local
+  // ACK timeout (timeout 12). Expect: AckReq at least every timeout / 4 (4.2 ms) plus one
+  // pacing step, so ACKs come back inside the timer; unpaced, only every 16th and the last.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  FakeQpCc* cc = f.last;
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 32 * 1024));
+  const Duration step = Duration::millis(2);
+  cc->pace = step;
+  Timestamp last_req = t.now;
+  int reqs = 0;
+  for (int i = 0; i < 32; ++i) {
+    ASSERT_EQ(t.tx(), 1u) << "packet " << i;
+    Captured c = t.sink.pop();
+    if (c.p.ackreq) {
+      EXPECT_LE((t.now - last_req).ns, Duration::micros(4200).ns + step.ns) << "packet " << i;
+      last_req = t.now;
+      ++reqs;
+    }
+    t.now = t.now + step;
+  }
+  EXPECT_GE(reqs, 10);
+  EngineUnderTest u(QpType::kRc, &f);
+  ASSERT_TRUE(u.post_send(WrOpcode::kRdmaWrite, 1, 0, 32 * 1024));
+  ASSERT_EQ(u.tx(), 32u);
+  std::vector<int> with_req;
+  for (int i = 0; i < 32; ++i)
+    if (u.sink.pop().p.ackreq) with_req.push_back(i);
+  EXPECT_EQ(with_req, (std::vector<int>{15, 31}));
 }
 
 TEST(Congestion, ReadRequesterIsTheNotificationPointForReadResponses) {
