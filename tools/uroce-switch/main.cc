@@ -34,6 +34,7 @@
 #include "dcqcn/pfc_frame.h"
 #include "dcqcn/pfc_rx.h"
 #include "dpdk/eal_args.h"
+#include "dpdk/memif_guard.h"
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
 #include "uroce-switch/impair.h"
@@ -93,6 +94,7 @@ struct SwitchPort {
   PfcIngress pfc_in;
   std::deque<rte_mbuf*> control;  ///< PFC frames to send: bypass queues, shaper and pause
   PortCounters c;
+  bool link_up = false;           ///< as last seen by watch_links()
 
   Impairment impair;              ///< on the frames this port receives
 
@@ -135,6 +137,10 @@ class Switch {
   bool send_control(uint32_t port);
   bool transmit(EgressLink& l, Timestamp now);
   void timers(Timestamp now);
+  /// A memif port whose link came up has new shared regions: the guard learns them
+  /// (drivers/dpdk/memif_guard.h: a host that exits while the switch transmits to it must not
+  /// crash the switch in DPDK's disconnect race).
+  void watch_links();
   static uint64_t mac_key(const uint8_t* p) {
     uint64_t v = 0;
     for (int i = 0; i < 6; ++i) v = (v << 8) | p[i];
@@ -387,12 +393,25 @@ void Switch::print_stats(const char* tag) {
   std::fflush(stdout);
 }
 
+void Switch::watch_links() {
+  bool refresh = false;
+  for (auto& p : ports_) {
+    rte_eth_link link{};
+    if (rte_eth_link_get_nowait(p->id, &link) != 0) continue;
+    const bool up = link.link_status == RTE_ETH_LINK_UP;
+    refresh |= up && !p->link_up;
+    p->link_up = up;
+  }
+  if (refresh) dpdk::memif_guard_refresh();
+}
+
 void Switch::run() {
   const Timestamp start = now_mono();
   Timestamp next_stats = o_.stats_every.ns > 0 ? start + o_.stats_every : Timestamp::never();
   uint32_t idle = 0;
   rte_mbuf* bufs[kBurst];
   Timestamp prev = start;
+  Timestamp next_link_check = start;
   bool was_queued = false;
   while (!g_stop.load(std::memory_order_relaxed)) {
     Timestamp now = now_mono();
@@ -406,6 +425,10 @@ void Switch::run() {
     }
     work |= release_held(now);
     timers(now);
+    if (now >= next_link_check) {
+      watch_links();
+      next_link_check = now + Duration::millis(1);
+    }
     for (uint32_t i = 0; i < ports_.size(); ++i) work |= send_control(i);
     for (auto& l : links_) work |= transmit(*l, now);
     if (now >= next_stats) {
