@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "dpdk/neighbor_wire.h"
+#include "transport/wire/udp.h"
 
 namespace uroce::dpdk {
 
@@ -65,27 +66,7 @@ struct RxClassifier {
 /// True for an Ethernet frame (802.1Q-tagged or not) carrying IPv4 or IPv6 with a UDP header
 /// whose destination port is 4791 (RoCEv2). Reads nothing past the frame's end.
 inline bool is_rocev2(std::span<const uint8_t> f) {
-  constexpr uint16_t kRoceV2Port = 4791;
-  constexpr uint8_t kUdp = 17;
-  if (f.size() < 14) return false;
-  size_t l3 = 14;
-  uint16_t type = load_be16(f.data() + 12);
-  if (type == wire::kEtherTypeVlan) {
-    if (f.size() < 18) return false;
-    type = load_be16(f.data() + 16);
-    l3 = 18;
-  }
-  size_t l4 = 0;
-  if (type == wire::kEtherTypeIpv4) {
-    if (f.size() < l3 + 20 || f[l3 + 9] != kUdp) return false;
-    l4 = l3 + size_t{f[l3] & 0x0Fu} * 4;
-  } else if (type == wire::kEtherTypeIpv6) {
-    if (f.size() < l3 + 40 || f[l3 + 6] != kUdp) return false;
-    l4 = l3 + 40;
-  } else {
-    return false;
-  }
-  return f.size() >= l4 + 8 && load_be16(f.data() + l4 + 2) == kRoceV2Port;
+  return uroce::wire::rocev2_udp_payload(f).has_value();
 }
 
 }  // namespace uroce::dpdk

@@ -5,7 +5,10 @@
 #include "uroce-switch/impair.h"
 
 #include <cstdlib>
+#include <optional>
 
+#include "transport/wire/bth.h"
+#include "transport/wire/udp.h"
 #include "uroce-switch/options.h"
 
 namespace uroce::uswitch {
@@ -72,24 +75,9 @@ bool parse_impair(std::string_view spec, ImpairConfig* out, std::string* err) {
 }
 
 bool is_rocev2(std::span<const uint8_t> f, size_t* bth_end) {
-  size_t l3 = 14;
-  if (f.size() < 14) return false;
-  uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
-  if (type == 0x8100 && f.size() >= 18) {
-    type = static_cast<uint16_t>(f[16] << 8 | f[17]);
-    l3 = 18;
-  }
-  size_t l4 = 0;
-  if (type == 0x0800 && f.size() >= l3 + 20 && f[l3 + 9] == 17) {
-    l4 = l3 + static_cast<size_t>((f[l3] & 0x0f) * 4);
-  } else if (type == 0x86DD && f.size() >= l3 + 40 && f[l3 + 6] == 17) {
-    l4 = l3 + 40;
-  } else {
-    return false;
-  }
-  if (f.size() < l4 + 8 + 12) return false;
-  if ((f[l4 + 2] << 8 | f[l4 + 3]) != 4791) return false;
-  *bth_end = l4 + 8 + 12;
+  const std::optional<size_t> bth = wire::rocev2_udp_payload(f);
+  if (!bth || f.size() < *bth + sizeof(wire::Bth)) return false;
+  *bth_end = *bth + sizeof(wire::Bth);
   return true;
 }
 
