@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib
 import links  # noqa: E402
 import pair as pairmod  # noqa: E402
 import ucx_cases  # noqa: E402
-from pair import DEVICE, GID_INDEX, Pair, fail  # noqa: E402
+from pair import DEVICE, GID_INDEX, Pair, fail, wait_one  # noqa: E402
 
 MIB = 1 << 20
 
@@ -432,14 +432,9 @@ def run_perftest(case, link, build):
 def run_single(case, link, build, argv, patterns):
     p = Pair(link, build)
     s = p.start(0, argv)
-    rc = s.wait(case.timeout - 10)
-    out = s.output()
-    if rc is None:
-        p.timed_out = True
-        p.stop_all()
-        return fail(f"{case.name}: timed out", p)
-    if rc != 0:
-        return fail(f"{case.name}: exit code {rc}", p)
+    out, failed = wait_one(case.name, p, s, case.timeout - 10)
+    if failed:
+        return failed
     if error_lines(out):
         return fail(f"{case.name}: error lines {error_lines(out)[:3]}", p)
     for pat in patterns:

@@ -208,3 +208,18 @@ def fail(msg, pair=None):
     if pair is not None:
         print(pair.report(msg), file=sys.stderr)
     return 1
+
+
+def wait_one(name, pair, side, timeout, what="exit code"):
+    """Waits for one process of the pair: (its output, None) when it exited 0; otherwise
+    (its output, fail()'s return code) with the report printed, every process stopped first
+    when it timed out. what: how a non-zero exit code is named in the message."""
+    rc = side.wait(timeout)
+    out = side.output()
+    if rc is None:
+        pair.timed_out = True
+        pair.stop_all()
+        return out, fail(f"{name}: timed out", pair)
+    if rc != 0:
+        return out, fail(f"{name}: {what} {rc}", pair)
+    return out, None

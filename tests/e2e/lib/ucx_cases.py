@@ -33,7 +33,7 @@ import socket
 import time
 
 import pair as pairmod
-from pair import DEVICE, Pair, Side, fail
+from pair import DEVICE, Pair, Side, fail, wait_one
 
 # UCX_TLS per variant. rc: RC for the data, UD only to set RC connections up (aux).
 TLS = {"rc": "rc_verbs,ud_verbs:aux", "ud": "ud_verbs"}
@@ -291,14 +291,9 @@ def run_mpi(case, link, build):
     s = Side("mpirun", argv, dict(os.environ), os.path.join(p.dir, "mpirun.out"))
     p.procs.append(s)
     t0 = time.monotonic()
-    rc = s.wait(case.timeout - 10)
-    out = s.output()
-    if rc is None:
-        p.timed_out = True
-        p.stop_all()
-        return fail(f"{case.name}: timed out", p)
-    if rc != 0:
-        return fail(f"{case.name}: mpirun exit code {rc}", p)
+    out, failed = wait_one(case.name, p, s, case.timeout - 10, "mpirun exit code")
+    if failed:
+        return failed
     problem = check_mpi(out)
     if problem:
         return fail(f"{case.name}: {problem}", p)
