@@ -61,10 +61,14 @@ struct Node {
   MrKeys mr;
 };
 
+/// Node i's MAC and its GID (the IPv4 address 198.18.0.(i + 1)).
+MacAddr node_mac(int i) { return MacAddr{{0x02, 0, 0, 0, 0, static_cast<uint8_t>(i + 1)}}; }
+Gid node_gid(int i) { return Gid::from_ipv4(0xc6120001u + static_cast<uint32_t>(i)); }
+
 void make_node(Node& n, int i) {
   EngineConfig cfg;
-  cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, static_cast<uint8_t>(i + 1)}};
-  cfg.gids = {Gid::from_ipv4(0xc6120001u + static_cast<uint32_t>(i))};
+  cfg.mac = node_mac(i);
+  cfg.gids = {node_gid(i)};
   cfg.max_unacked_psns = 1024;
   n.e = std::make_unique<Engine>(cfg, &n.ctr, nullptr);
   n.pd = n.e->alloc_pd().value();
@@ -92,7 +96,7 @@ void connect(Node& a, Node& b, QpType t) {
     at.qp_access_flags = kAll;
     n.e->modify_qp(n.qpn, at, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
     at.qp_state = QpState::kRtr;
-    at.av.dgid = Gid::from_ipv4(0xc6120001u + static_cast<uint32_t>(1 - i));
+    at.av.dgid = node_gid(1 - i);
     at.dest_qp_num = ns[1 - i]->qpn;
     at.path_mtu = 5;
     at.max_dest_rd_atomic = 16;
@@ -104,6 +108,31 @@ void connect(Node& a, Node& b, QpType t) {
     if (t == QpType::kRc) m |= kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrMaxQpRdAtomic;
     n.e->modify_qp(n.qpn, at, m);
   }
+}
+
+/// A = node 0 and B = node 1, with one connected QP of type t each.
+void make_pair(Node& a, Node& b, QpType t) {
+  make_node(a, 0);
+  make_node(b, 1);
+  connect(a, b, t);
+}
+
+/// A frame spec from node `from` to node `to` (their MACs and GIDs); the rest is the caller's.
+wire::FrameSpec spec_between(int from, int to) {
+  wire::FrameSpec s;
+  s.src_mac = node_mac(from);
+  s.dst_mac = node_mac(to);
+  s.src_ip = node_gid(from);
+  s.dst_ip = node_gid(to);
+  return s;
+}
+
+/// What `from` sends now (into `sink`) is received by `to`; returns how many frames.
+size_t deliver(Node& from, RingSink& sink, Node& to, NeighborResolver& nb, Timestamp now) {
+  sink.clear();
+  from.e->poll_transmit(sink, nb, now);
+  for (size_t i = 0; i < sink.size(); ++i) to.e->on_frame(sink.frame(i), now);
+  return sink.size();
 }
 
 constexpr int kBatch = 64;
@@ -127,9 +156,7 @@ void post_batch(Node& a, uint32_t len, Timestamp now) {
 // coalesced ACK(s) B->A. Counts request packets.
 void BM_RcPairZeroLengthWrite(benchmark::State& st) {
   Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kRc);
+  make_pair(a, b, QpType::kRc);
   RingSink sa, sb;
   StaticNeighbors nb;
   Timestamp now{1000};
@@ -137,14 +164,8 @@ void BM_RcPairZeroLengthWrite(benchmark::State& st) {
   uint64_t pkts = 0, acks = 0;
   for (auto _ : st) {
     post_batch(a, 0, now);
-    sa.clear();
-    a.e->poll_transmit(sa, nb, now);
-    for (size_t i = 0; i < sa.size(); ++i) b.e->on_frame(sa.frame(i), now);
-    sb.clear();
-    b.e->poll_transmit(sb, nb, now);
-    for (size_t i = 0; i < sb.size(); ++i) a.e->on_frame(sb.frame(i), now);
-    pkts += sa.size();
-    acks += sb.size();
+    pkts += deliver(a, sa, b, nb, now);
+    acks += deliver(b, sb, a, nb, now);
     a.e->poll_cq(a.cq, c);
     now.ns += 1000;
   }
@@ -156,9 +177,7 @@ BENCHMARK(BM_RcPairZeroLengthWrite);
 // The same with 64-byte WRITEs (payload copy and ICRC over 64 bytes included).
 void BM_RcPair64ByteWrite(benchmark::State& st) {
   Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kRc);
+  make_pair(a, b, QpType::kRc);
   RingSink sa, sb;
   StaticNeighbors nb;
   Timestamp now{1000};
@@ -176,13 +195,8 @@ void BM_RcPair64ByteWrite(benchmark::State& st) {
       w.send_flags = i + 1 == kBatch ? uint32_t{kSendSignaled} : 0u;
       a.e->post_send(a.qpn, w, now);
     }
-    sa.clear();
-    a.e->poll_transmit(sa, nb, now);
-    for (size_t i = 0; i < sa.size(); ++i) b.e->on_frame(sa.frame(i), now);
-    sb.clear();
-    b.e->poll_transmit(sb, nb, now);
-    for (size_t i = 0; i < sb.size(); ++i) a.e->on_frame(sb.frame(i), now);
-    pkts += sa.size();
+    pkts += deliver(a, sa, b, nb, now);
+    deliver(b, sb, a, nb, now);
     a.e->poll_cq(a.cq, c);
     now.ns += 1000;
   }
@@ -193,9 +207,7 @@ BENCHMARK(BM_RcPair64ByteWrite);
 // WQE to packet: UC zero-length WRITEs (complete on send), A only, frames discarded.
 void BM_UcWqeToPacket(benchmark::State& st) {
   Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kUc);
+  make_pair(a, b, QpType::kUc);
   RingSink sa;
   StaticNeighbors nb;
   Timestamp now{1000};
@@ -219,11 +231,7 @@ BENCHMARK(BM_UcWqeToPacket);
 std::vector<std::vector<uint8_t>> write_frames(const Node& b, uint32_t first, int n,
                                                uint32_t payload, uint32_t stride,
                                                uint32_t ack_every) {
-  wire::FrameSpec s;
-  s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
-  s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
-  s.src_ip = Gid::from_ipv4(0xc6120001u);
-  s.dst_ip = Gid::from_ipv4(0xc6120002u);
+  wire::FrameSpec s = spec_between(0, 1);
   s.opcode = wire::Opcode::kRcRdmaWriteOnly;
   s.dest_qpn = Qpn(b.qpn);
   std::vector<std::vector<uint8_t>> frames(static_cast<size_t>(n));
@@ -246,9 +254,7 @@ std::vector<std::vector<uint8_t>> write_frames(const Node& b, uint32_t first, in
 // (PSNs in order), plus its coalesced ACK build.
 void BM_RcResponderRx(benchmark::State& st) {
   Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kRc);
+  make_pair(a, b, QpType::kRc);
   RingSink sb;
   StaticNeighbors nb;
   Timestamp now{1000};
@@ -286,9 +292,7 @@ void BM_RcPlacement4K(benchmark::State& st) {
   constexpr uint32_t kPayload = 4096;
   constexpr int kFrames = 1024;
   Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kRc);
+  make_pair(a, b, QpType::kRc);
   RingSink sb;
   StaticNeighbors nb;
   Timestamp now{1000};
@@ -326,17 +330,11 @@ BENCHMARK(BM_RcPlacement4K);
 // engine call takes the kBatch completions. Counts WQEs retired.
 void BM_RcAckProcessing(benchmark::State& st) {
   Node a, b;
-  make_node(a, 0);
-  make_node(b, 1);
-  connect(a, b, QpType::kRc);
+  make_pair(a, b, QpType::kRc);
   RingSink sa;
   StaticNeighbors nb;
   Timestamp now{1000};
-  wire::FrameSpec s;
-  s.src_mac = MacAddr{{0x02, 0, 0, 0, 0, 2}};
-  s.dst_mac = MacAddr{{0x02, 0, 0, 0, 0, 1}};
-  s.src_ip = Gid::from_ipv4(0xc6120002u);
-  s.dst_ip = Gid::from_ipv4(0xc6120001u);
+  wire::FrameSpec s = spec_between(1, 0);
   s.opcode = wire::Opcode::kRcAcknowledge;
   s.dest_qpn = Qpn(a.qpn);
   s.aeth.syndrome = wire::aeth_syndrome(wire::kAethTypeAck, 0x1f);
