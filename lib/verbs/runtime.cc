@@ -29,8 +29,8 @@
  * Units: nanoseconds (Timestamp), microseconds for the sleep constants.
  */
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -320,15 +320,18 @@ void Runtime::start_thread() {
     int idle = 0;
     int driving = 0;  // looks in a row that found the application calling
     AppCpu app_cpu;
+    // The application is driving (it calls in, or holds the engine): look again later.
+    auto look_again_later = [&driving] {
+      driving = std::min(driving + 1, kDrivingLooksMax);
+      sleep_for(driving_sleep(driving));
+    };
     Timestamp last_work = now();
     Timestamp last_rates = last_work;
     while (!stop.load(std::memory_order_relaxed)) {
       Timestamp t = now();
       const Duration since_app = t - Timestamp{last_app_call.load(std::memory_order_relaxed)};
       if (since_app < kAppDriving && t - last_rates < kStatsRatePeriod) {
-        // Driving: look again later.
-        driving = std::min(driving + 1, kDrivingLooksMax);
-        sleep_for(driving_sleep(driving));
+        look_again_later();
         continue;
       }
       size_t work = 0;
@@ -338,9 +341,7 @@ void Runtime::start_thread() {
       if (stats_due) {
         mu.lock();
       } else if (!mu.try_lock()) {
-        // An application call holds the engine: it is driving.
-        driving = std::min(driving + 1, kDrivingLooksMax);
-        sleep_for(driving_sleep(driving));
+        look_again_later();  // an application call holds the engine
         continue;
       }
       driving = 0;

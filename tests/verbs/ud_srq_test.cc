@@ -223,10 +223,7 @@ TEST_F(SrqTest, QpKeepsItsSrqWhenMoreSrqsAreCreated) {
   ibv_recv_wr* rbad = nullptr;
   ASSERT_EQ(ibv_post_srq_recv(srq_, &rwr, &rbad), 0);
   ibv_sge sge{src.addr(), static_cast<uint32_t>(len), src.mr->lkey};
-  ibv_send_wr wr{};
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  wr.opcode = IBV_WR_SEND;
+  ibv_send_wr wr = rdma_wr(IBV_WR_SEND, &sge, 0, 0);
   // Expect: the SEND lands in the WQE posted to b's own SRQ (not an RNR NAK forever).
   ASSERT_EQ(post_and_wait(wr).status, IBV_WC_SUCCESS);
   auto r = poll_n(cq_b_, 1);

@@ -75,7 +75,8 @@ struct Buffer {
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
-/// An RDMA WRITE or READ work request of one SGE to (remote_addr, rkey); unsignaled.
+/// An RDMA WRITE or READ work request of one SGE to (remote_addr, rkey), or a SEND with
+/// (0, 0); unsignaled, wr_id 0.
 inline ibv_send_wr rdma_wr(ibv_wr_opcode op, ibv_sge* sge, uint64_t remote_addr, uint32_t rkey) {
   ibv_send_wr wr{};
   wr.sg_list = sge;
