@@ -26,6 +26,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -100,11 +101,10 @@ int fail(const std::string& what) {
   return 1;
 }
 
-/// mkdir -p
+/// mkdir -p; a failure shows in the mount or write that follows (fail() reports errno there).
 void make_dirs(const std::string& path) {
-  for (size_t at = 1; at != std::string::npos; at = path.find('/', at + 1))
-    mkdir(path.substr(0, at).c_str(), 0755);
-  mkdir(path.c_str(), 0755);
+  std::error_code ignored;
+  std::filesystem::create_directories(path, ignored);
 }
 
 /// Builds the private namespace (file comment). t: the temporary folder (a tmpfs is mounted
