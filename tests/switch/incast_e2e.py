@@ -192,8 +192,11 @@ def run_hosts(build, d, socks, pairs, qps, deadline, must_succeed=True, dcqcn=Tr
     # up to 13 ms); spurious timeouts ended a sender with RETRY_EXC in ~1 of 10 runs (CI,
     # 2026-12-04; a sender paced near rpg_min_rate drew an ACK only every 16 packets then,
     # now at least every timeout / 4 too). The test is about DCQCN, not the timer.
+    # Only with DCQCN on: with it off (PFC alone, failures not asserted) the longer timeout let
+    # the hosts finish while the switch held a 1 MB backlog for them, and the switch then
+    # crashed at its stop in ~1 of 8 runs (memif_guard did not absorb it; not understood yet).
     common = ["nice", "-n", HOST_NICE, "ib_write_bw", "-d", "uroce0", "-x", "0", "-F", "-D", str(secs),
-              "-s", "65536", "-q", str(qps), "-u", "17"]
+              "-s", "65536", "-q", str(qps)] + (["-u", "17"] if dcqcn else [])
     servers = [start(["stdbuf", "-oL"] + common + ["-p", str(tcp[k])],
                      os.path.join(d, f"{NAMES[srv]}.out"), env(srv))
                for k, (_, srv) in enumerate(pairs)]
