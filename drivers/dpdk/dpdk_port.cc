@@ -51,6 +51,7 @@
 #include "dcqcn/tx_scheduler.h"
 #include "dpdk/eal.h"
 #include "dpdk/mbuf_pool.h"
+#include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
 #include "dpdk/neighbors.h"
 #include "dpdk/rx_class.h"
@@ -162,7 +163,7 @@ class DpdkPort final : public Port {
     rte_mbuf* bufs[kBurst];
     for (uint16_t q = 0; q < nq_; ++q)
       for (int i = 0; i < 1024; ++i) {
-        uint16_t n = rte_eth_rx_burst(port_id_, q, bufs, kBurst);
+        uint16_t n = fenced_rx_burst(memif_, port_id_, q, bufs, kBurst);
         rte_pktmbuf_free_bulk(bufs, n);
         if (n < kBurst) break;
       }
@@ -226,7 +227,8 @@ class DpdkPort final : public Port {
         TxQueue& t = txq_[q];
         if (t.n == 0) continue;
         any = true;
-        uint16_t sent = rte_eth_tx_burst(port_id_, q, t.pending, static_cast<uint16_t>(t.n));
+        uint16_t sent =
+            fenced_tx_burst(memif_, port_id_, q, t.pending, static_cast<uint16_t>(t.n));
         std::memmove(t.pending, t.pending + sent, (t.n - sent) * sizeof(rte_mbuf*));
         t.n -= sent;
         full |= t.n != 0;
@@ -247,7 +249,7 @@ class DpdkPort final : public Port {
       uint16_t want = static_cast<uint16_t>(std::min(max - total, kBurst));
       const uint16_t q = rxq_next_;
       rxq_next_ = static_cast<uint16_t>(q + 1 == nq_ ? 0 : q + 1);
-      uint16_t n = rte_eth_rx_burst(port_id_, q, bufs, want);
+      uint16_t n = fenced_rx_burst(memif_, port_id_, q, bufs, want);
       if (n == 0) {
         ++idle;
         continue;
@@ -446,7 +448,7 @@ class DpdkPort final : public Port {
     size_t len = dcqcn::build_pause_frame(f, mac_, std::span<uint8_t, dcqcn::kPfcFrameLen>(b, dcqcn::kPfcFrameLen));
     m->data_len = static_cast<uint16_t>(len);
     m->pkt_len = static_cast<uint32_t>(len);
-    uint16_t sent = rte_eth_tx_burst(port_id_, 0, &m, 1);
+    uint16_t sent = fenced_tx_burst(memif_, port_id_, 0, &m, 1);
     if (sent == 0) rte_pktmbuf_free(m);
   }
 

@@ -1,10 +1,13 @@
 /**
  * @file memif_guard.cc
- * @brief The memif-region SIGSEGV guard (see memif_guard.h). Signal-handler code uses only
- * atomics and mmap/sigaction (async-signal-safe).
+ * @brief The memif-region SIGSEGV guard and the burst fence (see memif_guard.h). Signal-handler
+ * code uses only atomics, a thread-local pointer the thread set before, mmap/sigaction and
+ * siglongjmp (async-signal-safe). The handler has SA_NODEFER, so a fence's sigsetjmp need not
+ * save the signal mask (a syscall per burst): SIGSEGV is not blocked after the jump.
  */
 #include "dpdk/memif_guard.h"
 
+#include <setjmp.h>
 #include <signal.h>
 #include <sys/mman.h>
 
@@ -24,6 +27,9 @@ std::atomic<uintptr_t> g_start[kMaxRanges];
 std::atomic<uintptr_t> g_end[kMaxRanges];
 std::atomic<int> g_count{0};
 std::atomic<uint64_t> g_faults{0};
+std::atomic<uint64_t> g_fenced{0};
+/// The fence of the call this thread is in (memif_fenced_call), or null.
+thread_local sigjmp_buf* t_fence = nullptr;
 struct sigaction g_prev;
 std::once_flag g_installed;
 std::mutex g_mu;
@@ -42,6 +48,11 @@ void on_segv(int sig, siginfo_t* info, void* ctx) {
       return;  // the faulting instruction runs again, on zeros
     }
     break;
+  }
+  if (sigjmp_buf* fence = t_fence) {  // inside a fenced burst: end the burst, not the process
+    t_fence = nullptr;
+    g_fenced.fetch_add(1, std::memory_order_relaxed);
+    siglongjmp(*fence, 1);
   }
   // Not ours: hand the fault to whoever had it before.
   if ((g_prev.sa_flags & SA_SIGINFO) && g_prev.sa_sigaction) {
@@ -87,5 +98,16 @@ void memif_guard_refresh() {
 }
 
 uint64_t memif_guard_faults() { return g_faults.load(std::memory_order_relaxed); }
+
+uint64_t memif_guard_fenced() { return g_fenced.load(std::memory_order_relaxed); }
+
+bool memif_fenced_call(void (*fn)(void*), void* arg) {
+  sigjmp_buf fence;
+  if (sigsetjmp(fence, 0) != 0) return false;  // the handler jumped here and cleared t_fence
+  t_fence = &fence;
+  fn(arg);
+  t_fence = nullptr;
+  return true;
+}
 
 }  // namespace uroce::dpdk

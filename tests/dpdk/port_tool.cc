@@ -191,10 +191,11 @@ int main(int argc, char** argv) {
   uroce::dpdk::PortInfo info;
   uroce::dpdk::port_info(*port, &info);
   std::printf("PORT tx frames=%u fps=%.0f gbps=%.3f mac=%s driver=%s max_rx_pktlen=%u mtu=%u "
-              "speed_mbps=%u txq=%u rxq=%u memif_guard_faults=%llu\n",
+              "speed_mbps=%u txq=%u rxq=%u memif_guard_faults=%llu memif_guard_fenced=%llu\n",
               seq, seq / secs, seq * o.size * 8 / secs / 1e9, port->mac().to_string().c_str(),
               info.driver.c_str(), info.max_rx_pktlen, info.configured_mtu, info.link_speed_mbps,
               info.max_tx_queues, info.max_rx_queues,
-              static_cast<unsigned long long>(uroce::dpdk::memif_guard_faults()));
+              static_cast<unsigned long long>(uroce::dpdk::memif_guard_faults()),
+              static_cast<unsigned long long>(uroce::dpdk::memif_guard_fenced()));
   return 0;
 }

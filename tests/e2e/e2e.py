@@ -560,7 +560,7 @@ def run_soak(case, link, build):
     """uroce_verify -o mixed for case.kw["secs"] seconds (WRITE + READ back, FETCH_ADD, SEND per
     iteration, every byte checked) while each side's RSS and open fds are sampled; after the
     first quarter (start-up: EAL, pools, QP) neither may grow: RSS by at most 1 MiB, fds not
-    at all."""
+    at all (fewer is no leak: the last sample can catch a side closing its port at the end)."""
     prog = os.path.join(build, "bin", "uroce_verify")
     secs = case.kw["secs"]
     port = pairmod.free_tcp_port()
@@ -593,7 +593,7 @@ def run_soak(case, link, build):
         (t1, rss1, fd1), (t2, rss2, fd2) = steady[0], steady[-1]
         print(f"{case.name}: {name} RSS {rss1} KiB at {t1:.1f} s -> {rss2} KiB at {t2:.1f} s "
               f"(max {max(x[1] for x in steady)}), fds {fd1} -> {fd2}")
-        if rss2 - rss1 > 1024 or fd2 != fd1:
+        if rss2 - rss1 > 1024 or fd2 > fd1:
             return fail(f"{case.name}: {name} grew: RSS {rss1} -> {rss2} KiB, fds {fd1} -> {fd2}",
                         p)
     print(f"PASS {case.name}")

@@ -34,6 +34,7 @@
 #include "dcqcn/pfc_frame.h"
 #include "dcqcn/pfc_rx.h"
 #include "dpdk/eal_args.h"
+#include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
@@ -95,12 +96,17 @@ struct SwitchPort {
   std::deque<rte_mbuf*> control;  ///< PFC frames to send: bypass queues, shaper and pause
   PortCounters c;
   bool link_up = false;           ///< as last seen by watch_links()
+  bool memif = false;             ///< net_memif: bursts run fenced (drivers/dpdk/memif_burst.h)
 
   Impairment impair;              ///< on the frames this port receives
 
   SwitchPort(uint16_t port_id, std::string args, const Options& o, const dcqcn::PfcTxConfig& pfc,
              uint32_t index)
-      : id(port_id), devargs(std::move(args)), pfc_in(o.link_bps, pfc), impair([&] {
+      : id(port_id),
+        devargs(std::move(args)),
+        pfc_in(o.link_bps, pfc),
+        memif(devargs.rfind("net_memif", 0) == 0),
+        impair([&] {
           ImpairConfig ic = o.impair;
           ic.seed += index;
           return ic;
@@ -317,7 +323,7 @@ bool Switch::send_control(uint32_t port) {
   SwitchPort& p = *ports_[port];
   bool work = false;
   while (!p.control.empty()) {
-    if (rte_eth_tx_burst(p.id, 0, &p.control.front(), 1) == 0) break;
+    if (dpdk::fenced_tx_burst(p.memif, p.id, 0, &p.control.front(), 1) == 0) break;
     p.control.pop_front();
     work = true;
   }
@@ -343,15 +349,15 @@ bool Switch::transmit(EgressLink& l, Timestamp now) {
       head.ect = false;  // marked once, even if the PMD refuses it now
       l.ecn_marked++;
     }
-    if (rte_eth_tx_burst(ports_[head.egress]->id, 0, &m, 1) == 0) {  // ring full / no peer
-      ports_[head.egress]->c.tx_ring_full++;
+    SwitchPort& out = *ports_[head.egress];
+    if (dpdk::fenced_tx_burst(out.memif, out.id, 0, &m, 1) == 0) {  // ring full / no peer
+      out.c.tx_ring_full++;
       break;
     }
     l.q_samples++;
     if (l.queues.bytes(prio) >= o_.red.kmax_bytes) l.q_over_kmax++;
     QueuedFrame f = l.queues.pop(prio);
     l.shaper.consume(f.len);
-    SwitchPort& out = *ports_[f.egress];
     out.c.tx_packets++;
     out.c.tx_bytes += f.len;
     send_pfc(f.ingress, ports_[f.ingress]->pfc_in.remove(f.prio, f.len, now));
@@ -389,7 +395,11 @@ void Switch::print_stats(const char* tag) {
   }
   // Not a port line (no "port="): how long the switch went unscheduled with frames queued.
   // A gap longer than a peer's pause time lets that pause lapse before the refresh.
-  std::printf("%s-switch max_busy_gap_us=%ld\n", tag, static_cast<long>(max_busy_gap_.ns / 1000));
+  // memif_faults/memif_fenced: a departing host's disconnect race, absorbed (memif_guard.h).
+  std::printf("%s-switch max_busy_gap_us=%ld memif_faults=%llu memif_fenced=%llu\n", tag,
+              static_cast<long>(max_busy_gap_.ns / 1000),
+              static_cast<unsigned long long>(dpdk::memif_guard_faults()),
+              static_cast<unsigned long long>(dpdk::memif_guard_fenced()));
   std::fflush(stdout);
 }
 
@@ -419,7 +429,8 @@ void Switch::run() {
     prev = now;
     bool work = false;
     for (uint32_t i = 0; i < ports_.size(); ++i) {
-      uint16_t n = rte_eth_rx_burst(ports_[i]->id, 0, bufs, kBurst);
+      const SwitchPort& p = *ports_[i];
+      uint16_t n = dpdk::fenced_rx_burst(p.memif, p.id, 0, bufs, kBurst);
       for (uint16_t k = 0; k < n; ++k) ingress(i, bufs[k], now);
       work |= n > 0;
     }
