@@ -40,15 +40,15 @@
 namespace {
 
 struct Options {
-  std::string dev;          ///< -d: device name (default: the first)
-  int gid_index = 0;        ///< -g
-  size_t size = 4096;       ///< -s: bytes per message (8 for atomic)
-  int iters = 100;          ///< -n
-  std::string op = "write"; ///< -o: write | read | send | atomic
-  int port = 18515;         ///< -p: TCP port
-  int timeout_s = 10;       ///< -t: seconds to wait for any one completion
-  int duration_s = 0;       ///< -D: mixed only; run this long instead of -n iterations
-  std::string host;         ///< server host (client mode)
+  std::string dev;           ///< -d: device name (default: the first)
+  int gid_index = 0;         ///< -g
+  size_t size = 4096;        ///< -s: bytes per message (8 for atomic)
+  int iters = 100;           ///< -n
+  std::string op = "write";  ///< -o: write | read | send | atomic
+  int port = 18515;          ///< -p: TCP port
+  int timeout_s = 10;        ///< -t: seconds to wait for any one completion
+  int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
+  std::string host;          ///< server host (client mode)
 };
 
 /// mixed: receive slots the server keeps posted, and where its counter sits in its buffer.
@@ -232,8 +232,8 @@ bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-  if (ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                   IBV_QP_ACCESS_FLAGS)) {
+  if (ibv_modify_qp(r->qp, &a,
+                    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     std::perror("modify INIT");
     return false;
   }
@@ -249,9 +249,9 @@ bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
   a.ah_attr.grh.sgid_index = static_cast<uint8_t>(o.gid_index);
   a.ah_attr.grh.hop_limit = 64;
   a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                   IBV_QP_MIN_RNR_TIMER)) {
+  if (ibv_modify_qp(r->qp, &a,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
     std::perror("modify RTR");
     return false;
   }
@@ -262,8 +262,9 @@ bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
   a.rnr_retry = 7;
   a.sq_psn = me.psn;
   a.max_rd_atomic = 4;
-  if (ibv_modify_qp(r->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
+  if (ibv_modify_qp(r->qp, &a,
+                    IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                        IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
     std::perror("modify RTS");
     return false;
   }
@@ -289,8 +290,8 @@ bool wait_one(Rdma* r, ibv_wc* wc) {
   return false;
 }
 
-bool post(Rdma* r, ibv_wr_opcode op, uint8_t* local, ibv_mr* lmr, uint32_t len,
-          const Peer& peer, uint64_t compare = 0, uint64_t swap = 0) {
+bool post(Rdma* r, ibv_wr_opcode op, uint8_t* local, ibv_mr* lmr, uint32_t len, const Peer& peer,
+          uint64_t compare = 0, uint64_t swap = 0) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(local), len, lmr->lkey};
   ibv_send_wr wr{};
   wr.wr_id = static_cast<uint64_t>(op);
@@ -417,8 +418,8 @@ long server_run_mixed(const Options& o, Rdma* r, int fd, long* theirs, long* ite
     if (n < 0) return -1;
     if (n == 1) {
       if (wc.status != IBV_WC_SUCCESS || wc.wr_id != received % kMixedSlots) {
-        std::fprintf(stderr, "uroce_verify: receive %" PRIu64 ": %s, wr_id %" PRIu64 "\n",
-                     received, ibv_wc_status_str(wc.status), wc.wr_id);
+        std::fprintf(stderr, "uroce_verify: receive %" PRIu64 ": %s, wr_id %" PRIu64 "\n", received,
+                     ibv_wc_status_str(wc.status), wc.wr_id);
         return -1;
       }
       uint8_t* slot = slots + wc.wr_id * o.size;
@@ -465,18 +466,20 @@ long server_run_send(const Options& o, Rdma* r) {
     if (!wait_one(r, &wc)) return -1;
     if (wc.byte_len != o.size) ++bad;
     if (wc.wr_id != static_cast<uint64_t>(i)) {  // receives complete in posting order
-      std::fprintf(stderr, "uroce_verify: receive %d completed as wr_id %" PRIu64 "\n", i, wc.wr_id);
+      std::fprintf(stderr, "uroce_verify: receive %d completed as wr_id %" PRIu64 "\n", i,
+                   wc.wr_id);
       return -1;
     }
-    bad += static_cast<long>(count_mismatch(r->buf.data() + wc.wr_id * o.size, o.size,
-                                            static_cast<uint32_t>(wc.wr_id)));
+    bad += static_cast<long>(
+        count_mismatch(r->buf.data() + wc.wr_id * o.size, o.size, static_cast<uint32_t>(wc.wr_id)));
   }
   return no_extra_completion(r) ? bad : -1;
 }
 
 long server_check_end(const Options& o, Rdma* r) {
   if (o.op == "write")
-    return static_cast<long>(count_mismatch(r->buf.data(), o.size, static_cast<uint32_t>(o.iters - 1)));
+    return static_cast<long>(
+        count_mismatch(r->buf.data(), o.size, static_cast<uint32_t>(o.iters - 1)));
   if (o.op == "read") return static_cast<long>(count_mismatch(r->buf.data(), o.size, 0xfeed));
   if (o.op == "atomic") {
     uint64_t v;
@@ -521,8 +524,7 @@ int main(int argc, char** argv) {
     }
   }
   if (optind < argc) o.host = argv[optind];
-  if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" &&
-      o.op != "mixed") {
+  if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" && o.op != "mixed") {
     usage();
     return 2;
   }

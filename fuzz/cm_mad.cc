@@ -2,8 +2,9 @@
  * @file cm_mad.cc
  * @brief Fuzz target: transport/wire/cm.h parse_cm_mad() on arbitrary bytes. It never reads
  * past the input, and any MAD it accepts is rebuilt by build_cm_mad() into one that parses
- * to the same message (what the CM would answer from is what it read). A REQ's or SIDR_REQ's private data
- * also goes through the RDMA IP CM header parser, whose accepted headers rebuild the same.
+ * to the same message (what the CM would answer from is what it read). A REQ's or SIDR_REQ's
+ * private data also goes through the RDMA IP CM header parser, whose accepted headers rebuild the
+ * same.
  */
 #include <cstdint>
 #include <cstdlib>

@@ -55,7 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::rc_to_rts(e, rc, f.peer, kSqPsn);
 
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicCmpAndSwp,
-                          WrOpcode::kSend, WrOpcode::kRdmaRead, WrOpcode::kAtomicFetchAndAdd};
+                          WrOpcode::kSend,     WrOpcode::kRdmaRead,  WrOpcode::kAtomicFetchAndAdd};
   for (int i = 0; i < kRequests; ++i) {
     const WrOpcode op = ops[i % 6];
     const bool atomic = op == WrOpcode::kAtomicCmpAndSwp || op == WrOpcode::kAtomicFetchAndAdd;

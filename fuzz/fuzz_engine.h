@@ -6,8 +6,8 @@
  */
 #pragma once
 
-#include <cstddef>
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -152,16 +152,18 @@ inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint3
   a.dest_qp_num = 0x55;
   a.rq_psn = 0;
   a.max_dest_rd_atomic = 4;
-  e.modify_qp(qpn, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
-                          kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  e.modify_qp(qpn, a,
+              kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                  kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
   a.qp_state = QpState::kRts;
   a.sq_psn = sq_psn;
   a.timeout = 1;
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.max_rd_atomic = 4;
-  e.modify_qp(qpn, a, kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn |
-                          kAttrMaxQpRdAtomic);
+  e.modify_qp(
+      qpn, a,
+      kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn | kAttrMaxQpRdAtomic);
 }
 
 }  // namespace uroce::fuzz

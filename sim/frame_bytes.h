@@ -94,7 +94,8 @@ inline void set_ecn(std::span<uint8_t> b, Ecn e) {
     b[ip + 10] = 0;
     b[ip + 11] = 0;
     uint32_t sum = 0;
-    for (size_t i = 0; i < ihl; i += 2) sum += static_cast<uint32_t>((b[ip + i] << 8) | b[ip + i + 1]);
+    for (size_t i = 0; i < ihl; i += 2)
+      sum += static_cast<uint32_t>((b[ip + i] << 8) | b[ip + i + 1]);
     while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
     uint16_t c = static_cast<uint16_t>(~sum);
     b[ip + 10] = static_cast<uint8_t>(c >> 8);

@@ -100,19 +100,14 @@ void Link::kick(Timestamp now, bool from_finish) {
 
 void Link::on_event(uint32_t tag, Frame&& frame, Timestamp now) {
   switch (tag) {
-    case kTxDone:
-      finish(std::move(frame), now);
-      return;
+    case kTxDone: finish(std::move(frame), now); return;
     case kArrive:
       ++stats_.delivered;
       if (tap_) tap_(frame, now);
       rx_->receive(rx_port_, std::move(frame), now);
       return;
-    case kKick:
-      kick(now);
-      return;
-    default:
-      return;
+    case kKick: kick(now); return;
+    default: return;
   }
 }
 

@@ -27,18 +27,19 @@
 
 namespace uroce::sim {
 
-inline constexpr size_t kFcsBytes = 4;          ///< Ethernet FCS (not written by the TxSink)
+inline constexpr size_t kFcsBytes = 4;           ///< Ethernet FCS (not written by the TxSink)
 inline constexpr size_t kPreambleIfgBytes = 20;  ///< 7 preamble + 1 SFD + 12 inter-frame gap
 inline constexpr int kPriorities = 8;
 
 /// Wire-time of a frame of `len` bytes (without FCS) at `bps`, in picoseconds.
 constexpr int64_t serialization_ps(size_t len, uint64_t bps) {
-  return static_cast<int64_t>((static_cast<uint64_t>(len + kFcsBytes + kPreambleIfgBytes) * 8u *
-                               1'000'000'000'000ull) / bps);
+  return static_cast<int64_t>(
+      (static_cast<uint64_t>(len + kFcsBytes + kPreambleIfgBytes) * 8u * 1'000'000'000'000ull) /
+      bps);
 }
 
 struct LinkParams {
-  uint64_t rate_bps = 100'000'000'000ull;   ///< line rate
+  uint64_t rate_bps = 100'000'000'000ull;  ///< line rate
   Duration propagation = Duration::nanos(500);
   uint32_t max_frames = 0;  ///< egress queue limit in frames (waiting + on the wire); 0: none
   uint64_t max_bytes = 0;   ///< egress queue limit in bytes; 0: none
@@ -49,11 +50,11 @@ struct LinkParams {
 /// and independent of each other.
 struct Impairments {
   uint64_t seed = 1;
-  double loss = 0;            ///< probability a frame is lost
-  double reorder = 0;         ///< probability a frame is held back by reorder_delay
+  double loss = 0;     ///< probability a frame is lost
+  double reorder = 0;  ///< probability a frame is held back by reorder_delay
   Duration reorder_delay = Duration::micros(5);
-  double duplicate = 0;       ///< probability a second copy is delivered right after
-  double corrupt = 0;         ///< probability one byte after the BTH is flipped (bad ICRC)
+  double duplicate = 0;  ///< probability a second copy is delivered right after
+  double corrupt = 0;    ///< probability one byte after the BTH is flipped (bad ICRC)
   /// Deterministic drop hook for tests: true drops the frame (counted in dropped_filter).
   std::function<bool(const Frame&)> drop_if;
 };
@@ -70,8 +71,8 @@ struct LinkStats {
   uint64_t reordered = 0;
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
-  uint64_t max_queue_bytes = 0; ///< high-water mark of queued bytes (all priorities)
-  uint64_t max_frame_bytes = 0; ///< longest frame sent (without FCS)
+  uint64_t max_queue_bytes = 0;  ///< high-water mark of queued bytes (all priorities)
+  uint64_t max_frame_bytes = 0;  ///< longest frame sent (without FCS)
 };
 
 /// Hooks for the owner of the sending end (a host or a switch port).
@@ -155,8 +156,8 @@ class Link final : public EventHandler {
   bool busy_ = false;
   bool want_space_ = false;
   size_t wire_len_ = 0;
-  int64_t wire_free_ps_ = 0;   ///< when the wire finishes its current frame, ps
-  int64_t finish_ps_ = 0;      ///< end of serialisation of the frame on the wire, ps
+  int64_t wire_free_ps_ = 0;  ///< when the wire finishes its current frame, ps
+  int64_t finish_ps_ = 0;     ///< end of serialisation of the frame on the wire, ps
   LinkStats stats_;
 };
 

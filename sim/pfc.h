@@ -25,8 +25,8 @@ inline constexpr size_t kPfcFrameBytes = 60;
 inline constexpr MacAddr kPfcDestMac = {{0x01, 0x80, 0xc2, 0x00, 0x00, 0x01}};
 
 struct PfcFrame {
-  uint8_t enable = 0;                  ///< bit p: the time for priority p is valid
-  std::array<uint16_t, 8> quanta{};    ///< pause time per priority; 0 = resume (XON)
+  uint8_t enable = 0;                ///< bit p: the time for priority p is valid
+  std::array<uint16_t, 8> quanta{};  ///< pause time per priority; 0 = resume (XON)
 };
 
 /// Writes a PFC frame from `src` into `out` (resized to 60 bytes).

@@ -52,10 +52,16 @@ uint8_t stream_pattern(uint64_t msg, uint64_t off) {
 }
 
 RcStream::RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32_t a_qpn,
-                   uint32_t a_scq, EngineHost& b, uint32_t b_pd, uint32_t b_qpn,
-                   uint32_t b_rcq)
-    : cfg_(cfg), a_(a), b_(b), a_pd_(a_pd), a_qpn_(a_qpn), a_scq_(a_scq), b_pd_(b_pd),
-      b_qpn_(b_qpn), b_rcq_(b_rcq) {
+                   uint32_t a_scq, EngineHost& b, uint32_t b_pd, uint32_t b_qpn, uint32_t b_rcq)
+    : cfg_(cfg),
+      a_(a),
+      b_(b),
+      a_pd_(a_pd),
+      a_qpn_(a_qpn),
+      a_scq_(a_scq),
+      b_pd_(b_pd),
+      b_qpn_(b_qpn),
+      b_rcq_(b_rcq) {
   sizes_ = cfg.sizes;
   if (sizes_.empty())
     sizes_ = {65536, 1, 4096, 4097, 10000, 262144, 777, 131072, 1024, 3, 8192, 200000};
@@ -69,8 +75,7 @@ RcStream::RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32
   expect_result_.assign(cfg_.window, 0);
   for (uint32_t t = 0; t < kCounters; ++t) b_counters_[t] = expect_counter_[t] = 1000 * t;
   using namespace transport;
-  auto reg = [&](EngineHost& h, uint32_t pd, void* p, size_t len, uint32_t acc,
-                 MrKeys* out) {
+  auto reg = [&](EngineHost& h, uint32_t pd, void* p, size_t len, uint32_t acc, MrKeys* out) {
     auto r = h.engine().reg_mr(pd, reinterpret_cast<uint64_t>(p), len, acc);
     if (!r) {
       fail("reg_mr failed on " + h.name() + ": errno " + std::to_string(r.status().code()));
@@ -81,8 +86,7 @@ RcStream::RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32
   reg(a_, a_pd_, a_buf_.data(), a_buf_.size(), kAccessLocalWrite, &a_mr_);
   reg(b_, b_pd_, b_buf_.data(), b_buf_.size(),
       kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &b_mr_);
-  reg(a_, a_pd_, a_atomic_res_.data(), a_atomic_res_.size() * 8, kAccessLocalWrite,
-      &a_res_mr_);
+  reg(a_, a_pd_, a_atomic_res_.data(), a_atomic_res_.size() * 8, kAccessLocalWrite, &a_res_mr_);
   reg(b_, b_pd_, b_counters_.data(), b_counters_.size() * 8,
       kAccessLocalWrite | kAccessRemoteAtomic, &b_cnt_mr_);
 }
@@ -135,7 +139,8 @@ bool RcStream::post_recv(uint64_t j) {
 bool RcStream::post_next(Timestamp now) {
   uint64_t i = posted_;
   uint32_t len = size_of(i);
-  if (!is_atomic(cfg_.op)) len = static_cast<uint32_t>(std::min<uint64_t>(len, cfg_.total_bytes - bytes_posted_));
+  if (!is_atomic(cfg_.op))
+    len = static_cast<uint32_t>(std::min<uint64_t>(len, cfg_.total_bytes - bytes_posted_));
   uint8_t* src = a_slot(i);
   uint8_t* dst = b_slot(i);
   SendWr wr;
@@ -219,8 +224,8 @@ bool RcStream::step_a(Timestamp now) {
         return false;
       }
       if (c.wr_id != i) {
-        fail("send completion out of order: wr_id " + std::to_string(c.wr_id) +
-             " status " + std::to_string(static_cast<int>(c.status)) + at(i));
+        fail("send completion out of order: wr_id " + std::to_string(c.wr_id) + " status " +
+             std::to_string(static_cast<int>(c.status)) + at(i));
         return false;
       }
       if (c.status != WcStatus::kSuccess) {
@@ -319,8 +324,10 @@ bool RcStream::step_b(Timestamp now) {
         return false;
       }
       bool imm = cfg_.op != StreamOp::kSend;
-      WcOpcode want = cfg_.op == StreamOp::kWriteWithImm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;
-      if (c.opcode != want) fail("receive opcode " + std::to_string(static_cast<int>(c.opcode)) + at(j));
+      WcOpcode want =
+          cfg_.op == StreamOp::kWriteWithImm ? WcOpcode::kRecvRdmaWithImm : WcOpcode::kRecv;
+      if (c.opcode != want)
+        fail("receive opcode " + std::to_string(static_cast<int>(c.opcode)) + at(j));
       if (imm && (!(c.wc_flags & transport::kWcWithImm) || c.imm_data != imm_of(j)))
         fail("receive immediate missing or wrong" + at(j));
       if (!imm && (c.wc_flags & transport::kWcWithImm)) fail("unexpected immediate" + at(j));

@@ -49,7 +49,7 @@ struct StreamConfig {
   uint32_t window = 16;                ///< outstanding WRs at most
   /// Message size cycle; empty: the default cycle. Each entry <= kMaxMessage.
   std::vector<uint32_t> sizes;
-  bool verify = true;                  ///< compare bytes (benchmarks may turn it off)
+  bool verify = true;  ///< compare bytes (benchmarks may turn it off)
 };
 
 class RcStream {
@@ -58,8 +58,8 @@ class RcStream {
 
   /// a_qpn on host a, b_qpn on host b must be connected RC QPs in RTS; a_pd/b_pd their PDs;
   /// a_scq A's send CQ, b_rcq B's receive CQ. Registers the buffers.
-  RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32_t a_qpn,
-           uint32_t a_scq, EngineHost& b, uint32_t b_pd, uint32_t b_qpn, uint32_t b_rcq);
+  RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32_t a_qpn, uint32_t a_scq,
+           EngineHost& b, uint32_t b_pd, uint32_t b_qpn, uint32_t b_rcq);
 
   /// Adds its app callbacks to both hosts and posts the first window.
   void start();

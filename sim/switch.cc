@@ -78,7 +78,8 @@ void Switch::receive(uint32_t in, Frame&& f, Timestamp now) {
       ++stats_.pfc_rx;
       Link& l = *ports_[in]->link;
       for (int p = 0; p < kPriorities; ++p)
-        if (pfc.enable & (1u << p)) l.pause(p, pfc_pause_time(pfc.quanta[p], l.params().rate_bps), now);
+        if (pfc.enable & (1u << p))
+          l.pause(p, pfc_pause_time(pfc.quanta[p], l.params().rate_bps), now);
     }
     sim_.pool().put(std::move(f));
     return;

@@ -51,7 +51,7 @@ struct PfcConfig {
 
 struct SwitchConfig {
   MacAddr mac = {{0x02, 0x00, 0x00, 0x00, 0xff, 0x00}};  ///< source of PFC frames
-  uint64_t buffer_bytes = 12ull * 1024 * 1024;            ///< shared buffer
+  uint64_t buffer_bytes = 12ull * 1024 * 1024;           ///< shared buffer
   EcnConfig ecn;
   PfcConfig pfc;
   std::array<uint8_t, 64> dscp_to_priority = default_dscp_map();

@@ -4,8 +4,8 @@
  *
  * Copies blocks of --size bytes between two buffers of 64 blocks each (at least 256 KiB): 4 KiB
  * copies then stay in the L2 cache, as a packet path's recycled buffers do, and 1 MiB copies go
- * to DRAM (64 MiB), as a large RDMA transfer does. Runs for --seconds and prints `MEMCPY size=<bytes> gbps=<Gbit/s> gibps=<GiB/s>`.
- * Usage: memcpy_bw [--size B] [--seconds S]
+ * to DRAM (64 MiB), as a large RDMA transfer does. Runs for --seconds and prints `MEMCPY
+ * size=<bytes> gbps=<Gbit/s> gibps=<GiB/s>`. Usage: memcpy_bw [--size B] [--seconds S]
  */
 #include <algorithm>
 #include <chrono>
@@ -20,8 +20,10 @@ int main(int argc, char** argv) {
   double seconds = 1;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--size") size = std::strtoull(argv[i + 1], nullptr, 10);
-    else if (k == "--seconds") seconds = std::atof(argv[i + 1]);
+    if (k == "--size")
+      size = std::strtoull(argv[i + 1], nullptr, 10);
+    else if (k == "--seconds")
+      seconds = std::atof(argv[i + 1]);
   }
   const size_t span = std::max(size_t{256} << 10, size * 64);
   size_t blocks = span / size > 0 ? span / size : 1;

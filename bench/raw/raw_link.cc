@@ -62,10 +62,14 @@ bool parse_options(int argc, char** argv, Options* o) {
   for (int i = 0; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : ""; };
-    if (a == "--role") o->role = next();
-    else if (a == "--size") o->size = static_cast<uint32_t>(std::atoi(next()));
-    else if (a == "--seconds") o->seconds = std::atof(next());
-    else if (a == "--count") o->count = static_cast<uint32_t>(std::atoi(next()));
+    if (a == "--role")
+      o->role = next();
+    else if (a == "--size")
+      o->size = static_cast<uint32_t>(std::atoi(next()));
+    else if (a == "--seconds")
+      o->seconds = std::atof(next());
+    else if (a == "--count")
+      o->count = static_cast<uint32_t>(std::atoi(next()));
     else {
       std::fprintf(stderr, "raw_link: unknown option %s\n", a.c_str());
       return false;
@@ -88,8 +92,8 @@ bool setup_port(uint16_t port, rte_mempool* pool, uint32_t frame_size) {
   // (22.11) reports 1518-byte frames yet moves bigger ones as chained buffers; af_packet is
   // bounded by its frame size.
   uint32_t mtu = frame_size > RTE_ETHER_HDR_LEN ? frame_size - RTE_ETHER_HDR_LEN : 0;
-  uint32_t max_mtu = std::min<uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN -
-                                                          RTE_ETHER_CRC_LEN);
+  uint32_t max_mtu =
+      std::min<uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
   if (mtu > RTE_ETHER_MTU) conf.rxmode.mtu = std::min(mtu, max_mtu);
   if (rte_eth_dev_configure(port, 1, 1, &conf) != 0) return false;
   uint16_t nrx = kRingSize, ntx = kRingSize;
@@ -104,8 +108,8 @@ bool setup_port(uint16_t port, rte_mempool* pool, uint32_t frame_size) {
     if (rte_get_timer_cycles() > start_deadline) return false;
     rte_delay_ms(100);
   }
-  std::printf("RAW port max_rx_pktlen=%u max_mtu=%u mtu=%u\n", info.max_rx_pktlen,
-              info.max_mtu, conf.rxmode.mtu);
+  std::printf("RAW port max_rx_pktlen=%u max_mtu=%u mtu=%u\n", info.max_rx_pktlen, info.max_mtu,
+              conf.rxmode.mtu);
   rte_eth_promiscuous_enable(port);
   uint64_t deadline = rte_get_timer_cycles() + 30 * rte_get_timer_hz();
   while (rte_get_timer_cycles() < deadline) {
@@ -244,8 +248,7 @@ int run_ping(uint16_t port, rte_mempool* pool, const Options& o) {
         if (read_header(burst[k], &h) && h.seq_or_tsc == t0) {
           got = true;
           if (i >= 100) {
-            one_way_us.push_back(static_cast<double>(t1 - t0) * 1e6 / static_cast<double>(hz) /
-                                 2);
+            one_way_us.push_back(static_cast<double>(t1 - t0) * 1e6 / static_cast<double>(hz) / 2);
           }
         }
         rte_pktmbuf_free(burst[k]);
@@ -335,7 +338,8 @@ int main(int argc, char** argv) {
   // driver does (drivers/dpdk/mbuf_pool.h); every other PMD gets 8 KiB buffers.
   rte_mempool* pool =
       info.driver_name && std::strcmp(info.driver_name, "net_af_xdp") == 0
-          ? uroce::dpdk::page_per_mbuf_pool("raw_pool", 8191, 256, static_cast<int>(rte_socket_id()))
+          ? uroce::dpdk::page_per_mbuf_pool("raw_pool", 8191, 256,
+                                            static_cast<int>(rte_socket_id()))
           : rte_pktmbuf_pool_create("raw_pool", 8191, 256, 0, kDataRoom, rte_socket_id());
   if (pool == nullptr || !setup_port(port, pool, o.size)) {
     std::fprintf(stderr, "raw_link: port setup failed\n");
@@ -344,10 +348,14 @@ int main(int argc, char** argv) {
   std::printf("RAW ready role=%s\n", o.role.c_str());  // the harness starts the peer now
   std::fflush(stdout);
   int rc = 0;
-  if (o.role == "tx") rc = run_tx(port, pool, o);
-  else if (o.role == "rx") rc = run_rx(port, o);
-  else if (o.role == "ping") rc = run_ping(port, pool, o);
-  else rc = run_pong(port, o);
+  if (o.role == "tx")
+    rc = run_tx(port, pool, o);
+  else if (o.role == "rx")
+    rc = run_rx(port, o);
+  else if (o.role == "ping")
+    rc = run_ping(port, pool, o);
+  else
+    rc = run_pong(port, o);
   std::fflush(stdout);
   rte_eth_dev_stop(port);
   rte_eth_dev_close(port);

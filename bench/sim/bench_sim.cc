@@ -12,10 +12,10 @@
  * is read here only, to time the simulator itself. Units: bytes, Gb/s, ns.
  */
 #include <chrono>
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 
 #include "dcqcn/params.h"
@@ -60,8 +60,8 @@ Gid gid(int i) { return Gid::from_ipv4(0xc6120001u + static_cast<uint32_t>(i)); 
 RunResult run(const Options& o, double loss) {
   RunResult r;
   Simulator sim;
-  LinkParams lp{.rate_bps = 100'000'000'000ull, .propagation = Duration::nanos(1000),
-                .max_frames = o.txq};
+  LinkParams lp{
+      .rate_bps = 100'000'000'000ull, .propagation = Duration::nanos(1000), .max_frames = o.txq};
   std::unique_ptr<EngineHost> h[2];
   std::unique_ptr<Link> tx[2];
   for (int i = 0; i < 2; ++i) {
@@ -76,7 +76,8 @@ RunResult run(const Options& o, double loss) {
   for (int i = 0; i < 2; ++i) {
     tx[i] = std::make_unique<Link>(sim, lp, h[1 - i].get(), 0);
     h[i]->attach(tx[i].get());
-    tx[i]->set_impairments(Impairments{.seed = o.seed * 2 + static_cast<uint64_t>(i), .loss = loss});
+    tx[i]->set_impairments(
+        Impairments{.seed = o.seed * 2 + static_cast<uint64_t>(i), .loss = loss});
   }
   uint32_t pd[2], cq[2], qpn[2];
   for (int i = 0; i < 2; ++i) {
@@ -106,8 +107,10 @@ RunResult run(const Options& o, double loss) {
     a.rq_psn = 0;
     a.max_dest_rd_atomic = 16;
     a.min_rnr_timer = 1;
-    if (s) s = e.modify_qp(qpn[i], a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
-                                          kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+    if (s)
+      s = e.modify_qp(qpn[i], a,
+                      kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                          kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
     a = QpAttr{};
     a.qp_state = QpState::kRts;
     a.sq_psn = 0;
@@ -115,8 +118,10 @@ RunResult run(const Options& o, double loss) {
     a.retry_cnt = 7;
     a.rnr_retry = 7;
     a.max_rd_atomic = 16;
-    if (s) s = e.modify_qp(qpn[i], a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
-                                          kAttrRnrRetry | kAttrMaxQpRdAtomic);
+    if (s)
+      s = e.modify_qp(qpn[i], a,
+                      kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
+                          kAttrMaxQpRdAtomic);
     if (!s) {
       r.error = "modify_qp failed";
       return r;
@@ -160,8 +165,8 @@ int run_fabric16(double sim_ms) {
   Simulator sim;
   Fabric fab(sim);
   SwitchConfig sc;
-  sc.ecn = EcnConfig{.enabled = true, .kmin_bytes = 400 * 1024, .kmax_bytes = 1600 * 1024,
-                     .pmax = 0.2};
+  sc.ecn =
+      EcnConfig{.enabled = true, .kmin_bytes = 400 * 1024, .kmax_bytes = 1600 * 1024, .pmax = 0.2};
   sc.buffer_bytes = 32ull << 20;
   LinkParams lp{.rate_bps = kRate, .propagation = Duration::nanos(1000), .max_frames = 64};
   uint32_t spine = fab.add_switch(sc);
@@ -173,7 +178,8 @@ int run_fabric16(double sim_ms) {
   std::vector<std::unique_ptr<DcqcnFactory>> cc;
   std::vector<std::unique_ptr<EngineHost>> h;
   for (int i = 0; i < kHosts; ++i) {
-    cc.push_back(std::make_unique<DcqcnFactory>(dcqcn::hpcc_dcqcn_preset(static_cast<double>(kRate))));
+    cc.push_back(
+        std::make_unique<DcqcnFactory>(dcqcn::hpcc_dcqcn_preset(static_cast<double>(kRate))));
     transport::EngineConfig cfg;
     cfg.mac = mac(i);
     cfg.gids = {gid(i)};
@@ -211,7 +217,8 @@ int run_fabric16(double sim_ms) {
       QpAttr a;
       a.qp_state = QpState::kInit;
       a.qp_access_flags = kAccessLocalWrite | kAccessRemoteWrite;
-      Status st = eng.modify_qp(qpn[e], a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
+      Status st =
+          eng.modify_qp(qpn[e], a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
       a = QpAttr{};
       a.qp_state = QpState::kRtr;
       a.av.dgid = gid(peer);
@@ -219,14 +226,18 @@ int run_fabric16(double sim_ms) {
       a.dest_qp_num = qpn[1 - e];
       a.max_dest_rd_atomic = 1;
       a.min_rnr_timer = 1;
-      if (st) st = eng.modify_qp(qpn[e], a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
-                                                kAttrRqPsn | kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+      if (st)
+        st = eng.modify_qp(qpn[e], a,
+                           kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                               kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
       a = QpAttr{};
       a.qp_state = QpState::kRts;
       a.timeout = 14;
       a.max_rd_atomic = 1;
-      if (st) st = eng.modify_qp(qpn[e], a, kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
-                                                kAttrRnrRetry | kAttrMaxQpRdAtomic);
+      if (st)
+        st = eng.modify_qp(qpn[e], a,
+                           kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
+                               kAttrMaxQpRdAtomic);
       if (!st) {
         std::printf("fabric16: modify_qp failed\n");
         return 1;
@@ -255,13 +266,14 @@ int run_fabric16(double sim_ms) {
     if (!f->error().empty()) ok = false;
   }
   for (auto& x : h) cnps += x->counters().get(Counter::np_cnp_sent);
-  std::printf("fabric16: 16 hosts, 4 leaves + 1 spine, 100 Gb/s, DCQCN (HPCC preset), %.1f ms "
-              "simulated in %.2f s wall / %.2f s cpu; %llu frame hops, %.3f M hops/cpu-s; "
-              "aggregate goodput %.1f Gb/s (4 x 100 Gb/s of spine downlinks), CNPs %llu%s\n",
-              sim_ms, wall, cpu, static_cast<unsigned long long>(frames),
-              static_cast<double>(frames) / cpu / 1e6,
-              static_cast<double>(bytes) * 8 / (sim_ms / 1e3) / 1e9,
-              static_cast<unsigned long long>(cnps), ok ? "" : " (ERROR)");
+  std::printf(
+      "fabric16: 16 hosts, 4 leaves + 1 spine, 100 Gb/s, DCQCN (HPCC preset), %.1f ms "
+      "simulated in %.2f s wall / %.2f s cpu; %llu frame hops, %.3f M hops/cpu-s; "
+      "aggregate goodput %.1f Gb/s (4 x 100 Gb/s of spine downlinks), CNPs %llu%s\n",
+      sim_ms, wall, cpu, static_cast<unsigned long long>(frames),
+      static_cast<double>(frames) / cpu / 1e6,
+      static_cast<double>(bytes) * 8 / (sim_ms / 1e3) / 1e9, static_cast<unsigned long long>(cnps),
+      ok ? "" : " (ERROR)");
   return ok ? 0 : 1;
 }
 
@@ -274,23 +286,31 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "--bytes") o.bytes = std::strtoull(v, nullptr, 0);
-    else if (k == "--msg") o.msg = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
-    else if (k == "--window") o.window = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
-    else if (k == "--mtu") o.mtu = static_cast<uint8_t>(std::strtoul(v, nullptr, 0));
-    else if (k == "--loss") o.loss = std::strtod(v, nullptr);
-    else if (k == "--timeout") o.timeout = static_cast<uint8_t>(std::strtoul(v, nullptr, 0));
-    else if (k == "--seed") o.seed = std::strtoull(v, nullptr, 0);
-    else if (k == "--txq") o.txq = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+    if (k == "--bytes")
+      o.bytes = std::strtoull(v, nullptr, 0);
+    else if (k == "--msg")
+      o.msg = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+    else if (k == "--window")
+      o.window = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+    else if (k == "--mtu")
+      o.mtu = static_cast<uint8_t>(std::strtoul(v, nullptr, 0));
+    else if (k == "--loss")
+      o.loss = std::strtod(v, nullptr);
+    else if (k == "--timeout")
+      o.timeout = static_cast<uint8_t>(std::strtoul(v, nullptr, 0));
+    else if (k == "--seed")
+      o.seed = std::strtoull(v, nullptr, 0);
+    else if (k == "--txq")
+      o.txq = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
   }
-  std::printf("RC WRITE, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
-              "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames\n",
-              128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout,
-              o.txq);
+  std::printf(
+      "RC WRITE, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
+      "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames\n",
+      128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout, o.txq);
   RunResult base = run(o, 0.0);
   RunResult lossy = run(o, o.loss);
   for (auto* r : {&base, &lossy}) {
@@ -300,14 +320,15 @@ int main(int argc, char** argv) {
     }
   }
   auto line = [](const char* name, const RunResult& r) {
-    std::printf("%-10s goodput %7.2f Gb/s  frames %9llu  retrans %8llu  nak_seq %6llu  "
-                "timeouts %5llu  wall %6.2f s  cpu %6.2f s  %5.3f M frames/wall-s  "
-                "%5.3f M frames/cpu-s\n",
-                name, r.goodput_gbps, static_cast<unsigned long long>(r.frames),
-                static_cast<unsigned long long>(r.retrans), static_cast<unsigned long long>(r.naks),
-                static_cast<unsigned long long>(r.timeouts), r.wall_s, r.cpu_s,
-                static_cast<double>(r.frames) / r.wall_s / 1e6,
-                static_cast<double>(r.frames) / r.cpu_s / 1e6);
+    std::printf(
+        "%-10s goodput %7.2f Gb/s  frames %9llu  retrans %8llu  nak_seq %6llu  "
+        "timeouts %5llu  wall %6.2f s  cpu %6.2f s  %5.3f M frames/wall-s  "
+        "%5.3f M frames/cpu-s\n",
+        name, r.goodput_gbps, static_cast<unsigned long long>(r.frames),
+        static_cast<unsigned long long>(r.retrans), static_cast<unsigned long long>(r.naks),
+        static_cast<unsigned long long>(r.timeouts), r.wall_s, r.cpu_s,
+        static_cast<double>(r.frames) / r.wall_s / 1e6,
+        static_cast<double>(r.frames) / r.cpu_s / 1e6);
   };
   line("lossless", base);
   char name[32];

@@ -23,24 +23,24 @@
 
 #include <rte_dev.h>
 #include <rte_errno.h>
-#include <rte_log.h>
 #include <rte_ethdev.h>
+#include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_pool_ops.h>
 #include <rte_mempool.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
-#include <ctime>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <deque>
 #include <map>
-#include <optional>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <vector>
@@ -60,11 +60,12 @@ namespace uroce::dpdk {
 
 namespace {
 
-constexpr uint16_t kRingSize = 512;        ///< descriptors per RX/TX queue
-constexpr uint32_t kAfPacketFrames = 4096; ///< net_af_packet ring frames (framecnt devarg)
-constexpr unsigned kPoolSize = 4095;       ///< mbufs per 1-queue port: net_af_xdp alone takes 2048 for its fill queue
-constexpr uint16_t kMaxQueues = 16;        ///< RX/TX queue pairs at most (config `queues`)
-constexpr unsigned kPoolCache = 128;       ///< per-lcore mbuf cache
+constexpr uint16_t kRingSize = 512;         ///< descriptors per RX/TX queue
+constexpr uint32_t kAfPacketFrames = 4096;  ///< net_af_packet ring frames (framecnt devarg)
+constexpr unsigned kPoolSize =
+    4095;  ///< mbufs per 1-queue port: net_af_xdp alone takes 2048 for its fill queue
+constexpr uint16_t kMaxQueues = 16;   ///< RX/TX queue pairs at most (config `queues`)
+constexpr unsigned kPoolCache = 128;  ///< per-lcore mbuf cache
 constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
 constexpr uint8_t kPfcGroup[6] = {0x01, 0x80, 0xc2, 0x00, 0x00, 0x01};
 
@@ -227,8 +228,7 @@ class DpdkPort final : public Port {
         TxQueue& t = txq_[q];
         if (t.n == 0) continue;
         any = true;
-        uint16_t sent =
-            fenced_tx_burst(memif_, port_id_, q, t.pending, static_cast<uint16_t>(t.n));
+        uint16_t sent = fenced_tx_burst(memif_, port_id_, q, t.pending, static_cast<uint16_t>(t.n));
         std::memmove(t.pending, t.pending + sent, (t.n - sent) * sizeof(rte_mbuf*));
         t.n -= sent;
         full |= t.n != 0;
@@ -261,8 +261,8 @@ class DpdkPort final : public Port {
         size_t len = m->pkt_len;
         if (m->nb_segs > 1) {
           if (len > scratch_.size()) scratch_.resize(len);
-          data = static_cast<const uint8_t*>(rte_pktmbuf_read(m, 0, static_cast<uint32_t>(len),
-                                                              scratch_.data()));
+          data = static_cast<const uint8_t*>(
+              rte_pktmbuf_read(m, 0, static_cast<uint32_t>(len), scratch_.data()));
         }
         if (!data || len < 14) continue;
         std::span<const uint8_t> frame(data, len);
@@ -380,33 +380,33 @@ class DpdkPort final : public Port {
   };
 
   uint16_t port_id_;
-  uint16_t nq_;                      ///< RX/TX queue pairs
-  uint16_t rxq_next_ = 0;            ///< RX queue polled first by the next rx_burst()
+  uint16_t nq_;            ///< RX/TX queue pairs
+  uint16_t rxq_next_ = 0;  ///< RX queue polled first by the next rx_burst()
   std::array<TxQueue, kMaxQueues> txq_{};
   rte_mempool* pool_;
   std::string devargs_;
   MacAddr mac_;
   size_t max_frame_;
   Neighbors neighbors_;
-  rte_mbuf* cur_ = nullptr;          ///< the mbuf of the frame being built
+  rte_mbuf* cur_ = nullptr;                 ///< the mbuf of the frame being built
   std::array<std::deque<rte_mbuf*>, 8> q_;  ///< per-priority software TX queues
-  std::vector<rte_mbuf*> self_;      ///< RoCE frames to our own MAC, for the next rx_burst()
-  size_t queued_ = 0;                ///< frames in q_
-  std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_
+  std::vector<rte_mbuf*> self_;             ///< RoCE frames to our own MAC, for the next rx_burst()
+  size_t queued_ = 0;                       ///< frames in q_
+  std::array<uint64_t, 8> queued_bytes_{};  ///< bytes in each q_
   std::array<uint64_t, 8> tx_prio_packets_{};  ///< frames scheduled per priority
   std::array<uint64_t, 8> rx_prio_packets_{};  ///< frames handed to the engine per priority
   std::array<uint64_t, 8> rx_prio_bytes_{};
-  std::array<uint64_t, 8> rx_prio_marked_{};   ///< of those, CE-marked
+  std::array<uint64_t, 8> rx_prio_marked_{};  ///< of those, CE-marked
   std::array<uint64_t, 8> tx_prio_bytes_{};
-  uint64_t ended_ = 0;               ///< end_frame() calls (to see whether a call sent)
+  uint64_t ended_ = 0;  ///< end_frame() calls (to see whether a call sent)
   dcqcn::PfcCounters pfc_counters_;
-  dcqcn::PfcRx pfc_rx_;              ///< received PFC/PAUSE state per priority
-  dcqcn::PfcTx pfc_tx_;              ///< XOFF/XON we send as a receiver
-  bool pfc_tx_on_;                   ///< [device.pfc] xoff_bytes set on an enabled priority
+  dcqcn::PfcRx pfc_rx_;    ///< received PFC/PAUSE state per priority
+  dcqcn::PfcTx pfc_tx_;    ///< XOFF/XON we send as a receiver
+  bool pfc_tx_on_;         ///< [device.pfc] xoff_bytes set on an enabled priority
   RxClassifier rx_class_;  ///< received frame -> priority and ECN (trust dscp or pcp)
   std::array<uint64_t, 8> rx_backlog_{};  ///< bytes per priority drained by this rx_burst
-  dcqcn::TxScheduler sched_;         ///< CNP class strict, DRR for the rest, skips paused
-  bool pause_seen_ = false;          ///< a pause frame arrived once (then TX consults pfc_rx_)
+  dcqcn::TxScheduler sched_;              ///< CNP class strict, DRR for the rest, skips paused
+  bool pause_seen_ = false;               ///< a pause frame arrived once (then TX consults pfc_rx_)
 
   static constexpr size_t kMaxQueued = 512;  ///< frames in q_ before begin_frame() refuses
 
@@ -445,7 +445,8 @@ class DpdkPort final : public Port {
     rte_mbuf* m = rte_pktmbuf_alloc(pool_);
     if (!m) return;
     uint8_t* b = rte_pktmbuf_mtod(m, uint8_t*);
-    size_t len = dcqcn::build_pause_frame(f, mac_, std::span<uint8_t, dcqcn::kPfcFrameLen>(b, dcqcn::kPfcFrameLen));
+    size_t len = dcqcn::build_pause_frame(
+        f, mac_, std::span<uint8_t, dcqcn::kPfcFrameLen>(b, dcqcn::kPfcFrameLen));
     m->data_len = static_cast<uint16_t>(len);
     m->pkt_len = static_cast<uint32_t>(len);
     uint16_t sent = fenced_tx_burst(memif_, port_id_, 0, &m, 1);
@@ -490,14 +491,14 @@ class DpdkPort final : public Port {
       --queued_;
     }
   }
-  std::vector<uint8_t> scratch_;     ///< linear copy of a multi-segment frame
-  bool started_ = true;              ///< rte_eth_dev_start succeeded
-  bool reconnect_ = false;           ///< restart when the link stays down (memif client)
-  bool memif_ = false;               ///< net_memif (memif_guard.h)
-  Timestamp next_link_check_{};      ///< when check_link() looks next
+  std::vector<uint8_t> scratch_;  ///< linear copy of a multi-segment frame
+  bool started_ = true;           ///< rte_eth_dev_start succeeded
+  bool reconnect_ = false;        ///< restart when the link stays down (memif client)
+  bool memif_ = false;            ///< net_memif (memif_guard.h)
+  Timestamp next_link_check_{};   ///< when check_link() looks next
   Timestamp link_down_since_ = Timestamp::never();
-  bool link_up_ = true;              ///< as of the last check_link() (true: announced at open)
-  Timestamp next_start_{};           ///< when to retry it otherwise
+  bool link_up_ = true;     ///< as of the last check_link() (true: announced at open)
+  Timestamp next_start_{};  ///< when to retry it otherwise
 
   static constexpr Duration kStartRetry = Duration::millis(100);
   static constexpr Duration kLinkDownRestart = Duration::millis(300);
@@ -541,7 +542,8 @@ class DpdkPort final : public Port {
     int level = rte_log_get_level(memif_logtype());
     if (level >= 0) rte_log_set_level(static_cast<uint32_t>(memif_logtype()), RTE_LOG_CRIT);
     int rc = rte_eth_dev_start(port_id_);
-    if (level >= 0) rte_log_set_level(static_cast<uint32_t>(memif_logtype()), static_cast<uint32_t>(level));
+    if (level >= 0)
+      rte_log_set_level(static_cast<uint32_t>(memif_logtype()), static_cast<uint32_t>(level));
     if (rc != 0) return false;
     started_ = true;
     neighbors_.announce(*this);
@@ -551,9 +553,9 @@ class DpdkPort final : public Port {
 
 /// How a PMD is set up for a device's frame size (measured here, drivers/dpdk/PMDS.md).
 struct PmdPlan {
-  std::string devargs;         ///< the port string, with size devargs added where needed
-  size_t min_data_room = 0;    ///< mbuf data room the PMD requires
-  bool limit_advisory = false; ///< the PMD's reported max frame is not enforced
+  std::string devargs;          ///< the port string, with size devargs added where needed
+  size_t min_data_room = 0;     ///< mbuf data room the PMD requires
+  bool limit_advisory = false;  ///< the PMD's reported max frame is not enforced
 };
 
 /// The value of devarg `key` in a port string, or 0.
@@ -733,27 +735,28 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
   if (port_max_frame < max_frame && !plan.limit_advisory) {
     uint32_t fits = 256;
     while (fits * 2 + kRoceOverhead <= port_max_frame) fits *= 2;
-    return give_up("mtu " + std::to_string(dev.mtu) + " needs frames of " +
-                   std::to_string(max_frame) + " bytes but " + info.driver_name +
-                   " allows at most " + std::to_string(port_max_frame) +
-                   "; allowed: mtu <= " + std::to_string(port_max_frame >= 256 + kRoceOverhead ? fits : 0));
+    return give_up(
+        "mtu " + std::to_string(dev.mtu) + " needs frames of " + std::to_string(max_frame) +
+        " bytes but " + info.driver_name + " allows at most " + std::to_string(port_max_frame) +
+        "; allowed: mtu <= " + std::to_string(port_max_frame >= 256 + kRoceOverhead ? fits : 0));
   }
 
   char pool_name[RTE_MEMPOOL_NAMESIZE];
   std::snprintf(pool_name, sizeof pool_name, "uroce_p%u_%u", port_id, g_pool_seq++);
-  const size_t room = std::max({size_t{2048}, (max_frame + 127) & ~size_t{127}, plan.min_data_room});
+  const size_t room =
+      std::max({size_t{2048}, (max_frame + 127) & ~size_t{127}, plan.min_data_room});
   const uint16_t data_room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room);
   const uint16_t nq = dev.queues;
   if (nq > info.max_rx_queues || nq > info.max_tx_queues || nq > kMaxQueues)
-    return give_up("queues " + std::to_string(nq) + " but " + info.driver_name + " has " +
-                   std::to_string(info.max_rx_queues) + " RX and " +
-                   std::to_string(info.max_tx_queues) + " TX queues; allowed: queues <= " +
-                   std::to_string(std::min<unsigned>({info.max_rx_queues, info.max_tx_queues,
-                                                      kMaxQueues})));
+    return give_up(
+        "queues " + std::to_string(nq) + " but " + info.driver_name + " has " +
+        std::to_string(info.max_rx_queues) + " RX and " + std::to_string(info.max_tx_queues) +
+        " TX queues; allowed: queues <= " +
+        std::to_string(std::min<unsigned>({info.max_rx_queues, info.max_tx_queues, kMaxQueues})));
   // Every further queue pair keeps up to 2 x kRingSize more mbufs in its rings.
   const unsigned pool_size = kPoolSize + (nq - 1u) * 2u * kRingSize;
-  const int pool_socket = rte_eth_dev_socket_id(port_id) < 0 ? SOCKET_ID_ANY
-                                                             : rte_eth_dev_socket_id(port_id);
+  const int pool_socket =
+      rte_eth_dev_socket_id(port_id) < 0 ? SOCKET_ID_ANY : rte_eth_dev_socket_id(port_id);
   rte_mempool* pool =
       std::string_view(info.driver_name) == "net_af_xdp"
           ? page_per_mbuf_pool(pool_name, pool_size, kPoolCache, pool_socket)
@@ -774,7 +777,9 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
     conf.rx_adv_conf.rss_conf.rss_hf = rss;
   }
   rc = rte_eth_dev_configure(port_id, nq, nq, &conf);
-  if (rc != 0) return give_up_pool("rte_eth_dev_configure (mtu " + std::to_string(conf.rxmode.mtu) + "): " + dpdk_error(rc));
+  if (rc != 0)
+    return give_up_pool("rte_eth_dev_configure (mtu " + std::to_string(conf.rxmode.mtu) +
+                        "): " + dpdk_error(rc));
   uint16_t nb_rxd = kRingSize, nb_txd = kRingSize;
   rte_eth_dev_adjust_nb_rx_tx_desc(port_id, &nb_rxd, &nb_txd);
   int socket = rte_eth_dev_socket_id(port_id);

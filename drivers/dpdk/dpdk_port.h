@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "common/port.h"
-#include "dcqcn/pfc_counters.h"
 #include "config/config.h"
+#include "dcqcn/pfc_counters.h"
 
 namespace uroce::dpdk {
 
@@ -52,22 +52,22 @@ inline constexpr size_t kBurst = 32;
 
 /// What the PMD of an open DPDK port reports (for drivers/dpdk/PMDS.md and `uroce show`).
 struct PortInfo {
-  std::string driver;           ///< PMD name, e.g. "net_memif"
-  uint32_t max_rx_pktlen = 0;   ///< largest frame the PMD says it receives (with CRC)
-  uint16_t min_mtu = 0;         ///< MTU range the PMD accepts (L3 bytes)
+  std::string driver;          ///< PMD name, e.g. "net_memif"
+  uint32_t max_rx_pktlen = 0;  ///< largest frame the PMD says it receives (with CRC)
+  uint16_t min_mtu = 0;        ///< MTU range the PMD accepts (L3 bytes)
   uint16_t max_mtu = 0;
-  uint16_t max_rx_queues = 0;   ///< queue counts the PMD offers
+  uint16_t max_rx_queues = 0;  ///< queue counts the PMD offers
   uint16_t max_tx_queues = 0;
-  uint32_t link_speed_mbps = 0; ///< as reported (0: none, UINT32_MAX: unknown)
+  uint32_t link_speed_mbps = 0;  ///< as reported (0: none, UINT32_MAX: unknown)
   bool link_up = false;
   uint32_t configured_mtu = 0;  ///< the L3 MTU uroce configured
   uint64_t tx_frames = 0;       ///< ethdev counters (rte_eth_stats)
   uint64_t rx_frames = 0;
-  uint64_t rx_missed = 0;       ///< dropped by the PMD for lack of RX buffers
+  uint64_t rx_missed = 0;  ///< dropped by the PMD for lack of RX buffers
   uint64_t tx_errors = 0;
   std::vector<uint64_t> rx_queue_frames;  ///< per RX/TX queue (config `queues`)
   std::vector<uint64_t> tx_queue_frames;
-  dcqcn::PfcCounters pfc;       ///< received PFC/PAUSE (rx_prio*_pause...), per priority
+  dcqcn::PfcCounters pfc;  ///< received PFC/PAUSE (rx_prio*_pause...), per priority
 };
 
 /// Facts about p if it is a DPDK port; false for any other Port.

@@ -34,10 +34,10 @@ namespace {
 
 std::mutex g_mu;
 bool g_started = false;
-std::string g_error;                 ///< set when the one EAL start failed
-std::vector<std::string> g_args;     ///< argv of the start (kept alive: EAL may keep pointers)
+std::string g_error;              ///< set when the one EAL start failed
+std::vector<std::string> g_args;  ///< argv of the start (kept alive: EAL may keep pointers)
 std::vector<char*> g_argv;
-std::string g_runtime_dir;           ///< /var/run/dpdk/<file-prefix>, removed at exit
+std::string g_runtime_dir;  ///< /var/run/dpdk/<file-prefix>, removed at exit
 
 std::string read_text(const char* path) {
   std::ifstream in(path);

@@ -26,8 +26,7 @@ uint64_t meminfo_value(std::string_view text, std::string_view key) {
   while ((pos = text.find(key, pos)) != std::string_view::npos) {
     if ((pos == 0 || text[pos - 1] == '\n') && pos + key.size() < text.size() &&
         text[pos + key.size()] == ':')
-      return std::strtoull(std::string(text.substr(pos + key.size() + 1, 32)).c_str(), nullptr,
-                           10);
+      return std::strtoull(std::string(text.substr(pos + key.size() + 1, 32)).c_str(), nullptr, 10);
     pos += key.size();
   }
   return 0;
@@ -57,8 +56,8 @@ std::vector<std::string> build_eal_args(const EalPlan& plan) {
       a.push_back(std::to_string(plan.memory_mb));
     }
   }
-  const bool memif_zc = plan.memif_zero_copy ||
-                        std::any_of(plan.vdevs.begin(), plan.vdevs.end(), is_memif_zero_copy);
+  const bool memif_zc =
+      plan.memif_zero_copy || std::any_of(plan.vdevs.begin(), plan.vdevs.end(), is_memif_zero_copy);
   if (memif_zc && !has_any(x, {"--single-file-segments"})) a.push_back("--single-file-segments");
   if (!plan.cpus.empty() && !has_any(x, {"-l", "-c", "--lcores"}))
     a.push_back("--lcores=0@(" + plan.cpus + ")");
@@ -80,8 +79,7 @@ bool is_pci_port(std::string_view s) {
   };
   // [dddd:]bb:dd.f
   size_t dot = s.rfind('.');
-  if (dot == std::string_view::npos || dot + 2 != s.size() || !hex(s.substr(dot + 1)))
-    return false;
+  if (dot == std::string_view::npos || dot + 2 != s.size() || !hex(s.substr(dot + 1))) return false;
   std::string_view head = s.substr(0, dot);
   size_t c2 = head.rfind(':');
   if (c2 == std::string_view::npos || head.size() - c2 != 3 || !hex(head.substr(c2 + 1)))
@@ -93,8 +91,7 @@ bool is_pci_port(std::string_view s) {
 }
 
 uint64_t free_hugepage_bytes(std::string_view meminfo) {
-  return meminfo_value(meminfo, "HugePages_Free") * meminfo_value(meminfo, "Hugepagesize") *
-         1024;
+  return meminfo_value(meminfo, "HugePages_Free") * meminfo_value(meminfo, "Hugepagesize") * 1024;
 }
 
 bool hugetlbfs_mounted(std::string_view mounts) {

@@ -29,14 +29,14 @@ namespace uroce::dpdk {
 
 /// What the EAL command line is built from.
 struct EalPlan {
-  std::string file_prefix;               ///< unique per process, e.g. "uroce-1234-5f3a"
-  std::vector<std::string> vdevs;        ///< vdev strings to create at init
-  std::vector<std::string> pci;          ///< PCI addresses to allow (empty: --no-pci)
-  std::vector<std::string> extra;        ///< devices' `eal` arguments, in order
-  bool hugepages = false;                ///< free hugepages and a hugetlbfs mount exist
-  uint32_t memory_mb = 512;              ///< -m with --no-huge (untouched pages cost nothing)
-  std::string cpus;                      ///< CPU list for --lcores, e.g. "0-1" ("" = EAL's)
-  std::string log_level = "error";       ///< --log-level value
+  std::string file_prefix;          ///< unique per process, e.g. "uroce-1234-5f3a"
+  std::vector<std::string> vdevs;   ///< vdev strings to create at init
+  std::vector<std::string> pci;     ///< PCI addresses to allow (empty: --no-pci)
+  std::vector<std::string> extra;   ///< devices' `eal` arguments, in order
+  bool hugepages = false;           ///< free hugepages and a hugetlbfs mount exist
+  uint32_t memory_mb = 512;         ///< -m with --no-huge (untouched pages cost nothing)
+  std::string cpus;                 ///< CPU list for --lcores, e.g. "0-1" ("" = EAL's)
+  std::string log_level = "error";  ///< --log-level value
   /// A port is a zero-copy memif client (its mbufs are shared with the server as memif
   /// regions, one file per memseg list: net_memif refuses multi-file segments).
   bool memif_zero_copy = false;

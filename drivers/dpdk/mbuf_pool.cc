@@ -18,9 +18,9 @@ rte_mempool* page_per_mbuf_pool(const char* name, unsigned n, unsigned cache, in
   // Object = mempool header + rte_mbuf + data room, exactly one page (no spreading pad).
   const size_t header = RTE_CACHE_LINE_ROUNDUP(sizeof(rte_mempool_objhdr));
   const auto data_room = static_cast<uint16_t>(page - header - sizeof(rte_mbuf));
-  rte_mempool* mp = rte_mempool_create_empty(name, n, sizeof(rte_mbuf) + data_room, cache,
-                                             sizeof(rte_pktmbuf_pool_private), socket,
-                                             RTE_MEMPOOL_F_NO_SPREAD);
+  rte_mempool* mp =
+      rte_mempool_create_empty(name, n, sizeof(rte_mbuf) + data_room, cache,
+                               sizeof(rte_pktmbuf_pool_private), socket, RTE_MEMPOOL_F_NO_SPREAD);
   if (!mp) return nullptr;
   rte_pktmbuf_pool_private priv{};
   priv.mbuf_data_room_size = data_room;

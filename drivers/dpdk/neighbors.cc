@@ -150,8 +150,8 @@ bool Neighbors::on_arp(std::span<const uint8_t> frame, TxSink& tx) {
   MacAddr sha = mac_of(arp.sha);
   bool for_us = owns(target);
   const config::Address* local = source_for(sender);
-  bool gratuitous_local = sender == target && local &&
-                          same_prefix(local->gid, sender, 96 + local->prefix);
+  bool gratuitous_local =
+      sender == target && local && same_prefix(local->gid, sender, 96 + local->prefix);
   // RFC 826: update an existing entry from any ARP; add one when we are the target, or for a
   // gratuitous ARP from our subnet (RFC 5227 §3 announcements).
   if (arp.spa.load() != 0) learn(sender, sha, for_us || gratuitous_local);
@@ -197,14 +197,14 @@ bool Neighbors::on_ipv6(std::span<const uint8_t> frame, TxSink& tx) {
     if (!owns(target)) return true;
     bool from_unspecified = src.is_zero();
     if (!from_unspecified && link_opt(wire::kNdOptSourceLinkAddr, &ll)) learn(src, ll, true);
-    bool sent = from_unspecified
-                    ? send_nd(wire::kIcmpv6NeighborAdvert, wire::kNaFlagOverride, nd.target,
-                              kAllNodes, ipv6_multicast_mac(kAllNodes), nd.target, tx)
-                    : send_nd(wire::kIcmpv6NeighborAdvert,
-                              wire::kNaFlagSolicited | wire::kNaFlagOverride, nd.target, ip.src,
-                              MacAddr{{frame[6], frame[7], frame[8], frame[9], frame[10],
-                                       frame[11]}},
-                              nd.target, tx);
+    bool sent =
+        from_unspecified
+            ? send_nd(wire::kIcmpv6NeighborAdvert, wire::kNaFlagOverride, nd.target, kAllNodes,
+                      ipv6_multicast_mac(kAllNodes), nd.target, tx)
+            : send_nd(wire::kIcmpv6NeighborAdvert, wire::kNaFlagSolicited | wire::kNaFlagOverride,
+                      nd.target, ip.src,
+                      MacAddr{{frame[6], frame[7], frame[8], frame[9], frame[10], frame[11]}},
+                      nd.target, tx);
     if (sent) ++stats_.na_sent;
   } else if (link_opt(wire::kNdOptTargetLinkAddr, &ll)) {
     learn(target, ll, true);
@@ -216,8 +216,15 @@ bool Neighbors::send_arp(uint16_t op, const MacAddr& eth_dst, const MacAddr& tha
                          uint32_t tpa, TxSink& tx) {
   uint8_t p[wire::kArpFrameLen];
   wire::EthHdr eth{eth_dst.b, mac_.b, Be16::of(wire::kEtherTypeArp)};
-  wire::ArpPkt arp{Be16::of(wire::kArpHtypeEthernet), Be16::of(wire::kEtherTypeIpv4), 6, 4,
-                   Be16::of(op), mac_.b, Be32::of(spa), tha.b, Be32::of(tpa)};
+  wire::ArpPkt arp{Be16::of(wire::kArpHtypeEthernet),
+                   Be16::of(wire::kEtherTypeIpv4),
+                   6,
+                   4,
+                   Be16::of(op),
+                   mac_.b,
+                   Be32::of(spa),
+                   tha.b,
+                   Be32::of(tpa)};
   std::memcpy(p, &eth, sizeof eth);
   std::memcpy(p + sizeof eth, &arp, sizeof arp);
   return emit(p, sizeof p, tx);
@@ -287,8 +294,8 @@ bool Neighbors::resolve(const Gid& ip, MacAddr* mac, Timestamp now, TxSink& tx) 
   }
   if (last_request_.size() > kMaxEntries) last_request_.erase(last_request_.begin());
   if (ip.is_ipv4_mapped()) {
-    if (send_arp(wire::kArpOpRequest, MacAddr::broadcast(), MacAddr{}, src->gid.ipv4(),
-                 ip.ipv4(), tx))
+    if (send_arp(wire::kArpOpRequest, MacAddr::broadcast(), MacAddr{}, src->gid.ipv4(), ip.ipv4(),
+                 tx))
       ++stats_.arp_requests_sent;
   } else {
     Key group = solicited_node(ip);

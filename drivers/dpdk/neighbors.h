@@ -49,7 +49,7 @@ struct NeighborStats {
 class Neighbors {
  public:
   static constexpr Duration kRetryInterval = Duration::millis(100);  ///< per-address resend
-  static constexpr size_t kMaxEntries = 4096;                         ///< cache bound
+  static constexpr size_t kMaxEntries = 4096;                        ///< cache bound
 
   /// @param mac our MAC; @param own our addresses (config order);
   /// @param static_neighbors address text -> MAC (config::Device::neighbors).
@@ -89,10 +89,10 @@ class Neighbors {
   bool owns(const Gid& ip) const;
   bool on_arp(std::span<const uint8_t> frame, TxSink& tx);
   bool on_ipv6(std::span<const uint8_t> frame, TxSink& tx);
-  bool send_arp(uint16_t op, const MacAddr& eth_dst, const MacAddr& tha, uint32_t spa,
-                uint32_t tpa, TxSink& tx);
-  bool send_nd(uint8_t type, uint32_t flags, const Key& src, const Key& dst,
-               const MacAddr& eth_dst, const Key& target, TxSink& tx);
+  bool send_arp(uint16_t op, const MacAddr& eth_dst, const MacAddr& tha, uint32_t spa, uint32_t tpa,
+                TxSink& tx);
+  bool send_nd(uint8_t type, uint32_t flags, const Key& src, const Key& dst, const MacAddr& eth_dst,
+               const Key& target, TxSink& tx);
   /// Writes an untagged frame f to tx, with the 802.1Q tag inserted when vlan_ is set.
   bool emit(const uint8_t* f, size_t len, TxSink& tx);
 

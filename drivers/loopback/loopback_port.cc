@@ -75,8 +75,11 @@ std::unique_ptr<Port> open_loopback_port(const config::Device& dev, std::string*
   } else {
     uint64_t h = 1469598103934665603ull;  // FNV-1a of the device name
     for (char ch : dev.name) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
-    mac.b = {0x02, static_cast<uint8_t>(h >> 32), static_cast<uint8_t>(h >> 24),
-             static_cast<uint8_t>(h >> 16), static_cast<uint8_t>(h >> 8),
+    mac.b = {0x02,
+             static_cast<uint8_t>(h >> 32),
+             static_cast<uint8_t>(h >> 24),
+             static_cast<uint8_t>(h >> 16),
+             static_cast<uint8_t>(h >> 8),
              static_cast<uint8_t>(h)};
   }
   return std::make_unique<LoopbackPort>(mac, dev.mtu + 256, 100'000'000'000ull);

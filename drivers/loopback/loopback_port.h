@@ -56,10 +56,10 @@ class LoopbackPort final : public Port {
   size_t max_frame_;
   uint64_t speed_bps_;
   size_t capacity_;
-  Frame open_;                  ///< buffer handed out by begin_frame()
+  Frame open_;  ///< buffer handed out by begin_frame()
   bool has_open_ = false;
-  std::deque<Frame> tx_;        ///< written, not yet flushed
-  std::deque<Frame> rx_;        ///< flushed, waiting for rx_burst()
+  std::deque<Frame> tx_;  ///< written, not yet flushed
+  std::deque<Frame> rx_;  ///< flushed, waiting for rx_burst()
   std::vector<std::vector<uint8_t>> free_;
   uint64_t tx_frames_ = 0, rx_frames_ = 0;
 };

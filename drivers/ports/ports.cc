@@ -21,8 +21,7 @@ std::unique_ptr<Port> open_port(const config::Device& dev, std::string* err) {
   return dpdk::open_dpdk_port(dev, err);
 #else
   if (err)
-    *err = "port = \"" + dev.port +
-           "\": this build has no DPDK driver; allowed: \"loopback\"";
+    *err = "port = \"" + dev.port + "\": this build has no DPDK driver; allowed: \"loopback\"";
   return nullptr;
 #endif
 }

@@ -375,18 +375,13 @@ Status Manager::cancel(uint32_t conn, Timestamp now) {
       enter_timewait(*c, now);
       return Status::ok();
     case State::kReqRcvd:
-    case State::kRepRcvd:
-      return reject(conn, {}, now);
-    case State::kEstablished:
-      return disconnect(conn, now);
+    case State::kRepRcvd: return reject(conn, {}, now);
+    case State::kEstablished: return disconnect(conn, now);
     case State::kSidrRcvd:
       return sidr_reply(conn, static_cast<uint8_t>(w::SidrStatus::kRejected), 0, 0, {}, now);
-    case State::kSidrSent:
-      enter_timewait(*c, now);
-      return Status::ok();
+    case State::kSidrSent: enter_timewait(*c, now); return Status::ok();
     case State::kDreqSent:
-    case State::kTimewait:
-      return Status::ok();
+    case State::kTimewait: return Status::ok();
   }
   return Status::ok();
 }

@@ -36,9 +36,7 @@ inline constexpr std::array<std::string_view, kCounterCount> kCounterHelp = {
 #undef X
 };
 
-constexpr std::string_view counter_name(Counter c) {
-  return kCounterNames[static_cast<size_t>(c)];
-}
+constexpr std::string_view counter_name(Counter c) { return kCounterNames[static_cast<size_t>(c)]; }
 
 /// A block of counters. Trivially copyable so it can live in shared memory.
 struct CounterBlock {

@@ -53,7 +53,7 @@ struct PortCounters {
   uint64_t rx_prio_packets[kPriorities] = {};           ///< RoCE/IP frames received on p
   uint64_t rx_prio_bytes[kPriorities] = {};             ///< their bytes (whole frames)
   uint64_t rx_prio_marked[kPriorities] = {};            ///< of those, ECN CE-marked
-  uint64_t rx_global_pause = 0;                 ///< 802.3x PAUSE frames received
+  uint64_t rx_global_pause = 0;                         ///< 802.3x PAUSE frames received
   uint64_t tx_pause_storm_warning_events = 0;
   uint64_t tx_pause_storm_error_events = 0;
 };

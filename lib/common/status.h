@@ -17,13 +17,13 @@ class Status {
   constexpr Status() = default;
   constexpr explicit Status(int err) : err_(err) {}
   static constexpr Status ok() { return Status(); }
-  static constexpr Status invalid() { return Status(EINVAL); }     ///< bad argument / mask
-  static constexpr Status no_memory() { return Status(ENOMEM); }   ///< a queue or table is full
-  static constexpr Status busy() { return Status(EBUSY); }         ///< resources still attached
-  static constexpr Status not_found() { return Status(ENOENT); }   ///< no such object
+  static constexpr Status invalid() { return Status(EINVAL); }    ///< bad argument / mask
+  static constexpr Status no_memory() { return Status(ENOMEM); }  ///< a queue or table is full
+  static constexpr Status busy() { return Status(EBUSY); }        ///< resources still attached
+  static constexpr Status not_found() { return Status(ENOENT); }  ///< no such object
   static constexpr Status unsupported() { return Status(EOPNOTSUPP); }
-  static constexpr Status again() { return Status(EAGAIN); }       ///< transiently unavailable
-  static constexpr Status access() { return Status(EACCES); }      ///< rights do not allow it
+  static constexpr Status again() { return Status(EAGAIN); }   ///< transiently unavailable
+  static constexpr Status access() { return Status(EACCES); }  ///< rights do not allow it
 
   constexpr bool is_ok() const { return err_ == 0; }
   constexpr explicit operator bool() const { return is_ok(); }

@@ -20,8 +20,8 @@ std::string MacAddr::to_string() const {
 bool MacAddr::parse(const std::string& s, MacAddr* out) {
   unsigned v[6];
   char tail;
-  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4],
-                  &v[5], &tail) != 6)
+  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+                  &tail) != 6)
     return false;
   for (int i = 0; i < 6; ++i) out->b[i] = static_cast<uint8_t>(v[i]);
   return true;

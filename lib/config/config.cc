@@ -2,11 +2,11 @@
  * @file config.cc
  * @brief Finding the configuration file (config.h lookup order) and the built-in default.
  */
+#include "config/config.h"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-
-#include "config/config.h"
 
 namespace uroce::config {
 
@@ -44,7 +44,9 @@ std::optional<Config> load(std::string* err) {
   if (const char* env = std::getenv("UROCE_CONFIG"); env && *env) {
     // An explicitly named file must exist: silently falling back would hide a typo.
     if (!read_file(env, &text)) {
-      if (err) *err = std::string(env) + ": UROCE_CONFIG: cannot read the file; allowed: a readable TOML file";
+      if (err)
+        *err = std::string(env) +
+               ": UROCE_CONFIG: cannot read the file; allowed: a readable TOML file";
       return std::nullopt;
     }
     return parse(text, env, err);

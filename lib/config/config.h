@@ -21,16 +21,16 @@ namespace uroce::config {
 
 /// An IP address with its prefix length, as written in `addresses`.
 struct Address {
-  Gid gid;              ///< the address as a GID (IPv4-mapped for IPv4)
-  uint8_t prefix = 0;   ///< prefix length in bits (0..32 for IPv4, 0..128 for IPv6)
+  Gid gid;             ///< the address as a GID (IPv4-mapped for IPv4)
+  uint8_t prefix = 0;  ///< prefix length in bits (0..32 for IPv4, 0..128 for IPv6)
   bool is_ipv4() const { return gid.is_ipv4_mapped(); }
 };
 
 /// DCQCN reaction/notification point knobs (NVIDIA names; lib/dcqcn documents each).
 struct Dcqcn {
   bool enabled = true;
-  std::string mode = "nvidia";               ///< "nvidia" or "paper"
-  std::map<std::string, double> params;      ///< overrides by NVIDIA parameter name
+  std::string mode = "nvidia";           ///< "nvidia" or "paper"
+  std::map<std::string, double> params;  ///< overrides by NVIDIA parameter name
   /// Rate limiter bucket depth: bytes a QP may send back to back at its DCQCN rate (as
   /// ibv_qp_rate_limit_attr.max_burst_sz). 0 spaces every frame; the default lets one 64 KiB
   /// message leave in one burst, so one progress call sends it whole.
@@ -39,12 +39,12 @@ struct Dcqcn {
 
 /// PFC settings of a device.
 struct Pfc {
-  std::array<bool, 8> enabled{};             ///< priorities with PFC on
-  uint32_t xoff_bytes = 0;                   ///< RX backlog that sends XOFF (0 = never)
-  uint32_t xon_bytes = 0;                    ///< RX backlog that sends XON
-  uint32_t watchdog_detect_ms = 200;         ///< pause-storm detection time
-  uint32_t watchdog_restore_ms = 2000;       ///< time without pause before honouring again
-  bool watchdog_ignore_pause = false;        ///< stop honouring pause on a storming priority
+  std::array<bool, 8> enabled{};        ///< priorities with PFC on
+  uint32_t xoff_bytes = 0;              ///< RX backlog that sends XOFF (0 = never)
+  uint32_t xon_bytes = 0;               ///< RX backlog that sends XON
+  uint32_t watchdog_detect_ms = 200;    ///< pause-storm detection time
+  uint32_t watchdog_restore_ms = 2000;  ///< time without pause before honouring again
+  bool watchdog_ignore_pause = false;   ///< stop honouring pause on a storming priority
 };
 
 /// The default DSCP -> priority map: the class selector, DSCP >> 3.
@@ -76,14 +76,14 @@ struct Device {
   /// 802.1Q VLAN id of every frame sent (0 = priority-tagged); the tag's PCP is the frame's
   /// priority (dscp_to_prio of its DSCP). Unset: untagged frames.
   std::optional<uint16_t> vlan;
-  bool ecn = true;                           ///< send data as ECT(0)
+  bool ecn = true;  ///< send data as ECT(0)
   Pfc pfc;
   Dcqcn dcqcn;
 };
 
 /// The whole file.
 struct Config {
-  std::string source;                        ///< path it was read from, or "built-in"
+  std::string source;  ///< path it was read from, or "built-in"
   std::vector<Device> devices;
 };
 

@@ -25,13 +25,16 @@ namespace uroce::config {
 namespace {
 
 constexpr std::string_view kDeviceKeys[] = {
-    "name",     "port",      "eal",      "addresses",    "mtu", "queues", "mac", "neighbors",
-    "profile",  "roce_dscp", "cnp_dscp", "dscp_to_prio", "trust", "pcp_to_prio", "vlan",
-    "ecn",      "pfc",       "dcqcn"};
+    "name",  "port",        "eal",     "addresses", "mtu",      "queues",
+    "mac",   "neighbors",   "profile", "roce_dscp", "cnp_dscp", "dscp_to_prio",
+    "trust", "pcp_to_prio", "vlan",    "ecn",       "pfc",      "dcqcn"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
-constexpr std::string_view kPfcKeys[] = {"enabled",           "xoff_bytes",
-                                         "xon_bytes",         "watchdog_detect_ms",
-                                         "watchdog_restore_ms", "watchdog_ignore_pause"};
+constexpr std::string_view kPfcKeys[] = {"enabled",
+                                         "xoff_bytes",
+                                         "xon_bytes",
+                                         "watchdog_detect_ms",
+                                         "watchdog_restore_ms",
+                                         "watchdog_ignore_pause"};
 constexpr std::string_view kMtuAllowed = "256, 512, 1024, 2048, 4096";
 constexpr std::string_view kPortAllowed =
     "\"loopback\", a DPDK vdev string \"net_<pmd><n>[,key=value...]\" or a PCI address "
@@ -70,7 +73,9 @@ std::string_view type_name(const toml::node& n) {
 /// True for "dddd:bb:dd.f" or "bb:dd.f" (hex digits), the forms EAL's -a accepts.
 bool is_pci_address(std::string_view s) {
   auto hex = [](std::string_view t) {
-    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+    return !t.empty() && std::all_of(t.begin(), t.end(), [](char c) {
+      return std::isxdigit(static_cast<unsigned char>(c));
+    });
   };
   size_t dot = s.rfind('.');
   if (dot == std::string_view::npos || dot + 2 != s.size() || !hex(s.substr(dot + 1))) return false;
@@ -122,12 +127,14 @@ class Parser {
       if (!parse_device(*(*arr)[i].as_table(), &dev)) return std::nullopt;
       for (size_t j = 0; j < cfg.devices.size(); ++j) {
         if (cfg.devices[j].name == dev.name)
-          return fail("name", "\"" + dev.name + "\" is already the name of device[" +
-                                  std::to_string(j) + "]",
-                      "a name unique in the file");
+          return fail(
+              "name",
+              "\"" + dev.name + "\" is already the name of device[" + std::to_string(j) + "]",
+              "a name unique in the file");
         if (dev.port != "loopback" && vdev_name(cfg.devices[j].port) == vdev_name(dev.port))
-          return fail("port", "DPDK device \"" + std::string(vdev_name(dev.port)) +
-                                  "\" is already the port of device[" + std::to_string(j) + "]",
+          return fail("port",
+                      "DPDK device \"" + std::string(vdev_name(dev.port)) +
+                          "\" is already the port of device[" + std::to_string(j) + "]",
                       "one device per DPDK port");
       }
       cfg.devices.push_back(std::move(dev));
@@ -173,8 +180,8 @@ class Parser {
     *out = n->as_string()->get();
     return true;
   }
-  bool get_int(const toml::table& t, const std::string& path, std::string_view key,
-               int64_t lo, int64_t hi, std::string_view allowed, int64_t* out) {
+  bool get_int(const toml::table& t, const std::string& path, std::string_view key, int64_t lo,
+               int64_t hi, std::string_view allowed, int64_t* out) {
     const toml::node* n = t.get(key);
     if (!n) return true;
     if (!n->is_integer()) return wrong_type(path, *n, allowed);
@@ -183,8 +190,7 @@ class Parser {
     *out = v;
     return true;
   }
-  bool get_bool(const toml::table& t, const std::string& path, std::string_view key,
-                bool* out) {
+  bool get_bool(const toml::table& t, const std::string& path, std::string_view key, bool* out) {
     const toml::node* n = t.get(key);
     if (!n) return true;
     if (!n->is_boolean()) return wrong_type(path, *n, "true, false");
@@ -216,8 +222,7 @@ class Parser {
       if (!a) return wrong_type("eal", *n, kEalAllowed);
       for (size_t i = 0; i < a->size(); ++i) {
         const toml::node& e = *a->get(i);
-        if (!e.is_string())
-          return wrong_type("eal[" + std::to_string(i) + "]", e, kEalAllowed);
+        if (!e.is_string()) return wrong_type("eal[" + std::to_string(i) + "]", e, kEalAllowed);
         const std::string& s = e.as_string()->get();
         if (s.rfind("--file-prefix", 0) == 0)
           return fail_b("eal[" + std::to_string(i) + "]",
@@ -231,7 +236,8 @@ class Parser {
 
     int64_t mtu = dev->mtu;
     if (!get_int(t, "mtu", "mtu", 256, 4096, kMtuAllowed, &mtu)) return false;
-    if (mtu & (mtu - 1)) return fail_b("mtu", std::to_string(mtu) + " is not a power of two", kMtuAllowed);
+    if (mtu & (mtu - 1))
+      return fail_b("mtu", std::to_string(mtu) + " is not a power of two", kMtuAllowed);
     dev->mtu = static_cast<uint32_t>(mtu);
 
     int64_t queues = dev->queues;
@@ -272,8 +278,7 @@ class Parser {
     dev->trust = trust == "pcp" ? Device::Trust::kPcp : Device::Trust::kDscp;
     if (t.get("vlan")) {
       int64_t vid = 0;
-      if (!get_int(t, "vlan", "vlan", 0, 4094, "0..4094 (0 = priority-tagged)", &vid))
-        return false;
+      if (!get_int(t, "vlan", "vlan", 0, 4094, "0..4094 (0 = priority-tagged)", &vid)) return false;
       dev->vlan = static_cast<uint16_t>(vid);
     }
 
@@ -314,8 +319,7 @@ class Parser {
       }
       bool unusable = addr.is_ipv4() ? (addr.gid.ipv4() == 0 || addr.gid.ipv4() >= 0xe0000000u)
                                      : (addr.gid.is_zero() || addr.gid.raw[0] == 0xff);
-      if (unusable)
-        return fail_b(key, "\"" + s + "\" is not a unicast address", kAllowed);
+      if (unusable) return fail_b(key, "\"" + s + "\" is not a unicast address", kAllowed);
       addr.prefix = static_cast<uint8_t>(len);
       for (const Address& other : dev->addresses)
         if (other.gid == addr.gid)
@@ -418,17 +422,17 @@ class Parser {
       return false;
     pfc.xon_bytes = static_cast<uint32_t>(v);
     if (pfc.xoff_bytes && pfc.xon_bytes > pfc.xoff_bytes)
-      return fail_b("pfc.xon_bytes",
-                    std::to_string(pfc.xon_bytes) + " is above xoff_bytes " +
-                        std::to_string(pfc.xoff_bytes),
-                    "0..xoff_bytes");
+      return fail_b(
+          "pfc.xon_bytes",
+          std::to_string(pfc.xon_bytes) + " is above xoff_bytes " + std::to_string(pfc.xoff_bytes),
+          "0..xoff_bytes");
     v = pfc.watchdog_detect_ms;
     if (!get_int(*pt, "pfc.watchdog_detect_ms", "watchdog_detect_ms", 1, 60000, "1..60000 ms", &v))
       return false;
     pfc.watchdog_detect_ms = static_cast<uint32_t>(v);
     v = pfc.watchdog_restore_ms;
-    if (!get_int(*pt, "pfc.watchdog_restore_ms", "watchdog_restore_ms", 1, 600000,
-                 "1..600000 ms", &v))
+    if (!get_int(*pt, "pfc.watchdog_restore_ms", "watchdog_restore_ms", 1, 600000, "1..600000 ms",
+                 &v))
       return false;
     pfc.watchdog_restore_ms = static_cast<uint32_t>(v);
     return get_bool(*pt, "pfc.watchdog_ignore_pause", "watchdog_ignore_pause",

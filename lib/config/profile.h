@@ -18,13 +18,26 @@ inline constexpr std::string_view kProfileNames[] = {"", "lossless", "lossy", "h
 
 /// The NVIDIA DCQCN parameter names accepted under [device.dcqcn] (reference/dcqcn.md §1.1,
 /// firmware names in lower case) plus the ECN marking knobs of the NP model.
-inline constexpr std::string_view kDcqcnParamNames[] = {
-    "rpg_time_reset",      "rpg_byte_reset",   "rpg_threshold",
-    "rpg_ai_rate",         "rpg_hai_rate",     "rpg_min_rate",
-    "rpg_max_rate",        "rpg_gd",           "rpg_min_dec_fac",
-    "dce_tcp_g",           "dce_tcp_rtt",      "rate_reduce_monitor_period",
-    "initial_alpha_value", "clamp_tgt_rate",   "clamp_tgt_rate_after_time_inc",
-    "rate_to_set_on_first_cnp", "min_time_between_cnps", "kmin", "kmax", "pmax"};
+inline constexpr std::string_view kDcqcnParamNames[] = {"rpg_time_reset",
+                                                        "rpg_byte_reset",
+                                                        "rpg_threshold",
+                                                        "rpg_ai_rate",
+                                                        "rpg_hai_rate",
+                                                        "rpg_min_rate",
+                                                        "rpg_max_rate",
+                                                        "rpg_gd",
+                                                        "rpg_min_dec_fac",
+                                                        "dce_tcp_g",
+                                                        "dce_tcp_rtt",
+                                                        "rate_reduce_monitor_period",
+                                                        "initial_alpha_value",
+                                                        "clamp_tgt_rate",
+                                                        "clamp_tgt_rate_after_time_inc",
+                                                        "rate_to_set_on_first_cnp",
+                                                        "min_time_between_cnps",
+                                                        "kmin",
+                                                        "kmax",
+                                                        "pmax"};
 
 /// Applies profile `name` (one of kProfileNames) to *dev. Reads dev->roce_dscp and
 /// dev->dscp_to_prio to pick the lossless priority, so call it after those are set.

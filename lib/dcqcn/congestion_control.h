@@ -42,11 +42,11 @@ struct RpStats {
 
 /// What happened, for traces and golden tests.
 enum class RpEventKind : uint8_t {
-  kCut,          ///< rate decrease
-  kFastRecovery, ///< increase event, fast recovery
-  kAdditive,     ///< increase event, additive increase
-  kHyper,        ///< increase event, hyper increase
-  kRelease,      ///< Rc == Rt == C: timers stopped, limiter released
+  kCut,           ///< rate decrease
+  kFastRecovery,  ///< increase event, fast recovery
+  kAdditive,      ///< increase event, additive increase
+  kHyper,         ///< increase event, hyper increase
+  kRelease,       ///< Rc == Rt == C: timers stopped, limiter released
 };
 
 /// One RP state change. `by_bytes` tells a byte-counter increase from a timer one.

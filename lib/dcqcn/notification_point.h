@@ -39,9 +39,7 @@ class NotificationPoint {
   /// @return true: the coalesced CNP is due at or before `now`; send it now.
   bool on_timer(Timestamp now);
   /// Forgets the last CNP and any pending one (counters are kept).
-  void reset() {
-    sent_any_ = pending_ = false;
-  }
+  void reset() { sent_any_ = pending_ = false; }
   const NpStats& stats() const { return stats_; }
   bool pending() const { return pending_; }  ///< a coalesced CNP waits
 
@@ -52,10 +50,10 @@ class NotificationPoint {
     ++stats_.np_cnp_sent;
   }
 
-  Duration n_;              ///< min_time_between_cnps
-  Timestamp last_cnp_;      ///< when the last CNP was sent
-  bool sent_any_ = false;   ///< a CNP was ever sent
-  bool pending_ = false;    ///< a CE arrived inside the interval
+  Duration n_;             ///< min_time_between_cnps
+  Timestamp last_cnp_;     ///< when the last CNP was sent
+  bool sent_any_ = false;  ///< a CNP was ever sent
+  bool pending_ = false;   ///< a CE arrived inside the interval
   NpStats stats_;
 };
 

@@ -41,11 +41,11 @@ class NpTable {
  private:
   Duration n_;
   bool per_port_;
-  NotificationPoint port_;            ///< per_port mode
-  uint32_t port_pending_qpn_ = 0;     ///< per_port: who gets the pending CNP
+  NotificationPoint port_;         ///< per_port mode
+  uint32_t port_pending_qpn_ = 0;  ///< per_port: who gets the pending CNP
   std::unordered_map<uint32_t, NotificationPoint> qps_;
-  std::vector<uint32_t> pending_;     ///< QPNs with a coalesced CNP waiting
-  NpStats gone_;                      ///< counters of forgotten QPs
+  std::vector<uint32_t> pending_;  ///< QPNs with a coalesced CNP waiting
+  NpStats gone_;                   ///< counters of forgotten QPs
 };
 
 }  // namespace uroce::dcqcn

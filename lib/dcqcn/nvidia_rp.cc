@@ -118,8 +118,8 @@ void NvidiaRp::on_packet_sent(uint32_t bytes, Timestamp now) {
 
 void NvidiaRp::decrease(Timestamp at) {
   cnp_for_dec_ = false;
-  const bool clamp = p_.clamp_tgt_rate ||
-                     (p_.clamp_tgt_rate_after_time_inc ? stage_ != 0 : byte_inc_since_cut_);
+  const bool clamp =
+      p_.clamp_tgt_rate || (p_.clamp_tgt_rate_after_time_inc ? stage_ != 0 : byte_inc_since_cut_);
   if (clamp) rt_ = rc_;
   const double gd = std::ldexp(1.0, static_cast<int>(p_.rpg_gd) - 10);
   double factor = std::max(1.0 - alpha_ / gd, p_.rpg_min_dec_fac / 100.0);

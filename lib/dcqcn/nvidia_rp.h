@@ -46,11 +46,12 @@ class NvidiaRp final : public CongestionControl {
   const RpStats& stats() const override { return stats_; }
 
   double target_rate_bps() const override { return rt_; }  ///< Rt
-  double line_rate_bps() const { return c_; }     ///< C
-  /// α as it is at `now` (>= the last event's time; earlier times give the current α): every α update due at or before `now` applied.
+  double line_rate_bps() const { return c_; }              ///< C
+  /// α as it is at `now` (>= the last event's time; earlier times give the current α): every α
+  /// update due at or before `now` applied.
   double alpha_at(Timestamp now) const override;
-  uint32_t stage() const { return stage_; }       ///< increase events since the last cut
-  bool active() const { return active_; }         ///< a CNP arrived and the rate is limited
+  uint32_t stage() const { return stage_; }  ///< increase events since the last cut
+  bool active() const { return active_; }    ///< a CNP arrived and the rate is limited
 
  private:
   void advance_alpha(Timestamp now);
@@ -59,18 +60,18 @@ class NvidiaRp final : public CongestionControl {
   void record(Timestamp at, RpEventKind k, bool by_bytes);
 
   DcqcnParams p_;
-  double c_;          ///< line rate C, bit/s
-  double g_;          ///< α gain
-  Duration t_alpha_;  ///< dce_tcp_rtt
-  Duration t_dec_;    ///< rate_reduce_monitor_period
-  Duration t_inc_;    ///< rpg_time_reset
-  double rc_, rt_;    ///< current / target rate, bit/s
-  bool active_ = false;            ///< a first CNP started the grids; false again on release
-  Timestamp epoch_;                ///< time of the first CNP: origin of both grids
-  double alpha_ = 1.0;             ///< α after alpha_ticks_ updates
-  int64_t alpha_ticks_ = 0;        ///< α updates applied since epoch_
-  bool cnp_for_alpha_ = false;     ///< a CNP arrived since the last α update
-  bool cnp_for_dec_ = false;       ///< a CNP arrived since the last decrease check
+  double c_;                         ///< line rate C, bit/s
+  double g_;                         ///< α gain
+  Duration t_alpha_;                 ///< dce_tcp_rtt
+  Duration t_dec_;                   ///< rate_reduce_monitor_period
+  Duration t_inc_;                   ///< rpg_time_reset
+  double rc_, rt_;                   ///< current / target rate, bit/s
+  bool active_ = false;              ///< a first CNP started the grids; false again on release
+  Timestamp epoch_;                  ///< time of the first CNP: origin of both grids
+  double alpha_ = 1.0;               ///< α after alpha_ticks_ updates
+  int64_t alpha_ticks_ = 0;          ///< α updates applied since epoch_
+  bool cnp_for_alpha_ = false;       ///< a CNP arrived since the last α update
+  bool cnp_for_dec_ = false;         ///< a CNP arrived since the last decrease check
   bool byte_inc_since_cut_ = false;  ///< a byte-counter increase happened since the last cut
   uint32_t stage_ = 0;
   uint64_t bytes_acc_ = 0;

@@ -41,8 +41,8 @@ class Pacer {
  private:
   double cost_ns(uint64_t bytes) const;
 
-  double rate_bps_ = 0.0;       ///< 0 = unlimited
-  uint64_t burst_bytes_;        ///< bucket depth
+  double rate_bps_ = 0.0;           ///< 0 = unlimited
+  uint64_t burst_bytes_;            ///< bucket depth
   int64_t tat_ns_ = INT64_MIN / 2;  ///< theoretical arrival time of the next frame, ns part
   double tat_frac_ns_ = 0;          ///< and its fractional part, [0, 1) ns
 };

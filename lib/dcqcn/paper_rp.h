@@ -35,8 +35,9 @@ class PaperRp final : public CongestionControl {
   const RpStats& stats() const override { return stats_; }
 
   double target_rate_bps() const override { return rt_; }  ///< Rt
-  double line_rate_bps() const { return c_; }     ///< C
-  /// α as it is at `now` (>= the last event's time; earlier times give the current α) (includes the K-periodic decay up to and including `now`).
+  double line_rate_bps() const { return c_; }              ///< C
+  /// α as it is at `now` (>= the last event's time; earlier times give the current α) (includes the
+  /// K-periodic decay up to and including `now`).
   double alpha_at(Timestamp now) const override;
   bool active() const { return active_; }         ///< a CNP arrived and the rate is limited
   uint32_t timer_count() const { return tcnt_; }  ///< Tcnt
@@ -50,14 +51,14 @@ class PaperRp final : public CongestionControl {
   void record(Timestamp at, RpEventKind k, bool by_bytes);
 
   DcqcnParams p_;
-  double c_;            ///< line rate C, bit/s
-  double g_;            ///< α gain
-  Duration k_;          ///< α period K
-  double rc_, rt_;      ///< current / target rate, bit/s
-  double alpha_base_ = 1.0;      ///< α right after the last CNP
-  Timestamp alpha_epoch_;        ///< time of the last CNP (α decay grid origin)
-  bool alpha_running_ = false;   ///< a CNP has started the α decay (it runs on after release)
-  bool active_ = false;          ///< limiter engaged
+  double c_;                          ///< line rate C, bit/s
+  double g_;                          ///< α gain
+  Duration k_;                        ///< α period K
+  double rc_, rt_;                    ///< current / target rate, bit/s
+  double alpha_base_ = 1.0;           ///< α right after the last CNP
+  Timestamp alpha_epoch_;             ///< time of the last CNP (α decay grid origin)
+  bool alpha_running_ = false;        ///< a CNP has started the α decay (it runs on after release)
+  bool active_ = false;               ///< limiter engaged
   bool increased_since_cut_ = false;  ///< for the QCN first-increase quirk
   uint32_t tcnt_ = 0, bccnt_ = 0;
   uint64_t bytes_acc_ = 0;

@@ -14,31 +14,31 @@ namespace uroce::dcqcn {
 namespace {
 
 // X(name, min, max, unit): every integer/boolean knob of DcqcnParams by its NVIDIA name.
-#define UROCE_DCQCN_PARAMS(X)                         \
-  X(rate_reduce_monitor_period, 1, 131071, "us")      \
-  X(rpg_time_reset, 1, 131071, "us")                  \
-  X(rpg_byte_reset, 0, 4294967295.0, "bytes")         \
-  X(rpg_threshold, 1, 31, "events")                   \
-  X(rpg_ai_rate, 1, 1000000, "Mb/s")                  \
-  X(rpg_hai_rate, 1, 1000000, "Mb/s")                 \
-  X(rpg_gd, 1, 15, "log2")                            \
-  X(rpg_min_dec_fac, 0, 100, "percent")               \
-  X(rpg_min_rate, 0, 1000000, "Mb/s")                 \
-  X(rpg_max_rate, 0, 10000000, "Mb/s")                \
-  X(dce_tcp_g, 0, 1024, "Q10")                        \
-  X(dce_tcp_rtt, 1, 131071, "us")                     \
-  X(initial_alpha_value, 0, 1024, "Q10")              \
-  X(clamp_tgt_rate, 0, 1, "bool")                     \
-  X(clamp_tgt_rate_after_time_inc, 0, 1, "bool")      \
-  X(rate_to_set_on_first_cnp, 0, 10000000, "Mb/s")    \
-  X(min_time_between_cnps, 0, 131071, "us")           \
-  X(hai_halves_periods, 0, 1, "bool")                 \
-  X(qcn_first_increase_quirk, 0, 1, "bool")           \
-  X(cap_target_before_average, 0, 1, "bool")          \
-  X(paper_clamp_target, 0, 1, "bool")                 \
-  X(release_at_line_rate, 0, 1, "bool")              \
-  X(alpha_order, 0, 1, "enum AlphaOrder")             \
-  X(fr_count, 0, 1, "enum FrCount")                   \
+#define UROCE_DCQCN_PARAMS(X)                      \
+  X(rate_reduce_monitor_period, 1, 131071, "us")   \
+  X(rpg_time_reset, 1, 131071, "us")               \
+  X(rpg_byte_reset, 0, 4294967295.0, "bytes")      \
+  X(rpg_threshold, 1, 31, "events")                \
+  X(rpg_ai_rate, 1, 1000000, "Mb/s")               \
+  X(rpg_hai_rate, 1, 1000000, "Mb/s")              \
+  X(rpg_gd, 1, 15, "log2")                         \
+  X(rpg_min_dec_fac, 0, 100, "percent")            \
+  X(rpg_min_rate, 0, 1000000, "Mb/s")              \
+  X(rpg_max_rate, 0, 10000000, "Mb/s")             \
+  X(dce_tcp_g, 0, 1024, "Q10")                     \
+  X(dce_tcp_rtt, 1, 131071, "us")                  \
+  X(initial_alpha_value, 0, 1024, "Q10")           \
+  X(clamp_tgt_rate, 0, 1, "bool")                  \
+  X(clamp_tgt_rate_after_time_inc, 0, 1, "bool")   \
+  X(rate_to_set_on_first_cnp, 0, 10000000, "Mb/s") \
+  X(min_time_between_cnps, 0, 131071, "us")        \
+  X(hai_halves_periods, 0, 1, "bool")              \
+  X(qcn_first_increase_quirk, 0, 1, "bool")        \
+  X(cap_target_before_average, 0, 1, "bool")       \
+  X(paper_clamp_target, 0, 1, "bool")              \
+  X(release_at_line_rate, 0, 1, "bool")            \
+  X(alpha_order, 0, 1, "enum AlphaOrder")          \
+  X(fr_count, 0, 1, "enum FrCount")                \
   X(hai_amount, 0, 2, "enum HaiAmount")
 
 template <typename F>
@@ -157,27 +157,29 @@ Result<RpMode> parse_mode(std::string_view text) {
 Status set_param(DcqcnParams* p, std::string_view raw_name, double value, std::string* err) {
   const std::string_view name = canonical(raw_name);
   char buf[256];
-#define X(field, lo, hi, unit)                                                             \
-  if (name == #field) {                                                                    \
-    if (!(value >= (lo) && value <= (hi)) || std::floor(value) != value) {                 \
-      if (err) {                                                                           \
+#define X(field, lo, hi, unit)                                                                   \
+  if (name == #field) {                                                                          \
+    if (!(value >= (lo) && value <= (hi)) || std::floor(value) != value) {                       \
+      if (err) {                                                                                 \
         std::snprintf(buf, sizeof buf, "dcqcn parameter %s = %g: allowed integer %.0f..%.0f %s", \
-                      #field, value, static_cast<double>(lo), static_cast<double>(hi), unit); \
-        *err = buf;                                                                        \
-      }                                                                                    \
-      return Status::invalid();                                                            \
-    }                                                                                      \
-    assign(&p->field, value);                                                              \
-    return Status::ok();                                                                   \
+                      #field, value, static_cast<double>(lo), static_cast<double>(hi), unit);    \
+        *err = buf;                                                                              \
+      }                                                                                          \
+      return Status::invalid();                                                                  \
+    }                                                                                            \
+    assign(&p->field, value);                                                                    \
+    return Status::ok();                                                                         \
   }
   UROCE_DCQCN_PARAMS(X)
 #undef X
   if (is_cp_param(name)) {
-    if (err) *err = "dcqcn parameter '" + std::string(raw_name) +
-                    "' is an ECN marking (switch/CP) knob, not a reaction/notification point one";
+    if (err)
+      *err = "dcqcn parameter '" + std::string(raw_name) +
+             "' is an ECN marking (switch/CP) knob, not a reaction/notification point one";
     return Status::not_found();
   }
-  if (err) *err = "unknown dcqcn parameter '" + std::string(raw_name) + "'; allowed: " + known_names();
+  if (err)
+    *err = "unknown dcqcn parameter '" + std::string(raw_name) + "'; allowed: " + known_names();
   return Status::not_found();
 }
 
@@ -196,10 +198,10 @@ Result<double> get_param(const DcqcnParams& p, std::string_view raw_name) {
 
 Status validate(const DcqcnParams& p, std::string* err) {
   DcqcnParams scratch = p;
-#define X(field, lo, hi, unit)                                          \
-  {                                                                     \
-    Status s = set_param(&scratch, #field, as_double(p.field), err);    \
-    if (!s) return s;                                                   \
+#define X(field, lo, hi, unit)                                       \
+  {                                                                  \
+    Status s = set_param(&scratch, #field, as_double(p.field), err); \
+    if (!s) return s;                                                \
   }
   UROCE_DCQCN_PARAMS(X)
 #undef X

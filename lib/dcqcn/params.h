@@ -59,33 +59,33 @@ struct DcqcnParams {
   // ---- NVIDIA-named parameters (ranges as the lookup enforces them) ----
   uint32_t rate_reduce_monitor_period = 4;  ///< µs; nvidia: CNPs are applied (one cut at most)
                                             ///< on this grid, started at the first CNP. 1..131071
-  uint32_t rpg_time_reset = 300;            ///< µs; rate-increase timer period (paper T). 1..131071
-  uint32_t rpg_byte_reset = 32767;          ///< bytes sent per byte-counter increase event
-                                            ///< (paper B); 0 = byte counter off. NB: the unit
-                                            ///< on real firmware is unverified (dcqcn.md §1.5)
-  uint32_t rpg_threshold = 1;               ///< increase events spent in fast recovery (paper F). 1..31
-  uint32_t rpg_ai_rate = 5;                 ///< Mb/s; additive increase step (paper R_AI). 1..1e6
-  uint32_t rpg_hai_rate = 50;               ///< Mb/s; hyper increase step (paper R_HAI). 1..1e6
-  uint32_t rpg_gd = 11;                     ///< cut = α / 2^(rpg_gd−10): 11 → α/2, 10 → α. 1..15
-  uint32_t rpg_min_dec_fac = 50;            ///< percent; one cut keeps at least this share of
-                                            ///< the rate (nvidia). 0..100 (0 = no limit)
-  uint32_t rpg_min_rate = 1;                ///< Mb/s; floor of Rc. 0..1e6
-  uint32_t rpg_max_rate = 0;                ///< Mb/s; ceiling C of Rc and Rt; 0 = port speed. 0..1e7
-  uint32_t dce_tcp_g = 1019;                ///< Q10 retention of α per update: α ← (G/1024)·α
-                                            ///< (+ (1 − G/1024) with a CNP), i.e. the EWMA gain
-                                            ///< g = (1024 − G)/1024; 1019 → 5/1024, 1020 → 1/256.
-                                            ///< Reading of NVIDIA community doc v19 (dcqcn.md
-                                            ///< §1.1 note). 0..1024
-  uint32_t dce_tcp_rtt = 1;                 ///< µs; α update period (paper K). 1..131071
-  uint32_t initial_alpha_value = 1023;      ///< Q10 α set on the first CNP (nvidia). 0..1024
-                                            ///< (1024 = exactly 1.0, as HPCC's model)
-  bool clamp_tgt_rate = false;              ///< nvidia: Rt ← Rc on every cut
+  uint32_t rpg_time_reset = 300;    ///< µs; rate-increase timer period (paper T). 1..131071
+  uint32_t rpg_byte_reset = 32767;  ///< bytes sent per byte-counter increase event
+                                    ///< (paper B); 0 = byte counter off. NB: the unit
+                                    ///< on real firmware is unverified (dcqcn.md §1.5)
+  uint32_t rpg_threshold = 1;       ///< increase events spent in fast recovery (paper F). 1..31
+  uint32_t rpg_ai_rate = 5;         ///< Mb/s; additive increase step (paper R_AI). 1..1e6
+  uint32_t rpg_hai_rate = 50;       ///< Mb/s; hyper increase step (paper R_HAI). 1..1e6
+  uint32_t rpg_gd = 11;             ///< cut = α / 2^(rpg_gd−10): 11 → α/2, 10 → α. 1..15
+  uint32_t rpg_min_dec_fac = 50;    ///< percent; one cut keeps at least this share of
+                                    ///< the rate (nvidia). 0..100 (0 = no limit)
+  uint32_t rpg_min_rate = 1;        ///< Mb/s; floor of Rc. 0..1e6
+  uint32_t rpg_max_rate = 0;        ///< Mb/s; ceiling C of Rc and Rt; 0 = port speed. 0..1e7
+  uint32_t dce_tcp_g = 1019;        ///< Q10 retention of α per update: α ← (G/1024)·α
+                                    ///< (+ (1 − G/1024) with a CNP), i.e. the EWMA gain
+                                    ///< g = (1024 − G)/1024; 1019 → 5/1024, 1020 → 1/256.
+                                    ///< Reading of NVIDIA community doc v19 (dcqcn.md
+                                    ///< §1.1 note). 0..1024
+  uint32_t dce_tcp_rtt = 1;         ///< µs; α update period (paper K). 1..131071
+  uint32_t initial_alpha_value = 1023;        ///< Q10 α set on the first CNP (nvidia). 0..1024
+                                              ///< (1024 = exactly 1.0, as HPCC's model)
+  bool clamp_tgt_rate = false;                ///< nvidia: Rt ← Rc on every cut
   bool clamp_tgt_rate_after_time_inc = true;  ///< nvidia: Rt ← Rc on a cut only if an increase
                                               ///< event happened since the last cut
-  uint32_t rate_to_set_on_first_cnp = 0;    ///< Mb/s; nvidia: Rc = Rt = this on the first CNP;
-                                            ///< 0 = keep the current rate. 0..1e7
-  uint32_t min_time_between_cnps = 4;       ///< µs; NP: at most one CNP per QP per interval
-                                            ///< (paper N = 50). 0..131071
+  uint32_t rate_to_set_on_first_cnp = 0;      ///< Mb/s; nvidia: Rc = Rt = this on the first CNP;
+                                              ///< 0 = keep the current rate. 0..1e7
+  uint32_t min_time_between_cnps = 4;         ///< µs; NP: at most one CNP per QP per interval
+                                              ///< (paper N = 50). 0..131071
 
   // ---- Choices the references disagree on (paper mode; dcqcn.md §1.4) ----
   AlphaOrder alpha_order = AlphaOrder::kCutThenUpdate;  ///< §1.4 choice 1

@@ -19,14 +19,18 @@ inline constexpr int kNumPriorities = 8;  ///< 802.1p priorities / traffic class
 
 /// PFC counters of one port.
 struct PfcCounters {
-  std::array<uint64_t, kNumPriorities> rx_prio_pause{};             ///< PFC frames received naming p (XOFF and XON)
-  std::array<uint64_t, kNumPriorities> rx_prio_pause_duration{};    ///< µs priority p was paused by the peer
-  std::array<uint64_t, kNumPriorities> rx_prio_pause_transition{};  ///< XOFF → XON transitions (XON or expiry)
-  std::array<uint64_t, kNumPriorities> tx_prio_pause{};             ///< PFC frames sent naming p (XOFF, refresh, XON)
-  std::array<uint64_t, kNumPriorities> tx_prio_pause_duration{};    ///< µs we held priority p in XOFF
-  uint64_t rx_global_pause = 0;                 ///< 802.3x PAUSE frames received
-  uint64_t tx_pause_storm_warning_events = 0;   ///< a priority paused longer than the warning time
-  uint64_t tx_pause_storm_error_events = 0;     ///< a priority paused longer than T_detect
+  std::array<uint64_t, kNumPriorities>
+      rx_prio_pause{};  ///< PFC frames received naming p (XOFF and XON)
+  std::array<uint64_t, kNumPriorities>
+      rx_prio_pause_duration{};  ///< µs priority p was paused by the peer
+  std::array<uint64_t, kNumPriorities>
+      rx_prio_pause_transition{};  ///< XOFF → XON transitions (XON or expiry)
+  std::array<uint64_t, kNumPriorities>
+      tx_prio_pause{};  ///< PFC frames sent naming p (XOFF, refresh, XON)
+  std::array<uint64_t, kNumPriorities> tx_prio_pause_duration{};  ///< µs we held priority p in XOFF
+  uint64_t rx_global_pause = 0;                                   ///< 802.3x PAUSE frames received
+  uint64_t tx_pause_storm_warning_events = 0;  ///< a priority paused longer than the warning time
+  uint64_t tx_pause_storm_error_events = 0;    ///< a priority paused longer than T_detect
 };
 static_assert(std::is_trivially_copyable_v<PfcCounters>);
 

@@ -28,8 +28,8 @@ inline constexpr MacAddr kPfcDestMac{{0x01, 0x80, 0xC2, 0x00, 0x00, 0x01}};
 
 /// A received or to-be-sent pause frame.
 struct PauseFrame {
-  bool global = false;            ///< 802.3x PAUSE: quanta[0] applies to every priority
-  uint8_t class_enable = 0;       ///< PFC: bit p set = time[p] is valid for priority p
+  bool global = false;               ///< 802.3x PAUSE: quanta[0] applies to every priority
+  uint8_t class_enable = 0;          ///< PFC: bit p set = time[p] is valid for priority p
   std::array<uint16_t, 8> quanta{};  ///< pause time per priority, 512-bit-time quanta; 0 = XON
 };
 

@@ -29,11 +29,11 @@ namespace uroce::dcqcn {
 /// Pause-storm watchdog settings (defaults: Juniper-like detection 200 ms; NVIDIA's warning
 /// watermark 85 % of critical; SONiC test-plan restoration 2 s).
 struct PfcWatchdogConfig {
-  bool enabled = true;                            ///< watch at all
-  Duration detect = Duration::millis(200);        ///< T_detect: continuous pause → error event
-  uint32_t warning_percent = 85;                  ///< warning event at this % of detect (1..100)
-  Duration restore = Duration::millis(2000);      ///< T_restore: no XOFF this long → honour again
-  bool ignore_pause = false;                      ///< after an error, stop honouring pause
+  bool enabled = true;                        ///< watch at all
+  Duration detect = Duration::millis(200);    ///< T_detect: continuous pause → error event
+  uint32_t warning_percent = 85;              ///< warning event at this % of detect (1..100)
+  Duration restore = Duration::millis(2000);  ///< T_restore: no XOFF this long → honour again
+  bool ignore_pause = false;                  ///< after an error, stop honouring pause
 };
 
 /// Watchdog notifications (for an async event and a log line).
@@ -79,14 +79,14 @@ class PfcRx {
 
  private:
   struct Prio {
-    Timestamp until;           ///< pause end (replace on every XOFF)
-    bool paused = false;       ///< in a pause (as of the last on_timer)
-    Timestamp since;           ///< start of the current continuous pause
-    Timestamp accounted;       ///< duration counted up to here
-    int64_t duration_ns = 0;   ///< total paused time, ns (counter holds it in µs)
+    Timestamp until;                       ///< pause end (replace on every XOFF)
+    bool paused = false;                   ///< in a pause (as of the last on_timer)
+    Timestamp since;                       ///< start of the current continuous pause
+    Timestamp accounted;                   ///< duration counted up to here
+    int64_t duration_ns = 0;               ///< total paused time, ns (counter holds it in µs)
     bool warned = false, errored = false;  ///< watchdog fired for the current pause
-    bool ignoring = false;     ///< watchdog stopped honouring pause
-    Timestamp last_xoff;       ///< last XOFF on this priority (restore timer)
+    bool ignoring = false;                 ///< watchdog stopped honouring pause
+    Timestamp last_xoff;                   ///< last XOFF on this priority (restore timer)
   };
   Timestamp warn_at(const Prio& s) const;
   Timestamp error_at(const Prio& s) const { return s.since + wd_.detect; }

@@ -24,12 +24,12 @@ namespace uroce::dcqcn {
 
 /// XOFF/XON generation settings.
 struct PfcTxConfig {
-  uint8_t enabled_mask = 1u << 3;   ///< priorities with PFC on (default: 3, dcqcn.md §3.4)
-  uint64_t xoff_bytes = 0;          ///< backlog that sends XOFF; 0 = never send XOFF
-  uint64_t xon_bytes = 0;           ///< backlog at or below which XON is sent (< xoff_bytes)
-  uint16_t pause_quanta = 0xFFFF;   ///< quanta in each XOFF
-  Duration refresh{};               ///< XOFF refresh period; 0 = half the pause time
-  Duration max_xoff{};              ///< give up after this long in XOFF; 0 = never
+  uint8_t enabled_mask = 1u << 3;  ///< priorities with PFC on (default: 3, dcqcn.md §3.4)
+  uint64_t xoff_bytes = 0;         ///< backlog that sends XOFF; 0 = never send XOFF
+  uint64_t xon_bytes = 0;          ///< backlog at or below which XON is sent (< xoff_bytes)
+  uint16_t pause_quanta = 0xFFFF;  ///< quanta in each XOFF
+  Duration refresh{};              ///< XOFF refresh period; 0 = half the pause time
+  Duration max_xoff{};             ///< give up after this long in XOFF; 0 = never
 };
 
 /// XOFF/XON decisions for one port.

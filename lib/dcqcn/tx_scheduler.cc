@@ -21,8 +21,10 @@ std::optional<uint8_t> TxScheduler::pick(const std::array<uint32_t, kNumPrioriti
     if ((cfg_.strict_mask & (1u << p)) && ok[p]) return static_cast<uint8_t>(p);
   for (int p = 0; p < kNumPriorities; ++p) {
     if (cfg_.strict_mask & (1u << p)) continue;
-    if (ok[p]) any_wrr = true;
-    else deficit_[p] = 0;  // empty or paused: no credit carried (DRR)
+    if (ok[p])
+      any_wrr = true;
+    else
+      deficit_[p] = 0;  // empty or paused: no credit carried (DRR)
   }
   if (!any_wrr) return std::nullopt;
   // Deficit round robin; terminates because an eligible queue gains credit every round.

@@ -26,8 +26,10 @@ class PfcRx;
 /// Scheduler settings.
 struct TxSchedulerConfig {
   uint8_t strict_mask = 1u << 6;  ///< strict-priority classes (default: the CNP class, prio 6)
-  std::array<uint32_t, kNumPriorities> weights{1, 1, 1, 1, 1, 1, 1, 1};  ///< WRR weights; 0 = treated as 1
-  uint32_t quantum_bytes = 9216;  ///< credit per weight unit per round (>= the largest frame is best)
+  std::array<uint32_t, kNumPriorities> weights{1, 1, 1, 1,
+                                               1, 1, 1, 1};  ///< WRR weights; 0 = treated as 1
+  uint32_t quantum_bytes =
+      9216;  ///< credit per weight unit per round (>= the largest frame is best)
 };
 
 /// Strict + DRR scheduler over 8 priorities.

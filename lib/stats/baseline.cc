@@ -34,7 +34,8 @@ std::map<Key, uint64_t> flatten(const Snapshot& s) {
   for (size_t i = 0; i < s.counters.size(); ++i) m[{'c', s.counter_names[i], 0}] = s.counters[i];
   for (const StatDesc& d : kPrioStats) {
     if (d.kind != Kind::kCounter) continue;
-    for (int p = 0; p < kNumPriorities; ++p) m[{'p', std::string(d.name), p}] = prio_value(s.port, d, p);
+    for (int p = 0; p < kNumPriorities; ++p)
+      m[{'p', std::string(d.name), p}] = prio_value(s.port, d, p);
   }
   for (const StatDesc& d : kPortStats)
     if (d.kind == Kind::kCounter) m[{'s', std::string(d.name), 0}] = prio_value(s.port, d, 0);
@@ -127,10 +128,12 @@ bool apply_baseline(Snapshot* s) {
     if (!(ls >> v)) continue;
     base[{kind, name, idx}] = v;
   }
-  for (size_t i = 0; i < s->counters.size(); ++i) sub(s->counters[i], base, {'c', s->counter_names[i], 0});
+  for (size_t i = 0; i < s->counters.size(); ++i)
+    sub(s->counters[i], base, {'c', s->counter_names[i], 0});
   for (const StatDesc& d : kPrioStats) {
     if (d.kind != Kind::kCounter) continue;
-    for (int p = 0; p < kNumPriorities; ++p) sub(prio_ref(s->port, d, p), base, {'p', std::string(d.name), p});
+    for (int p = 0; p < kNumPriorities; ++p)
+      sub(prio_ref(s->port, d, p), base, {'p', std::string(d.name), p});
   }
   for (const StatDesc& d : kPortStats)
     if (d.kind == Kind::kCounter) sub(prio_ref(s->port, d, 0), base, {'s', std::string(d.name), 0});

@@ -45,7 +45,7 @@ std::string capture_path(const std::string& run_dir, std::string_view device, pi
 std::unique_ptr<CaptureWriter> CaptureWriter::attach(const std::string& path) {
   int fd = open(path.c_str(), O_RDWR | O_CLOEXEC);
   if (fd < 0) return nullptr;
-  struct stat st{};
+  struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < kHeaderBytes) {
     close(fd);
     return nullptr;
@@ -96,7 +96,7 @@ void CaptureWriter::write(std::span<const uint8_t> frame, bool tx, uint64_t ts_n
 }
 
 bool CaptureWriter::wanted() const {
-  struct stat st{};
+  struct stat st {};
   return fstat(fd_, &st) == 0 && st.st_nlink > 0;
 }
 

@@ -36,9 +36,9 @@ inline constexpr uint32_t kCaptureSnaplen = 4352;  ///< the largest RoCE frame (
 struct CaptureHeader {
   uint64_t magic;
   uint32_t version;
-  uint32_t slots;       ///< number of slots
-  uint32_t slot_bytes;  ///< bytes per slot: sizeof(CaptureSlot) + snaplen, 64-aligned
-  uint32_t snaplen;     ///< longest stored frame; longer ones are cut (CaptureSlot::caplen)
+  uint32_t slots;             ///< number of slots
+  uint32_t slot_bytes;        ///< bytes per slot: sizeof(CaptureSlot) + snaplen, 64-aligned
+  uint32_t snaplen;           ///< longest stored frame; longer ones are cut (CaptureSlot::caplen)
   alignas(64) uint64_t head;  ///< frames published by the program
   alignas(64) uint64_t tail;  ///< frames consumed by the tool
   alignas(64) uint64_t dropped;  ///< frames lost to a full ring
@@ -46,10 +46,10 @@ struct CaptureHeader {
 
 /// One slot: this header, then caplen bytes of the frame.
 struct CaptureSlot {
-  uint64_t ts_ns;    ///< when the frame was seen (CLOCK_REALTIME)
-  uint32_t len;      ///< the frame's length on the wire (without FCS)
-  uint32_t caplen;   ///< bytes stored (<= snaplen)
-  uint32_t dir;      ///< 0 received, 1 sent
+  uint64_t ts_ns;   ///< when the frame was seen (CLOCK_REALTIME)
+  uint32_t len;     ///< the frame's length on the wire (without FCS)
+  uint32_t caplen;  ///< bytes stored (<= snaplen)
+  uint32_t dir;     ///< 0 received, 1 sent
   uint32_t reserved;
 };
 

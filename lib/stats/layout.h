@@ -38,12 +38,12 @@
 namespace uroce::stats {
 
 inline constexpr uint64_t kMagic = 0x314d4853454f5255ull;  ///< "UROESHM1" little-endian
-inline constexpr uint32_t kLayoutVersion = 2;  // 2: PMD counters (rx_packets_phy ...)
-inline constexpr int kNumPriorities = 8;          ///< 802.1p priorities
-inline constexpr size_t kCounterNameLen = 48;     ///< bytes per entry of the names table
+inline constexpr uint32_t kLayoutVersion = 2;              // 2: PMD counters (rx_packets_phy ...)
+inline constexpr int kNumPriorities = 8;                   ///< 802.1p priorities
+inline constexpr size_t kCounterNameLen = 48;              ///< bytes per entry of the names table
 inline constexpr size_t kDeviceNameLen = 64;
 inline constexpr uint32_t kDefaultQpCapacity = 1024;
-inline constexpr uint32_t kFlagClosed = 1;        ///< SegmentHeader::flags: the owner closed it
+inline constexpr uint32_t kFlagClosed = 1;  ///< SegmentHeader::flags: the owner closed it
 
 /// Whether a statistic only grows (exported as a Prometheus counter) or goes up and down.
 enum class Kind : uint8_t { kCounter, kGauge };
@@ -107,7 +107,8 @@ inline uint64_t prio_value(const PortStats& s, const StatDesc& d, int p) {
 }
 inline uint64_t& prio_ref(PortStats& s, const StatDesc& d, int p) {
   auto* base = reinterpret_cast<unsigned char*>(&s) + d.offset;
-  return *reinterpret_cast<uint64_t*>(static_cast<void*>(base + sizeof(uint64_t) * static_cast<size_t>(p)));
+  return *reinterpret_cast<uint64_t*>(
+      static_cast<void*>(base + sizeof(uint64_t) * static_cast<size_t>(p)));
 }
 
 // ---- Queue pairs --------------------------------------------------------------------------
@@ -149,16 +150,26 @@ struct QpRecord {
   uint64_t counters[kQpCounterCount];  ///< qp_stats.def
 
   /// Writer: identity changes go between begin_update() and end_update().
-  void begin_update() { __atomic_store_n(&seq, seq + 1, __ATOMIC_RELAXED); std::atomic_thread_fence(std::memory_order_release); }
+  void begin_update() {
+    __atomic_store_n(&seq, seq + 1, __ATOMIC_RELAXED);
+    std::atomic_thread_fence(std::memory_order_release);
+  }
   void end_update() { __atomic_store_n(&seq, seq + 1, __ATOMIC_RELEASE); }
-  void set_state(uint32_t s) { begin_update(); __atomic_store_n(&state, s, __ATOMIC_RELAXED); end_update(); }
+  void set_state(uint32_t s) {
+    begin_update();
+    __atomic_store_n(&state, s, __ATOMIC_RELAXED);
+    end_update();
+  }
   void set_peer(uint32_t qpn_, const uint8_t gid[16]) {
     begin_update();
     __atomic_store_n(&peer_qpn, qpn_, __ATOMIC_RELAXED);
     for (int i = 0; i < 16; ++i) __atomic_store_n(&peer_gid[i], gid[i], __ATOMIC_RELAXED);
     end_update();
   }
-  void set_psns(uint32_t sq, uint32_t rq) { store(sq_psn, sq); store(rq_psn, rq); }
+  void set_psns(uint32_t sq, uint32_t rq) {
+    store(sq_psn, sq);
+    store(rq_psn, rq);
+  }
   void set_rate(double rc_mbps, double rt_mbps, double a) {
     store_double(rate_mbps, rc_mbps);
     store_double(target_mbps, rt_mbps);
@@ -176,31 +187,31 @@ inline constexpr size_t kMaxDcqcnParams = 32;
 /// The effective configuration of the device, as `uroce show roce` prints it. Written once
 /// at creation. Strings are NUL-terminated and truncated to fit.
 struct ConfigSummary {
-  char profile[16];             ///< "", "lossless", "lossy", "hpc", "storage"
-  char trust[8];                ///< "dscp" (priority from the IP DSCP) or "pcp"
-  char dcqcn_mode[16];          ///< "nvidia", "paper" or "off"
-  char port[160];               ///< the DPDK vdev string, PCI address or "loopback"
-  char source[160];             ///< the configuration file, or "built-in"
-  char addresses[4][48];        ///< first addresses "a.b.c.d/len"
-  uint32_t mtu;                 ///< RoCE path MTU, bytes
-  uint32_t num_tx_queues;       ///< TX queues of the port (priority -> queue below)
-  uint32_t pfc_xoff_bytes;      ///< RX backlog that sends XOFF
-  uint32_t pfc_xon_bytes;       ///< RX backlog that sends XON
+  char profile[16];         ///< "", "lossless", "lossy", "hpc", "storage"
+  char trust[8];            ///< "dscp" (priority from the IP DSCP) or "pcp"
+  char dcqcn_mode[16];      ///< "nvidia", "paper" or "off"
+  char port[160];           ///< the DPDK vdev string, PCI address or "loopback"
+  char source[160];         ///< the configuration file, or "built-in"
+  char addresses[4][48];    ///< first addresses "a.b.c.d/len"
+  uint32_t mtu;             ///< RoCE path MTU, bytes
+  uint32_t num_tx_queues;   ///< TX queues of the port (priority -> queue below)
+  uint32_t pfc_xoff_bytes;  ///< RX backlog that sends XOFF
+  uint32_t pfc_xon_bytes;   ///< RX backlog that sends XON
   uint32_t pfc_watchdog_detect_ms;
   uint32_t pfc_watchdog_restore_ms;
-  uint8_t lossless;             ///< 1 when PFC is on for the RoCE data priority
-  uint8_t ecn;                  ///< 1 when data is sent ECT(0)
-  uint8_t dcqcn_enabled;        ///< 1 when DCQCN runs
-  uint8_t roce_dscp;            ///< DSCP of RoCE data
-  uint8_t cnp_dscp;             ///< DSCP of CNPs
-  uint8_t pfc_enabled_mask;     ///< bit p: PFC on priority p
-  uint8_t ecn_enabled_mask;     ///< bit p: ECN marking / DCQCN reaction on priority p
+  uint8_t lossless;          ///< 1 when PFC is on for the RoCE data priority
+  uint8_t ecn;               ///< 1 when data is sent ECT(0)
+  uint8_t dcqcn_enabled;     ///< 1 when DCQCN runs
+  uint8_t roce_dscp;         ///< DSCP of RoCE data
+  uint8_t cnp_dscp;          ///< DSCP of CNPs
+  uint8_t pfc_enabled_mask;  ///< bit p: PFC on priority p
+  uint8_t ecn_enabled_mask;  ///< bit p: ECN marking / DCQCN reaction on priority p
   uint8_t pad0;
-  uint8_t dscp_to_prio[64];     ///< DSCP -> priority
-  uint8_t pcp_to_prio[8];       ///< 802.1p PCP -> priority
-  uint8_t prio_to_txq[8];       ///< priority -> TX queue
-  uint32_t dcqcn_param_count;   ///< entries used in dcqcn_params
-  int32_t vlan;                 ///< 802.1Q VLAN id of sent frames; -1 = untagged
+  uint8_t dscp_to_prio[64];    ///< DSCP -> priority
+  uint8_t pcp_to_prio[8];      ///< 802.1p PCP -> priority
+  uint8_t prio_to_txq[8];      ///< priority -> TX queue
+  uint32_t dcqcn_param_count;  ///< entries used in dcqcn_params
+  int32_t vlan;                ///< 802.1Q VLAN id of sent frames; -1 = untagged
   struct Param {
     char name[40];
     double value;

@@ -80,8 +80,8 @@ bool map_segment(const std::string& path, Mapping* m, SegmentHeader* h, std::str
   auto fits = [&](uint64_t off, uint64_t len) { return off % 8 == 0 && off + len <= m->size; };
   if (h->header_size != sizeof(SegmentHeader) || h->total_size > m->size ||
       h->port_stats_size != sizeof(PortStats) || h->qp_record_size != sizeof(QpRecord) ||
-      h->num_priorities != kNumPriorities || h->counter_name_len == 0 ||
-      h->counter_count > 4096 || !fits(h->counters_off, 8ull * h->counter_count) ||
+      h->num_priorities != kNumPriorities || h->counter_name_len == 0 || h->counter_count > 4096 ||
+      !fits(h->counters_off, 8ull * h->counter_count) ||
       !fits(h->names_off, uint64_t{h->counter_count} * h->counter_name_len) ||
       !fits(h->port_off, sizeof(PortStats)) || !fits(h->config_off, sizeof(ConfigSummary)) ||
       !fits(h->qps_off, uint64_t{h->qp_capacity} * sizeof(QpRecord))) {
@@ -120,7 +120,8 @@ std::vector<SegmentInfo> list_segments(const std::string& dir) {
       info.state = SegmentState::kUnreadable;
     } else if (!process_alive(h.pid, h.start_time) ||
                (__atomic_load_n(&static_cast<const SegmentHeader*>(m.base)->flags,
-                                __ATOMIC_ACQUIRE) & kFlagClosed)) {
+                                __ATOMIC_ACQUIRE) &
+                kFlagClosed)) {
       info.state = SegmentState::kStale;
       info.problem = info.path + ": stale: process " + std::to_string(h.pid) +
                      " is gone; remove it with: rm " + info.path;
@@ -157,7 +158,8 @@ ReadStatus read_segment(const std::string& path, Snapshot* out, std::string* err
   s.counter_names.resize(h.counter_count);
   s.counters.resize(h.counter_count);
   for (uint32_t i = 0; i < h.counter_count; ++i) {
-    const char* n = reinterpret_cast<const char*>(bytes + h.names_off + size_t{i} * h.counter_name_len);
+    const char* n =
+        reinterpret_cast<const char*>(bytes + h.names_off + size_t{i} * h.counter_name_len);
     s.counter_names[i] = std::string(n, strnlen(n, h.counter_name_len));
     s.counters[i] = load(*reinterpret_cast<const uint64_t*>(
         static_cast<const void*>(bytes + h.counters_off + 8ull * i)));
@@ -200,8 +202,8 @@ ReadStatus read_segment(const std::string& path, Snapshot* out, std::string* err
     return ReadStatus::kOwnerExited;
   }
   if (!alive_after) {
-    *err = path + ": stale: process " + std::to_string(h.pid) +
-           " is gone; remove it with: rm " + path;
+    *err =
+        path + ": stale: process " + std::to_string(h.pid) + " is gone; remove it with: rm " + path;
     return ReadStatus::kStale;
   }
   return ReadStatus::kOk;

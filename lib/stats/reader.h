@@ -45,7 +45,7 @@ struct Snapshot {
   pid_t pid = 0;
   uint64_t start_time = 0;
   uint64_t heartbeat = 0;
-  bool stale = false;                     ///< the owner was not alive when read
+  bool stale = false;                      ///< the owner was not alive when read
   std::vector<std::string> counter_names;  ///< from the segment's own names table
   std::vector<uint64_t> counters;          ///< parallel to counter_names
   PortStats port{};

@@ -43,8 +43,8 @@ void close_all_at_exit() {
 }
 
 std::unique_ptr<StatsSegment> StatsSegment::create(std::string_view device,
-                                                   const ConfigSummary& config,
-                                                   std::string* err, const CreateOptions& opts) {
+                                                   const ConfigSummary& config, std::string* err,
+                                                   const CreateOptions& opts) {
   auto fail = [&](const std::string& what) -> std::unique_ptr<StatsSegment> {
     if (err) *err = what;
     return nullptr;

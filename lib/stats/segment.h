@@ -3,8 +3,8 @@
  * @brief The writer side of a statistics segment (layout.h): created by the process that owns
  * a device, written without locks by its engine and driver, removed when it is destroyed or
  * the process exits normally (atexit: the file is unlinked but stays mapped, so threads that
- * still write at exit write into valid memory). A segment of a process that was killed stays behind;
- * readers (reader.h) report it as stale.
+ * still write at exit write into valid memory). A segment of a process that was killed stays
+ * behind; readers (reader.h) report it as stale.
  *
  * Typical use in the composition root of a device (lib/verbs):
  *   auto seg = stats::StatsSegment::create(cfg.name, stats::summarize(cfg), &err);
@@ -25,10 +25,10 @@
 namespace uroce::stats {
 
 struct CreateOptions {
-  std::string run_dir;                      ///< empty: run_dir() ($UROCE_RUN_DIR or /dev/shm)
+  std::string run_dir;                        ///< empty: run_dir() ($UROCE_RUN_DIR or /dev/shm)
   uint32_t qp_capacity = kDefaultQpCapacity;  ///< QP slots; add_qp() fails beyond
-  pid_t pid = 0;                            ///< 0: this process (tests may name another)
-  uint64_t start_time = 0;                  ///< 0: read from /proc for pid
+  pid_t pid = 0;                              ///< 0: this process (tests may name another)
+  uint64_t start_time = 0;                    ///< 0: read from /proc for pid
 };
 
 class StatsSegment {
@@ -37,9 +37,8 @@ class StatsSegment {
   /// only be a dead process's), fills header, names and config, and publishes it.
   /// $UROCE_STATS=0 (or "off") disables segments: create() then always fails.
   /// @return nullptr with *err set to one line (the path and the system error) on failure.
-  static std::unique_ptr<StatsSegment> create(std::string_view device,
-                                              const ConfigSummary& config, std::string* err,
-                                              const CreateOptions& opts = {});
+  static std::unique_ptr<StatsSegment> create(std::string_view device, const ConfigSummary& config,
+                                              std::string* err, const CreateOptions& opts = {});
   /// Marks the segment closed, unlinks it and its baseline, unmaps it.
   ~StatsSegment();
   StatsSegment(const StatsSegment&) = delete;

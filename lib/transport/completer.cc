@@ -70,8 +70,7 @@ void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
   qp.retry_left = qp.attr.retry_cnt;
   qp.rnr_left = qp.attr.rnr_retry;
   qp.rewind_guard = false;
-  qp.retrans_at =
-      outstanding(qp) ? now + local_ack_timeout(qp.attr.timeout) : Timestamp::never();
+  qp.retrans_at = outstanding(qp) ? now + local_ack_timeout(qp.attr.timeout) : Timestamp::never();
   if (qp.state == QpState::kSqd && !qp.sqd_notified && qp.sq.head_pos() == qp.started_end) {
     qp.sqd_notified = true;
     if (qp.attr.en_sqd_async_notify) async_event(AsyncEventType::kSqDrained, qp.qpn);
@@ -256,9 +255,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     return;
   }
   switch (a.value()) {
-    case wire::kAethNakPsnSeqError:
-      retry_from(qp, q, Counter::packet_seq_err, now);
-      return;
+    case wire::kAethNakPsnSeqError: retry_from(qp, q, Counter::packet_seq_err, now); return;
     case wire::kAethNakInvalidRequest:
       inc(Counter::req_remote_invalid_request);
       requester_fatal(qp, WcStatus::kRemInvReqErr);
@@ -267,9 +264,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       inc(Counter::req_remote_access_errors);
       requester_fatal(qp, WcStatus::kRemAccessErr);
       return;
-    case wire::kAethNakRemoteOperationalError:
-      requester_fatal(qp, WcStatus::kRemOpErr);
-      return;
+    case wire::kAethNakRemoteOperationalError: requester_fatal(qp, WcStatus::kRemOpErr); return;
     default:
       // Invalid RD request and reserved codes.
       requester_fatal(qp, WcStatus::kRemInvRdReqErr);

@@ -5,9 +5,9 @@
  * CQ overflow raises kCqErr once and drops the completion (IBA 11.4.2.1: CQ overrun is an
  * affiliated asynchronous error). A completion error that takes the QP to ERR raises one
  * affiliated QP error event per trip (kQpFatal, or the responder's kQpReqErr/kQpAccessErr;
- * IBA 11.6.3.1), besides the failed WQE's status. Entering ERR flushes every outstanding WQE of both queues
- * with WR_FLUSH_ERR, in order, signaled or not (IBA 10.3.1 "Error", C10-?: flushed WQEs always
- * complete); a QP on an SRQ raises kQpLastWqeReached (IBA 11.6.3, "Last WQE Reached").
+ * IBA 11.6.3.1), besides the failed WQE's status. Entering ERR flushes every outstanding WQE of
+ * both queues with WR_FLUSH_ERR, in order, signaled or not (IBA 10.3.1 "Error", C10-?: flushed WQEs
+ * always complete); a QP on an SRQ raises kQpLastWqeReached (IBA 11.6.3, "Last WQE Reached").
  * Memory copies check every touched SGE (key, PD, bounds, LOCAL_WRITE) before moving a byte.
  */
 #include <algorithm>
@@ -109,8 +109,7 @@ void Engine::Impl::flush_sq(Qp& qp) {
 void Engine::Impl::flush_rq(Qp& qp) {
   if (qp.cur_recv) {
     qp.cur_recv = false;
-    complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0,
-                  false);
+    complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, false);
   }
   while (!qp.rq.empty()) {
     uint64_t id = qp.rq.front().wr_id;
@@ -182,8 +181,8 @@ bool walk(const Sge* sg, uint32_t n, uint32_t off, uint32_t len, F&& f) {
 }
 }  // namespace
 
-AccessCheck Engine::Impl::gather(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off,
-                                 uint8_t* dst, uint32_t len) const {
+AccessCheck Engine::Impl::gather(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off, uint8_t* dst,
+                                 uint32_t len) const {
   AccessCheck res = AccessCheck::kOk;
   bool fits = walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t) {
     res = mrs.check_local(sg[i].lkey, pd, sg[i].addr + o, c, 0);

@@ -13,9 +13,7 @@ namespace uroce::transport {
 
 namespace {
 /// A DCQCN rate as the seam reports it: whole bit/s, 0 for unlimited (no limit, or infinity).
-uint64_t to_bps(double r) {
-  return std::isfinite(r) && r > 0 ? static_cast<uint64_t>(r) : 0;
-}
+uint64_t to_bps(double r) { return std::isfinite(r) && r > 0 ? static_cast<uint64_t>(r) : 0; }
 }  // namespace
 
 class DcqcnCongestionFactory::Qp final : public QpCongestion {

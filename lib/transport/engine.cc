@@ -20,8 +20,8 @@ namespace uroce::transport {
 Duration rnr_timer_delay(uint8_t code) {
   // IBA Vol 1 Table 45, in microseconds x 100 (0 = 655.36 ms).
   static constexpr std::array<uint32_t, 32> kCentiUs = {
-      65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,    32,
-      48,    64,   96,   128,  192,  256,   384,   512,   768,   1024,  1536,
+      65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+      48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
       2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
   return Duration::nanos(int64_t{kCentiUs[code & 31]} * 10'000);
 }
@@ -321,9 +321,8 @@ Status check_values(const EngineConfig& cfg, const Qp& qp, const QpAttr& a, uint
   if ((mask & kAttrPort) && a.port_num != 1) return Status::invalid();
   if ((mask & kAttrPkeyIndex) && a.pkey_index != 0) return Status::invalid();
   if ((mask & kAttrDestQpn) && a.dest_qp_num > k24BitMask) return Status::invalid();
-  if ((mask & kAttrAccessFlags) &&
-      (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                             kAccessRemoteAtomic)))
+  if ((mask & kAttrAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite |
+                                                          kAccessRemoteRead | kAccessRemoteAtomic)))
     return Status::invalid();
   if (mask & kAttrAv) {
     if (a.av.sgid_index >= cfg.gids.size() || a.av.dgid.is_zero()) return Status::invalid();
@@ -435,8 +434,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->sqd_notified = false;
         m.activate(*qp);
         break;
-      default:
-        break;
+      default: break;
     }
   }
   return Status::ok();
@@ -450,8 +448,7 @@ Status Engine::query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init) {
     attr->qp_state = attr->cur_qp_state = qp->state;
     attr->sq_psn = qp->next_psn.value();
     attr->rq_psn = qp->epsn.value();
-    attr->sq_draining =
-        qp->state == QpState::kSqd && qp->sq.head_pos() != qp->started_end ? 1 : 0;
+    attr->sq_draining = qp->state == QpState::kSqd && qp->sq.head_pos() != qp->started_end ? 1 : 0;
   }
   if (init) *init = qp->init;
   return Status::ok();
@@ -503,10 +500,8 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
     case QpState::kRts:
     case QpState::kSqd:
     case QpState::kSqe:
-    case QpState::kErr:
-      break;
-    default:
-      return Status::invalid();
+    case QpState::kErr: break;
+    default: return Status::invalid();
   }
   bool ok_op = false;
   switch (qp->type) {

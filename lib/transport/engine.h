@@ -37,17 +37,17 @@ class CongestionFactory;  // transport/congestion.h
 
 /// Device-wide settings the engine needs.
 struct EngineConfig {
-  MacAddr mac;                     ///< source MAC of every frame
-  std::vector<Gid> gids;           ///< GID table: index i = RoCEv2 GID of address i
-  uint32_t max_mtu = 4096;         ///< largest path MTU the port carries (bytes)
+  MacAddr mac;              ///< source MAC of every frame
+  std::vector<Gid> gids;    ///< GID table: index i = RoCEv2 GID of address i
+  uint32_t max_mtu = 4096;  ///< largest path MTU the port carries (bytes)
   uint64_t link_speed_bps = 10'000'000'000ull;
-  uint8_t roce_dscp = 26;          ///< DSCP of data packets when the AV's traffic class is 0
-  uint8_t cnp_dscp = 48;           ///< DSCP of CNPs
-  bool ecn = true;                 ///< data packets carry ECT(0)
+  uint8_t roce_dscp = 26;  ///< DSCP of data packets when the AV's traffic class is 0
+  uint8_t cnp_dscp = 48;   ///< DSCP of CNPs
+  bool ecn = true;         ///< data packets carry ECT(0)
   /// 802.1Q VLAN id of every RoCE frame sent (0 = priority-tagged), with PCP = the frame's
   /// priority (dscp_to_prio of its DSCP); unset: untagged frames.
   std::optional<uint16_t> vlan;
-  uint64_t key_seed = 0;           ///< seeds lkey/rkey generation (the caller picks randomness)
+  uint64_t key_seed = 0;  ///< seeds lkey/rkey generation (the caller picks randomness)
   /// DSCP -> priority (TxMeta::priority, PFC class); default: the class selector, DSCP >> 3.
   std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();
   /// RC go-back-N window: most PSNs sent and not yet acknowledged per QP (rxe uses 128).
@@ -81,7 +81,7 @@ struct QpInitAttr {
   uint32_t pd = 0;
   uint32_t send_cq = 0;
   uint32_t recv_cq = 0;
-  uint32_t srq = 0;                ///< 0: none
+  uint32_t srq = 0;  ///< 0: none
   uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0,
            max_inline_data = 0;
   bool sq_sig_all = false;
@@ -103,9 +103,9 @@ struct QpCcState {
 /// A QP's own traffic and event counts since it was created, as `uroce show counters --qp`
 /// shows them (lib/stats qp_stats.def names the same fields). Bytes are whole frames.
 struct QpTraffic {
-  uint64_t tx_packets = 0;          ///< requests, responses, ACKs and CNPs the QP sent
+  uint64_t tx_packets = 0;  ///< requests, responses, ACKs and CNPs the QP sent
   uint64_t tx_bytes = 0;
-  uint64_t rx_packets = 0;          ///< packets accepted for the QP (past the gate's checks)
+  uint64_t rx_packets = 0;  ///< packets accepted for the QP (past the gate's checks)
   uint64_t rx_bytes = 0;
   uint64_t retransmits = 0;         ///< request packets sent again (go-back-N, timeouts)
   uint64_t local_ack_timeouts = 0;  ///< ACK timer expirations

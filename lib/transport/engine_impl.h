@@ -41,14 +41,14 @@ inline constexpr uint32_t kFirstQpSlot = 17;       ///< QPNs 0 and 1 are special
 /// Responder's ordered response queue: at least this many entries, and 2 x max_dest_rd_atomic
 /// + 4 (READ/atomic items plus the ACKs between them), sized when max_dest_rd_atomic is set.
 inline constexpr uint32_t kRespQueueDepth = 64;
-inline constexpr uint32_t kAckReqInterval = 16;    ///< AckReq at least every n packets
+inline constexpr uint32_t kAckReqInterval = 16;  ///< AckReq at least every n packets
 /// and at least every local ACK timeout / kAckReqTimeDivisor: a sender paced slowly (DCQCN near
 /// rpg_min_rate) then still draws ACKs well inside its timer instead of timing out spuriously.
 inline constexpr int64_t kAckReqTimeDivisor = 4;
 inline constexpr uint8_t kAethCreditInvalid = 0x1f;  ///< ACK credit code "not used" (9.7.5.1)
 inline constexpr uint32_t resp_queue_depth(uint32_t max_dest_rd_atomic) {
   return kRespQueueDepth > 2 * max_dest_rd_atomic + 4 ? kRespQueueDepth
-                                                       : 2 * max_dest_rd_atomic + 4;
+                                                      : 2 * max_dest_rd_atomic + 4;
 }
 
 /// ImmDt as a number (wire::ParsedPacket/FrameSpec) <-> the network-order value ibv_wc and
@@ -73,7 +73,7 @@ struct Cq {
   bool live = false;
   Ring<Cqe> ring;
   uint32_t depth = 0;
-  uint32_t users = 0;       ///< QPs using it
+  uint32_t users = 0;  ///< QPs using it
   bool armed = false;
   bool solicited_only = false;
   bool overflowed = false;  ///< a CQE was lost; kCqErr was raised
@@ -102,40 +102,40 @@ struct SendWqe {
   uint64_t remote_addr = 0;
   uint64_t compare_add = 0;
   uint64_t swap = 0;
-  uint32_t length = 0;       ///< total payload bytes (READ: bytes to read; atomic: 8)
+  uint32_t length = 0;  ///< total payload bytes (READ: bytes to read; atomic: 8)
   uint32_t rkey = 0;
   uint32_t imm = 0;          ///< immediate data (network order as given) or invalidate rkey
   uint32_t remote_qpn = 0;   ///< UD
   uint32_t remote_qkey = 0;  ///< UD
   uint32_t num_sge = 0;
   WrOpcode opcode = WrOpcode::kSend;
-  uint32_t flags = 0;        ///< SendFlags
+  uint32_t flags = 0;  ///< SendFlags
   bool inline_data = false;
   bool signaled = false;
   // Progress (set when the first packet is built).
   bool started = false;
   Psn first_psn;
   Psn last_psn;
-  uint32_t npkts = 0;        ///< PSNs the WQE occupies
-  uint32_t resp_pkts = 0;    ///< READ: response packets received in order; atomic: 0/1
+  uint32_t npkts = 0;      ///< PSNs the WQE occupies
+  uint32_t resp_pkts = 0;  ///< READ: response packets received in order; atomic: 0/1
   WcStatus local_error = WcStatus::kSuccess;  ///< detected locally; reported when at head
-  AddressVector av;          ///< UD only
+  AddressVector av;                           ///< UD only
 };
 
 /// One entry of the responder's ordered response queue (IBA 9.7.5: responses in PSN order).
 struct RespItem {
   enum class Kind : uint8_t { kAck, kNak, kRead, kAtomic };
   Kind kind = Kind::kAck;
-  uint8_t syndrome = 0;   ///< AETH syndrome (ACK, RNR NAK, NAK)
-  Psn psn;                ///< AETH PSN / first response PSN
+  uint8_t syndrome = 0;  ///< AETH syndrome (ACK, RNR NAK, NAK)
+  Psn psn;               ///< AETH PSN / first response PSN
   Msn msn;
-  bool fatal = false;     ///< NAK that takes the QP to ERR once sent
+  bool fatal = false;  ///< NAK that takes the QP to ERR once sent
   // READ
   uint64_t va = 0;
   uint32_t rkey = 0;
-  uint32_t len = 0;       ///< bytes still to send
-  uint32_t npkts = 0;     ///< total response packets of this stream
-  uint32_t sent = 0;      ///< response packets already sent
+  uint32_t len = 0;    ///< bytes still to send
+  uint32_t npkts = 0;  ///< total response packets of this stream
+  uint32_t sent = 0;   ///< response packets already sent
   // Atomic
   uint64_t orig = 0;
 };
@@ -162,21 +162,21 @@ struct Qp {
   Ring<SendWqe> sq;
   std::vector<Sge> sq_sges;        ///< capacity * max_send_sge
   std::vector<uint8_t> sq_inline;  ///< capacity * max_inline_data
-  uint32_t send_pos = 0;    ///< absolute SQ position of the WQE being segmented
-  uint32_t send_off = 0;    ///< bytes (SEND/WRITE) or packets (READ) of it already sent
-  uint32_t started_end = 0; ///< position after the last started WQE
-  Psn next_psn;             ///< PSN of the next packet built
-  Psn max_psn;              ///< one past the highest PSN ever sent (retransmission counter)
-  Psn una;                  ///< oldest unacknowledged PSN
-  Psn acked_psn;            ///< highest PSN covered by an ACK (valid when any_ack)
+  uint32_t send_pos = 0;           ///< absolute SQ position of the WQE being segmented
+  uint32_t send_off = 0;           ///< bytes (SEND/WRITE) or packets (READ) of it already sent
+  uint32_t started_end = 0;        ///< position after the last started WQE
+  Psn next_psn;                    ///< PSN of the next packet built
+  Psn max_psn;                     ///< one past the highest PSN ever sent (retransmission counter)
+  Psn una;                         ///< oldest unacknowledged PSN
+  Psn acked_psn;                   ///< highest PSN covered by an ACK (valid when any_ack)
   bool any_ack = false;
-  uint32_t rd_atomic_out = 0;   ///< READ/atomic WQEs started and not completed
+  uint32_t rd_atomic_out = 0;  ///< READ/atomic WQEs started and not completed
   uint32_t pkts_since_ackreq = 0;
   Timestamp last_ackreq{};  ///< when the last packet with AckReq went out
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
-  Timestamp retrans_at = Timestamp::never();  ///< local ACK timer
-  Timestamp rnr_until = Timestamp::never();   ///< RNR wait: no request before
+  Timestamp retrans_at = Timestamp::never();      ///< local ACK timer
+  Timestamp rnr_until = Timestamp::never();       ///< RNR wait: no request before
   Timestamp neigh_retry_at = Timestamp::never();  ///< unresolved neighbour: retry then
   bool rewind_guard = false;  ///< a rewind to rewind_psn happened with una == rewind_una
   Psn rewind_psn, rewind_una;
@@ -189,25 +189,25 @@ struct Qp {
   std::vector<Sge> rq_sges;  ///< capacity * max_recv_sge
 
   // ---- Responder ----
-  Psn epsn;                 ///< expected request PSN
+  Psn epsn;  ///< expected request PSN
   Msn msn;
-  bool nak_sent = false;    ///< PSN sequence NAK outstanding (IBA 9.7.5.2.2: one per episode)
+  bool nak_sent = false;  ///< PSN sequence NAK outstanding (IBA 9.7.5.2.2: one per episode)
   enum class RxMsg : uint8_t { kNone, kSend, kWrite };
   RxMsg rx_msg = RxMsg::kNone;
-  bool uc_drop = false;     ///< UC: dropping until the next FIRST/ONLY
-  uint64_t wr_va = 0;       ///< WRITE in progress: next address
+  bool uc_drop = false;  ///< UC: dropping until the next FIRST/ONLY
+  uint64_t wr_va = 0;    ///< WRITE in progress: next address
   uint32_t wr_rkey = 0;
-  uint32_t wr_resid = 0;    ///< bytes still expected
-  uint32_t wr_len = 0;      ///< DMA length of the WRITE in progress
-  bool cur_recv = false;    ///< a receive WQE is being filled
+  uint32_t wr_resid = 0;  ///< bytes still expected
+  uint32_t wr_len = 0;    ///< DMA length of the WRITE in progress
+  bool cur_recv = false;  ///< a receive WQE is being filled
   RecvWqe cur_rwqe;
   std::array<Sge, kMaxSge> cur_sg{};
-  uint32_t cur_off = 0;     ///< bytes placed into it
+  uint32_t cur_off = 0;  ///< bytes placed into it
   Ring<RespItem> resp_q;
-  uint32_t resp_rd_atomic = 0;  ///< READ/atomic items queued
+  uint32_t resp_rd_atomic = 0;       ///< READ/atomic items queued
   std::vector<AtomicReplay> replay;  ///< max(max_dest_rd_atomic, 1) entries
   uint32_t replay_next = 0;
-  bool comm_est = false;    ///< kCommEst already raised
+  bool comm_est = false;  ///< kCommEst already raised
 
   // ---- Congestion notification point ----
   bool cnp_pending = false;
@@ -223,7 +223,7 @@ struct Qp {
   bool in_active = false;
   MacAddr dmac;
   bool dmac_valid = false;
-  wire::FrameSpec tmpl;     ///< L2..BTH fields fixed per QP (RC/UC)
+  wire::FrameSpec tmpl;  ///< L2..BTH fields fixed per QP (RC/UC)
 };
 
 struct Engine::Impl {
@@ -244,7 +244,7 @@ struct Engine::Impl {
   std::vector<Qp*> active;               ///< QPs with work or timers
   uint32_t rr = 0;                       ///< round-robin start in active
   Timestamp last_now{0};
-  Gsi gsi;                               ///< QP1 (gsi.h)
+  Gsi gsi;  ///< QP1 (gsi.h)
 
   void inc(Counter c, uint64_t n = 1) { ctr->inc(c, n); }
 

@@ -61,9 +61,7 @@ MemoryTable::MemoryTable(uint64_t seed) : rng_(seed) {
   if (lxor_ == rxor_) rxor_ ^= 0x5a5a5a5au;
 }
 
-uint16_t MemoryTable::next_tag() {
-  return static_cast<uint16_t>(splitmix64(&rng_));
-}
+uint16_t MemoryTable::next_tag() { return static_cast<uint16_t>(splitmix64(&rng_)); }
 
 uint32_t MemoryTable::make_key(uint32_t slot, uint16_t tag, bool remote) const {
   return mix(slot | (uint32_t{tag} << 16)) ^ (remote ? rxor_ : lxor_);
@@ -75,8 +73,7 @@ void MemoryTable::decode(uint32_t key, bool remote, uint32_t* slot, uint16_t* ta
   *tag = static_cast<uint16_t>(x >> 16);
 }
 
-Result<MemoryRegion> MemoryTable::reg(uint32_t pd, uint64_t addr, uint64_t len,
-                                      uint32_t access) {
+Result<MemoryRegion> MemoryTable::reg(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access) {
   if (len == 0 || (access & ~kKnownAccess) != 0) return Status::invalid();
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
     return Status::invalid();  // IBA §10.6.3.1 / ibv_reg_mr(3)
@@ -96,8 +93,8 @@ Result<MemoryRegion> MemoryTable::reg(uint32_t pd, uint64_t addr, uint64_t len,
     s.ltag = next_tag();
     s.rtag = next_tag();
   } while (make_key(slot, s.ltag, false) == 0 || make_key(slot, s.rtag, true) == 0);
-  s.mr = MemoryRegion{addr, len, access, pd, make_key(slot, s.ltag, false),
-                      make_key(slot, s.rtag, true), true};
+  s.mr = MemoryRegion{
+      addr, len, access, pd, make_key(slot, s.ltag, false), make_key(slot, s.rtag, true), true};
   return s.mr;
 }
 

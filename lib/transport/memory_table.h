@@ -30,7 +30,7 @@ struct MemoryRegion {
   uint32_t pd = 0;      ///< owning protection domain
   uint32_t lkey = 0;
   uint32_t rkey = 0;
-  bool live = false;    ///< registered (keys valid)
+  bool live = false;  ///< registered (keys valid)
 };
 
 /// Result of an access check.

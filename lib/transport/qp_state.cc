@@ -42,16 +42,14 @@ constexpr Table make_table() {
   {
     Cell& c = t[idx(S::kReset)][idx(S::kInit)];
     c.valid = true;
-    c.req = {kAttrPkeyIndex | kAttrPort | kAttrQkey,
-             kAttrPkeyIndex | kAttrPort | kAttrAccessFlags,
+    c.req = {kAttrPkeyIndex | kAttrPort | kAttrQkey, kAttrPkeyIndex | kAttrPort | kAttrAccessFlags,
              kAttrPkeyIndex | kAttrPort | kAttrAccessFlags};
   }
   // INIT -> INIT.
   {
     Cell& c = t[idx(S::kInit)][idx(S::kInit)];
     c.valid = true;
-    c.opt = {kAttrPkeyIndex | kAttrPort | kAttrQkey,
-             kAttrPkeyIndex | kAttrPort | kAttrAccessFlags,
+    c.opt = {kAttrPkeyIndex | kAttrPort | kAttrQkey, kAttrPkeyIndex | kAttrPort | kAttrAccessFlags,
              kAttrPkeyIndex | kAttrPort | kAttrAccessFlags};
   }
   // INIT -> RTR.
@@ -70,19 +68,19 @@ constexpr Table make_table() {
     c.valid = true;
     c.req = {kAttrSqPsn, kAttrSqPsn,
              kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn | kAttrMaxQpRdAtomic};
-    c.opt = {kAttrCurState | kAttrQkey,
-             kAttrCurState | kAttrAltPath | kAttrAccessFlags | kAttrPathMigState,
-             kAttrCurState | kAttrAltPath | kAttrAccessFlags | kAttrMinRnrTimer |
-                 kAttrPathMigState};
+    c.opt = {
+        kAttrCurState | kAttrQkey,
+        kAttrCurState | kAttrAltPath | kAttrAccessFlags | kAttrPathMigState,
+        kAttrCurState | kAttrAltPath | kAttrAccessFlags | kAttrMinRnrTimer | kAttrPathMigState};
   }
   // RTS -> RTS, SQD -> RTS (same optional sets), SQE -> RTS.
   for (S from : {S::kRts, S::kSqd}) {
     Cell& c = t[idx(from)][idx(S::kRts)];
     c.valid = true;
-    c.opt = {kAttrCurState | kAttrQkey,
-             kAttrCurState | kAttrAccessFlags | kAttrAltPath | kAttrPathMigState,
-             kAttrCurState | kAttrAccessFlags | kAttrAltPath | kAttrPathMigState |
-                 kAttrMinRnrTimer};
+    c.opt = {
+        kAttrCurState | kAttrQkey,
+        kAttrCurState | kAttrAccessFlags | kAttrAltPath | kAttrPathMigState,
+        kAttrCurState | kAttrAccessFlags | kAttrAltPath | kAttrPathMigState | kAttrMinRnrTimer};
   }
   {
     Cell& c = t[idx(S::kSqe)][idx(S::kRts)];

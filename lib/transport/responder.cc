@@ -80,7 +80,7 @@ void Engine::Impl::queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal) {
     if ((t.kind == RespItem::Kind::kAck || t.kind == RespItem::Kind::kNak) && !t.fatal) {
       if (diff(psn, t.psn) >= 0 || fatal) {
         t.kind = (syndrome & wire::kAethTypeMask) == wire::kAethTypeAck ? RespItem::Kind::kAck
-                                                                         : RespItem::Kind::kNak;
+                                                                        : RespItem::Kind::kNak;
         t.syndrome = syndrome;
         t.psn = psn;
         t.msn = qp.msn;
@@ -94,7 +94,7 @@ void Engine::Impl::queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal) {
   if (!it) return;  // full: the requester's timer recovers
   *it = RespItem{};
   it->kind = (syndrome & wire::kAethTypeMask) == wire::kAethTypeAck ? RespItem::Kind::kAck
-                                                                     : RespItem::Kind::kNak;
+                                                                    : RespItem::Kind::kNak;
   it->syndrome = syndrome;
   it->psn = psn;
   it->msn = qp.msn;
@@ -200,8 +200,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) 
   }
   // Payload length vs path MTU (IBA 9.7.5.1.5): FIRST/MIDDLE exactly one MTU.
   const uint32_t len = static_cast<uint32_t>(p.payload.size());
-  if (((info.is(OpFlag::kFirst) || info.is(OpFlag::kMiddle)) && len != qp.mtu) ||
-      len > qp.mtu) {
+  if (((info.is(OpFlag::kFirst) || info.is(OpFlag::kMiddle)) && len != qp.mtu) || len > qp.mtu) {
     responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                     WcStatus::kRemInvReqErr);
     return;
@@ -212,8 +211,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) 
       if (!qp.cur_recv && !pop_recv(qp)) {
         // No receive WQE: RNR NAK, ePSN unchanged (IBA 9.7.5.2.8).
         inc(Counter::out_of_buffer);
-        queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer),
-                  qp.epsn);
+        queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer), qp.epsn);
         qp.nak_sent = true;  // the rest of the message is dropped silently until the retry
         return;
       }
@@ -276,8 +274,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) 
     }
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
-      if (mrs.check_remote(qp.wr_rkey, pd, qp.wr_va, len, kAccessRemoteWrite) !=
-          AccessCheck::kOk) {
+      if (mrs.check_remote(qp.wr_rkey, pd, qp.wr_va, len, kAccessRemoteWrite) != AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return;
@@ -411,16 +408,14 @@ void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
     if (uint64_t{qp.cur_off} + len > recv_len(qp)) {
       inc(Counter::resp_local_length_error);
       qp.cur_recv = false;
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, 0,
-                    false);
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, 0, false);
       drop_message();
       return;
     }
     if (len && scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, recv_pd(qp), qp.cur_off,
                        p.payload.data(), len) != AccessCheck::kOk) {
       qp.cur_recv = false;
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, 0, 0, 0,
-                    false);
+      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, 0, 0, 0, false);
       drop_message();
       return;
     }

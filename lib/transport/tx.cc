@@ -40,29 +40,31 @@ Opcode data_opcode(WrOpcode op, bool first, bool last) {
   const bool only = first && last;
   switch (op) {
     case WrOpcode::kSend:
-      return only ? Opcode::kRcSendOnly : first ? Opcode::kRcSendFirst
-                                         : last ? Opcode::kRcSendLast : Opcode::kRcSendMiddle;
+      return only    ? Opcode::kRcSendOnly
+             : first ? Opcode::kRcSendFirst
+             : last  ? Opcode::kRcSendLast
+                     : Opcode::kRcSendMiddle;
     case WrOpcode::kSendWithImm:
-      return only ? Opcode::kRcSendOnlyWithImmediate
+      return only    ? Opcode::kRcSendOnlyWithImmediate
              : first ? Opcode::kRcSendFirst
              : last  ? Opcode::kRcSendLastWithImmediate
                      : Opcode::kRcSendMiddle;
     case WrOpcode::kSendWithInv:
-      return only ? Opcode::kRcSendOnlyWithInvalidate
+      return only    ? Opcode::kRcSendOnlyWithInvalidate
              : first ? Opcode::kRcSendFirst
              : last  ? Opcode::kRcSendLastWithInvalidate
                      : Opcode::kRcSendMiddle;
     case WrOpcode::kRdmaWrite:
-      return only ? Opcode::kRcRdmaWriteOnly : first ? Opcode::kRcRdmaWriteFirst
-                                         : last ? Opcode::kRcRdmaWriteLast
-                                                : Opcode::kRcRdmaWriteMiddle;
+      return only    ? Opcode::kRcRdmaWriteOnly
+             : first ? Opcode::kRcRdmaWriteFirst
+             : last  ? Opcode::kRcRdmaWriteLast
+                     : Opcode::kRcRdmaWriteMiddle;
     case WrOpcode::kRdmaWriteWithImm:
-      return only ? Opcode::kRcRdmaWriteOnlyWithImmediate
+      return only    ? Opcode::kRcRdmaWriteOnlyWithImmediate
              : first ? Opcode::kRcRdmaWriteFirst
              : last  ? Opcode::kRcRdmaWriteLastWithImmediate
                      : Opcode::kRcRdmaWriteMiddle;
-    default:
-      return Opcode::kRcSendOnly;
+    default: return Opcode::kRcSendOnly;
   }
 }
 
@@ -144,8 +146,7 @@ Timestamp Engine::Impl::next_deadline() const {
 
 // ---- Responder output --------------------------------------------------------------------------
 
-int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh,
-                                    Timestamp) {
+int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp) {
   if (!resolve(qp, neigh)) {
     // No MAC for the peer: the responses are lost; the requester's timer recovers.
     inc(Counter::tx_no_neighbor);
@@ -193,8 +194,8 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.psn = it.psn + idx;
       s.aeth.syndrome = kSynAck;
       // The region may have gone since the request was checked: check again per packet.
-      if (chunk && mrs.check_remote(it.rkey, qp.init.pd, it.va + off, chunk,
-                                    kAccessRemoteRead) != AccessCheck::kOk) {
+      if (chunk && mrs.check_remote(it.rkey, qp.init.pd, it.va + off, chunk, kAccessRemoteRead) !=
+                       AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return 0;
@@ -248,8 +249,7 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
 
 // ---- Requester -------------------------------------------------------------------------------
 
-int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh,
-                                    Timestamp now) {
+int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now) {
   const uint32_t pos = qp.send_pos;
   SendWqe& w = qp.sq.at_pos(pos);
   if (w.local_error != WcStatus::kSuccess) {
@@ -288,8 +288,9 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     s.ecn = cfg.ecn ? wire::kEcnEct0 : 0;
     s.ttl = w.av.hop_limit;
     s.flow_label = w.av.flow_label;
-    s.udp_sport = w.av.udp_sport ? w.av.udp_sport
-                                 : static_cast<uint16_t>(0xc000 | ((qp.qpn ^ w.remote_qpn) & 0x3fff));
+    s.udp_sport = w.av.udp_sport
+                      ? w.av.udp_sport
+                      : static_cast<uint16_t>(0xc000 | ((qp.qpn ^ w.remote_qpn) & 0x3fff));
     s.dest_qpn = Qpn(w.remote_qpn);
     // Q_Key: a WR Q_Key with the high bit set means "use the QP's own" (IBA 10.2.5).
     s.deth.qkey = (w.remote_qkey & 0x80000000u) ? qp.attr.qkey : w.remote_qkey;
@@ -350,8 +351,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     case WrOpcode::kAtomicFetchAndAdd: {
       const bool cas = w.opcode == WrOpcode::kAtomicCmpAndSwp;
       s.opcode = cas ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd;
-      s.atomic_eth = {w.remote_addr, w.rkey, cas ? w.swap : w.compare_add,
-                      cas ? w.compare_add : 0};
+      s.atomic_eth = {w.remote_addr, w.rkey, cas ? w.swap : w.compare_add, cas ? w.compare_add : 0};
       r = emit(sink, qp, s, 0, prio, false, none);
       break;
     }
@@ -374,9 +374,9 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       if (last && w.opcode == WrOpcode::kSendWithInv) s.ieth_rkey = w.imm;
       s.se = last && (w.flags & kSendSolicited);
       if (qp.type == QpType::kRc)
-        s.ackreq = last || qp.pkts_since_ackreq + 1 >= kAckReqInterval ||
-                   (now - qp.last_ackreq).ns >=
-                       local_ack_timeout(qp.attr.timeout).ns / kAckReqTimeDivisor;
+        s.ackreq =
+            last || qp.pkts_since_ackreq + 1 >= kAckReqInterval ||
+            (now - qp.last_ackreq).ns >= local_ack_timeout(qp.attr.timeout).ns / kAckReqTimeDivisor;
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
         if (chunk == 0) return true;
@@ -437,8 +437,8 @@ size_t Engine::Impl::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timest
     np_due.clear();
     np->on_timer(now, &np_due);
     for (uint32_t qpn : np_due)
-      if (Qp* qp = find_qp(qpn); qp && qp->cnp_target && qp->state != QpState::kReset &&
-                                 qp->state != QpState::kErr) {
+      if (Qp* qp = find_qp(qpn);
+          qp && qp->cnp_target && qp->state != QpState::kReset && qp->state != QpState::kErr) {
         qp->cnp_pending = true;
         activate(*qp);
       }

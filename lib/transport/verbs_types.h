@@ -77,7 +77,7 @@ struct AddressVector {
 struct QpAttr {
   QpState qp_state = QpState::kReset;
   QpState cur_qp_state = QpState::kReset;
-  uint8_t path_mtu = 3;        ///< ibv_mtu enum (3 = 1024)
+  uint8_t path_mtu = 3;  ///< ibv_mtu enum (3 = 1024)
   uint32_t qkey = 0;
   uint32_t rq_psn = 0;
   uint32_t sq_psn = 0;
@@ -91,7 +91,7 @@ struct QpAttr {
   uint8_t min_rnr_timer = 0;       ///< IBA RNR timer encoding (Table 45)
   uint8_t timeout = 14;            ///< local ACK timeout: 4.096 us * 2^timeout (0 = infinite)
   uint8_t retry_cnt = 7;
-  uint8_t rnr_retry = 7;           ///< 7 = infinite
+  uint8_t rnr_retry = 7;  ///< 7 = infinite
   uint8_t sq_draining = 0;
   uint8_t en_sqd_async_notify = 0;
   uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0,
@@ -173,7 +173,7 @@ struct Sge {
   uint32_t lkey = 0;
 };
 
-inline constexpr uint32_t kMaxSge = 32;        ///< per work request
+inline constexpr uint32_t kMaxSge = 32;  ///< per work request
 
 // ---- Device limits (ibv_query_device reports these; the engine enforces them) ----------------
 inline constexpr uint32_t kMaxQps = 16384;     ///< live QPs per device (max_qp)
@@ -183,21 +183,21 @@ inline constexpr uint32_t kMaxCqe = 1u << 20;  ///< CQ depth (max_cqe)
 inline constexpr uint32_t kMaxPds = 1u << 16;  ///< live PDs per device (max_pd)
 /// max_rd_atomic / max_dest_rd_atomic limit: READs/atomics outstanding per QP (rxe: 128).
 inline constexpr uint32_t kMaxRdAtomic = 128;
-inline constexpr uint32_t kMaxInline = 512;    ///< bytes of inline data per work request
+inline constexpr uint32_t kMaxInline = 512;  ///< bytes of inline data per work request
 
 /// A send work request as the engine takes it. sg points at num_sge elements that the engine
 /// reads during post_send() only (it copies what it keeps).
 struct SendWr {
   uint64_t wr_id = 0;
   WrOpcode opcode = WrOpcode::kSend;
-  uint32_t send_flags = 0;     ///< SendFlags
+  uint32_t send_flags = 0;  ///< SendFlags
   const Sge* sg = nullptr;
   uint32_t num_sge = 0;
-  uint32_t imm_data = 0;       ///< network byte order, as the application gave it
+  uint32_t imm_data = 0;  ///< network byte order, as the application gave it
   uint32_t invalidate_rkey = 0;
-  uint64_t remote_addr = 0;    ///< RDMA and atomic target
+  uint64_t remote_addr = 0;  ///< RDMA and atomic target
   uint32_t rkey = 0;
-  uint64_t compare_add = 0;    ///< atomic compare (CMP_SWP) or add (FETCH_ADD)
+  uint64_t compare_add = 0;  ///< atomic compare (CMP_SWP) or add (FETCH_ADD)
   uint64_t swap = 0;
   // UD only
   const AddressVector* ah = nullptr;
@@ -219,15 +219,15 @@ struct Cqe {
   WcOpcode opcode = WcOpcode::kSend;
   uint32_t vendor_err = 0;
   uint32_t byte_len = 0;
-  uint32_t imm_data = 0;       ///< network byte order (or the invalidated rkey with kWcWithInv)
+  uint32_t imm_data = 0;  ///< network byte order (or the invalidated rkey with kWcWithInv)
   uint32_t qp_num = 0;
-  uint32_t src_qp = 0;         ///< UD: the sender's QPN
-  uint32_t wc_flags = 0;       ///< WcFlags
+  uint32_t src_qp = 0;    ///< UD: the sender's QPN
+  uint32_t wc_flags = 0;  ///< WcFlags
   uint16_t pkey_index = 0;
   uint8_t sl = 0;
-  Gid sgid;                    ///< UD: the sender's GID (also written into the GRH)
-  Gid dgid;                    ///< UD: the destination GID of the datagram
-  bool ipv4 = true;            ///< UD: the datagram came over IPv4 (GRH holds an IPv4 header)
+  Gid sgid;          ///< UD: the sender's GID (also written into the GRH)
+  Gid dgid;          ///< UD: the destination GID of the datagram
+  bool ipv4 = true;  ///< UD: the datagram came over IPv4 (GRH holds an IPv4 header)
 };
 
 /// Async events (ibv_event_type values).

@@ -13,21 +13,21 @@
 #include "verbs/symver.h"
 
 /// A 1.0 compat entry returning a pointer: NULL, errno = ENOSYS.
-#define UROCE_COMPAT10_PTR(name)                                  \
-  UROCE_EXPORT void* uroce_compat10_##name() {                      \
-    errno = ENOSYS;                                               \
-    return nullptr;                                               \
-  }                                                               \
+#define UROCE_COMPAT10_PTR(name)               \
+  UROCE_EXPORT void* uroce_compat10_##name() { \
+    errno = ENOSYS;                            \
+    return nullptr;                            \
+  }                                            \
   UROCE_COMPAT_VERSION(uroce_compat10_##name, name, "IBVERBS_1.0")
 /// A 1.0 compat entry returning an int: `value` with errno = ENOSYS.
-#define UROCE_COMPAT10_INT(name, value)                           \
-  UROCE_EXPORT int uroce_compat10_##name() {                        \
-    errno = ENOSYS;                                               \
-    return value;                                                 \
-  }                                                               \
+#define UROCE_COMPAT10_INT(name, value)      \
+  UROCE_EXPORT int uroce_compat10_##name() { \
+    errno = ENOSYS;                          \
+    return value;                            \
+  }                                          \
   UROCE_COMPAT_VERSION(uroce_compat10_##name, name, "IBVERBS_1.0")
-#define UROCE_COMPAT10_VOID(name)                                 \
-  UROCE_EXPORT void uroce_compat10_##name() {}                      \
+#define UROCE_COMPAT10_VOID(name)              \
+  UROCE_EXPORT void uroce_compat10_##name() {} \
   UROCE_COMPAT_VERSION(uroce_compat10_##name, name, "IBVERBS_1.0")
 
 UROCE_COMPAT10_PTR(ibv_get_device_list);

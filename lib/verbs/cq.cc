@@ -34,8 +34,7 @@ constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
 
 static_assert(static_cast<int>(transport::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);
 static_assert(static_cast<int>(transport::WcStatus::kRemAccessErr) == IBV_WC_REM_ACCESS_ERR);
-static_assert(static_cast<int>(transport::WcOpcode::kRecvRdmaWithImm) ==
-              IBV_WC_RECV_RDMA_WITH_IMM);
+static_assert(static_cast<int>(transport::WcOpcode::kRecvRdmaWithImm) == IBV_WC_RECV_RDMA_WITH_IMM);
 static_assert(static_cast<int>(transport::WcOpcode::kFetchAdd) == IBV_WC_FETCH_ADD);
 static_assert(same_value(transport::kWcGrh, IBV_WC_GRH) &&
               same_value(transport::kWcWithImm, IBV_WC_WITH_IMM) &&
@@ -90,7 +89,7 @@ void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* tm) { std::memset(tm, 0, sizeof *t
 uint64_t read_completion_wallclock_ns(ibv_cq_ex*) { return 0; }
 
 Cq* create_cq_obj(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* channel,
-           int comp_vector, uint64_t wc_flags) {
+                  int comp_vector, uint64_t wc_flags) {
   Context* ctx = ctx_of(c);
   if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || comp_vector >= c->num_comp_vectors) {
     errno = EINVAL;
@@ -211,7 +210,8 @@ ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* a) {
     return nullptr;
   }
   if ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
-      (a->flags & ~uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN})) {
+      (a->flags &
+       ~uint32_t{IBV_CREATE_CQ_ATTR_SINGLE_THREADED | IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN})) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
@@ -220,7 +220,7 @@ ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* a) {
     return nullptr;
   }
   Cq* cq = create_cq_obj(c, static_cast<int>(a->cqe), a->cq_context, a->channel,
-                  static_cast<int>(a->comp_vector), a->wc_flags);
+                         static_cast<int>(a->comp_vector), a->wc_flags);
   return cq ? &cq->cq : nullptr;
 }
 
@@ -229,7 +229,7 @@ ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* a) {
 using namespace uroce::verbs;  // NOLINT: C entry points below
 
 UROCE_EXPORT ibv_cq* uroce_create_cq_1_1(ibv_context* c, int cqe, void* cq_context,
-                                       ibv_comp_channel* channel, int comp_vector) {
+                                         ibv_comp_channel* channel, int comp_vector) {
   Cq* cq = create_cq_obj(c, cqe, cq_context, channel, comp_vector, IBV_WC_STANDARD_FLAGS);
   return cq ? cq->base() : nullptr;
 }

@@ -61,15 +61,19 @@ MacAddr name_mac(const std::string& name) {
   uint64_t h = 1469598103934665603ull;
   for (char ch : name) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
   MacAddr m;
-  m.b = {0x02, static_cast<uint8_t>(h >> 32), static_cast<uint8_t>(h >> 24),
-         static_cast<uint8_t>(h >> 16), static_cast<uint8_t>(h >> 8), static_cast<uint8_t>(h)};
+  m.b = {0x02,
+         static_cast<uint8_t>(h >> 32),
+         static_cast<uint8_t>(h >> 24),
+         static_cast<uint8_t>(h >> 16),
+         static_cast<uint8_t>(h >> 8),
+         static_cast<uint8_t>(h)};
   return m;
 }
 
 /// EUI-64 of a MAC (flip the U/L bit, insert ff:fe), host order.
 uint64_t eui64(const MacAddr& m) {
-  uint8_t e[8] = {static_cast<uint8_t>(m.b[0] ^ 2), m.b[1], m.b[2], 0xff, 0xfe,
-                  m.b[3], m.b[4], m.b[5]};
+  uint8_t e[8] = {
+      static_cast<uint8_t>(m.b[0] ^ 2), m.b[1], m.b[2], 0xff, 0xfe, m.b[3], m.b[4], m.b[5]};
   uint64_t g = 0;
   for (uint8_t x : e) g = (g << 8) | x;
   return g;
@@ -141,14 +145,10 @@ UROCE_DEFAULT_VERSION(uroce_get_device_list_1_1, ibv_get_device_list, "IBVERBS_1
 UROCE_EXPORT void uroce_free_device_list_1_1(ibv_device** list) { free(list); }
 UROCE_DEFAULT_VERSION(uroce_free_device_list_1_1, ibv_free_device_list, "IBVERBS_1.1");
 
-UROCE_EXPORT const char* uroce_get_device_name_1_1(ibv_device* d) {
-  return d ? d->name : nullptr;
-}
+UROCE_EXPORT const char* uroce_get_device_name_1_1(ibv_device* d) { return d ? d->name : nullptr; }
 UROCE_DEFAULT_VERSION(uroce_get_device_name_1_1, ibv_get_device_name, "IBVERBS_1.1");
 
-UROCE_EXPORT __be64 uroce_get_device_guid_1_1(ibv_device* d) {
-  return htobe64(entry_of(d)->guid);
-}
+UROCE_EXPORT __be64 uroce_get_device_guid_1_1(ibv_device* d) { return htobe64(entry_of(d)->guid); }
 UROCE_DEFAULT_VERSION(uroce_get_device_guid_1_1, ibv_get_device_guid, "IBVERBS_1.1");
 
 UROCE_EXPORT int ibv_get_device_index(ibv_device* d) { return d ? entry_of(d)->index : -1; }
@@ -294,8 +294,7 @@ UROCE_EXPORT void uroce_ack_async_event_1_1(ibv_async_event* ev) {
     case IBV_EVENT_QP_LAST_WQE_REACHED:
       __atomic_add_fetch(&ev->element.qp->events_completed, 1, __ATOMIC_RELAXED);
       break;
-    default:
-      break;
+    default: break;
   }
 }
 UROCE_DEFAULT_VERSION(uroce_ack_async_event_1_1, ibv_ack_async_event, "IBVERBS_1.1");

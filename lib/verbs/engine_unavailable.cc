@@ -29,9 +29,7 @@ Status Engine::req_notify_cq(uint32_t, bool) { return Status::unsupported(); }
 Result<uint32_t> Engine::create_srq(uint32_t, uint32_t, uint32_t, uint32_t) {
   return Status::unsupported();
 }
-Status Engine::modify_srq(uint32_t, uint32_t, uint32_t, uint32_t) {
-  return Status::unsupported();
-}
+Status Engine::modify_srq(uint32_t, uint32_t, uint32_t, uint32_t) { return Status::unsupported(); }
 Status Engine::query_srq(uint32_t, uint32_t*, uint32_t*, uint32_t*) {
   return Status::unsupported();
 }

@@ -28,13 +28,13 @@
 
 #include "common/counters.h"
 #include "common/port.h"
-#include "verbs/port_health.h"
 #include "config/config.h"
 #include "transport/congestion.h"
 #include "transport/engine.h"
+#include "verbs/port_health.h"
 #ifdef UROCE_HAVE_STATS
-#include "stats/segment.h"
 #include "stats/capture.h"
+#include "stats/segment.h"
 #endif
 
 namespace uroce::verbs {
@@ -62,11 +62,11 @@ T* from_ibv(C* p) {
 
 /// One listed device. Lives for the whole process (programs keep ibv_device pointers).
 struct DeviceEntry {
-  ibv_device dev;         ///< what ibv_get_device_list hands out; first member
-  config::Device cfg;     ///< its configuration (refreshed while not open)
-  std::string source;     ///< the configuration file it came from, or "built-in"
-  uint64_t guid = 0;      ///< node GUID, host order (EUI-64 of the MAC)
-  int index = 0;          ///< ibv_get_device_index
+  ibv_device dev;      ///< what ibv_get_device_list hands out; first member
+  config::Device cfg;  ///< its configuration (refreshed while not open)
+  std::string source;  ///< the configuration file it came from, or "built-in"
+  uint64_t guid = 0;   ///< node GUID, host order (EUI-64 of the MAC)
+  int index = 0;       ///< ibv_get_device_index
 };
 
 /// The per-device engine with its port; shared by every context opened on the device.
@@ -80,18 +80,18 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   void print_counters(const char* when);
 
   DeviceEntry* dev;
-  std::mutex mu;                                ///< the engine lock
+  std::mutex mu;  ///< the engine lock
   std::unique_ptr<Port> port;
   std::unique_ptr<transport::CongestionFactory> cc;  ///< DCQCN (null: disabled); outlives engine
-  CounterBlock counters;                        ///< used when there is no stats segment
+  CounterBlock counters;                             ///< used when there is no stats segment
 #ifdef UROCE_HAVE_STATS
-  std::unique_ptr<stats::StatsSegment> stats;   ///< shared-memory counters for `uroce show`
+  std::unique_ptr<stats::StatsSegment> stats;     ///< shared-memory counters for `uroce show`
   std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs
 #endif
   std::unique_ptr<transport::Engine> engine;
-  std::vector<Gid> gids;                        ///< GID table (index = address index)
-  uint8_t active_mtu = IBV_MTU_1024;            ///< enum ibv_mtu of the configured MTU
-  int open_count = 0;                           ///< contexts using it (global registry lock)
+  std::vector<Gid> gids;              ///< GID table (index = address index)
+  uint8_t active_mtu = IBV_MTU_1024;  ///< enum ibv_mtu of the configured MTU
+  int open_count = 0;                 ///< contexts using it (global registry lock)
 
   // Objects by engine id, for observer callbacks (guarded by mu).
   std::unordered_map<uint32_t, Cq*> cqs;
@@ -99,11 +99,11 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::unordered_map<uint32_t, Srq*> srqs;
   std::vector<Context*> contexts;
 
-  Timestamp rx_now{};                           ///< time of the RX burst in progress
-  Timestamp last_rx{};                          ///< when the RX queue was last polled (mu)
-  int gsi_fd = -1;                              ///< eventfd: GSI MADs wait (gsi_api.cc; mu)
-  int gsi_users = 0;                            ///< uroce_gsi_open handles (mu)
-  PortHealth health;                            ///< pause-storm watchdog reports (mu)
+  Timestamp rx_now{};   ///< time of the RX burst in progress
+  Timestamp last_rx{};  ///< when the RX queue was last polled (mu)
+  int gsi_fd = -1;      ///< eventfd: GSI MADs wait (gsi_api.cc; mu)
+  int gsi_users = 0;    ///< uroce_gsi_open handles (mu)
+  PortHealth health;    ///< pause-storm watchdog reports (mu)
 
   // Progress thread.
   std::thread thread;
@@ -111,8 +111,8 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   /// When the application last made progress itself (a post or poll; Timestamp ns): the
   /// progress thread stays out of its way while it calls, and polls right after it stops.
   std::atomic<int64_t> last_app_call{0};
-  bool exiting = false;                         ///< process exit began: no more progress (mu)
-  bool counters_printed = false;                ///< print_counters ran
+  bool exiting = false;           ///< process exit began: no more progress (mu)
+  bool counters_printed = false;  ///< print_counters ran
 
   /// What one progress step did: frames received and frames sent.
   struct Progress {
@@ -140,13 +140,13 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
 
 /// An opened device.
 struct Context {
-  verbs_context vctx;                          ///< first member; programs see &vctx.context
+  verbs_context vctx;  ///< first member; programs see &vctx.context
   DeviceEntry* dev = nullptr;
   Runtime* rt = nullptr;
-  int async_wr = -1;                           ///< write end of the async event pipe
+  int async_wr = -1;  ///< write end of the async event pipe
   std::mutex async_mu;
   std::deque<ibv_async_event> async_q;
-  std::atomic<int> children{0};                ///< PDs, CQs, channels, QPs, SRQs still open
+  std::atomic<int> children{0};  ///< PDs, CQs, channels, QPs, SRQs still open
 
   /// Objects the engine does not call back about, so ibv_close_device can release them.
   std::mutex obj_mu;
@@ -179,7 +179,7 @@ inline Context* ctx_of(ibv_context* c) {
 struct Pd {
   ibv_pd pd;
   uint32_t id = 0;
-  std::atomic<int> ahs{0};                     ///< AHs (the engine does not know them)
+  std::atomic<int> ahs{0};  ///< AHs (the engine does not know them)
 };
 
 struct Mr {
@@ -187,22 +187,22 @@ struct Mr {
 };
 
 struct Channel {
-  ibv_comp_channel ch;                         ///< ch.fd is the read end of a pipe
+  ibv_comp_channel ch;  ///< ch.fd is the read end of a pipe
   int wr_fd = -1;
   std::mutex mu;
-  std::deque<Cq*> q;                           ///< CQs with a pending event, in order
-  std::atomic<int> cqs{0};                     ///< CQs attached (EBUSY on destroy)
+  std::deque<Cq*> q;        ///< CQs with a pending event, in order
+  std::atomic<int> cqs{0};  ///< CQs attached (EBUSY on destroy)
   /// Queues one event for cq and makes the fd readable.
   void push(Cq* cq);
 };
 
 struct Cq {
-  ibv_cq_ex cq;                                ///< ibv_cq is its prefix
+  ibv_cq_ex cq;  ///< ibv_cq is its prefix
   uint32_t id = 0;
   Context* ctx = nullptr;
   Channel* channel = nullptr;
-  uint64_t wc_flags = 0;                       ///< ibv_create_cq_ex wc_flags
-  transport::Cqe cur;                          ///< the entry start_poll/next_poll made current
+  uint64_t wc_flags = 0;  ///< ibv_create_cq_ex wc_flags
+  transport::Cqe cur;     ///< the entry start_poll/next_poll made current
   std::atomic<int> qps{0};
 
   ibv_cq* base() { return reinterpret_cast<ibv_cq*>(&cq); }
@@ -218,22 +218,22 @@ struct WrBatch {
     transport::AddressVector av;
   };
   std::vector<Item> items;
-  int error = 0;                               ///< first error seen while building
+  int error = 0;  ///< first error seen while building
 };
 
 struct Qp {
-  ibv_qp_ex qpx;                               ///< ibv_qp is its prefix (qp_base)
+  ibv_qp_ex qpx;  ///< ibv_qp is its prefix (qp_base)
   uint32_t qpn = 0;
   Context* ctx = nullptr;
   Pd* pd = nullptr;
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
-  bool has_ex = false;                         ///< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+  bool has_ex = false;  ///< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
   uint64_t send_ops_flags = 0;
-  std::mutex wr_mu;                            ///< held from wr_start to wr_complete/abort
+  std::mutex wr_mu;  ///< held from wr_start to wr_complete/abort
   WrBatch batch;
-  void* stats_rec = nullptr;                   ///< its stats::QpRecord (rt->mu), if any
+  void* stats_rec = nullptr;  ///< its stats::QpRecord (rt->mu), if any
 
   ibv_qp* base() { return &qpx.qp_base; }
 };

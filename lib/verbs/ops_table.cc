@@ -35,9 +35,7 @@ void fill_ops(Context* ctx) {
 
   // ---- struct ibv_context_ops ----
   o._compat_query_device = [](ibv_context*, ibv_device_attr*) { return EOPNOTSUPP; };
-  o._compat_query_port = [](ibv_context*, uint8_t, _compat_ibv_port_attr*) {
-    return EOPNOTSUPP;
-  };
+  o._compat_query_port = [](ibv_context*, uint8_t, _compat_ibv_port_attr*) { return EOPNOTSUPP; };
   o._compat_alloc_pd = compat_stub;
   o._compat_dealloc_pd = compat_stub;
   o._compat_reg_mr = compat_stub;
@@ -88,9 +86,7 @@ void fill_ops(Context* ctx) {
   };
   v.alloc_dm = [](ibv_context*, ibv_alloc_dm_attr*) { return fail_null<ibv_dm>(); };
   v.free_dm = [](ibv_dm*) { return EOPNOTSUPP; };
-  v.modify_flow_action_esp = [](ibv_flow_action*, ibv_flow_action_esp_attr*) {
-    return EOPNOTSUPP;
-  };
+  v.modify_flow_action_esp = [](ibv_flow_action*, ibv_flow_action_esp_attr*) { return EOPNOTSUPP; };
   v.destroy_flow_action = [](ibv_flow_action*) { return EOPNOTSUPP; };
   v.create_flow_action_esp = [](ibv_context*, ibv_flow_action_esp_attr*) {
     return fail_null<ibv_flow_action>();

@@ -19,22 +19,24 @@ namespace uroce::verbs {
 class PortHealth {
  public:
   struct Report {
-    bool port_error = false;          ///< raise IBV_EVENT_PORT_ERR
-    std::vector<std::string> lines;   ///< log lines (without the "uroce: <device>: " prefix)
+    bool port_error = false;         ///< raise IBV_EVENT_PORT_ERR
+    std::vector<std::string> lines;  ///< log lines (without the "uroce: <device>: " prefix)
   };
 
   /// Compares c with the counters of the previous call.
   Report update(const PortCounters& c) {
     Report r;
     if (c.tx_pause_storm_warning_events > warnings_)
-      r.lines.push_back("PFC pause storm warning: a priority stayed paused by the peer longer "
-                        "than the warning time (tx_pause_storm_warning_events " +
-                        std::to_string(c.tx_pause_storm_warning_events) + ")" + paused(c));
+      r.lines.push_back(
+          "PFC pause storm warning: a priority stayed paused by the peer longer "
+          "than the warning time (tx_pause_storm_warning_events " +
+          std::to_string(c.tx_pause_storm_warning_events) + ")" + paused(c));
     if (c.tx_pause_storm_error_events > errors_) {
       r.port_error = true;
-      r.lines.push_back("PFC pause storm: a priority stayed paused by the peer for the whole "
-                        "detection time; the watchdog acts on it (tx_pause_storm_error_events " +
-                        std::to_string(c.tx_pause_storm_error_events) + ")" + paused(c));
+      r.lines.push_back(
+          "PFC pause storm: a priority stayed paused by the peer for the whole "
+          "detection time; the watchdog acts on it (tx_pause_storm_error_events " +
+          std::to_string(c.tx_pause_storm_error_events) + ")" + paused(c));
     }
     warnings_ = c.tx_pause_storm_warning_events;
     errors_ = c.tx_pause_storm_error_events;

@@ -11,7 +11,6 @@
 #include <algorithm>
 
 #include "stats/proc.h"
-
 #include "verbs/objects.h"
 
 namespace uroce::verbs {
@@ -25,8 +24,8 @@ void stats_refresh_capture(Runtime* rt) {
     return;
   }
   static const pid_t pid = getpid();
-  rt->capture = stats::CaptureWriter::attach(
-      stats::capture_path(stats::run_dir(""), rt->dev->cfg.name, pid));
+  rt->capture =
+      stats::CaptureWriter::attach(stats::capture_path(stats::run_dir(""), rt->dev->cfg.name, pid));
 }
 
 void stats_refresh_port(Runtime* rt) {

@@ -85,9 +85,7 @@ UROCE_CMD(ibv_cmd_resize_cq)
 UROCE_EXPORT int ibv_cmd_poll_cq(...) { return -EOPNOTSUPP; }
 
 UROCE_EXPORT int execute_ioctl(...) { return EOPNOTSUPP; }
-UROCE_EXPORT unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, ...) {
-  return num_attrs;
-}
+UROCE_EXPORT unsigned int __ioctl_final_num_attrs(unsigned int num_attrs, ...) { return num_attrs; }
 UROCE_EXPORT void __verbs_log(verbs_context*, const char*, ...) {}
 
 UROCE_EXPORT void* _verbs_init_and_alloc_context(...) {

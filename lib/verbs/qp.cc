@@ -51,19 +51,15 @@ int raw_opcode(const ibv_send_wr* wr) {
 bool opcode_ok(ibv_qp_type type, int op) {
   switch (op) {
     case IBV_WR_SEND:
-    case IBV_WR_SEND_WITH_IMM:
-      return true;
+    case IBV_WR_SEND_WITH_IMM: return true;
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM:
-      return type == IBV_QPT_RC || type == IBV_QPT_UC;
+    case IBV_WR_RDMA_WRITE_WITH_IMM: return type == IBV_QPT_RC || type == IBV_QPT_UC;
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
     case IBV_WR_SEND_WITH_INV:
-    case IBV_WR_LOCAL_INV:
-      return type == IBV_QPT_RC;
-    default:
-      return false;
+    case IBV_WR_LOCAL_INV: return type == IBV_QPT_RC;
+    default: return false;
   }
 }
 
@@ -137,7 +133,7 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
     }
     qp->qpn = r.value();
     rt->qps[qp->qpn] = qp;
-    qp->qpx.qp_base.qp_type = ia->qp_type;  // stats_add_qp reads it
+    qp->qpx.qp_base.qp_type = ia->qp_type;                                  // stats_add_qp reads it
     stats_add_qp(rt, qp, static_cast<uint32_t>(ia->qp_type - IBV_QPT_RC));  // 0 RC, 1 UC, 2 UD
   }
   ia->cap.max_send_wr = e.max_send_wr;
@@ -180,8 +176,8 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
 }  // namespace
 
 ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
-  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS |
-                              IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  constexpr uint32_t kKnown =
+      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
   if (!ia || !(ia->comp_mask & IBV_QP_INIT_ATTR_PD) || !ia->pd || ia->pd->context != c) {
     errno = EINVAL;
     return nullptr;
@@ -226,8 +222,8 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
     t::SendWr s;
     s.wr_id = wr->wr_id;
     s.opcode = static_cast<t::WrOpcode>(wr->opcode);
-    s.send_flags = wr->send_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
-                                     IBV_SEND_INLINE);
+    s.send_flags = wr->send_flags &
+                   (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
     for (int i = 0; i < wr->num_sge; ++i)
       sges[i] = t::Sge{wr->sg_list[i].addr, wr->sg_list[i].length, wr->sg_list[i].lkey};
     s.sg = sges;
@@ -268,9 +264,8 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
 int op_post_recv(ibv_qp* q, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp* qp = qp_of(q);
   Runtime* rt = qp->ctx->rt;
-  return post_recv_chain(rt, wr, bad, [&](const t::RecvWr& r) {
-    return rt->engine->post_recv(qp->qpn, r);
-  });
+  return post_recv_chain(rt, wr, bad,
+                         [&](const t::RecvWr& r) { return rt->engine->post_recv(qp->qpn, r); });
 }
 
 }  // namespace uroce::verbs

@@ -29,8 +29,8 @@ WrBatch::Item* begin(ibv_qp_ex* q, t::WrOpcode op, uint64_t allowed_ops) {
   auto& it = qp->batch.items.emplace_back();
   it.wr.wr_id = q->wr_id;
   it.wr.opcode = op;
-  it.wr.send_flags = q->wr_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED |
-                                    IBV_SEND_INLINE);
+  it.wr.send_flags =
+      q->wr_flags & (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE);
   return &it;
 }
 
@@ -196,7 +196,8 @@ void wr_set_sge_list(ibv_qp_ex* q, size_t n, const ibv_sge* list) {
     return;
   }
   it->sges.clear();
-  for (size_t i = 0; i < n; ++i) it->sges.push_back(t::Sge{list[i].addr, list[i].length, list[i].lkey});
+  for (size_t i = 0; i < n; ++i)
+    it->sges.push_back(t::Sge{list[i].addr, list[i].length, list[i].lkey});
 }
 
 void wr_atomic_write(ibv_qp_ex* q, uint32_t, uint64_t, const void*) {

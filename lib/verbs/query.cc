@@ -32,20 +32,44 @@ constexpr int kMaxRdAtom = static_cast<int>(transport::kMaxRdAtomic);
 constexpr int kMaxSrq = 4096;
 constexpr int kMaxSrqWr = 16384;
 constexpr int kMaxAh = 1 << 16;
-constexpr uint32_t kVendorId = 0;        ///< no IEEE OUI: a software device
+constexpr uint32_t kVendorId = 0;  ///< no IEEE OUI: a software device
 constexpr uint32_t kVendorPart = 0x0001;
 
 /// IBTA width/speed encodings that multiply out to the port's speed.
 void speed_width(uint64_t bps, uint8_t* width, uint8_t* speed) {
   uint64_t g = bps / 1'000'000'000ull;
-  if (g >= 400) { *width = 2; *speed = 128; }       // 4x NDR
-  else if (g >= 200) { *width = 2; *speed = 64; }   // 4x HDR
-  else if (g >= 100) { *width = 2; *speed = 32; }   // 4x EDR
-  else if (g >= 50) { *width = 1; *speed = 64; }    // 1x HDR
-  else if (g >= 40) { *width = 2; *speed = 4; }     // 4x QDR
-  else if (g >= 25) { *width = 1; *speed = 32; }    // 1x EDR
-  else if (g >= 10) { *width = 1; *speed = 4; }     // 1x QDR
-  else { *width = 1; *speed = 1; }                  // 1x SDR
+  if (g >= 400) {
+    *width = 2;
+    *speed = 128;
+  }  // 4x NDR
+  else if (g >= 200) {
+    *width = 2;
+    *speed = 64;
+  }  // 4x HDR
+  else if (g >= 100) {
+    *width = 2;
+    *speed = 32;
+  }  // 4x EDR
+  else if (g >= 50) {
+    *width = 1;
+    *speed = 64;
+  }  // 1x HDR
+  else if (g >= 40) {
+    *width = 2;
+    *speed = 4;
+  }  // 4x QDR
+  else if (g >= 25) {
+    *width = 1;
+    *speed = 32;
+  }  // 1x EDR
+  else if (g >= 10) {
+    *width = 1;
+    *speed = 4;
+  }  // 1x QDR
+  else {
+    *width = 1;
+    *speed = 1;
+  }  // 1x SDR
 }
 
 void fill_port_attr(Context* ctx, ibv_port_attr* p) {
@@ -91,8 +115,7 @@ void fill_device_attr(Context* ctx, ibv_device_attr* a) {
   a->max_qp_wr = kMaxQpWr;
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
                         IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-                        IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_RESIZE_MAX_WR |
-                        IBV_DEVICE_UD_IP_CSUM;
+                        IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_RESIZE_MAX_WR | IBV_DEVICE_UD_IP_CSUM;
   a->max_sge = static_cast<int>(transport::kMaxSge);
   a->max_sge_rd = static_cast<int>(transport::kMaxSge);
   a->max_cq = kMaxCq;
@@ -180,23 +203,20 @@ UROCE_EXPORT int _ibv_query_gid_ex(ibv_context* c, uint32_t port, uint32_t index
 }
 
 UROCE_EXPORT ssize_t _ibv_query_gid_table(ibv_context* c, ibv_gid_entry* entries,
-                                          size_t max_entries, uint32_t flags,
-                                          size_t entry_size) {
+                                          size_t max_entries, uint32_t flags, size_t entry_size) {
   Runtime* rt = ctx_of(c)->rt;
   if (flags) return -EINVAL;
   if (entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
   if (max_entries < rt->gids.size()) return -EINVAL;
   auto* p = reinterpret_cast<uint8_t*>(entries);
   for (uint32_t i = 0; i < rt->gids.size(); ++i) {
-    _ibv_query_gid_ex(c, 1, i, reinterpret_cast<ibv_gid_entry*>(p + i * entry_size), 0,
-                      entry_size);
+    _ibv_query_gid_ex(c, 1, i, reinterpret_cast<ibv_gid_entry*>(p + i * entry_size), 0, entry_size);
   }
   return static_cast<ssize_t>(rt->gids.size());
 }
 
 /// rdma-core's private query (driver.h): enum ibv_gid_type_sysfs {IB_ROCE_V1 = 0, ROCE_V2 = 1}.
-UROCE_EXPORT int ibv_query_gid_type(ibv_context* c, uint8_t port, unsigned int index,
-                                    int* type) {
+UROCE_EXPORT int ibv_query_gid_type(ibv_context* c, uint8_t port, unsigned int index, int* type) {
   Runtime* rt = ctx_of(c)->rt;
   if (!port_ok(port) || index >= rt->gids.size()) {
     errno = EINVAL;

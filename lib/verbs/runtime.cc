@@ -52,8 +52,8 @@ namespace uroce::verbs {
 
 namespace {
 
-constexpr int kSpinRounds = 200;                    ///< idle polls before yielding
-constexpr int kYieldRounds = 16;                    ///< idle yields before sleeping
+constexpr int kSpinRounds = 200;                      ///< idle polls before yielding
+constexpr int kYieldRounds = 16;                      ///< idle yields before sleeping
 constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest sleep while recently busy
 constexpr Duration kDeepIdle = Duration::millis(10);  ///< no work for this long: deep idle
 constexpr Duration kDeepSleep = Duration::micros(250);
@@ -73,8 +73,8 @@ constexpr Duration kFollowUp = Duration::micros(500);
 constexpr Duration kFollowUpSleep = Duration::micros(8);
 /// Longest look-again interval while the application keeps calling.
 constexpr Duration kDrivingMaxSleep = Duration::millis(1);
-constexpr size_t kRxBurst = 64;                     ///< frames per RX burst
-constexpr int kDriveRounds = 4;                     ///< progress steps per verbs call, at most
+constexpr size_t kRxBurst = 64;  ///< frames per RX burst
+constexpr int kDriveRounds = 4;  ///< progress steps per verbs call, at most
 /// A post looks at the RX queue only when nobody has for this long. Posting loops call in
 /// every microsecond or so; what they post goes out at once, while ACKs and the peer's
 /// requests still come in through the next poll_cq, post after a pause, or the progress thread.
@@ -420,9 +420,9 @@ void Runtime::on_async_event(const transport::AsyncEvent& ev) {
       if (it == qps.end()) return;
       out.element.qp = it->second->base();
       target = it->second->ctx;
-      stats_update_qp(this, it->second,
-                      ev.type == T::kQpFatal || ev.type == T::kQpReqErr ||
-                          ev.type == T::kQpAccessErr);
+      stats_update_qp(
+          this, it->second,
+          ev.type == T::kQpFatal || ev.type == T::kQpReqErr || ev.type == T::kQpAccessErr);
       break;
     }
     case T::kSrqErr:
@@ -504,8 +504,8 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   // Counters live in the device's shared-memory segment when it can be created; a failure
   // (no writable run dir) only costs visibility from outside the process.
   std::string serr;
-  rt->stats = stats::StatsSegment::create(dev->cfg.name, stats::summarize(dev->cfg, dev->source),
-                                          &serr);
+  rt->stats =
+      stats::StatsSegment::create(dev->cfg.name, stats::summarize(dev->cfg, dev->source), &serr);
   if (!rt->stats && getenv("UROCE_VERBS_DEBUG")) std::fprintf(stderr, "uroce: %s\n", serr.c_str());
 #endif
   // Registered after the first stats segment (and after the port, whose driver may register

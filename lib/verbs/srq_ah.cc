@@ -29,16 +29,14 @@ namespace t = transport;
 int op_post_srq_recv(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Srq* srq = from_ibv<Srq>(s);
   Runtime* rt = srq->ctx->rt;
-  return post_recv_chain(rt, wr, bad, [&](const t::RecvWr& r) {
-    return rt->engine->post_srq_recv(srq->id, r);
-  });
+  return post_recv_chain(rt, wr, bad,
+                         [&](const t::RecvWr& r) { return rt->engine->post_srq_recv(srq->id, r); });
 }
 
 namespace {
 
 ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr) {
-  if (!p || !attr || attr->max_wr == 0 || attr->max_sge == 0 ||
-      attr->max_sge > t::kMaxSge) {
+  if (!p || !attr || attr->max_wr == 0 || attr->max_sge == 0 || attr->max_sge > t::kMaxSge) {
     errno = EINVAL;
     return nullptr;
   }
@@ -158,13 +156,10 @@ namespace {
 int resolve_blocking(Runtime* rt, const uroce::Gid& g, uroce::MacAddr* mac) {
   std::unique_lock<std::mutex> l(rt->mu);
   bool ok = uroce::verbs::wait_for_neighbor(
-      [&] { return rt->port->resolve(g, mac); },
-      [&] { drive_locked(rt); },
-      [] { return now(); },
+      [&] { return rt->port->resolve(g, mac); }, [&] { drive_locked(rt); }, [] { return now(); },
       [&] {
         l.unlock();  // let the progress thread and other callers in meanwhile
-        std::this_thread::sleep_for(std::chrono::nanoseconds(
-            uroce::verbs::kNeighborWaitPause.ns));
+        std::this_thread::sleep_for(std::chrono::nanoseconds(uroce::verbs::kNeighborWaitPause.ns));
         l.lock();
       });
   return ok ? 0 : EHOSTUNREACH;
@@ -239,7 +234,7 @@ UROCE_EXPORT int ibv_init_ah_from_wc(ibv_context* c, uint8_t port, ibv_wc* wc, i
   ah->port_num = port;
   ah->sl = wc->sl;
   if (!(wc->wc_flags & IBV_WC_GRH) || !grh) return EINVAL;  // RoCE: the GRH is the address
-  uroce::Gid sgid, dgid;  // of the received packet
+  uroce::Gid sgid, dgid;                                    // of the received packet
   uint8_t tclass = 0, hop = 64;
   uint32_t flow = 0;
   const auto* raw = reinterpret_cast<const uint8_t*>(grh);
@@ -279,8 +274,8 @@ UROCE_EXPORT ibv_ah* ibv_create_ah_from_wc(ibv_pd* pd, ibv_wc* wc, ibv_grh* grh,
   return uroce_create_ah_1_1(pd, &attr);
 }
 
-UROCE_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* c, ibv_ah_attr* attr,
-                                             uint8_t eth_mac[6], uint16_t* vid) {
+UROCE_EXPORT int ibv_resolve_eth_l2_from_gid(ibv_context* c, ibv_ah_attr* attr, uint8_t eth_mac[6],
+                                             uint16_t* vid) {
   Runtime* rt = ctx_of(c)->rt;
   if (!attr || !attr->is_global) return EINVAL;
   uroce::Gid g;

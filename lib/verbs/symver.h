@@ -16,11 +16,9 @@
 #define UROCE_STR(x) UROCE_STR2(x)
 
 /// Binds impl to name@@node (the version programs link against).
-#define UROCE_DEFAULT_VERSION(impl, name, node) \
-  __asm__(".symver " #impl ", " #name "@@" node)
+#define UROCE_DEFAULT_VERSION(impl, name, node) __asm__(".symver " #impl ", " #name "@@" node)
 /// Binds impl to name@node (a compat version kept for old binaries).
-#define UROCE_COMPAT_VERSION(impl, name, node) \
-  __asm__(".symver " #impl ", " #name "@" node)
+#define UROCE_COMPAT_VERSION(impl, name, node) __asm__(".symver " #impl ", " #name "@" node)
 
 #define UROCE_PRIVATE_NODE "IBVERBS_PRIVATE_" UROCE_STR(UROCE_VERBS_PRIVATE_ABI)
 

@@ -363,7 +363,6 @@ TEST(CmManager, MalformedAndStrayMadsAreCountedAndChangeNothing) {
   EXPECT_EQ(next(l.b).conn, cb);
 }
 
-
 constexpr uint64_t kUdService = 0x0000000001114321ull;
 
 // SIDR (IBA 12.11): the UD service resolution RDMA_PS_UDP uses. Request, reply with the UD QP

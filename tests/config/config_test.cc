@@ -3,13 +3,13 @@
  * @brief lib/config: the happy path of DESIGN.md's example file, the built-in device, the
  * lookup order, and one test per class of bad entry (each must name file, key and allowed).
  */
+#include "config/config.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <fstream>
 #include <string>
-
-#include "config/config.h"
 
 namespace uroce::config {
 namespace {
@@ -122,7 +122,7 @@ max_burst_bytes = 8192
   EXPECT_DOUBLE_EQ(b.dcqcn.params.at("dce_tcp_g"), 0.00390625);
   EXPECT_EQ(b.dcqcn.max_burst_bytes, 8192u);
   EXPECT_EQ(b.dcqcn.params.count("max_burst_bytes"), 0u);  // not a reaction-point parameter
-  EXPECT_EQ(Dcqcn{}.max_burst_bytes, 65536u);               // the default: one 64 KiB message
+  EXPECT_EQ(Dcqcn{}.max_burst_bytes, 65536u);              // the default: one 64 KiB message
 }
 
 TEST(ConfigParse, ExplicitKeysOverrideTheProfile) {
@@ -152,7 +152,8 @@ TEST(ConfigParse, ProfilesSetPfcEcnAndDcqcn) {
 
 TEST(ConfigParse, NeighbourKeysAreNormalised) {
   std::string err;
-  auto cfg = parse(device("neighbors = { \"2001:DB8:0::2\" = \"02:00:00:00:00:02\" }"), kSource, &err);
+  auto cfg =
+      parse(device("neighbors = { \"2001:DB8:0::2\" = \"02:00:00:00:00:02\" }"), kSource, &err);
   ASSERT_TRUE(cfg.has_value()) << err;
   EXPECT_EQ(cfg->devices[0].neighbors.count("2001:db8::2"), 1u);
 }
@@ -236,8 +237,9 @@ TEST(ConfigErrors, UnknownDeviceKey) {
 }
 
 TEST(ConfigErrors, UnknownKeyInSecondDevice) {
-  std::string err = refused(device("") + "[[device]]\nname = \"e\"\nport = \"net_ring1\"\n"
-                                          "addresses = [\"198.18.0.2/15\"]\ncolour = 1\n");
+  std::string err = refused(device("") +
+                            "[[device]]\nname = \"e\"\nport = \"net_ring1\"\n"
+                            "addresses = [\"198.18.0.2/15\"]\ncolour = 1\n");
   EXPECT_EQ(err.rfind("test.toml: device[1].colour: unknown key", 0), 0u) << err;
 }
 
@@ -248,14 +250,21 @@ TEST(ConfigErrors, ControlCharactersInAKeyStayOnOneLine) {
 }
 
 TEST(ConfigErrors, UnknownPfcAndDcqcnKeys) {
-  EXPECT_EQ(refused(device("[device.pfc]\nxof = 1")).rfind("test.toml: device[0].pfc.xof: unknown key", 0), 0u);
+  EXPECT_EQ(refused(device("[device.pfc]\nxof = 1"))
+                .rfind("test.toml: device[0].pfc.xof: unknown key", 0),
+            0u);
   std::string err = refused(device("[device.dcqcn]\nrpg_ai = 1"));
-  EXPECT_EQ(err.rfind("test.toml: device[0].dcqcn.rpg_ai: unknown key; allowed: enabled, mode, max_burst_bytes, rpg_time_reset", 0), 0u) << err;
+  EXPECT_EQ(err.rfind("test.toml: device[0].dcqcn.rpg_ai: unknown key; allowed: enabled, mode, "
+                      "max_burst_bytes, rpg_time_reset",
+                      0),
+            0u)
+      << err;
 }
 
 TEST(ConfigErrors, MtuNotAPowerOfTwo) {
-  EXPECT_EQ(refused(device("mtu = 1500")),
-            "test.toml: device[0].mtu: 1500 is not a power of two; allowed: 256, 512, 1024, 2048, 4096");
+  EXPECT_EQ(
+      refused(device("mtu = 1500")),
+      "test.toml: device[0].mtu: 1500 is not a power of two; allowed: 256, 512, 1024, 2048, 4096");
 }
 
 TEST(ConfigErrors, MtuOutOfRange) {
@@ -285,29 +294,49 @@ TEST(ConfigErrors, QueuesOutOfRange) {
 TEST(ConfigErrors, WrongTypes) {
   EXPECT_EQ(refused(device("mtu = \"4096\"")),
             "test.toml: device[0].mtu: is a string; allowed: 256, 512, 1024, 2048, 4096");
-  EXPECT_EQ(refused(device("ecn = 1")), "test.toml: device[0].ecn: is an integer; allowed: true, false");
-  EXPECT_EQ(refused(device("eal = \"--no-huge\"")).rfind("test.toml: device[0].eal: is a string; allowed: an array of strings", 0), 0u);
-  EXPECT_EQ(refused(device("eal = [\"-m\", 1024]")).rfind("test.toml: device[0].eal[1]: is an integer;", 0), 0u);
-  EXPECT_EQ(refused("[[device]]\nname = 3\n").rfind("test.toml: device[0].name: is an integer;", 0), 0u);
+  EXPECT_EQ(refused(device("ecn = 1")),
+            "test.toml: device[0].ecn: is an integer; allowed: true, false");
+  EXPECT_EQ(refused(device("eal = \"--no-huge\""))
+                .rfind("test.toml: device[0].eal: is a string; allowed: an array of strings", 0),
+            0u);
+  EXPECT_EQ(refused(device("eal = [\"-m\", 1024]"))
+                .rfind("test.toml: device[0].eal[1]: is an integer;", 0),
+            0u);
+  EXPECT_EQ(refused("[[device]]\nname = 3\n").rfind("test.toml: device[0].name: is an integer;", 0),
+            0u);
   EXPECT_EQ(refused("device = 3\n").rfind("test.toml: device: is an integer;", 0), 0u);
-  EXPECT_EQ(refused(device("neighbors = [\"198.18.0.2\"]")).rfind("test.toml: device[0].neighbors: is an array;", 0), 0u);
-  EXPECT_EQ(refused(device("[device.dcqcn]\nrpg_ai_rate = \"5\"")).rfind("test.toml: device[0].dcqcn.rpg_ai_rate: is a string; allowed: a number >= 0", 0), 0u);
+  EXPECT_EQ(refused(device("neighbors = [\"198.18.0.2\"]"))
+                .rfind("test.toml: device[0].neighbors: is an array;", 0),
+            0u);
+  EXPECT_EQ(
+      refused(device("[device.dcqcn]\nrpg_ai_rate = \"5\""))
+          .rfind("test.toml: device[0].dcqcn.rpg_ai_rate: is a string; allowed: a number >= 0", 0),
+      0u);
 }
 
 TEST(ConfigErrors, BadAddress) {
-  EXPECT_EQ(refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.300/15\"]\n")
-                .rfind("test.toml: device[0].addresses[0]: \"198.18.0.300/15\" is not an IP address; allowed: ", 0), 0u);
+  EXPECT_EQ(
+      refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.300/15\"]\n")
+          .rfind("test.toml: device[0].addresses[0]: \"198.18.0.300/15\" is not an IP address; "
+                 "allowed: ",
+                 0),
+      0u);
   EXPECT_EQ(refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\n")
-                .rfind("test.toml: device[0].addresses: missing; allowed: ", 0), 0u);
-  EXPECT_EQ(refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"224.0.0.1/4\"]\n")
-                .rfind("test.toml: device[0].addresses[0]: \"224.0.0.1/4\" is not a unicast address", 0), 0u);
-  EXPECT_EQ(refused(device("").replace(device("").find("\"198.18.0.1/15\""), 15, "\"198.18.0.1/15\", \"198.18.0.1/16\""))
-                .rfind("test.toml: device[0].addresses[1]: \"198.18.0.1/16\" is listed twice", 0), 0u);
+                .rfind("test.toml: device[0].addresses: missing; allowed: ", 0),
+            0u);
+  EXPECT_EQ(
+      refused("[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"224.0.0.1/4\"]\n")
+          .rfind("test.toml: device[0].addresses[0]: \"224.0.0.1/4\" is not a unicast address", 0),
+      0u);
+  EXPECT_EQ(refused(device("").replace(device("").find("\"198.18.0.1/15\""), 15,
+                                       "\"198.18.0.1/15\", \"198.18.0.1/16\""))
+                .rfind("test.toml: device[0].addresses[1]: \"198.18.0.1/16\" is listed twice", 0),
+            0u);
 }
 
 TEST(ConfigErrors, BadPrefix) {
-  for (const char* bad : {"198.18.0.1/33", "198.18.0.1/", "198.18.0.1/x", "198.18.0.1/-1",
-                          "2001:db8::1/129"}) {
+  for (const char* bad :
+       {"198.18.0.1/33", "198.18.0.1/", "198.18.0.1/x", "198.18.0.1/-1", "2001:db8::1/129"}) {
     std::string text = "[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"" +
                        std::string(bad) + "\"]\n";
     EXPECT_EQ(refused(text).rfind("test.toml: device[0].addresses[0]: \"" + std::string(bad) +
@@ -320,52 +349,105 @@ TEST(ConfigErrors, BadPrefix) {
 
 TEST(ConfigErrors, BadMac) {
   EXPECT_EQ(refused(device("mac = \"02:00:00:00:00\"")),
-            "test.toml: device[0].mac: \"02:00:00:00:00\" is not a MAC address; allowed: a unicast MAC \"02:00:00:00:00:01\"");
-  EXPECT_EQ(refused(device("mac = \"01:00:5e:00:00:01\"")).rfind("test.toml: device[0].mac: \"01:00:5e:00:00:01\" is not a unicast MAC address", 0), 0u);
-  EXPECT_EQ(refused(device("neighbors = { \"198.18.0.2\" = \"zz\" }")).rfind("test.toml: device[0].neighbors.\"198.18.0.2\": \"zz\" is not a unicast MAC", 0), 0u);
-  EXPECT_EQ(refused(device("neighbors = { \"host\" = \"02:00:00:00:00:02\" }")).rfind("test.toml: device[0].neighbors.\"host\": \"host\" is not an IP address", 0), 0u);
+            "test.toml: device[0].mac: \"02:00:00:00:00\" is not a MAC address; allowed: a unicast "
+            "MAC \"02:00:00:00:00:01\"");
+  EXPECT_EQ(
+      refused(device("mac = \"01:00:5e:00:00:01\""))
+          .rfind("test.toml: device[0].mac: \"01:00:5e:00:00:01\" is not a unicast MAC address", 0),
+      0u);
+  EXPECT_EQ(
+      refused(device("neighbors = { \"198.18.0.2\" = \"zz\" }"))
+          .rfind("test.toml: device[0].neighbors.\"198.18.0.2\": \"zz\" is not a unicast MAC", 0),
+      0u);
+  EXPECT_EQ(refused(device("neighbors = { \"host\" = \"02:00:00:00:00:02\" }"))
+                .rfind("test.toml: device[0].neighbors.\"host\": \"host\" is not an IP address", 0),
+            0u);
 }
 
 TEST(ConfigErrors, DuplicateDeviceNames) {
-  std::string err = refused(device("") + "[[device]]\nname = \"d\"\nport = \"net_ring1\"\n"
-                                          "addresses = [\"198.18.0.2/15\"]\n");
-  EXPECT_EQ(err, "test.toml: device[1].name: \"d\" is already the name of device[0]; allowed: a name unique in the file");
+  std::string err = refused(device("") +
+                            "[[device]]\nname = \"d\"\nport = \"net_ring1\"\n"
+                            "addresses = [\"198.18.0.2/15\"]\n");
+  EXPECT_EQ(err,
+            "test.toml: device[1].name: \"d\" is already the name of device[0]; allowed: a name "
+            "unique in the file");
 }
 
 TEST(ConfigErrors, DuplicatePorts) {
-  std::string err = refused(device("") + "[[device]]\nname = \"e\"\nport = \"net_ring0,x=1\"\n"
-                                          "addresses = [\"198.18.0.2/15\"]\n");
-  EXPECT_EQ(err.rfind("test.toml: device[1].port: DPDK device \"net_ring0\" is already the port of device[0]", 0), 0u) << err;
+  std::string err = refused(device("") +
+                            "[[device]]\nname = \"e\"\nport = \"net_ring0,x=1\"\n"
+                            "addresses = [\"198.18.0.2/15\"]\n");
+  EXPECT_EQ(
+      err.rfind(
+          "test.toml: device[1].port: DPDK device \"net_ring0\" is already the port of device[0]",
+          0),
+      0u)
+      << err;
 }
 
 TEST(ConfigErrors, BadNameAndPort) {
-  EXPECT_EQ(refused("[[device]]\nname = \"a b\"\n").rfind("test.toml: device[0].name: \"a b\" is not a valid device name; allowed: 1..63 characters", 0), 0u);
-  EXPECT_EQ(refused("[[device]]\nport = \"eth0\"\n").rfind("test.toml: device[0].port: \"eth0\" is not a port; allowed: \"loopback\",", 0), 0u);
+  EXPECT_EQ(refused("[[device]]\nname = \"a b\"\n")
+                .rfind("test.toml: device[0].name: \"a b\" is not a valid device name; allowed: "
+                       "1..63 characters",
+                       0),
+            0u);
+  EXPECT_EQ(
+      refused("[[device]]\nport = \"eth0\"\n")
+          .rfind("test.toml: device[0].port: \"eth0\" is not a port; allowed: \"loopback\",", 0),
+      0u);
 }
 
 TEST(ConfigErrors, FilePrefixBelongsToTheDriver) {
-  EXPECT_EQ(refused(device("eal = [\"--file-prefix=x\"]")).rfind("test.toml: device[0].eal[0]: the driver chooses --file-prefix", 0), 0u);
+  EXPECT_EQ(refused(device("eal = [\"--file-prefix=x\"]"))
+                .rfind("test.toml: device[0].eal[0]: the driver chooses --file-prefix", 0),
+            0u);
 }
 
 TEST(ConfigErrors, BadEnumsAndRanges) {
   EXPECT_EQ(refused(device("profile = \"fast\"")),
-            "test.toml: device[0].profile: \"fast\" is not a profile; allowed: \"\", lossless, lossy, hpc, storage");
-  EXPECT_EQ(refused(device("roce_dscp = 64")), "test.toml: device[0].roce_dscp: 64 is out of range; allowed: 0..63");
-  EXPECT_EQ(refused(device("dscp_to_prio = { \"26\" = 8 }")).rfind("test.toml: device[0].dscp_to_prio.\"26\": 8 is out of range", 0), 0u);
-  EXPECT_EQ(refused(device("dscp_to_prio = { \"64\" = 1 }")).rfind("test.toml: device[0].dscp_to_prio.\"64\": \"64\" is not a DSCP", 0), 0u);
-  EXPECT_EQ(refused(device("dscp_to_prio = [1, 2]")).rfind("test.toml: device[0].dscp_to_prio: has 2 entries", 0), 0u);
+            "test.toml: device[0].profile: \"fast\" is not a profile; allowed: \"\", lossless, "
+            "lossy, hpc, storage");
+  EXPECT_EQ(refused(device("roce_dscp = 64")),
+            "test.toml: device[0].roce_dscp: 64 is out of range; allowed: 0..63");
+  EXPECT_EQ(refused(device("dscp_to_prio = { \"26\" = 8 }"))
+                .rfind("test.toml: device[0].dscp_to_prio.\"26\": 8 is out of range", 0),
+            0u);
+  EXPECT_EQ(refused(device("dscp_to_prio = { \"64\" = 1 }"))
+                .rfind("test.toml: device[0].dscp_to_prio.\"64\": \"64\" is not a DSCP", 0),
+            0u);
+  EXPECT_EQ(refused(device("dscp_to_prio = [1, 2]"))
+                .rfind("test.toml: device[0].dscp_to_prio: has 2 entries", 0),
+            0u);
   EXPECT_EQ(refused(device("pcp_to_prio = { \"8\" = 1 }")),
-            "test.toml: device[0].pcp_to_prio.\"8\": \"8\" is not a PCP; allowed: a table { \"<PCP 0..7>\" = <priority 0..7> } or an array of 8 priorities 0..7");
-  EXPECT_EQ(refused(device("pcp_to_prio = { \"3\" = 9 }")).rfind("test.toml: device[0].pcp_to_prio.\"3\": 9 is out of range", 0), 0u);
+            "test.toml: device[0].pcp_to_prio.\"8\": \"8\" is not a PCP; allowed: a table { \"<PCP "
+            "0..7>\" = <priority 0..7> } or an array of 8 priorities 0..7");
+  EXPECT_EQ(refused(device("pcp_to_prio = { \"3\" = 9 }"))
+                .rfind("test.toml: device[0].pcp_to_prio.\"3\": 9 is out of range", 0),
+            0u);
   EXPECT_EQ(refused(device("trust = \"vlan\"")),
             "test.toml: device[0].trust: \"vlan\" is not a trust mode; allowed: \"dscp\", \"pcp\"");
-  EXPECT_EQ(refused(device("vlan = 4095")),
-            "test.toml: device[0].vlan: 4095 is out of range; allowed: 0..4094 (0 = priority-tagged)");
-  EXPECT_EQ(refused(device("[device.pfc]\nenabled = [8]")).rfind("test.toml: device[0].pfc.enabled[0]: 8 is out of range; allowed: an array of priorities 0..7", 0), 0u);
-  EXPECT_EQ(refused(device("[device.pfc]\nxoff_bytes = 10\nxon_bytes = 20")).rfind("test.toml: device[0].pfc.xon_bytes: 20 is above xoff_bytes 10", 0), 0u);
-  EXPECT_EQ(refused(device("[device.dcqcn]\nmode = \"hpcc\"")), "test.toml: device[0].dcqcn.mode: \"hpcc\" is not a mode; allowed: \"nvidia\", \"paper\"");
-  EXPECT_EQ(refused(device("[device.dcqcn]\nkmin = -1")).rfind("test.toml: device[0].dcqcn.kmin: is negative", 0), 0u);
-  EXPECT_EQ(refused(device("[device.dcqcn]\nmax_burst_bytes = 16777217")).rfind("test.toml: device[0].dcqcn.max_burst_bytes: 16777217 is out of range; allowed: 0..16777216 bytes", 0), 0u);
+  EXPECT_EQ(
+      refused(device("vlan = 4095")),
+      "test.toml: device[0].vlan: 4095 is out of range; allowed: 0..4094 (0 = priority-tagged)");
+  EXPECT_EQ(refused(device("[device.pfc]\nenabled = [8]"))
+                .rfind("test.toml: device[0].pfc.enabled[0]: 8 is out of range; allowed: an array "
+                       "of priorities 0..7",
+                       0),
+            0u);
+  EXPECT_EQ(refused(device("[device.pfc]\nxoff_bytes = 10\nxon_bytes = 20"))
+                .rfind("test.toml: device[0].pfc.xon_bytes: 20 is above xoff_bytes 10", 0),
+            0u);
+  EXPECT_EQ(
+      refused(device("[device.dcqcn]\nmode = \"hpcc\"")),
+      "test.toml: device[0].dcqcn.mode: \"hpcc\" is not a mode; allowed: \"nvidia\", \"paper\"");
+  EXPECT_EQ(refused(device("[device.dcqcn]\nkmin = -1"))
+                .rfind("test.toml: device[0].dcqcn.kmin: is negative", 0),
+            0u);
+  EXPECT_EQ(refused(device("[device.dcqcn]\nmax_burst_bytes = 16777217"))
+                .rfind("test.toml: device[0].dcqcn.max_burst_bytes: 16777217 is out of range; "
+                       "allowed: 0..16777216 bytes",
+                       0),
+            0u);
 }
 
 }  // namespace

@@ -2,11 +2,11 @@
  * @file notification_point_test.cc
  * @brief NP CNP pacing, dcqcn.md §1.3 and §6 item 3 (exact CNP counts and times).
  */
+#include "dcqcn/notification_point.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "dcqcn/notification_point.h"
 
 namespace uroce::dcqcn {
 namespace {

@@ -3,9 +3,9 @@
  * @brief Device-wide CNP pacing (dcqcn.md §1.3): per-QP intervals are independent; the
  * coalesced CNP of each QP comes out of on_timer; the per-port reading shares one interval.
  */
-#include <gtest/gtest.h>
-
 #include "dcqcn/np_table.h"
+
+#include <gtest/gtest.h>
 
 namespace uroce::dcqcn {
 namespace {
@@ -15,7 +15,7 @@ Timestamp us(int64_t v) { return Timestamp{v * 1000}; }
 TEST(NpTable, PerQpIntervalsAreIndependent) {
   NpTable t(Duration::micros(50));
   EXPECT_TRUE(t.on_ce_marked(7, us(0)));
-  EXPECT_TRUE(t.on_ce_marked(9, us(1)));   // another QP: its own interval
+  EXPECT_TRUE(t.on_ce_marked(9, us(1)));  // another QP: its own interval
   EXPECT_FALSE(t.on_ce_marked(7, us(10)));
   EXPECT_FALSE(t.on_ce_marked(9, us(20)));
   EXPECT_EQ(t.next_deadline(), us(50));

@@ -3,10 +3,11 @@
  * @brief The per-QP token-bucket pacer: sends at the RP's rate on injected time, no drift,
  * burst allowance, unlimited mode (dcqcn.md §1.3 "bypasses the DCQCN limiter" is the caller's).
  */
+#include "dcqcn/pacer.h"
+
 #include <gtest/gtest.h>
 
 #include "dcqcn/congestion_control.h"
-#include "dcqcn/pacer.h"
 
 namespace uroce::dcqcn {
 namespace {

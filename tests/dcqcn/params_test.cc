@@ -3,10 +3,11 @@
  * @brief DcqcnParams presets (dcqcn.md §1.1) and the lookup by NVIDIA name used by the config's
  * `[device.dcqcn]` overrides: unknown names and out-of-range values are refused clearly.
  */
+#include "dcqcn/params.h"
+
 #include <gtest/gtest.h>
 
 #include "config/profile.h"
-#include "dcqcn/params.h"
 
 namespace uroce::dcqcn {
 namespace {
@@ -48,7 +49,7 @@ TEST(DcqcnParams, PaperAndHpccPresets) {
   EXPECT_EQ(paper.min_time_between_cnps, 50u);
 
   const DcqcnParams h = hpcc_dcqcn_preset(100e9);
-  EXPECT_EQ(h.rpg_ai_rate, 20u);   // 5 · 100/25
+  EXPECT_EQ(h.rpg_ai_rate, 20u);  // 5 · 100/25
   EXPECT_EQ(h.rpg_hai_rate, 200u);
   EXPECT_EQ(h.rpg_min_rate, 1000u);
   EXPECT_EQ(h.rpg_byte_reset, 0u);

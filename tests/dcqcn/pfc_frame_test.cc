@@ -3,11 +3,11 @@
  * @brief 802.1Qbb / 802.3x frames byte for byte against dcqcn.md §3.3 (including the FCS), and
  * the per-speed quantum table of §3.3.
  */
+#include "dcqcn/pfc_frame.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
-
-#include "dcqcn/pfc_frame.h"
 
 namespace uroce::dcqcn {
 namespace {
@@ -27,8 +27,8 @@ const MacAddr kSrc{{0x02, 0, 0, 0, 0, 0x01}};
 // §3.3 test frame: XOFF on priority 3 with 0xFFFF quanta from 02:00:00:00:00:01;
 // FCS (wire order) b0 b2 29 c3.
 TEST(PfcFrame, XoffPrio3MatchesReferenceBytes) {
-  std::vector<uint8_t> want = hex(
-      "0180c2000001020000000001880801010008000000000000ffff0000000000000000");
+  std::vector<uint8_t> want =
+      hex("0180c2000001020000000001880801010008000000000000ffff0000000000000000");
   want.resize(60, 0);  // + 26 zero bytes
   PauseFrame f;
   f.class_enable = 1u << 3;
@@ -90,8 +90,8 @@ TEST(PfcFrame, ParseRoundTripAndGlobalPause) {
 TEST(PfcFrame, QuantaDurations) {
   EXPECT_EQ(pause_quanta_ns(65535, 100'000'000'000ull), 335540);  // 335.5392 µs rounded up
   EXPECT_EQ(pause_quanta_ns(65535, 10'000'000'000ull), 3355392);
-  EXPECT_EQ(pause_quanta_ns(65535, 400'000'000'000ull), 83885);   // 83.8848 µs
-  EXPECT_EQ(pause_quanta_ns(1, 25'000'000'000ull), 21);           // 20.48 ns
+  EXPECT_EQ(pause_quanta_ns(65535, 400'000'000'000ull), 83885);  // 83.8848 µs
+  EXPECT_EQ(pause_quanta_ns(1, 25'000'000'000ull), 21);          // 20.48 ns
   EXPECT_EQ(pause_quanta_ns(0, 100'000'000'000ull), 0);
 }
 

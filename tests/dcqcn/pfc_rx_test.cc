@@ -3,11 +3,12 @@
  * @brief Honouring PFC on TX and the pause-storm watchdog: the exact timings of dcqcn.md §6
  * item 5 and the semantics of §4.2 / §4.3, on injected time.
  */
+#include "dcqcn/pfc_rx.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "dcqcn/pfc_rx.h"
 #include "dcqcn/tx_scheduler.h"
 
 namespace uroce::dcqcn {
@@ -215,7 +216,8 @@ TEST(PfcRx, RefreshAtExpiryIsContinuous) {
   PfcWatchdogConfig wd;
   wd.detect = Duration::micros(20);
   PfcRx rx(k100G, wd, &c);
-  for (int i = 0; i < 6; ++i) rx.on_pause_frame(xoff(3, 1000), Timestamp{i * 5120});  // 5.12 µs each
+  for (int i = 0; i < 6; ++i)
+    rx.on_pause_frame(xoff(3, 1000), Timestamp{i * 5120});  // 5.12 µs each
   EXPECT_EQ(c.rx_prio_pause_transition[3], 0u);
   EXPECT_EQ(c.tx_pause_storm_error_events, 1u);  // continuous since 0: fires at 20 µs
   rx.on_timer(us(100));

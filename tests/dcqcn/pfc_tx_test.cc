@@ -3,9 +3,9 @@
  * @brief XOFF/XON generation from the RX backlog per priority (dcqcn.md §4.1, §4.3 item 2):
  * thresholds, refresh, XON, give-up, counters tx_prio{p}_pause / tx_prio{p}_pause_duration.
  */
-#include <gtest/gtest.h>
-
 #include "dcqcn/pfc_tx.h"
+
+#include <gtest/gtest.h>
 
 namespace uroce::dcqcn {
 namespace {
@@ -43,7 +43,7 @@ TEST(PfcTx, XoffAtThresholdRefreshThenXon) {
   EXPECT_EQ(x->class_enable, 1u << 3);
   EXPECT_EQ(x->quanta[3], 0);
   EXPECT_FALSE(tx.asserted(3));
-  EXPECT_EQ(c.tx_prio_pause[3], 3u);            // XOFF, refresh, XON
+  EXPECT_EQ(c.tx_prio_pause[3], 3u);             // XOFF, refresh, XON
   EXPECT_EQ(c.tx_prio_pause_duration[3], 300u);  // 1 µs .. 301 µs
   EXPECT_EQ(tx.next_deadline(), Timestamp::never());
 }

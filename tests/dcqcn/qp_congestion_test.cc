@@ -4,9 +4,9 @@
  * and its recovery; CNP pacing goes through the NP; kOff leaves data unpaced (dcqcn.md §1.3,
  * §1.5, §6 item 2).
  */
-#include <gtest/gtest.h>
-
 #include "dcqcn/qp_congestion.h"
+
+#include <gtest/gtest.h>
 
 namespace uroce::dcqcn {
 namespace {

@@ -134,9 +134,10 @@ TEST(PaperRpGolden, G1ByteCounterWithTraffic) {
 /// `[device.dcqcn]` table would.
 DcqcnParams g3_params(uint32_t dce_tcp_g) {
   DcqcnParams p = nvidia_firmware_preset();
-  const std::map<std::string, double> overrides = {
-      {"rpg_byte_reset", 0}, {"dce_tcp_g", dce_tcp_g}, {"initial_alpha_value", 1024},
-      {"rpg_min_rate", 100}};
+  const std::map<std::string, double> overrides = {{"rpg_byte_reset", 0},
+                                                   {"dce_tcp_g", dce_tcp_g},
+                                                   {"initial_alpha_value", 1024},
+                                                   {"rpg_min_rate", 100}};
   std::string err;
   EXPECT_TRUE(apply_overrides(&p, overrides, &err)) << err;
   return p;
@@ -201,7 +202,8 @@ std::vector<Timestamp> to_times(const std::vector<double>& us_list) {
 // paper mode: cuts interleaved with fast recovery and additive increase.
 TEST(PaperRpGolden, IrregularCnpsMatchModel) {
   PaperRp rp(model_paper_params(), 40e9);
-  auto trace = testing::replay(rp, to_times(testing::kR1Cnps), testing::at_us(testing::kR1Cnps.back() + 1500));
+  auto trace = testing::replay(rp, to_times(testing::kR1Cnps),
+                               testing::at_us(testing::kR1Cnps.back() + 1500));
   expect_matches(trace, testing::kR1, true, 0, 40e9, 40);
 }
 

@@ -3,10 +3,11 @@
  * @brief The 8-queue TX scheduler: strict priority for the CNP class first, WRR weights honoured
  * (byte-fair DRR), paused priorities skipped (dcqcn.md §3.4, §4.2).
  */
+#include "dcqcn/tx_scheduler.h"
+
 #include <gtest/gtest.h>
 
 #include "dcqcn/pfc_rx.h"
-#include "dcqcn/tx_scheduler.h"
 
 namespace uroce::dcqcn {
 namespace {

@@ -4,11 +4,11 @@
  * -a, --vdev, --no-huge -m vs --in-memory, the lcore CPU set, quiet logging, user overrides;
  * and the host probes (meminfo, mounts, PCI address forms).
  */
+#include "dpdk/eal_args.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
-#include "dpdk/eal_args.h"
 
 namespace uroce::dpdk {
 namespace {
@@ -96,20 +96,27 @@ TEST(EalArgs, LogLevelFromPlan) {
 TEST(EalArgs, NoCpuListLeavesLcoresToEal) {
   EalPlan p = base();
   p.cpus = "";
-  for (const std::string& s : build_eal_args(p)) EXPECT_EQ(s.rfind("--lcores", 0), std::string::npos);
+  for (const std::string& s : build_eal_args(p))
+    EXPECT_EQ(s.rfind("--lcores", 0), std::string::npos);
 }
 
 TEST(EalHost, FreeHugepageBytes) {
-  const char* none = "MemTotal: 100 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n";
+  const char* none =
+      "MemTotal: 100 kB\nHugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       "
+      "2048 kB\n";
   EXPECT_EQ(free_hugepage_bytes(none), 0u);
-  const char* some = "HugePages_Total:      64\nHugePages_Free:       60\nHugePages_Rsvd: 0\nHugepagesize:       2048 kB\n";
+  const char* some =
+      "HugePages_Total:      64\nHugePages_Free:       60\nHugePages_Rsvd: 0\nHugepagesize:       "
+      "2048 kB\n";
   EXPECT_EQ(free_hugepage_bytes(some), 60ull * 2048 * 1024);
   EXPECT_EQ(free_hugepage_bytes(""), 0u);
 }
 
 TEST(EalHost, HugetlbfsMount) {
-  EXPECT_TRUE(hugetlbfs_mounted("proc /proc proc rw 0 0\nhugetlbfs /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n"));
-  EXPECT_FALSE(hugetlbfs_mounted("proc /proc proc rw 0 0\nnone /mnt/hugetlbfs-notes tmpfs rw 0 0\n"));
+  EXPECT_TRUE(hugetlbfs_mounted(
+      "proc /proc proc rw 0 0\nhugetlbfs /dev/hugepages hugetlbfs rw,relatime,pagesize=2M 0 0\n"));
+  EXPECT_FALSE(
+      hugetlbfs_mounted("proc /proc proc rw 0 0\nnone /mnt/hugetlbfs-notes tmpfs rw 0 0\n"));
 }
 
 TEST(EalHost, PciAddressForms) {

@@ -3,6 +3,8 @@
  * @brief ARP (RFC 826) and IPv6 ND (RFC 4861) of drivers/dpdk/neighbors.h, sans-IO: frames
  * in as bytes, replies captured from a TxSink, time injected.
  */
+#include "dpdk/neighbors.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -12,7 +14,6 @@
 
 #include "common/byteorder.h"
 #include "dpdk/neighbor_wire.h"
-#include "dpdk/neighbors.h"
 
 namespace uroce::dpdk {
 namespace {
@@ -62,8 +63,8 @@ config::Address addr(const Gid& g, uint8_t prefix) {
 }
 
 Neighbors make(std::map<std::string, MacAddr> statics = {}) {
-  return Neighbors(kOurMac,
-                   {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:db8::1"), 64)}, statics);
+  return Neighbors(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:db8::1"), 64)},
+                   statics);
 }
 
 Frame arp_frame(uint16_t op, const MacAddr& eth_dst, const MacAddr& sha, uint32_t spa,
@@ -71,7 +72,7 @@ Frame arp_frame(uint16_t op, const MacAddr& eth_dst, const MacAddr& sha, uint32_
   Frame f(wire::kArpFrameLen);
   wire::EthHdr eth{eth_dst.b, sha.b, Be16::of(wire::kEtherTypeArp)};
   wire::ArpPkt arp{Be16::of(1), Be16::of(0x0800), 6, 4, Be16::of(op), sha.b, Be32::of(spa),
-                   tha.b, Be32::of(tpa)};
+                   tha.b,       Be32::of(tpa)};
   std::memcpy(f.data(), &eth, sizeof eth);
   std::memcpy(f.data() + sizeof eth, &arp, sizeof arp);
   return f;
@@ -108,8 +109,8 @@ TEST(NeighborsArp, AnswersARequestForOurAddressAndLearnsTheSender) {
   EXPECT_TRUE(n.on_frame(req, Timestamp{0}, tx));
   ASSERT_EQ(tx.frames.size(), 1u);
   Frame rep = tx.pop();
-  EXPECT_EQ(std::memcmp(rep.data(), kPeerMac.b.data(), 6), 0);      // eth dst
-  EXPECT_EQ(std::memcmp(rep.data() + 6, kOurMac.b.data(), 6), 0);   // eth src
+  EXPECT_EQ(std::memcmp(rep.data(), kPeerMac.b.data(), 6), 0);     // eth dst
+  EXPECT_EQ(std::memcmp(rep.data() + 6, kOurMac.b.data(), 6), 0);  // eth src
   wire::ArpPkt a = arp_of(rep);
   EXPECT_EQ(a.op.load(), 2);
   EXPECT_EQ(a.sha, kOurMac.b);
@@ -158,7 +159,8 @@ TEST(NeighborsArp, ResolveSendsOneRequestPerRetryIntervalThenLearnsTheReply) {
   EXPECT_EQ(n.stats().arp_requests_sent, 2u);
   // Receive the reply
   // Expect: resolved, no frame sent.
-  EXPECT_TRUE(n.on_frame(arp_frame(2, kOurMac, kPeerMac, kPeerIp, kOurMac, kOurIp), Timestamp{0}, tx));
+  EXPECT_TRUE(
+      n.on_frame(arp_frame(2, kOurMac, kPeerMac, kPeerIp, kOurMac, kOurIp), Timestamp{0}, tx));
   EXPECT_TRUE(tx.frames.empty());
   EXPECT_TRUE(n.resolve(Gid::from_ipv4(kPeerIp), &m, Timestamp{0}, tx));
   EXPECT_EQ(m, kPeerMac);
@@ -170,7 +172,8 @@ TEST(NeighborsArp, GratuitousArpUpdatesAKnownEntry) {
   n.on_frame(arp_frame(2, kOurMac, kPeerMac, kPeerIp, kOurMac, kOurIp), Timestamp{0}, tx);
   const MacAddr moved{{0x02, 0, 0, 0, 0, 0x22}};
   // Receive gratuitous ARP: 198.18.0.2 is now at 02:..:22 (sender = target = its address)
-  n.on_frame(arp_frame(1, MacAddr::broadcast(), moved, kPeerIp, MacAddr{}, kPeerIp), Timestamp{0}, tx);
+  n.on_frame(arp_frame(1, MacAddr::broadcast(), moved, kPeerIp, MacAddr{}, kPeerIp), Timestamp{0},
+             tx);
   MacAddr m;
   EXPECT_TRUE(n.resolve(Gid::from_ipv4(kPeerIp), &m, Timestamp{0}, tx));
   EXPECT_EQ(m, moved);
@@ -181,9 +184,11 @@ TEST(NeighborsArp, GratuitousArpFromOurSubnetCreatesAnEntry) {
   Neighbors n = make();
   CaptureSink tx;
   // Receive gratuitous ARP for 198.18.0.2 (inside 198.18.0.0/15)
-  n.on_frame(arp_frame(1, MacAddr::broadcast(), kPeerMac, kPeerIp, MacAddr{}, kPeerIp), Timestamp{0}, tx);
+  n.on_frame(arp_frame(1, MacAddr::broadcast(), kPeerMac, kPeerIp, MacAddr{}, kPeerIp),
+             Timestamp{0}, tx);
   // Receive gratuitous ARP for 10.0.0.2 (not our subnet)
-  n.on_frame(arp_frame(1, MacAddr::broadcast(), kPeerMac, 0x0a000002, MacAddr{}, 0x0a000002), Timestamp{0}, tx);
+  n.on_frame(arp_frame(1, MacAddr::broadcast(), kPeerMac, 0x0a000002, MacAddr{}, 0x0a000002),
+             Timestamp{0}, tx);
   MacAddr m;
   EXPECT_TRUE(n.lookup(Gid::from_ipv4(kPeerIp), &m));
   EXPECT_EQ(m, kPeerMac);
@@ -343,8 +348,9 @@ TEST(NeighborsVlan, TaggedRequestsAreAnsweredAndEveryFrameSentCarriesTheVlanTag)
   EXPECT_EQ(ns[54], 135);  // neighbour solicitation
   // A tagged NS is answered with a tagged NA whose checksum holds.
   Gid peer = v6("2001:db8::2"), ours = v6("2001:db8::1");
-  EXPECT_TRUE(n.on_frame(tagged(nd_frame(135, 0, peer, solicited_node(ours), ours, 1, kPeerMac), 100),
-                         Timestamp{0}, tx));
+  EXPECT_TRUE(
+      n.on_frame(tagged(nd_frame(135, 0, peer, solicited_node(ours), ours, 1, kPeerMac), 100),
+                 Timestamp{0}, tx));
   ASSERT_EQ(tx.frames.size(), 1u);
   Frame na = tx.pop();
   EXPECT_EQ(untag(&na).first, 100);

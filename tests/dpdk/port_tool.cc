@@ -51,7 +51,7 @@ struct Rx : uroce::FrameHandler {
       return;
     }
     if (seq == 0) next = 0;  // a new sender (the peer process was replaced) starts over
-    bool ok = seq >= next;  // a gap is loss; going back is reordering or duplication
+    bool ok = seq >= next;   // a gap is loss; going back is reordering or duplication
     for (size_t i = 18; ok && i < f.size(); ++i) ok = f[i] == static_cast<uint8_t>(seq + i);
     if (!ok) ++bad;
     if (seq > next) lost += seq - next;
@@ -82,14 +82,22 @@ int main(int argc, char** argv) {
   Options o;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--role") o.role = v;
-    else if (k == "--port") o.port = v;
-    else if (k == "--ip") o.ip = v;
-    else if (k == "--peer") o.peer = v;
-    else if (k == "--mtu") o.mtu = static_cast<uint32_t>(std::atoi(v.c_str()));
-    else if (k == "--size") o.size = static_cast<size_t>(std::atoi(v.c_str()));
-    else if (k == "--seconds") o.seconds = std::atof(v.c_str());
-    else if (k == "--pace") o.pace = std::atof(v.c_str());
+    if (k == "--role")
+      o.role = v;
+    else if (k == "--port")
+      o.port = v;
+    else if (k == "--ip")
+      o.ip = v;
+    else if (k == "--peer")
+      o.peer = v;
+    else if (k == "--mtu")
+      o.mtu = static_cast<uint32_t>(std::atoi(v.c_str()));
+    else if (k == "--size")
+      o.size = static_cast<size_t>(std::atoi(v.c_str()));
+    else if (k == "--seconds")
+      o.seconds = std::atof(v.c_str());
+    else if (k == "--pace")
+      o.pace = std::atof(v.c_str());
     else {
       std::fprintf(stderr, "port_tool: unknown option %s\n", k.c_str());
       return 1;
@@ -129,21 +137,21 @@ int main(int argc, char** argv) {
     double secs = std::chrono::duration<double>(last - first).count();
     std::printf("PORT rx frames=%llu bad=%llu lost=%llu fps=%.0f gbps=%.3f mac=%s ended=%d\n",
                 static_cast<unsigned long long>(rx.frames), static_cast<unsigned long long>(rx.bad),
-                static_cast<unsigned long long>(rx.lost),
-                secs > 0 ? rx.frames / secs : 0.0, secs > 0 ? rx.bytes * 8 / secs / 1e9 : 0.0,
-                port->mac().to_string().c_str(), rx.ended ? 1 : 0);
+                static_cast<unsigned long long>(rx.lost), secs > 0 ? rx.frames / secs : 0.0,
+                secs > 0 ? rx.bytes * 8 / secs / 1e9 : 0.0, port->mac().to_string().c_str(),
+                rx.ended ? 1 : 0);
     return rx.bad == 0 && rx.frames > 0 ? 0 : 1;
   }
   if (o.role == "info") {
     uroce::dpdk::PortInfo info;
     uroce::dpdk::port_info(*port, &info);
-    std::printf("PORT info driver=%s max_rx_pktlen=%u min_mtu=%u max_mtu=%u rxq=%u txq=%u "
-                "speed_mbps=%u link_up=%d configured_mtu=%u max_frame=%zu speed_bps=%llu mac=%s\n",
-                info.driver.c_str(), info.max_rx_pktlen, info.min_mtu, info.max_mtu,
-                info.max_rx_queues, info.max_tx_queues, info.link_speed_mbps, info.link_up ? 1 : 0,
-                info.configured_mtu, port->max_frame_len(),
-                static_cast<unsigned long long>(port->link_speed_bps()),
-                port->mac().to_string().c_str());
+    std::printf(
+        "PORT info driver=%s max_rx_pktlen=%u min_mtu=%u max_mtu=%u rxq=%u txq=%u "
+        "speed_mbps=%u link_up=%d configured_mtu=%u max_frame=%zu speed_bps=%llu mac=%s\n",
+        info.driver.c_str(), info.max_rx_pktlen, info.min_mtu, info.max_mtu, info.max_rx_queues,
+        info.max_tx_queues, info.link_speed_mbps, info.link_up ? 1 : 0, info.configured_mtu,
+        port->max_frame_len(), static_cast<unsigned long long>(port->link_speed_bps()),
+        port->mac().to_string().c_str());
     return 0;
   }
   if (o.role != "tx") {
@@ -169,9 +177,10 @@ int main(int argc, char** argv) {
   start = Clock::now();
   auto end = start + std::chrono::duration_cast<Clock::duration>(limit);
   for (auto now = Clock::now(); now < end; now = Clock::now()) {
-    uint64_t allowed = o.pace > 0 ? static_cast<uint64_t>(
-                                        std::chrono::duration<double>(now - start).count() * o.pace)
-                                  : UINT64_MAX;
+    uint64_t allowed =
+        o.pace > 0
+            ? static_cast<uint64_t>(std::chrono::duration<double>(now - start).count() * o.pace)
+            : UINT64_MAX;
     port->resolve(peer, &dst);  // as the engine does per packet: follows a changed MAC
     for (int i = 0; i < 32 && seq < allowed && send(*port, dst, seq, o.size); ++i) ++seq;
     port->flush();
@@ -190,12 +199,13 @@ int main(int argc, char** argv) {
   }
   uroce::dpdk::PortInfo info;
   uroce::dpdk::port_info(*port, &info);
-  std::printf("PORT tx frames=%u fps=%.0f gbps=%.3f mac=%s driver=%s max_rx_pktlen=%u mtu=%u "
-              "speed_mbps=%u txq=%u rxq=%u memif_guard_faults=%llu memif_guard_fenced=%llu\n",
-              seq, seq / secs, seq * o.size * 8 / secs / 1e9, port->mac().to_string().c_str(),
-              info.driver.c_str(), info.max_rx_pktlen, info.configured_mtu, info.link_speed_mbps,
-              info.max_tx_queues, info.max_rx_queues,
-              static_cast<unsigned long long>(uroce::dpdk::memif_guard_faults()),
-              static_cast<unsigned long long>(uroce::dpdk::memif_guard_fenced()));
+  std::printf(
+      "PORT tx frames=%u fps=%.0f gbps=%.3f mac=%s driver=%s max_rx_pktlen=%u mtu=%u "
+      "speed_mbps=%u txq=%u rxq=%u memif_guard_faults=%llu memif_guard_fenced=%llu\n",
+      seq, seq / secs, seq * o.size * 8 / secs / 1e9, port->mac().to_string().c_str(),
+      info.driver.c_str(), info.max_rx_pktlen, info.configured_mtu, info.link_speed_mbps,
+      info.max_tx_queues, info.max_rx_queues,
+      static_cast<unsigned long long>(uroce::dpdk::memif_guard_faults()),
+      static_cast<unsigned long long>(uroce::dpdk::memif_guard_fenced()));
   return 0;
 }

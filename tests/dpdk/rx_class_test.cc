@@ -44,8 +44,8 @@ std::vector<uint8_t> frame(uint8_t tc, int pcp = -1, bool ipv6 = false) {
 config::Device device(config::Device::Trust trust) {
   config::Device d;
   d.trust = trust;
-  d.dscp_to_prio[46] = 5;                       // EF -> 5 instead of the class selector's 5
-  d.pcp_to_prio = {0, 0, 1, 3, 4, 5, 6, 7};     // PCP 1 shares priority 0, PCP 2 -> 1
+  d.dscp_to_prio[46] = 5;                    // EF -> 5 instead of the class selector's 5
+  d.pcp_to_prio = {0, 0, 1, 3, 4, 5, 6, 7};  // PCP 1 shares priority 0, PCP 2 -> 1
   return d;
 }
 

@@ -77,8 +77,7 @@ void check(bool cond, const char* what) {
 }
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 uint8_t pattern(size_t i) { return static_cast<uint8_t>((i * 131 + 7) ^ (i >> 11)); }
@@ -188,8 +187,8 @@ bool connect_qp(const Options& o, ibv_qp* qp, const Dest& mine, const Dest& d,
   a.pkey_index = 0;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                IBV_QP_ACCESS_FLAGS) != 0) {
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) !=
+      0) {
     return false;
   }
   a = {};
@@ -204,9 +203,9 @@ bool connect_qp(const Options& o, ibv_qp* qp, const Dest& mine, const Dest& d,
   std::memcpy(a.ah_attr.grh.dgid.raw, d.gid, 16);
   a.ah_attr.grh.sgid_index = static_cast<uint8_t>(o.gid_index);
   a.ah_attr.grh.hop_limit = 64;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                IBV_QP_MIN_RNR_TIMER) != 0) {
+  if (ibv_modify_qp(qp, &a,
+                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) != 0) {
     return false;
   }
   a = {};
@@ -216,9 +215,9 @@ bool connect_qp(const Options& o, ibv_qp* qp, const Dest& mine, const Dest& d,
   a.rnr_retry = 3;
   a.sq_psn = mine.psn;
   a.max_rd_atomic = 16;
-  return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                   IBV_QP_MAX_QP_RD_ATOMIC) == 0;
+  return ibv_modify_qp(qp, &a,
+                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
 }
 
 Dest local_dest(const Options& o, Ctx* c, ibv_qp* qp, uint32_t psn) {
@@ -233,8 +232,8 @@ Dest local_dest(const Options& o, Ctx* c, ibv_qp* qp, uint32_t psn) {
   return d;
 }
 
-bool post_rdma(ibv_qp* qp, ibv_wr_opcode op, ibv_mr* mr, void* local, uint32_t len,
-               const Dest& d, uint64_t remote_off, uint64_t wr_id) {
+bool post_rdma(ibv_qp* qp, ibv_wr_opcode op, ibv_mr* mr, void* local, uint32_t len, const Dest& d,
+               uint64_t remote_off, uint64_t wr_id) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(local), len, mr->lkey};
   ibv_send_wr wr{}, *bad = nullptr;
   wr.wr_id = wr_id;
@@ -334,8 +333,10 @@ void round_kill(const Options& o, Ctx* c) {
   uint64_t flushed = 0, other = 0;
   while (completed < posted && poll_one(c->cq, &wc, deadline)) {
     ++completed;
-    if (wc.status == IBV_WC_WR_FLUSH_ERR) ++flushed;
-    else if (wc.status != IBV_WC_SUCCESS) ++other;
+    if (wc.status == IBV_WC_WR_FLUSH_ERR)
+      ++flushed;
+    else if (wc.status != IBV_WC_SUCCESS)
+      ++other;
   }
   std::printf("outstanding after the error: %lu flushed, %lu other errors, %lu never completed\n",
               flushed, other, posted - completed);
@@ -447,14 +448,22 @@ bool parse(int argc, char** argv, Options* o) {
   for (; i + 1 < argc; i += 2) {
     std::string k = argv[i];
     const char* v = argv[i + 1];
-    if (k == "--port") o->port = std::atoi(v);
-    else if (k == "--device") o->device = v;
-    else if (k == "--gid-index") o->gid_index = std::atoi(v);
-    else if (k == "--mtu") o->mtu = std::atoi(v);
-    else if (k == "--rounds") o->rounds = std::atoi(v);
-    else if (k == "--depth") o->depth = std::atoi(v);
-    else if (k == "--timeout-s") o->timeout_s = std::atof(v);
-    else return false;
+    if (k == "--port")
+      o->port = std::atoi(v);
+    else if (k == "--device")
+      o->device = v;
+    else if (k == "--gid-index")
+      o->gid_index = std::atoi(v);
+    else if (k == "--mtu")
+      o->mtu = std::atoi(v);
+    else if (k == "--rounds")
+      o->rounds = std::atoi(v);
+    else if (k == "--depth")
+      o->depth = std::atoi(v);
+    else if (k == "--timeout-s")
+      o->timeout_s = std::atof(v);
+    else
+      return false;
   }
   return i == argc;
 }
@@ -464,9 +473,10 @@ bool parse(int argc, char** argv, Options* o) {
 int main(int argc, char** argv) {
   Options o;
   if (!parse(argc, argv, &o)) {
-    std::fprintf(stderr,
-                 "usage: e2e_peer_kill server|client <host> [--require-async-event] [--port P] [--device D] "
-                 "[--gid-index G] [--mtu M] [--rounds N] [--depth D] [--timeout-s S]\n");
+    std::fprintf(
+        stderr,
+        "usage: e2e_peer_kill server|client <host> [--require-async-event] [--port P] [--device D] "
+        "[--gid-index G] [--mtu M] [--rounds N] [--depth D] [--timeout-s S]\n");
     return 2;
   }
   return o.server ? run_server(o) : run_client(o);

@@ -122,8 +122,8 @@ TEST_P(FixtureReplay, FlippedByteAfterBthFailsIcrc) {
 
 // Every fixture make-fixtures.sh writes; a missing file fails the test.
 INSTANTIATE_TEST_SUITE_P(Rxe, FixtureReplay,
-                         ::testing::Values("rc_send", "ud_send", "rc_write", "rc_read",
-                                           "rc_atomic", "rc_send_bw", "rc_write_loss"),
+                         ::testing::Values("rc_send", "ud_send", "rc_write", "rc_read", "rc_atomic",
+                                           "rc_send_bw", "rc_write_loss"),
                          [](const auto& param_info) { return param_info.param; });
 
 }  // namespace

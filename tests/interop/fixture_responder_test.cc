@@ -19,8 +19,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -52,8 +52,8 @@ struct Capture {
 
 /// Groups a capture's RC frames into connections, keyed by the requester's destination QPN.
 void load(const std::string& name, Capture* c) {
-  std::string err = read_pcap(std::string(UROCE_FIXTURES_DIR) + "/rxe_" + name + ".pcap",
-                              &c->frames);
+  std::string err =
+      read_pcap(std::string(UROCE_FIXTURES_DIR) + "/rxe_" + name + ".pcap", &c->frames);
   ASSERT_EQ(err, "");
   std::map<uint32_t, size_t> by_req_qpn;   // requests' dest QPN -> connection
   std::map<uint32_t, size_t> by_resp_qpn;  // responses' dest QPN (the requester's QP)
@@ -224,7 +224,8 @@ void check_sends(const std::string& name, size_t min_connections) {
       EXPECT_EQ(q[i].status, transport::WcStatus::kSuccess);
       EXPECT_EQ(q[i].opcode, transport::WcOpcode::kRecv);
       EXPECT_EQ(q[i].byte_len, msgs[i].size());
-      EXPECT_TRUE(std::equal(msgs[i].begin(), msgs[i].end(), t.mem() + i * kBuf)) << "message " << i;
+      EXPECT_TRUE(std::equal(msgs[i].begin(), msgs[i].end(), t.mem() + i * kBuf))
+          << "message " << i;
     }
     EXPECT_TRUE(t.canaries_intact());
   }

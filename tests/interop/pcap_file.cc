@@ -19,10 +19,10 @@ constexpr size_t kRecordHeaderLen = 16;
 constexpr uint32_t kMaxSnapLen = 256 * 1024;  ///< sanity bound on one record
 
 uint32_t load32(const uint8_t* p, bool swap) {
-  const uint32_t le = uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 |
-                      uint32_t{p[3]} << 24;
-  const uint32_t be = uint32_t{p[3]} | uint32_t{p[2]} << 8 | uint32_t{p[1]} << 16 |
-                      uint32_t{p[0]} << 24;
+  const uint32_t le =
+      uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+  const uint32_t be =
+      uint32_t{p[3]} | uint32_t{p[2]} << 8 | uint32_t{p[1]} << 16 | uint32_t{p[0]} << 24;
   return swap ? be : le;
 }
 

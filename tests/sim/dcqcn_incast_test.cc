@@ -16,7 +16,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,14 +26,14 @@ namespace uroce::sim::test {
 namespace {
 
 void print(const char* name, IncastRun& r, double from_us) {
-  std::printf("%s: util %.4f, Jain %.4f, queue mean %.1f KB p90 %.1f KB p99 %.1f KB, CNPs %llu, "
-              "XOFF %llu, drops %llu\n",
-              name, r.mean(kUtil, from_us), r.jain(from_us), r.mean(kQueue, from_us) / 1024,
-              r.quantile(kQueue, 0.9, from_us) / 1024, r.quantile(kQueue, 0.99, from_us) / 1024,
-              static_cast<unsigned long long>(r.receiver().counters().get(Counter::np_cnp_sent)),
-              static_cast<unsigned long long>(r.sw().stats().xoff_sent),
-              static_cast<unsigned long long>(r.sw().stats().buffer_drops +
-                                              r.sw().stats().headroom_drops));
+  std::printf(
+      "%s: util %.4f, Jain %.4f, queue mean %.1f KB p90 %.1f KB p99 %.1f KB, CNPs %llu, "
+      "XOFF %llu, drops %llu\n",
+      name, r.mean(kUtil, from_us), r.jain(from_us), r.mean(kQueue, from_us) / 1024,
+      r.quantile(kQueue, 0.9, from_us) / 1024, r.quantile(kQueue, 0.99, from_us) / 1024,
+      static_cast<unsigned long long>(r.receiver().counters().get(Counter::np_cnp_sent)),
+      static_cast<unsigned long long>(r.sw().stats().xoff_sent),
+      static_cast<unsigned long long>(r.sw().stats().buffer_drops + r.sw().stats().headroom_drops));
 }
 
 TEST(DcqcnIncastTest, TwoToOneAt40GFullFairShortQueueNoPause) {
@@ -51,7 +50,7 @@ TEST(DcqcnIncastTest, TwoToOneAt40GFullFairShortQueueNoPause) {
   EXPECT_GE(r.mean(kUtil, from), 0.99);
   EXPECT_GE(r.jain(from), 0.99);
   EXPECT_LE(r.quantile(kQueue, 0.9, from), 100 * 1024);  // "mostly <= 100 KB"
-  EXPECT_EQ(r.sw().stats().xoff_sent, 0u);                 // Kmax 200 KB < XOFF 400 KB
+  EXPECT_EQ(r.sw().stats().xoff_sent, 0u);               // Kmax 200 KB < XOFF 400 KB
   EXPECT_EQ(r.sw().stats().buffer_drops + r.sw().stats().headroom_drops, 0u);
 }
 
@@ -60,8 +59,11 @@ TEST(DcqcnIncastTest, TwoToOneAt100GWithHpccThresholdsNvidiaMode) {
   // RP with HPCC's parameters; expected ~50 Gb/s per flow, queue within Kmin..Kmax, no drops.
   IncastSpec s;
   s.rate_bps = 100'000'000'000ull;
-  s.ecn = EcnConfig{.enabled = true, .kmin_bytes = 400 * 1024, .kmax_bytes = 1600 * 1024,
-                    .pmax = 0.2, .at_dequeue = true};
+  s.ecn = EcnConfig{.enabled = true,
+                    .kmin_bytes = 400 * 1024,
+                    .kmax_bytes = 1600 * 1024,
+                    .pmax = 0.2,
+                    .at_dequeue = true};
   s.pfc.xoff_bytes = 2 * 1024 * 1024;
   s.pfc.xon_bytes = 1792 * 1024;
   s.params = dcqcn::hpcc_dcqcn_preset(100e9);
@@ -147,15 +149,16 @@ TEST(DcqcnIncastTest, FlowJoinCutsDeepAndRecoversSlowly) {
       recovered_us = t + 1'000;
       break;
     }
-  std::printf("flow join: lowest utilisation %.3f in the first ms, >= 97 %% again %.1f ms after "
-              "the join (reference model: ~14 ms)\n",
-              low, (recovered_us - 5'000) / 1e3);
+  std::printf(
+      "flow join: lowest utilisation %.3f in the first ms, >= 97 %% again %.1f ms after "
+      "the join (reference model: ~14 ms)\n",
+      low, (recovered_us - 5'000) / 1e3);
   // Expect (dcqcn.md §2.3, S1): both flows cut to ~11 Gb/s each (aggregate ~0.55 of the
   // link), then AI-only recovery back above 97 % ~14 ms after the join; within ±50 % of that
   // (measured 2026-12-03: lowest 0.28, recovered after 16.8 ms).
   EXPECT_LT(low, 0.6);
   ASSERT_GT(recovered_us, 0) << "never recovered";
-  EXPECT_GE(recovered_us - 5'000, 7'000);   // not accidentally fast
+  EXPECT_GE(recovered_us - 5'000, 7'000);  // not accidentally fast
   EXPECT_LE(recovered_us - 5'000, 21'000);
 }
 
@@ -195,10 +198,16 @@ VictimResult run_victim(bool with_dcqcn, const std::string& csv_name) {
   Simulator sim;
   Fabric fab(sim);
   SwitchConfig sc;
-  sc.ecn = EcnConfig{.enabled = true, .kmin_bytes = 5 * 1024, .kmax_bytes = 200 * 1024,
-                     .pmax = 0.01, .at_dequeue = true};
-  sc.pfc = PfcConfig{.enabled = true, .lossless_mask = 1u << 3, .xoff_bytes = 400 * 1024,
-                     .xon_bytes = 300 * 1024, .headroom_bytes = 256 * 1024};
+  sc.ecn = EcnConfig{.enabled = true,
+                     .kmin_bytes = 5 * 1024,
+                     .kmax_bytes = 200 * 1024,
+                     .pmax = 0.01,
+                     .at_dequeue = true};
+  sc.pfc = PfcConfig{.enabled = true,
+                     .lossless_mask = 1u << 3,
+                     .xoff_bytes = 400 * 1024,
+                     .xon_bytes = 300 * 1024,
+                     .headroom_bytes = 256 * 1024};
   LinkParams lp{.rate_bps = kRate, .propagation = Duration::nanos(1000), .max_frames = 64};
   uint32_t spine = fab.add_switch(sc);
   uint32_t leaf[2] = {fab.add_switch(sc), fab.add_switch(sc)};
@@ -298,10 +307,11 @@ TEST(DcqcnIncastTest, PfcVictimFlowRecoversWithDcqcn) {
   VictimResult on = run_victim(true, "pfc_victim_40g.csv");
   ASSERT_EQ(off.error, "");
   ASSERT_EQ(on.error, "");
-  std::printf("victim: without DCQCN %.2f Gb/s (incast %.2f, XOFF %llu), with DCQCN %.2f Gb/s "
-              "(incast %.2f, XOFF %llu)\n",
-              off.victim_gbps, off.incast_gbps, static_cast<unsigned long long>(off.xoff),
-              on.victim_gbps, on.incast_gbps, static_cast<unsigned long long>(on.xoff));
+  std::printf(
+      "victim: without DCQCN %.2f Gb/s (incast %.2f, XOFF %llu), with DCQCN %.2f Gb/s "
+      "(incast %.2f, XOFF %llu)\n",
+      off.victim_gbps, off.incast_gbps, static_cast<unsigned long long>(off.xoff), on.victim_gbps,
+      on.incast_gbps, static_cast<unsigned long long>(on.xoff));
   // Expect: without DCQCN the incast spreads pauses up to leaf 1, and the victim, which shares
   // only the paused uplinks, loses throughput; with DCQCN pauses fall >= 10x and the victim
   // gets back much of the uplink capacity the incast flows leave. Measured (2026-12-02):

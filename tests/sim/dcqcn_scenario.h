@@ -27,21 +27,27 @@ struct IncastSpec {
   uint64_t rate_bps = 40'000'000'000ull;
   Duration propagation = Duration::nanos(1000);
   /// CP as the reference model (dcqcn.md §2.3): Kmin 5 KB, Kmax 200 KB, Pmax 1 %, dequeue.
-  EcnConfig ecn{.enabled = true, .kmin_bytes = 5 * 1024, .kmax_bytes = 200 * 1024, .pmax = 0.01,
+  EcnConfig ecn{.enabled = true,
+                .kmin_bytes = 5 * 1024,
+                .kmax_bytes = 200 * 1024,
+                .pmax = 0.01,
                 .at_dequeue = true};
   /// PFC on priority 3 with XOFF above Kmax.
-  PfcConfig pfc{.enabled = true, .lossless_mask = 1u << 3, .xoff_bytes = 400 * 1024,
-                .xon_bytes = 300 * 1024, .headroom_bytes = 256 * 1024};
+  PfcConfig pfc{.enabled = true,
+                .lossless_mask = 1u << 3,
+                .xoff_bytes = 400 * 1024,
+                .xon_bytes = 300 * 1024,
+                .headroom_bytes = 256 * 1024};
   bool dcqcn = true;
   dcqcn::DcqcnParams params = dcqcn::paper_preset();
-  uint8_t path_mtu = 3;                 ///< 1 KB packets, as the reference model
+  uint8_t path_mtu = 3;  ///< 1 KB packets, as the reference model
   /// Engine go-back-N window: large, so that senders are rate-limited by DCQCN (or the
   /// link) and not window-limited as the engine's default of 128 PSNs would make them.
   uint32_t max_unacked_psns = 4096;
   Duration run = Duration::millis(120);
   Duration sample = Duration::micros(100);
-  std::vector<Duration> start;          ///< per-sender start time (default: all at 0)
-  std::string csv_name;                 ///< written under UROCE_SIM_CSV_DIR when set
+  std::vector<Duration> start;  ///< per-sender start time (default: all at 0)
+  std::string csv_name;         ///< written under UROCE_SIM_CSV_DIR when set
 };
 
 /// Column indices of IncastRun::rows(): t_us, util (bottleneck wire utilisation 0..1),
@@ -85,16 +91,16 @@ class IncastRun {
       st.sizes = {65536};
       st.window = 16;
       st.verify = false;
-      flows_.push_back(std::make_unique<RcStream>(st, *hosts_[static_cast<size_t>(k)], a.pd,
-                                                   a.qpn, a.scq, rx, b.pd, b.qpn, b.rcq));
+      flows_.push_back(std::make_unique<RcStream>(st, *hosts_[static_cast<size_t>(k)], a.pd, a.qpn,
+                                                  a.scq, rx, b.pd, b.qpn, b.rcq));
     }
   }
 
   /// Runs the scenario; false on a stream error or stall (see error()).
   bool run() {
     const char* dir = std::getenv("UROCE_SIM_CSV_DIR");
-    std::string path = dir && !spec_.csv_name.empty() ? std::string(dir) + "/" + spec_.csv_name
-                                                      : std::string();
+    std::string path =
+        dir && !spec_.csv_name.empty() ? std::string(dir) + "/" + spec_.csv_name : std::string();
     smp_ = std::make_unique<Sampler>(sim_, spec_.sample, Timestamp{} + spec_.run, path);
     Link& bn = fab_.downlink(static_cast<uint32_t>(spec_.senders));
     const double cap_bits = static_cast<double>(spec_.rate_bps) * spec_.sample.secs();

@@ -35,8 +35,8 @@ inline uint64_t sim_bytes(uint64_t def = 32ull << 20) {
 }
 
 struct FabricOptions {
-  LinkParams link{.rate_bps = 100'000'000'000ull, .propagation = Duration::nanos(1000),
-                  .max_frames = 256};
+  LinkParams link{
+      .rate_bps = 100'000'000'000ull, .propagation = Duration::nanos(1000), .max_frames = 256};
   bool via_switch = false;
   SwitchConfig sw;
   uint32_t max_mtu = 4096;
@@ -138,13 +138,13 @@ inline Endpoint make_endpoint(EngineHost& h, int index, transport::QpType type,
 
 /// Connection parameters (ibv_qp_attr fields) for both ends.
 struct ConnParams {
-  uint8_t path_mtu = 3;         ///< ibv_mtu: 1 = 256 ... 5 = 4096
-  uint32_t psn_a = 0x100;       ///< A's send PSN = B's expected receive PSN
+  uint8_t path_mtu = 3;    ///< ibv_mtu: 1 = 256 ... 5 = 4096
+  uint32_t psn_a = 0x100;  ///< A's send PSN = B's expected receive PSN
   uint32_t psn_b = 0x200;
-  uint8_t timeout = 8;          ///< 4.096 us * 2^8 = 1.048576 ms
+  uint8_t timeout = 8;  ///< 4.096 us * 2^8 = 1.048576 ms
   uint8_t retry_cnt = 7;
   uint8_t rnr_retry = 7;
-  uint8_t min_rnr_timer = 1;    ///< 0.01 ms
+  uint8_t min_rnr_timer = 1;  ///< 0.01 ms
   uint8_t max_rd_atomic = 16;
   uint32_t qkey = 0x11111111;
   uint32_t access = transport::kAccessLocalWrite | transport::kAccessRemoteWrite |

@@ -67,21 +67,23 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
     for (int h = 0; h < 2; ++h) {
       CounterBlock& cb = f.host[h]->counters();
       out += h ? "; B:" : "; A:";
-      for (Counter k : {Counter::local_ack_timeout_err, Counter::packet_seq_err,
-                        Counter::implied_nak_seq_err, Counter::roce_adp_retrans,
-                        Counter::out_of_sequence, Counter::duplicate_request,
-                        Counter::rnr_nak_retry_err, Counter::rx_icrc_encapsulated})
+      for (Counter k :
+           {Counter::local_ack_timeout_err, Counter::packet_seq_err, Counter::implied_nak_seq_err,
+            Counter::roce_adp_retrans, Counter::out_of_sequence, Counter::duplicate_request,
+            Counter::rnr_nak_retry_err, Counter::rx_icrc_encapsulated})
         if (cb.get(k)) out += " " + std::string(counter_name(k)) + "=" + std::to_string(cb.get(k));
     }
     return out + "]";
   };
-  if (f.sim.stalled()) return "simulator stalled (a node asks for polls without progress)" + counters();
+  if (f.sim.stalled())
+    return "simulator stalled (a node asks for polls without progress)" + counters();
   if (!st.error().empty()) return st.error() + counters();
   if (!ok)
     return "stream did not finish: " + std::to_string(st.completed()) + "/" +
            std::to_string(st.posted()) + " completed at t=" + std::to_string(f.sim.now().ns) +
            " ns";
-  if (sim_ns) *sim_ns = static_cast<uint64_t>((st.last_completion_time() - st.first_post_time()).ns);
+  if (sim_ns)
+    *sim_ns = static_cast<uint64_t>((st.last_completion_time() - st.first_post_time()).ns);
   // Run on for 20 ms of simulated time: no late or duplicate completion may appear.
   f.sim.run_until(f.sim.now() + Duration::millis(20));
   st.check_no_extra_completions();
@@ -117,10 +119,9 @@ std::string case_name(const ::testing::TestParamInfo<std::tuple<StreamOp, int>>&
 
 INSTANTIATE_TEST_SUITE_P(
     RcOps, RcTransferTest,
-    ::testing::Combine(::testing::Values(StreamOp::kSend, StreamOp::kSendWithImm,
-                                         StreamOp::kWrite, StreamOp::kWriteWithImm,
-                                         StreamOp::kRead, StreamOp::kCmpSwap,
-                                         StreamOp::kFetchAdd),
+    ::testing::Combine(::testing::Values(StreamOp::kSend, StreamOp::kSendWithImm, StreamOp::kWrite,
+                                         StreamOp::kWriteWithImm, StreamOp::kRead,
+                                         StreamOp::kCmpSwap, StreamOp::kFetchAdd),
                        ::testing::Values(0, 1, 5)),
     case_name);
 
@@ -131,8 +132,7 @@ class RcPsnWrapTest : public ::testing::TestWithParam<StreamOp> {};
 TEST_P(RcPsnWrapTest, StreamCrossesTwoTo24WithLoss) {
   // Start 40 packets before 2^24 on both sides; 4 MiB at MTU 1024 is ~4100 packets, so every
   // stream wraps, and with 1 % loss retransmissions cross the wrap as well. Through a switch.
-  EXPECT_EQ(run_stream(GetParam(), 1, 4ull << 20, 3, 0xffffd8, 0xffffe0, /*via_switch=*/true),
-            "");
+  EXPECT_EQ(run_stream(GetParam(), 1, 4ull << 20, 3, 0xffffd8, 0xffffe0, /*via_switch=*/true), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Wrap, RcPsnWrapTest,
@@ -178,8 +178,9 @@ INSTANTIATE_TEST_SUITE_P(Mtu, RcMtuTest,
                                             ::testing::Values(StreamOp::kSend, StreamOp::kWrite,
                                                               StreamOp::kRead)),
                          [](const auto& p) {
-                           return "Mtu" + std::to_string(transport::mtu_bytes(std::get<0>(p.param))) +
-                                  "_" + stream_op_name(std::get<1>(p.param));
+                           return "Mtu" +
+                                  std::to_string(transport::mtu_bytes(std::get<0>(p.param))) + "_" +
+                                  stream_op_name(std::get<1>(p.param));
                          });
 
 }  // namespace

@@ -80,8 +80,11 @@ uint64_t trace_hash(uint64_t seed, uint64_t* frames) {
     for (size_t k = 0; bth && k < kBthBytes; ++k) mix(fr.bytes[bth + k]);
   };
   for (int d = 0; d < 2; ++d) {
-    f.impair(d, Impairments{.seed = seed + static_cast<uint64_t>(d), .loss = 0.02, .reorder = 0.01,
-                            .duplicate = 0.01, .corrupt = 0.002});
+    f.impair(d, Impairments{.seed = seed + static_cast<uint64_t>(d),
+                            .loss = 0.02,
+                            .reorder = 0.01,
+                            .duplicate = 0.01,
+                            .corrupt = 0.002});
     f.wire_from(d).set_tap(tap);
   }
   Endpoint a = make_endpoint(*f.host[0], 0, QpType::kRc);
@@ -114,8 +117,11 @@ class UcLossTest : public ::testing::TestWithParam<WrOpcode> {};
 TEST_P(UcLossTest, LossDropsWholeMessagesNeverPartial) {
   const WrOpcode op = GetParam();
   TwoHostFabric f;
-  f.impair(0, Impairments{.seed = 31, .loss = 0.05, .reorder = 0.01,
-                          .reorder_delay = Duration::micros(2), .duplicate = 0.01});
+  f.impair(0, Impairments{.seed = 31,
+                          .loss = 0.05,
+                          .reorder = 0.01,
+                          .reorder_delay = Duration::micros(2),
+                          .duplicate = 0.01});
   Endpoint a = make_endpoint(*f.host[0], 0, QpType::kUc);
   Endpoint b = make_endpoint(*f.host[1], 1, QpType::kUc);
   ConnParams c;
@@ -123,7 +129,8 @@ TEST_P(UcLossTest, LossDropsWholeMessagesNeverPartial) {
   ASSERT_TRUE(connect(a, b, c));
   constexpr uint32_t kMsg = 8192, kSlots = 64, kN = 400, kWindow = 32;
   Region src = make_region(a, kSlots * kMsg, transport::kAccessLocalWrite);
-  Region dst = make_region(b, kSlots * kMsg, transport::kAccessLocalWrite | transport::kAccessRemoteWrite);
+  Region dst =
+      make_region(b, kSlots * kMsg, transport::kAccessLocalWrite | transport::kAccessRemoteWrite);
   ASSERT_NE(src.keys.lkey, 0u);
 
   uint64_t posted = 0, send_done = 0, recv_posted = 0;
@@ -178,7 +185,8 @@ TEST_P(UcLossTest, LossDropsWholeMessagesNeverPartial) {
     poll_all(h, b.rcq, &cq);
     for (auto& e : cq) {
       // Expect: only whole messages complete, with success and the full length.
-      if (e.status != WcStatus::kSuccess) err = "UC receive status " + std::to_string(int(e.status));
+      if (e.status != WcStatus::kSuccess)
+        err = "UC receive status " + std::to_string(int(e.status));
       const uint8_t* p;
       int64_t idx;
       if (op == WrOpcode::kSend) {
@@ -313,8 +321,12 @@ UdRun run_ud(TwoHostFabric& f, const Impairments& imp, uint32_t n, uint32_t bad_
 TEST(UdTest, LossDropsDatagramsAndNothingElseIsCorrupted) {
   TwoHostFabric f;
   constexpr uint32_t kN = 3000;
-  UdRun r = run_ud(f, Impairments{.seed = 5, .loss = 0.05, .reorder = 0.02,
-                                  .reorder_delay = Duration::micros(2), .duplicate = 0.02},
+  UdRun r = run_ud(f,
+                   Impairments{.seed = 5,
+                               .loss = 0.05,
+                               .reorder = 0.02,
+                               .reorder_delay = Duration::micros(2),
+                               .duplicate = 0.02},
                    kN, 0);
   ASSERT_EQ(r.err, "");
   const LinkStats& ls = f.wire_from(0).stats();
@@ -359,8 +371,9 @@ TEST(UdTest, CorruptedDatagramsFailIcrcAndBadQkeysAreDropped) {
   EXPECT_GT(ls.corrupted, 50u);
   EXPECT_EQ(cb.get(Counter::rx_icrc_encapsulated), ls.corrupted);
   EXPECT_GT(cb.get(Counter::rx_qkey_violation), bad_qkey * 8 / 10);
-  EXPECT_EQ(r.rx.size() + cb.get(Counter::rx_icrc_encapsulated) + cb.get(Counter::rx_qkey_violation),
-            uint64_t{kN});
+  EXPECT_EQ(
+      r.rx.size() + cb.get(Counter::rx_icrc_encapsulated) + cb.get(Counter::rx_qkey_violation),
+      uint64_t{kN});
   for (size_t i = 0; i < r.rx.size(); ++i) {
     ASSERT_EQ(r.rx[i].status, WcStatus::kSuccess);
     int64_t idx = read_message(r.payloads[i].data(), static_cast<uint32_t>(r.payloads[i].size()));
@@ -429,7 +442,7 @@ struct RcPair {
 
 TEST(RcRetryTest, SilentPeerGivesRetryExcErrAfterTimeoutTimesRetriesThenFlush) {
   ConnParams c;
-  c.timeout = 10;   // 4.096 us * 2^10 = 4.194304 ms
+  c.timeout = 10;  // 4.096 us * 2^10 = 4.194304 ms
   c.retry_cnt = 3;
   RcPair p(c);
   ASSERT_TRUE(p.ok);
@@ -437,7 +450,8 @@ TEST(RcRetryTest, SilentPeerGivesRetryExcErrAfterTimeoutTimesRetriesThenFlush) {
   ASSERT_TRUE(post_recv(*p.f.host[1], p.b.qpn, 100, p.b_buf, 4096));
   ASSERT_TRUE(post(*p.f.host[0], p.a.qpn, WrOpcode::kSend, 0, p.a_buf, 512, 0, 0));
   p.f.host[0]->wake();
-  ASSERT_TRUE(p.f.sim.run_while([&] { return p.a_cqes.empty(); }, Timestamp{} + Duration::millis(10)));
+  ASSERT_TRUE(
+      p.f.sim.run_while([&] { return p.a_cqes.empty(); }, Timestamp{} + Duration::millis(10)));
   ASSERT_EQ(p.a_cqes[0].second.status, WcStatus::kSuccess);
   p.f.sim.run_until(p.f.sim.now() + Duration::millis(1));
 
@@ -445,8 +459,8 @@ TEST(RcRetryTest, SilentPeerGivesRetryExcErrAfterTimeoutTimesRetriesThenFlush) {
   p.f.host[1]->set_frozen(true);
   Timestamp t0 = p.f.sim.now();
   for (uint64_t i = 1; i <= 5; ++i)
-    ASSERT_TRUE(post(*p.f.host[0], p.a.qpn, WrOpcode::kRdmaWrite, i, p.a_buf, 2048,
-                     p.b_buf.addr(), p.b_buf.keys.rkey));
+    ASSERT_TRUE(post(*p.f.host[0], p.a.qpn, WrOpcode::kRdmaWrite, i, p.a_buf, 2048, p.b_buf.addr(),
+                     p.b_buf.keys.rkey));
   p.f.host[0]->wake();
   ASSERT_TRUE(p.f.sim.run_while([&] { return p.a_cqes.size() < 6; }, t0 + Duration::seconds(1)));
   const Duration t_ack = Duration::nanos(4096 * 1024);
@@ -485,8 +499,8 @@ TEST(RcRetryTest, SilentPeerGivesRetryExcErrAfterTimeoutTimesRetriesThenFlush) {
 
 TEST(RcRnrTest, RnrRetrySevenWaitsUntilAReceiveIsPosted) {
   ConnParams c;
-  c.rnr_retry = 7;       // infinite
-  c.min_rnr_timer = 1;   // 0.01 ms (IBA Table 45)
+  c.rnr_retry = 7;      // infinite
+  c.min_rnr_timer = 1;  // 0.01 ms (IBA Table 45)
   RcPair p(c);
   ASSERT_TRUE(p.ok);
   for (uint32_t k = 0; k < 1000; ++k) p.a_buf.data()[k] = pattern(7, k);
@@ -519,8 +533,8 @@ TEST(RcRnrTest, FiniteRnrRetryGivesRnrRetryExcErr) {
   ASSERT_TRUE(post(*p.f.host[0], p.a.qpn, WrOpcode::kSend, 1, p.a_buf, 100, 0, 0));
   ASSERT_TRUE(post(*p.f.host[0], p.a.qpn, WrOpcode::kSend, 2, p.a_buf, 100, 0, 0));
   p.f.host[0]->wake();
-  ASSERT_TRUE(p.f.sim.run_while([&] { return p.a_cqes.size() < 2; },
-                                p.f.sim.now() + Duration::seconds(1)));
+  ASSERT_TRUE(
+      p.f.sim.run_while([&] { return p.a_cqes.size() < 2; }, p.f.sim.now() + Duration::seconds(1)));
   EXPECT_EQ(p.a_cqes[0].second.wr_id, 1u);
   EXPECT_EQ(p.a_cqes[0].second.status, WcStatus::kRnrRetryExcErr);
   EXPECT_EQ(p.a_cqes[1].second.status, WcStatus::kWrFlushErr);

@@ -17,8 +17,8 @@
 #include "sim/frame_bytes.h"
 #include "sim/link.h"
 #include "sim/pcap.h"
-#include "sim/sampler.h"
 #include "sim/pfc.h"
+#include "sim/sampler.h"
 #include "sim/simulator.h"
 #include "sim/switch.h"
 #include "tests/sim/fake_endpoint.h"
@@ -152,8 +152,12 @@ uint32_t seq_of(const std::vector<uint8_t>& b) {
 }
 
 TEST(SimulatorTest, ImpairmentsAreReproducibleFromTheSeed) {
-  Impairments imp{.seed = 42, .loss = 0.05, .reorder = 0.05,
-                  .reorder_delay = Duration::micros(3), .duplicate = 0.05, .corrupt = 0.05};
+  Impairments imp{.seed = 42,
+                  .loss = 0.05,
+                  .reorder = 0.05,
+                  .reorder_delay = Duration::micros(3),
+                  .duplicate = 0.05,
+                  .corrupt = 0.05};
   ImpairRun r1 = run_impaired(imp, 20'000);
   ImpairRun r2 = run_impaired(imp, 20'000);
   EXPECT_EQ(r1.rx, r2.rx);
@@ -161,8 +165,7 @@ TEST(SimulatorTest, ImpairmentsAreReproducibleFromTheSeed) {
   ImpairRun r3 = run_impaired(imp, 20'000);
   EXPECT_NE(r1.rx, r3.rx);
   // Expect: rates near 5 % of 20000 = 1000 (binomial sd ~31; allow 6 sd).
-  for (uint64_t n : {r1.stats.lost, r1.stats.reordered, r1.stats.duplicated,
-                     r1.stats.corrupted}) {
+  for (uint64_t n : {r1.stats.lost, r1.stats.reordered, r1.stats.duplicated, r1.stats.corrupted}) {
     EXPECT_GT(n, 800u);
     EXPECT_LT(n, 1200u);
   }
@@ -366,8 +369,8 @@ TEST(SwitchTest, RedEcnMarksAboveKmaxAndNotBelowKmin) {
 
 TEST(SwitchTest, EcnAtDequeueMarksOnTheQueueLeftBehind) {
   SwitchConfig cfg;
-  cfg.ecn = EcnConfig{.enabled = true, .kmin_bytes = 20'000, .kmax_bytes = 40'000, .pmax = 0.5,
-                      .at_dequeue = true};
+  cfg.ecn = EcnConfig{
+      .enabled = true, .kmin_bytes = 20'000, .kmax_bytes = 40'000, .pmax = 0.5, .at_dequeue = true};
   Star s(3, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(100)}, cfg);
   s.hosts[0]->send(300, 1000, mac_of(3));
   s.hosts[1]->send(300, 1000, mac_of(3));
@@ -385,8 +388,11 @@ TEST(SwitchTest, EcnAtDequeueMarksOnTheQueueLeftBehind) {
 TEST(SwitchTest, PfcPausesSendersInsteadOfDropping) {
   SwitchConfig cfg;
   cfg.buffer_bytes = 60'000;
-  cfg.pfc = PfcConfig{.enabled = true, .lossless_mask = 1u << 3, .xoff_bytes = 10'000,
-                      .xon_bytes = 5'000, .headroom_bytes = 20'000};
+  cfg.pfc = PfcConfig{.enabled = true,
+                      .lossless_mask = 1u << 3,
+                      .xoff_bytes = 10'000,
+                      .xon_bytes = 5'000,
+                      .headroom_bytes = 20'000};
   Star s(3, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(500)}, cfg);
   s.hosts[0]->send(500, 1000, mac_of(3), 3, 26);
   s.hosts[1]->send(500, 1000, mac_of(3), 3, 26);
@@ -416,8 +422,11 @@ TEST(SwitchTest, HeadroomSmallerThanTheCableRoundTripDropsLosslessFramesAndCount
   auto run = [](uint64_t headroom, uint64_t* delivered) {
     SwitchConfig cfg;
     cfg.buffer_bytes = 60'000;
-    cfg.pfc = PfcConfig{.enabled = true, .lossless_mask = 1u << 3, .xoff_bytes = 10'000,
-                        .xon_bytes = 5'000, .headroom_bytes = headroom};
+    cfg.pfc = PfcConfig{.enabled = true,
+                        .lossless_mask = 1u << 3,
+                        .xoff_bytes = 10'000,
+                        .xon_bytes = 5'000,
+                        .headroom_bytes = headroom};
     Star s(3, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(50'000)}, cfg);
     s.hosts[0]->send(500, 1000, mac_of(3), 3, 26);
     s.hosts[1]->send(500, 1000, mac_of(3), 3, 26);
@@ -513,7 +522,7 @@ TEST(FrameBytesTest, EcnOnIpv6) {
   std::vector<uint8_t> b(14 + 40 + 8 + 12 + 16, 0);
   b[12] = 0x86;
   b[13] = 0xdd;
-  b[14] = 0x60 | (26 >> 2);          // version 6, TC high nibble
+  b[14] = 0x60 | (26 >> 2);                                          // version 6, TC high nibble
   b[15] = static_cast<uint8_t>(((26 << 2) & 0x0f) << 4 | (2 << 4));  // TC low nibble, ECT(0)
   b[14 + 6] = 17;
   b[14 + 40 + 2] = kRoceUdpPort >> 8;

@@ -143,8 +143,8 @@ TEST(SwitchQueues, StrictPrioritySkipsPausedAndEnforcesLimit) {
 std::vector<uint8_t> roce_v4_frame() {
   std::vector<uint8_t> f(14 + 20 + 8, 0);
   f[12] = 0x08;
-  uint8_t ip[20] = {0x45, (26 << 2) | 2, 0, 28, 0, 0, 0x40, 0, 64, 17, 0, 0,
-                    198, 18, 0, 1, 198, 18, 0, 2};
+  uint8_t ip[20] = {0x45, (26 << 2) | 2, 0,  28, 0, 0,   0x40, 0, 64, 17, 0,
+                    0,    198,           18, 0,  1, 198, 18,   0, 2};
   uint32_t sum = 0;
   for (int i = 0; i < 20; i += 2) sum += static_cast<uint32_t>((ip[i] << 8) | ip[i + 1]);
   while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
@@ -192,10 +192,11 @@ TEST(SwitchFrame, VlanPcpWinsAndMacControlIsRecognised) {
 TEST(SwitchOptions, ParsesUnitsAndRejectsBadValues) {
   Options o;
   std::string err;
-  ASSERT_TRUE(parse_options({"--port", "a", "--port", "b", "--shape", "1=500M", "--kmin", "20K",
-                             "--kmax", "200K", "--pmax", "0.2", "--ecn", "off", "--pfc-xoff",
-                             "400K", "--pfc-xon", "300K", "--stats-every", "500ms"},
-                            &o, &err))
+  ASSERT_TRUE(parse_options(
+      {"--port",     "a",      "--port",    "b",      "--shape",       "1=500M", "--kmin",
+       "20K",        "--kmax", "200K",      "--pmax", "0.2",           "--ecn",  "off",
+       "--pfc-xoff", "400K",   "--pfc-xon", "300K",   "--stats-every", "500ms"},
+      &o, &err))
       << err;
   EXPECT_EQ(o.shape_bps.at(1), 500'000'000u);
   EXPECT_EQ(o.red.kmin_bytes, 20u * 1024);
@@ -214,8 +215,8 @@ TEST(SwitchOptions, ParsesUnitsAndRejectsBadValues) {
   EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--share", "0,2"}));
   EXPECT_TRUE(rejects({"--port", "a", "--port", "b", "--share", "1"}));
   Options shared;
-  ASSERT_TRUE(parse_options({"--port", "a", "--port", "b", "--port", "c", "--share", "1,2"},
-                            &shared, &err))
+  ASSERT_TRUE(
+      parse_options({"--port", "a", "--port", "b", "--port", "c", "--share", "1,2"}, &shared, &err))
       << err;
   ASSERT_EQ(shared.shared.size(), 1u);
   EXPECT_EQ(shared.shared[0], (std::vector<uint32_t>{1, 2}));
@@ -276,8 +277,11 @@ TEST(SwitchImpair, OnlyRoceV2FramesAreTouchedAndOnlyPastTheBth) {
 TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
   ImpairConfig c;
   std::string err;
-  ASSERT_TRUE(parse_impair("drop=0.05,dup=0.01,reorder=0.02,reorder-window=100us,corrupt=0.001,"
-                           "delay=10us,seed=42", &c, &err)) << err;
+  ASSERT_TRUE(
+      parse_impair("drop=0.05,dup=0.01,reorder=0.02,reorder-window=100us,corrupt=0.001,"
+                   "delay=10us,seed=42",
+                   &c, &err))
+      << err;
   EXPECT_EQ(c.drop, 0.05);
   EXPECT_EQ(c.reorder_window.ns, 100'000);
   EXPECT_EQ(c.delay.ns, 10'000);
@@ -301,8 +305,10 @@ TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
   c.seed = 43;
   Impairment other(c);
   int same = 0;
-  Impairment replay(ImpairConfig{c.drop, c.dup, c.corrupt, c.reorder, c.reorder_window, c.delay, 42});
-  for (int i = 0; i < 1000; ++i) same += other.decide(f, Timestamp{0}).drop == replay.decide(f, Timestamp{0}).drop;
+  Impairment replay(
+      ImpairConfig{c.drop, c.dup, c.corrupt, c.reorder, c.reorder_window, c.delay, 42});
+  for (int i = 0; i < 1000; ++i)
+    same += other.decide(f, Timestamp{0}).drop == replay.decide(f, Timestamp{0}).drop;
   EXPECT_LT(same, 1000);  // another seed, other verdicts
 
   EXPECT_FALSE(parse_impair("drop=1.5", &c, &err));
@@ -311,8 +317,9 @@ TEST(SwitchImpair, RatesMatchTheConfigurationAndTheSeedReplaysTheVerdicts) {
   EXPECT_NE(err.find("unknown key \"loss\""), std::string::npos);
   EXPECT_FALSE(parse_impair("delay=5parsecs", &c, &err));
   Options o;
-  EXPECT_TRUE(parse_options({"--port", "a", "--port", "b", "--impair", "drop=0.01,seed=3"}, &o,
-                            &err)) << err;
+  EXPECT_TRUE(
+      parse_options({"--port", "a", "--port", "b", "--impair", "drop=0.01,seed=3"}, &o, &err))
+      << err;
   EXPECT_EQ(o.impair.drop, 0.01);
   EXPECT_EQ(o.impair.seed, 3u);
   EXPECT_FALSE(parse_options({"--port", "a", "--port", "b", "--impair", "drop"}, &o, &err));

@@ -49,9 +49,7 @@ class CaptureRingTest : public ::testing::Test {
   std::string dir_, path_;
 };
 
-TEST_F(CaptureRingTest, NoRingNoWriter) {
-  EXPECT_EQ(CaptureWriter::attach(path_), nullptr);
-}
+TEST_F(CaptureRingTest, NoRingNoWriter) { EXPECT_EQ(CaptureWriter::attach(path_), nullptr); }
 
 TEST_F(CaptureRingTest, FramesArriveInOrderByteForByte) {
   std::string err;

@@ -48,8 +48,8 @@ struct RunResult {
 inline RunResult run_uroce(const std::string& dir, const std::string& args,
                            const std::string& env_prefix = "") {
   std::string out = dir + "/.out", err = dir + "/.err";
-  std::string cmd = "cd " + dir + " && " + env_prefix + " timeout 20 " UROCE_BIN " " + args +
-                    " >" + out + " 2>" + err;
+  std::string cmd = "cd " + dir + " && " + env_prefix + " timeout 20 " UROCE_BIN " " + args + " >" +
+                    out + " 2>" + err;
   int st = std::system(cmd.c_str());
   RunResult r;
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;

@@ -5,6 +5,8 @@
  * them; the text parses as Prometheus exposition format; stale segments are skipped. And the
  * Grafana dashboard (tools/grafana/uroce.json) is valid JSON whose metric names are all served.
  */
+#include "exporter.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -16,7 +18,6 @@
 #include <set>
 
 #include "cli_support.h"
-#include "exporter.h"
 #include "mini_json.h"
 
 namespace uroce::test {
@@ -33,8 +34,8 @@ class ExporterProcess {
       dup2(fds[1], 1);
       close(fds[0]);
       close(fds[1]);
-      execl("/usr/bin/timeout", "timeout", "60", UROCE_BIN, "exporter", "--listen",
-            "127.0.0.1:0", "--run-dir", run_dir.c_str(), static_cast<char*>(nullptr));
+      execl("/usr/bin/timeout", "timeout", "60", UROCE_BIN, "exporter", "--listen", "127.0.0.1:0",
+            "--run-dir", run_dir.c_str(), static_cast<char*>(nullptr));
       _exit(127);
     }
     close(fds[1]);
@@ -82,7 +83,8 @@ bool parse_prometheus(const std::string& text, std::map<std::string, double>* se
                       std::set<std::string>* names, std::string* why) {
   static const std::regex kSample(
       R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*")(,[a-zA-Z_][a-zA-Z0-9_]*="(\\.|[^"\\])*")*\})? ([-+]?([0-9]*\.?[0-9]+([eE][-+]?[0-9]+)?|[Nn]a[Nn]|[Ii]nf))( -?[0-9]+)?$)");
-  static const std::regex kType(R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|summary|histogram|untyped)$)");
+  static const std::regex kType(
+      R"(^# TYPE ([a-zA-Z_:][a-zA-Z0-9_:]*) (counter|gauge|summary|histogram|untyped)$)");
   static const std::regex kHelp(R"(^# HELP ([a-zA-Z_:][a-zA-Z0-9_:]*) .*$)");
   std::map<std::string, std::string> types;
   size_t pos = 0;
@@ -156,7 +158,8 @@ TEST(ExporterTest, ScrapesRawCumulativeValues) {
   EXPECT_EQ(s1["rdma_rp_cnp_handled_total" + base], 5);
   EXPECT_EQ(s1["rdma_rx_prio_pause_total" + labels("uroce0", me, ",priority=\"3\"")], 4);
   EXPECT_EQ(s1["rdma_tx_prio_queue_depth_bytes" + labels("uroce0", me, ",priority=\"3\"")], 1500);
-  EXPECT_EQ(s1["rdma_tx_prio_queue_high_water_bytes" + labels("uroce0", me, ",priority=\"3\"")], 9000);
+  EXPECT_EQ(s1["rdma_tx_prio_queue_high_water_bytes" + labels("uroce0", me, ",priority=\"3\"")],
+            9000);
   std::string ql = labels("uroce0", me, ",qp=\"18\"");
   EXPECT_EQ(s1["rdma_qp_retransmits_total" + ql], 4);
   EXPECT_EQ(s1["rdma_rp_current_rate_mbps" + ql], 2500);
@@ -170,7 +173,8 @@ TEST(ExporterTest, ScrapesRawCumulativeValues) {
   EXPECT_EQ(s1["rdma_cc_tx_cnp_pkts_total" + base], 7);
   EXPECT_EQ(s1["rdma_cc_rx_cnp_pkts_total" + base], 5);
   EXPECT_EQ(s1["rdma_cc_rx_ce_pkts_total" + base], 11);
-  EXPECT_EQ(s1["rdma_roce_pfc_pause_duration_total" + labels("uroce0", me, ",direction=\"rx\"")], 250);
+  EXPECT_EQ(s1["rdma_roce_pfc_pause_duration_total" + labels("uroce0", me, ",direction=\"rx\"")],
+            250);
 
   // Traffic between the scrapes.
   seg->counters()->inc(Counter::np_cnp_sent, 2);
@@ -182,7 +186,8 @@ TEST(ExporterTest, ScrapesRawCumulativeValues) {
   // Expect: raw cumulative values (7 + 2), not a per-scrape Add (7 + 9).
   EXPECT_EQ(s2["rdma_np_cnp_sent_total" + base], 9);
   EXPECT_EQ(s2["rdma_tx_vport_rdma_unicast_bytes_total" + base], 4096);
-  EXPECT_GT(s2["rdma_tx_vport_rdma_unicast_bytes_total" + base], s1["rdma_tx_vport_rdma_unicast_bytes_total" + base]);
+  EXPECT_GT(s2["rdma_tx_vport_rdma_unicast_bytes_total" + base],
+            s1["rdma_tx_vport_rdma_unicast_bytes_total" + base]);
   EXPECT_EQ(s2["rdma_port_xmit_data_total" + base], 1024);  // 4096 bytes in 4-byte words
   EXPECT_EQ(s2["rdma_rx_prio_pause_total" + labels("uroce0", me, ",priority=\"3\"")], 7);
   EXPECT_EQ(s2["rdma_qp_tx_packets_total" + ql], 10);
@@ -227,7 +232,8 @@ TEST(DashboardTest, MetricNamesAreExported) {
   std::regex metric(R"(\brdma_[a-zA-Z0-9_]+)");
   std::set<std::string> used;
   for (const std::string& e : exprs)
-    for (auto it = std::sregex_iterator(e.begin(), e.end(), metric); it != std::sregex_iterator(); ++it)
+    for (auto it = std::sregex_iterator(e.begin(), e.end(), metric); it != std::sregex_iterator();
+         ++it)
       used.insert(it->str());
   ASSERT_GE(used.size(), 10u);
   for (const std::string& n : used) EXPECT_TRUE(served.count(n)) << n << " is not exported";

@@ -45,7 +45,8 @@ class JsonParser {
 
  private:
   void ws() {
-    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r')) ++i_;
+    while (i_ < s_.size() && (s_[i_] == ' ' || s_[i_] == '\n' || s_[i_] == '\t' || s_[i_] == '\r'))
+      ++i_;
   }
   bool lit(const char* w) {
     size_t n = std::char_traits<char>::length(w);
@@ -73,7 +74,9 @@ class JsonParser {
             *out += static_cast<char>(std::strtol(s_.substr(i_, 4).c_str(), nullptr, 16));
             i_ += 4;
             break;
-          case '"': case '\\': case '/': *out += e; break;
+          case '"':
+          case '\\':
+          case '/': *out += e; break;
           default: return false;
         }
       } else {
@@ -103,7 +106,10 @@ class JsonParser {
         if (!value(&m)) return false;
         v->obj[k] = std::move(m);
         ws();
-        if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
         if (i_ < s_.size() && s_[i_] == '}') return ++i_, true;
         return false;
       }
@@ -118,7 +124,10 @@ class JsonParser {
         if (!value(&m)) return false;
         v->arr.push_back(std::move(m));
         ws();
-        if (i_ < s_.size() && s_[i_] == ',') { ++i_; continue; }
+        if (i_ < s_.size() && s_[i_] == ',') {
+          ++i_;
+          continue;
+        }
         if (i_ < s_.size() && s_[i_] == ']') return ++i_, true;
         return false;
       }
@@ -127,8 +136,15 @@ class JsonParser {
       v->type = Json::kString;
       return string(&v->str);
     }
-    if (lit("true")) { v->type = Json::kBool; v->b = true; return true; }
-    if (lit("false")) { v->type = Json::kBool; return true; }
+    if (lit("true")) {
+      v->type = Json::kBool;
+      v->b = true;
+      return true;
+    }
+    if (lit("false")) {
+      v->type = Json::kBool;
+      return true;
+    }
     if (lit("null")) return true;
     const char* start = s_.c_str() + i_;
     char* end = nullptr;

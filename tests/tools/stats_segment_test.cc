@@ -63,8 +63,10 @@ TEST_F(StatsSegmentTest, CreateWriteRead) {
   seg->counters()->inc(Counter::np_cnp_sent, 7);
   seg->counters()->inc(Counter::roce_adp_retrans);
   add(seg->port()->rx_prio_pause[3], 5);
-  set_with_high_water(seg->port()->tx_prio_queue_depth[3], seg->port()->tx_prio_queue_high_water[3], 9000);
-  set_with_high_water(seg->port()->tx_prio_queue_depth[3], seg->port()->tx_prio_queue_high_water[3], 100);
+  set_with_high_water(seg->port()->tx_prio_queue_depth[3], seg->port()->tx_prio_queue_high_water[3],
+                      9000);
+  set_with_high_water(seg->port()->tx_prio_queue_depth[3], seg->port()->tx_prio_queue_high_water[3],
+                      100);
 
   Snapshot s;
   ASSERT_EQ(read_segment(seg->path(), &s, &err), ReadStatus::kOk) << err;
@@ -246,7 +248,8 @@ TEST_F(StatsSegmentTest, VersionMismatchRefused) {
   }
   Snapshot s;
   EXPECT_EQ(read_segment(seg->path(), &s, &err), ReadStatus::kError);
-  EXPECT_NE(err.find("layout version " + std::to_string(kLayoutVersion + 1)), std::string::npos) << err;
+  EXPECT_NE(err.find("layout version " + std::to_string(kLayoutVersion + 1)), std::string::npos)
+      << err;
 }
 
 TEST_F(StatsSegmentTest, BaselineSubtracts) {
@@ -258,7 +261,8 @@ TEST_F(StatsSegmentTest, BaselineSubtracts) {
   add(seg->port()->tx_prio_pause[3], 4);
   add(seg->port()->tx_pause_storm_error_events, 1);
   q->inc(QpCounter::tx_packets, 8);
-  set_with_high_water(seg->port()->tx_prio_queue_depth[3], seg->port()->tx_prio_queue_high_water[3], 5000);
+  set_with_high_water(seg->port()->tx_prio_queue_depth[3], seg->port()->tx_prio_queue_high_water[3],
+                      5000);
   store(seg->port()->tx_prio_queue_depth[3], 10);
   Snapshot s;
   ASSERT_EQ(read_segment(seg->path(), &s, &err), ReadStatus::kOk);
@@ -347,7 +351,9 @@ TEST_F(StatsSegmentTest, CreateFailsInMissingFolder) {
   opts_.run_dir = dir_ + "/missing";
   std::string err;
   EXPECT_EQ(StatsSegment::create("uroce0", cfg_, &err, opts_), nullptr);
-  EXPECT_NE(err.find("cannot create the stats segment: No such file or directory"), std::string::npos) << err;
+  EXPECT_NE(err.find("cannot create the stats segment: No such file or directory"),
+            std::string::npos)
+      << err;
 }
 
 TEST(StatsNames, ParseAndPrio) {

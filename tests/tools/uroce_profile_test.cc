@@ -83,12 +83,12 @@ TEST_F(ProfileTest, ApplyWritesCommentedKeysKeepsTheRestWithBackup) {
   // Every managed key carries a comment.
   for (const char* key : {"profile = \"lossless\"", "ecn = true", "enabled = [3]",
                           "xoff_bytes = 65536", "xon_bytes = 32768", "mode = \"nvidia\""})
-    EXPECT_TRUE(std::regex_search(text, std::regex("\n" + escape(key) + " +# ")))
-        << key << "\n" << text;
+    EXPECT_TRUE(std::regex_search(text, std::regex("\n" + escape(key) + " +# "))) << key << "\n"
+                                                                                  << text;
   // The user's lines are kept.
-  for (const char* kept : {"# lab host A\n", "mtu = 4096   # jumbo frames\n",
-                           "watchdog_detect_ms = 100\n", "rpg_hai_rate = 60\n",
-                           "dscp_to_prio = { \"3\" = 4 }\n", "  \"198.18.0.2/15\",\n"})
+  for (const char* kept :
+       {"# lab host A\n", "mtu = 4096   # jumbo frames\n", "watchdog_detect_ms = 100\n",
+        "rpg_hai_rate = 60\n", "dscp_to_prio = { \"3\" = 4 }\n", "  \"198.18.0.2/15\",\n"})
     EXPECT_NE(text.find(kept), std::string::npos) << kept << "\n" << text;
   EXPECT_EQ(read_file(path_ + ".bak"), kConfig);
   struct stat st;
@@ -160,7 +160,8 @@ TEST_F(ProfileTest, DiffChangesNothing) {
 TEST_F(ProfileTest, UnknownProfileRefused) {
   RunResult r = run("profile apply turbo --config " + path_);
   EXPECT_EQ(r.status, 2);
-  EXPECT_EQ(r.err, "uroce: unknown profile \"turbo\"; known profiles: lossless, lossy, hpc, storage\n");
+  EXPECT_EQ(r.err,
+            "uroce: unknown profile \"turbo\"; known profiles: lossless, lossy, hpc, storage\n");
   EXPECT_EQ(read_file(path_), kConfig);
   EXPECT_EQ(files_in_dir(), 1);
   EXPECT_EQ(run("profile show turbo").status, 2);
@@ -190,12 +191,15 @@ TEST_F(ProfileTest, MalformedConfigRefused) {
 }
 
 TEST_F(ProfileTest, InlineTablesRefused) {
-  std::string text = "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\npfc = { enabled = [2] }\n";
+  std::string text =
+      "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\npfc = { enabled = [2] }\n";
   write_file(path_, text);
   RunResult r = run("profile apply lossless --config " + path_);
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("device[0].pfc: written inline; move it to a [device.pfc] table"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("device[0].pfc: written inline; move it to a [device.pfc] table"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(read_file(path_), text);
 }
 
@@ -203,7 +207,8 @@ TEST_F(ProfileTest, ListAndShow) {
   RunResult r = run("profile list");
   ASSERT_EQ(r.status, 0);
   EXPECT_EQ(count_lines(r.out), 4);
-  for (const char* p : {"lossless ", "lossy ", "hpc ", "storage "}) EXPECT_NE(r.out.find(p), std::string::npos);
+  for (const char* p : {"lossless ", "lossy ", "hpc ", "storage "})
+    EXPECT_NE(r.out.find(p), std::string::npos);
   r = run("profile show storage");
   ASSERT_EQ(r.status, 0);
   EXPECT_TRUE(std::regex_search(r.out, std::regex("\nxoff_bytes = 262144 +# profile storage: ")));
@@ -221,12 +226,14 @@ class DoctorTest : public ::testing::Test {
 };
 
 TEST_F(DoctorTest, BrokenEnvironmentListsFixes) {
-  write_file(cfg_,
-             "[[device]]\nname = \"a\"\nport = \"net_af_packet0,iface=uroce-nosuch0\"\n"
-             "addresses = [\"198.18.0.1/15\"]\n"
-             "[[device]]\nname = \"b\"\nport = \"net_memif0,role=client,socket-abstract=no,socket=" +
-                 dir_.path + "/nodir/m.sock\"\naddresses = [\"198.18.0.2/15\"]\n"
-             "[[device]]\nname = \"c\"\nport = \"net_nosuchpmd0\"\naddresses = [\"198.18.0.3/15\"]\n");
+  write_file(
+      cfg_,
+      "[[device]]\nname = \"a\"\nport = \"net_af_packet0,iface=uroce-nosuch0\"\n"
+      "addresses = [\"198.18.0.1/15\"]\n"
+      "[[device]]\nname = \"b\"\nport = \"net_memif0,role=client,socket-abstract=no,socket=" +
+          dir_.path +
+          "/nodir/m.sock\"\naddresses = [\"198.18.0.2/15\"]\n"
+          "[[device]]\nname = \"c\"\nport = \"net_nosuchpmd0\"\naddresses = [\"198.18.0.3/15\"]\n");
   stats::CreateOptions o;
   o.run_dir = dir_.path;
   o.pid = dead_pid();
@@ -236,15 +243,25 @@ TEST_F(DoctorTest, BrokenEnvironmentListsFixes) {
   ASSERT_TRUE(ghost) << err;
   RunResult r = run();
   EXPECT_EQ(r.status, 1) << r.out;
-  EXPECT_NE(r.out.find("ok    config: " + cfg_ + " parses (3 devices)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("FAIL  a (net_af_packet0,iface=uroce-nosuch0): interface uroce-nosuch0 does not exist\n"
-                       "      fix: sudo ip link add uroce-nosuch0 type veth"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("memif socket folder " + dir_.path + "/nodir does not exist\n      fix: mkdir -p " +
-                       dir_.path + "/nodir\n"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("FAIL  c (net_nosuchpmd0): no PMD librte_net_nosuchpmd.so"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("ok    config: " + cfg_ + " parses (3 devices)"), std::string::npos)
+      << r.out;
+  EXPECT_NE(
+      r.out.find(
+          "FAIL  a (net_af_packet0,iface=uroce-nosuch0): interface uroce-nosuch0 does not exist\n"
+          "      fix: sudo ip link add uroce-nosuch0 type veth"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("memif socket folder " + dir_.path +
+                       "/nodir does not exist\n      fix: mkdir -p " + dir_.path + "/nodir\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("FAIL  c (net_nosuchpmd0): no PMD librte_net_nosuchpmd.so"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("warn  stats: " + ghost->path() + " is left over from process " +
                        std::to_string(o.pid) + " that is gone\n      fix: rm " + ghost->path()),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("3 problems found"), std::string::npos) << r.out;
 }
 
@@ -259,17 +276,23 @@ TEST_F(DoctorTest, HealthyLoopbackPasses) {
 TEST_F(DoctorTest, HugepagesMissingWarnsWithTheFix) {
   // A DPDK port and a meminfo with no free hugepages: a warning (the driver falls back to
   // --no-huge), the command that reserves them, and no failure. With 512 MB free: ok.
-  write_file(cfg_, "[[device]]\nname = \"r\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.1/15\"]\n");
+  write_file(cfg_,
+             "[[device]]\nname = \"r\"\nport = \"net_ring0\"\naddresses = [\"198.18.0.1/15\"]\n");
   const std::string mi = dir_.path + "/meminfo";
-  write_file(mi, "HugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n");
+  write_file(mi,
+             "HugePages_Total:       0\nHugePages_Free:        0\nHugepagesize:       2048 kB\n");
   RunResult r = run_uroce(dir_.path, "doctor --meminfo " + mi,
                           "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
-  EXPECT_NE(r.out.find("warn  hugepages: 0 MB free (< 128 MB): the driver runs DPDK with --no-huge"),
-            std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("      fix: echo 256 | sudo tee /proc/sys/vm/nr_hugepages"), std::string::npos)
+  EXPECT_NE(
+      r.out.find("warn  hugepages: 0 MB free (< 128 MB): the driver runs DPDK with --no-huge"),
+      std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("      fix: echo 256 | sudo tee /proc/sys/vm/nr_hugepages"),
+            std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("FAIL"), std::string::npos) << r.out;
-  write_file(mi, "HugePages_Total:     256\nHugePages_Free:      256\nHugepagesize:       2048 kB\n");
+  write_file(mi,
+             "HugePages_Total:     256\nHugePages_Free:      256\nHugepagesize:       2048 kB\n");
   r = run_uroce(dir_.path, "doctor --meminfo " + mi,
                 "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
   EXPECT_NE(r.out.find("ok    hugepages: 512 MB free"), std::string::npos) << r.out;
@@ -278,17 +301,20 @@ TEST_F(DoctorTest, HugepagesMissingWarnsWithTheFix) {
 TEST_F(DoctorTest, UcxInstalledWithoutDeviceNodesWarnsWithTheFix) {
   // Two devices and a (fake) UCX module: the UCX check looks for /dev/infiniband/uverbs0..1.
   // This host has no RDMA driver, so they are missing: a warning naming `uroce rdma-ns`.
-  write_file(cfg_, "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\n"
-                   "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n");
+  write_file(cfg_,
+             "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\"]\n"
+             "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n");
   const std::string module = dir_.path + "/libuct_ib.so.0";
   write_file(module, "");
   ASSERT_FALSE(std::filesystem::exists("/dev/infiniband/uverbs0")) << "host has an RDMA driver";
   RunResult r = run_uroce(dir_.path, "doctor --ucx-module " + module,
                           "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
-  EXPECT_NE(r.out.find("warn  ucx: /dev/infiniband/uverbs0 (and more) missing: UCX"), std::string::npos)
+  EXPECT_NE(r.out.find("warn  ucx: /dev/infiniband/uverbs0 (and more) missing: UCX"),
+            std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("      fix: run the program as `uroce rdma-ns -- PROGRAM ARGS`"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   // Without UCX the check does not run.
   r = run_uroce(dir_.path, "doctor --ucx-module " + dir_.path + "/none",
                 "UROCE_RUN_DIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
@@ -317,10 +343,12 @@ TEST_F(RdmaNsTest, ReportsMissingFilesWithTheCommands) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("missing /dev/infiniband/uverbs0\nmissing /dev/infiniband/uverbs1\n"
                        "missing /sys/class/infiniband/a\nmissing /sys/class/infiniband/b\n"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("  mkdir -p /dev/infiniband\n  mknod -m 666 /dev/infiniband/uverbs0 c 1 3\n"
                        "  mknod -m 666 /dev/infiniband/uverbs1 c 1 3\n"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
@@ -334,12 +362,14 @@ TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
   // host's /dev/shm still the host's (a file made inside is seen outside).
   const std::string shm = "/dev/shm/uroce-rdma-ns-test-" + std::to_string(getpid());
   const std::string inside = dir_.path + "/inside.txt";
-  RunResult r = run(
-      "-- sh -c 'test -c /dev/infiniband/uverbs0 && test -r /dev/infiniband/uverbs1 && "
-      "test -w /dev/infiniband/uverbs1 && test -e /sys/class/net/lo && touch " + shm +
-      " && cd /sys/class/infiniband && for f in a/ports/1/gids/0 a/ports/1/gids/1 "
-      "a/ports/1/gid_attrs/types/0 a/ports/1/gid_attrs/types/1 b/ports/1/gids/0 "
-      "b/ports/1/gid_attrs/types/0; do echo \"$f=$(cat $f)\"; done > " + inside + " && exit 7'");
+  RunResult r =
+      run("-- sh -c 'test -c /dev/infiniband/uverbs0 && test -r /dev/infiniband/uverbs1 && "
+          "test -w /dev/infiniband/uverbs1 && test -e /sys/class/net/lo && touch " +
+          shm +
+          " && cd /sys/class/infiniband && for f in a/ports/1/gids/0 a/ports/1/gids/1 "
+          "a/ports/1/gid_attrs/types/0 a/ports/1/gid_attrs/types/1 b/ports/1/gids/0 "
+          "b/ports/1/gid_attrs/types/0; do echo \"$f=$(cat $f)\"; done > " +
+          inside + " && exit 7'");
   EXPECT_EQ(r.status, 7) << r.out << r.err;  // the program's own exit status
   EXPECT_EQ(read_file(inside),
             "a/ports/1/gids/0=0000:0000:0000:0000:0000:ffff:c612:0001\n"
@@ -357,7 +387,8 @@ TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
   r = run("-- /nonexistent/program");
   EXPECT_EQ(r.status, 127);
   EXPECT_NE(r.err.find("uroce rdma-ns: /nonexistent/program: No such file or directory"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_FALSE(leftovers());
 }
 
@@ -365,7 +396,9 @@ TEST_F(DoctorTest, MalformedConfigFails) {
   write_file(cfg_, "[[device]]\nname = \"uroce0\"\nmtu = 1000\naddresses = [\"198.18.0.1/15\"]\n");
   RunResult r = run();
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.out.find("FAIL  config: " + cfg_ + ": device[0].mtu: 1000 is not a power of two"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL  config: " + cfg_ + ": device[0].mtu: 1000 is not a power of two"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("      fix: edit " + cfg_), std::string::npos) << r.out;
 }
 

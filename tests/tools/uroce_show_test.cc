@@ -22,7 +22,9 @@ class UroceShowTest : public ::testing::Test {
   }
   void SetUp() override {
     cfg_ = dir_.path + "/uroce.toml";
-    write_file(cfg_, "[[device]]\nname = \"cfgdev\"\naddresses = [\"198.18.0.1/15\"]\nprofile = \"lossy\"\n");
+    write_file(
+        cfg_,
+        "[[device]]\nname = \"cfgdev\"\naddresses = [\"198.18.0.1/15\"]\nprofile = \"lossy\"\n");
   }
   TempDir dir_;
   std::string cfg_;
@@ -138,7 +140,8 @@ TEST_F(UroceShowTest, ShowCounters) {
   EXPECT_EQ(c["np_cnp_sent"].num, 7);
   EXPECT_EQ(c["rx_prio3_pause_duration"].num, 250);
   EXPECT_EQ(c["tx_prio3_queue_high_water"].num, 9000);
-  EXPECT_EQ(c.obj.size(), kCounterCount + 8 * std::size(stats::kPrioStats) + std::size(stats::kPortStats));
+  EXPECT_EQ(c.obj.size(),
+            kCounterCount + 8 * std::size(stats::kPrioStats) + std::size(stats::kPortStats));
 
   r = run("show counters --qp 0x12 --json");
   ASSERT_EQ(r.status, 0) << r.err;
@@ -212,7 +215,8 @@ TEST_F(UroceShowTest, StaleSegmentReported) {
   EXPECT_EQ(j["devices"][0]["device"].str, "uroce0");
   ASSERT_EQ(j["stale"].arr.size(), 1u);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("stale: process " + std::to_string(o.pid) + " is gone"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("stale: process " + std::to_string(o.pid) + " is gone"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.err.find("rm " + seg->path()), std::string::npos) << r.err;
 }
 
@@ -222,7 +226,8 @@ TEST_F(UroceShowTest, UnreadableSegmentFails) {
   RunResult r = run("show counters");
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(count_lines(r.err), 1) << r.err;
-  EXPECT_NE(r.err.find("uroce.broken.77: not a uroce stats segment (bad magic)"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("uroce.broken.77: not a uroce stats segment (bad magic)"), std::string::npos)
+      << r.err;
   EXPECT_NE(r.out.find("np_cnp_sent"), std::string::npos);  // the good one is still shown
 }
 

@@ -88,7 +88,7 @@ TEST_F(CompleterTest, NakSequenceErrorGoesBackToTheNakedPsn) {
 
 TEST_F(CompleterTest, ImpliedNakResendsTheRead) {
   ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 1024, 0x9000, 0x77));  // psn 500
-  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 4096, 100));            // psn 501
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 4096, 100));             // psn 501
   EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500, 501}));
   // Receive ACK psn 501 (future for the READ: its response was lost)
   // Expect: implied NAK: the READ request goes out again from psn 500, then the WRITE
@@ -183,8 +183,7 @@ TEST_F(CompleterTest, MaxRdAtomicLimitsOutstandingReads) {
 
 TEST_F(CompleterTest, FenceWaitsForEarlierReads) {
   ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 8, 0x9000, 1));
-  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 8, 0x9000, 1,
-                          kSendSignaled | kSendFence));
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 8, 0x9000, 1, kSendSignaled | kSendFence));
   EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500}));
   std::vector<uint8_t> d(8, 1);
   t.rx(pb.read_response(Opcode::kRcRdmaReadResponseOnly, 500, d));

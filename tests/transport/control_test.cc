@@ -52,8 +52,8 @@ struct Fixture {
 constexpr uint32_t kInitRc = kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags;
 constexpr uint32_t kRtrRc = kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
                             kAttrMaxDestRdAtomic | kAttrMinRnrTimer;
-constexpr uint32_t kRtsRc = kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
-                            kAttrSqPsn | kAttrMaxQpRdAtomic;
+constexpr uint32_t kRtsRc =
+    kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn | kAttrMaxQpRdAtomic;
 
 QpAttr good_attr(QpState s) {
   QpAttr a;
@@ -145,9 +145,9 @@ TEST(Control, EbusyRules) {
   EXPECT_EQ(f.e->dealloc_pd(f.pd), Status::not_found());
   // MR rules through the engine.
   uint32_t pd2 = f.e->alloc_pd().value();
-  EXPECT_EQ(f.e->reg_mr(pd2, reinterpret_cast<uint64_t>(buf.data()), 64, kAccessRemoteWrite)
-                .status(),
-            Status::invalid());
+  EXPECT_EQ(
+      f.e->reg_mr(pd2, reinterpret_cast<uint64_t>(buf.data()), 64, kAccessRemoteWrite).status(),
+      Status::invalid());
   EXPECT_EQ(f.e->reg_mr(pd2 + 5, reinterpret_cast<uint64_t>(buf.data()), 64, 0).status(),
             Status::not_found());
 }

@@ -1,8 +1,9 @@
 /**
  * @file dcqcn_congestion_test.cc
  * @brief The shared DCQCN adapter (transport/dcqcn_congestion.h): each QP starts at line rate,
- * a CNP is counted and cuts its rate (at the next rate-reduce timer in NVIDIA mode), destroyed QPs leave the lookup, and the notification
- * point allows one CNP per QP per min_time_between_cnps. Fake time; units bit/s, ns.
+ * a CNP is counted and cuts its rate (at the next rate-reduce timer in NVIDIA mode), destroyed QPs
+ * leave the lookup, and the notification point allows one CNP per QP per min_time_between_cnps.
+ * Fake time; units bit/s, ns.
  */
 #include "transport/dcqcn_congestion.h"
 
@@ -46,7 +47,7 @@ TEST(DcqcnCongestion, TargetRateAndAlphaAreVisibleForTools) {
   EXPECT_EQ(q->target_rate_bps(), kLine);
   EXPECT_GT(q->alpha(t), 0.0);
   EXPECT_LE(q->alpha(t), 1.0);
-  EXPECT_NEAR(static_cast<double>(q->rate_bps()), kLine * (1 - q->alpha(t) / 2) , kLine * 0.01);
+  EXPECT_NEAR(static_cast<double>(q->rate_bps()), kLine * (1 - q->alpha(t) / 2), kLine * 0.01);
 }
 
 TEST(DcqcnCongestion, NotificationPointPacesCnpsPerQp) {
@@ -58,7 +59,7 @@ TEST(DcqcnCongestion, NotificationPointPacesCnpsPerQp) {
   const Timestamp t{5'000'000};
   EXPECT_TRUE(np->on_ce_marked(1, t));
   EXPECT_FALSE(np->on_ce_marked(1, t + Duration::micros(10)));
-  EXPECT_TRUE(np->on_ce_marked(2, t + Duration::micros(10)));  // another QP
+  EXPECT_TRUE(np->on_ce_marked(2, t + Duration::micros(10)));   // another QP
   EXPECT_TRUE(np->on_ce_marked(1, t + Duration::micros(100)));  // the gap has passed
 }
 

@@ -16,11 +16,11 @@ constexpr uint32_t kAll =
 
 TEST(MemoryTableTest, RegistrationRules) {
   MemoryTable t(1);
-  EXPECT_EQ(t.reg(1, 0x1000, 0, kAll).status(), Status::invalid());          // zero length
+  EXPECT_EQ(t.reg(1, 0x1000, 0, kAll).status(), Status::invalid());  // zero length
   EXPECT_EQ(t.reg(1, 0x1000, 64, kAccessRemoteWrite).status(), Status::invalid());
   EXPECT_EQ(t.reg(1, 0x1000, 64, kAccessRemoteAtomic).status(), Status::invalid());
-  EXPECT_EQ(t.reg(1, ~0ull - 10, 64, 0).status(), Status::invalid());       // wraps
-  EXPECT_TRUE(t.reg(1, 0x1000, 64, kAccessRemoteRead));                      // read needs no LW
+  EXPECT_EQ(t.reg(1, ~0ull - 10, 64, 0).status(), Status::invalid());  // wraps
+  EXPECT_TRUE(t.reg(1, 0x1000, 64, kAccessRemoteRead));                // read needs no LW
 }
 
 TEST(MemoryTableTest, KeysAreDistinctAndDecode) {

@@ -12,8 +12,8 @@ namespace {
 constexpr uint32_t kRcInit = kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags;
 constexpr uint32_t kRcRtr = kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
                             kAttrMaxDestRdAtomic | kAttrMinRnrTimer;
-constexpr uint32_t kRcRts = kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry |
-                            kAttrSqPsn | kAttrMaxQpRdAtomic;
+constexpr uint32_t kRcRts =
+    kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn | kAttrMaxQpRdAtomic;
 
 TEST(QpStateTest, RcHappyPathMasks) {
   EXPECT_TRUE(check_modify_mask(QpType::kRc, QpState::kReset, QpState::kInit, kRcInit));
@@ -23,13 +23,12 @@ TEST(QpStateTest, RcHappyPathMasks) {
 
 TEST(QpStateTest, MissingRequiredBitIsEinval) {
   // RC INIT->RTR without MIN_RNR_TIMER (required for RC only).
-  EXPECT_EQ(check_modify_mask(QpType::kRc, QpState::kInit, QpState::kRtr,
-                              kRcRtr & ~kAttrMinRnrTimer),
-            Status::invalid());
+  EXPECT_EQ(
+      check_modify_mask(QpType::kRc, QpState::kInit, QpState::kRtr, kRcRtr & ~kAttrMinRnrTimer),
+      Status::invalid());
   // The same mask is fine for UC without the RC-only bits.
   EXPECT_TRUE(check_modify_mask(QpType::kUc, QpState::kInit, QpState::kRtr,
-                                kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
-                                    kAttrRqPsn));
+                                kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn));
   // RTR->RTS RC without TIMEOUT.
   EXPECT_EQ(check_modify_mask(QpType::kRc, QpState::kRtr, QpState::kRts, kRcRts & ~kAttrTimeout),
             Status::invalid());

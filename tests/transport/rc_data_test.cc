@@ -25,15 +25,15 @@ constexpr uint32_t kAll =
 struct MoveSpec {
   WrOpcode op = WrOpcode::kRdmaWrite;
   double loss = 0;
-  size_t total = 8 << 20;       ///< bytes to move
-  uint32_t max_msg = 256 << 10; ///< message sizes uniform in [0, max_msg]
-  uint8_t path_mtu = 3;         ///< ibv_mtu enum
+  size_t total = 8 << 20;        ///< bytes to move
+  uint32_t max_msg = 256 << 10;  ///< message sizes uniform in [0, max_msg]
+  uint8_t path_mtu = 3;          ///< ibv_mtu enum
   uint32_t start_psn = 0;
   uint64_t seed = 1;
   bool ipv6 = false;
-  uint32_t sges = 1;            ///< split each message over this many SGEs
-  bool inline_small = false;    ///< messages <= 128 bytes go inline
-  uint32_t window = 64;         ///< WRs in flight
+  uint32_t sges = 1;          ///< split each message over this many SGEs
+  bool inline_small = false;  ///< messages <= 128 bytes go inline
+  uint32_t window = 64;       ///< WRs in flight
 };
 
 QpAttr rc_attr(const MoveSpec& m) {
@@ -80,10 +80,10 @@ void move_data(const MoveSpec& m) {
     uint32_t imm;
   };
   std::mt19937_64 rng(m.seed * 77 + 5);
-  std::deque<Msg> posted;      // posted, send completion pending
-  std::deque<Msg> recv_wait;   // receive completion pending (SEND / WITH_IMM)
+  std::deque<Msg> posted;     // posted, send completion pending
+  std::deque<Msg> recv_wait;  // receive completion pending (SEND / WITH_IMM)
   uint64_t next_id = 0, done_bytes = 0, moved = 0;
-  uint32_t cursor = 0;         // allocation cursor in both regions
+  uint32_t cursor = 0;  // allocation cursor in both regions
   uint64_t round = 1;
   fill_pattern(src.data(), kRegion, round);
   std::memset(dst.data(), 0xee, kRegion);
@@ -91,7 +91,7 @@ void move_data(const MoveSpec& m) {
   auto post_one = [&]() -> bool {
     uint32_t len = static_cast<uint32_t>(rng() % (m.max_msg + 1));
     if (rng() % 8 == 0) len = static_cast<uint32_t>(rng() % 64);  // many small ones too
-    if (cursor + len > kRegion) return false;                      // region full: wrap later
+    if (cursor + len > kRegion) return false;                     // region full: wrap later
     Msg g{next_id++, len, cursor, cursor, static_cast<uint32_t>(rng())};
     cursor += (len + 63) & ~63u;
     Sge sg[4];
@@ -159,8 +159,7 @@ void move_data(const MoveSpec& m) {
       if (imm) {
         ASSERT_TRUE(cqes[i].wc_flags & kWcWithImm);
         ASSERT_EQ(cqes[i].imm_data, g.imm);
-        ASSERT_EQ(cqes[i].opcode,
-                  send ? WcOpcode::kRecv : WcOpcode::kRecvRdmaWithImm);
+        ASSERT_EQ(cqes[i].opcode, send ? WcOpcode::kRecv : WcOpcode::kRecvRdmaWithImm);
       }
       verify(g);
       recv_wait.pop_front();
@@ -290,72 +289,74 @@ TEST(RcData, Ipv6MultiSgeAndInline) {
 // returned are exactly the prefix sums, the CAS chain never breaks.
 TEST(RcData, AtomicsExactlyOnceUnderLoss) {
   for (double loss : {0.0, 0.01, 0.05, 0.10}) {
-   for (uint8_t depth : {uint8_t{1}, uint8_t{8}, uint8_t{16}}) {
-    SCOPED_TRACE(::testing::Message() << "loss " << loss << " max_rd_atomic " << int{depth});
-    TwoEngines h(3 + static_cast<uint64_t>(loss * 100) + depth);
-    for (int d = 0; d < 2; ++d) {
-      h.link(d).loss = loss;
-      h.link(d).duplicate = loss > 0 ? 0.02 : 0;
-      h.link(d).reorder = loss > 0 ? 0.05 : 0;
-    }
-    MoveSpec ms;
-    QpAttr at = rc_attr(ms);
-    at.max_rd_atomic = at.max_dest_rd_atomic = depth;
-    auto [qa, qb] = h.connect(QpType::kRc, at, 1024, 4, 0, kAll);
-    Engine& ea = *h.a().engine;
-    Engine& eb = *h.b().engine;
-    alignas(8) static uint64_t target[2];
-    target[0] = 1000;
-    target[1] = 0;
-    constexpr int kN = 3000;
-    std::vector<uint64_t> res(2 * kN, 0);
-    MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(res.data()), res.size() * 8, kAll)
-                    .value();
-    MrKeys kb = eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(target), sizeof target, kAll).value();
-    int posted = 0, completed = 0;
-    Cqe c[64];
-    while (completed < 2 * kN) {
-      while (posted < 2 * kN && posted - completed < 32) {
-        bool faa = posted < kN;
-        int i = faa ? posted : posted - kN;
-        Sge sg{reinterpret_cast<uint64_t>(&res[static_cast<size_t>(posted)]), 8, ka.lkey};
-        SendWr w;
-        w.wr_id = static_cast<uint64_t>(posted);
-        w.opcode = faa ? WrOpcode::kAtomicFetchAndAdd : WrOpcode::kAtomicCmpAndSwp;
-        w.send_flags = kSendSignaled;
-        w.sg = &sg;
-        w.num_sge = 1;
-        w.remote_addr = reinterpret_cast<uint64_t>(&target[faa ? 0 : 1]);
-        w.rkey = kb.rkey;
-        w.compare_add = faa ? static_cast<uint64_t>(i + 1) : static_cast<uint64_t>(i);
-        w.swap = static_cast<uint64_t>(i + 1);
-        ASSERT_TRUE(ea.post_send(qa, w, h.now()));
-        ++posted;
+    for (uint8_t depth : {uint8_t{1}, uint8_t{8}, uint8_t{16}}) {
+      SCOPED_TRACE(::testing::Message() << "loss " << loss << " max_rd_atomic " << int{depth});
+      TwoEngines h(3 + static_cast<uint64_t>(loss * 100) + depth);
+      for (int d = 0; d < 2; ++d) {
+        h.link(d).loss = loss;
+        h.link(d).duplicate = loss > 0 ? 0.02 : 0;
+        h.link(d).reorder = loss > 0 ? 0.05 : 0;
       }
-      ASSERT_TRUE(h.step());
-      size_t n = ea.poll_cq(h.a().scq, c);
-      for (size_t k = 0; k < n; ++k) {
-        ASSERT_EQ(c[k].status, WcStatus::kSuccess)
-            << "wr " << c[k].wr_id << " timeouts " << h.a().counters.get(Counter::local_ack_timeout_err)
-            << " implied " << h.a().counters.get(Counter::implied_nak_seq_err) << " seq "
-            << h.a().counters.get(Counter::packet_seq_err);
-        ASSERT_EQ(c[k].wr_id, static_cast<uint64_t>(completed));
-        ++completed;
+      MoveSpec ms;
+      QpAttr at = rc_attr(ms);
+      at.max_rd_atomic = at.max_dest_rd_atomic = depth;
+      auto [qa, qb] = h.connect(QpType::kRc, at, 1024, 4, 0, kAll);
+      Engine& ea = *h.a().engine;
+      Engine& eb = *h.b().engine;
+      alignas(8) static uint64_t target[2];
+      target[0] = 1000;
+      target[1] = 0;
+      constexpr int kN = 3000;
+      std::vector<uint64_t> res(2 * kN, 0);
+      MrKeys ka =
+          ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(res.data()), res.size() * 8, kAll).value();
+      MrKeys kb =
+          eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(target), sizeof target, kAll).value();
+      int posted = 0, completed = 0;
+      Cqe c[64];
+      while (completed < 2 * kN) {
+        while (posted < 2 * kN && posted - completed < 32) {
+          bool faa = posted < kN;
+          int i = faa ? posted : posted - kN;
+          Sge sg{reinterpret_cast<uint64_t>(&res[static_cast<size_t>(posted)]), 8, ka.lkey};
+          SendWr w;
+          w.wr_id = static_cast<uint64_t>(posted);
+          w.opcode = faa ? WrOpcode::kAtomicFetchAndAdd : WrOpcode::kAtomicCmpAndSwp;
+          w.send_flags = kSendSignaled;
+          w.sg = &sg;
+          w.num_sge = 1;
+          w.remote_addr = reinterpret_cast<uint64_t>(&target[faa ? 0 : 1]);
+          w.rkey = kb.rkey;
+          w.compare_add = faa ? static_cast<uint64_t>(i + 1) : static_cast<uint64_t>(i);
+          w.swap = static_cast<uint64_t>(i + 1);
+          ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+          ++posted;
+        }
+        ASSERT_TRUE(h.step());
+        size_t n = ea.poll_cq(h.a().scq, c);
+        for (size_t k = 0; k < n; ++k) {
+          ASSERT_EQ(c[k].status, WcStatus::kSuccess)
+              << "wr " << c[k].wr_id << " timeouts "
+              << h.a().counters.get(Counter::local_ack_timeout_err) << " implied "
+              << h.a().counters.get(Counter::implied_nak_seq_err) << " seq "
+              << h.a().counters.get(Counter::packet_seq_err);
+          ASSERT_EQ(c[k].wr_id, static_cast<uint64_t>(completed));
+          ++completed;
+        }
+      }
+      uint64_t sum = 1000;
+      for (int i = 0; i < kN; ++i) {
+        ASSERT_EQ(res[static_cast<size_t>(i)], sum) << "FETCH_ADD " << i << " loss " << loss;
+        sum += static_cast<uint64_t>(i + 1);
+      }
+      EXPECT_EQ(target[0], sum);
+      for (int i = 0; i < kN; ++i)
+        ASSERT_EQ(res[static_cast<size_t>(kN + i)], static_cast<uint64_t>(i)) << "CAS " << i;
+      EXPECT_EQ(target[1], static_cast<uint64_t>(kN));
+      if (loss > 0) {
+        EXPECT_GT(h.b().counters.get(Counter::duplicate_request), 0u);
       }
     }
-    uint64_t sum = 1000;
-    for (int i = 0; i < kN; ++i) {
-      ASSERT_EQ(res[static_cast<size_t>(i)], sum) << "FETCH_ADD " << i << " loss " << loss;
-      sum += static_cast<uint64_t>(i + 1);
-    }
-    EXPECT_EQ(target[0], sum);
-    for (int i = 0; i < kN; ++i)
-      ASSERT_EQ(res[static_cast<size_t>(kN + i)], static_cast<uint64_t>(i)) << "CAS " << i;
-    EXPECT_EQ(target[1], static_cast<uint64_t>(kN));
-    if (loss > 0) {
-      EXPECT_GT(h.b().counters.get(Counter::duplicate_request), 0u);
-    }
-   }
   }
 }
 
@@ -444,15 +445,23 @@ TEST(RcData, RandomMixUnderHeavyImpairment) {
     std::vector<uint64_t> results(kOps, 0);
     MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(am.data()), am.size(), kAll).value();
     MrKeys kb = eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(bm.data()), bm.size(), kAll).value();
-    MrKeys kr = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(results.data()), results.size() * 8,
-                          kAll).value();
-    MrKeys kc = eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(counters), sizeof counters, kAll)
-                    .value();
+    MrKeys kr =
+        ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(results.data()), results.size() * 8, kAll)
+            .value();
+    MrKeys kc =
+        eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(counters), sizeof counters, kAll).value();
     std::mt19937_64 rng(seed);
-    const WrOpcode kOpsList[] = {WrOpcode::kSend, WrOpcode::kSendWithImm, WrOpcode::kRdmaWrite,
-                                 WrOpcode::kRdmaWriteWithImm, WrOpcode::kRdmaRead,
-                                 WrOpcode::kAtomicFetchAndAdd, WrOpcode::kAtomicCmpAndSwp};
-    struct Op { WrOpcode op; uint32_t len; uint64_t add; uint64_t cmp; int ctr; };
+    const WrOpcode kOpsList[] = {WrOpcode::kSend,           WrOpcode::kSendWithImm,
+                                 WrOpcode::kRdmaWrite,      WrOpcode::kRdmaWriteWithImm,
+                                 WrOpcode::kRdmaRead,       WrOpcode::kAtomicFetchAndAdd,
+                                 WrOpcode::kAtomicCmpAndSwp};
+    struct Op {
+      WrOpcode op;
+      uint32_t len;
+      uint64_t add;
+      uint64_t cmp;
+      int ctr;
+    };
     std::vector<Op> ops(kOps);
     std::vector<uint64_t> expect_recv;  // wr_ids that make a receive completion, in order
     int posted = 0, completed = 0;
@@ -473,8 +482,10 @@ TEST(RcData, RandomMixUnderHeavyImpairment) {
         o.cmp = (rng() % 2) ? model[o.ctr] : model[o.ctr] + 1;
         if (atomic) {
           expect_result[static_cast<size_t>(i)] = model[o.ctr];
-          if (o.op == WrOpcode::kAtomicFetchAndAdd) model[o.ctr] += o.add;
-          else if (o.cmp == model[o.ctr]) model[o.ctr] = o.add;
+          if (o.op == WrOpcode::kAtomicFetchAndAdd)
+            model[o.ctr] += o.add;
+          else if (o.cmp == model[o.ctr])
+            model[o.ctr] = o.add;
         }
         uint64_t slot = static_cast<uint64_t>(i) * kSlot;
         Sge sg{reinterpret_cast<uint64_t>(am.data()) + slot, o.len, ka.lkey};
@@ -533,8 +544,9 @@ TEST(RcData, RandomMixUnderHeavyImpairment) {
       switch (o.op) {
         case WrOpcode::kRdmaRead:
           ASSERT_EQ(0, std::memcmp(am.data() + slot, b_orig.data() + slot, o.len)) << i;
-          ASSERT_EQ(0, std::memcmp(am.data() + slot + o.len, a_orig.data() + slot + o.len,
-                                   kSlot - o.len)) << i;
+          ASSERT_EQ(
+              0, std::memcmp(am.data() + slot + o.len, a_orig.data() + slot + o.len, kSlot - o.len))
+              << i;
           break;
         case WrOpcode::kAtomicFetchAndAdd:
         case WrOpcode::kAtomicCmpAndSwp:
@@ -542,8 +554,9 @@ TEST(RcData, RandomMixUnderHeavyImpairment) {
           break;
         default:
           ASSERT_EQ(0, std::memcmp(bm.data() + slot, a_orig.data() + slot, o.len)) << i;
-          ASSERT_EQ(0, std::memcmp(bm.data() + slot + o.len, b_orig.data() + slot + o.len,
-                                   kSlot - o.len)) << i;
+          ASSERT_EQ(
+              0, std::memcmp(bm.data() + slot + o.len, b_orig.data() + slot + o.len, kSlot - o.len))
+              << i;
           break;
       }
     }
@@ -584,8 +597,8 @@ TEST(RcData, ReadDepth128AllInFlightAtOnce) {
     a.max_dest_rd_atomic = 128;
     ASSERT_TRUE(e.modify_qp(q, a, rtr));
     a.qp_state = QpState::kRts;
-    const uint32_t rts = kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
-                         kAttrRnrRetry | kAttrMaxQpRdAtomic;
+    const uint32_t rts =
+        kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrMaxQpRdAtomic;
     a.max_rd_atomic = 129;
     EXPECT_EQ(e.modify_qp(q, a, rts), Status::invalid());
     a.max_rd_atomic = 128;
@@ -621,12 +634,14 @@ TEST(RcData, ReadDepth128AllInFlightAtOnce) {
   }
   const Timestamp t0 = h.now();
   std::vector<Cqe> got;
-  ASSERT_TRUE(h.run_until([&] {
-    Cqe c[64];
-    size_t k = ea.poll_cq(h.a().scq, c);
-    got.insert(got.end(), c, c + k);
-    return got.size() >= kN;
-  }, Duration::seconds(5)));
+  ASSERT_TRUE(h.run_until(
+      [&] {
+        Cqe c[64];
+        size_t k = ea.poll_cq(h.a().scq, c);
+        got.insert(got.end(), c, c + k);
+        return got.size() >= kN;
+      },
+      Duration::seconds(5)));
   // One round trip (2 x 1 ms) plus serialisation: with a depth of 16 it would take 8.
   EXPECT_LT(h.now() - t0, lat * 3);
   for (uint32_t i = 0; i < kN; ++i) {

@@ -66,14 +66,17 @@ struct Rc {
     r.num_sge = 1;
     ASSERT_TRUE(B().post_recv(qb, r));
   }
-  std::vector<Cqe> wait_cqes(Engine& e, uint32_t cq, size_t n, Duration max = Duration::seconds(10)) {
+  std::vector<Cqe> wait_cqes(Engine& e, uint32_t cq, size_t n,
+                             Duration max = Duration::seconds(10)) {
     std::vector<Cqe> out;
-    h.run_until([&] {
-      Cqe c[16];
-      size_t k = e.poll_cq(cq, c);
-      out.insert(out.end(), c, c + k);
-      return out.size() >= n;
-    }, max);
+    h.run_until(
+        [&] {
+          Cqe c[16];
+          size_t k = e.poll_cq(cq, c);
+          out.insert(out.end(), c, c + k);
+          return out.size() >= n;
+        },
+        max);
     return out;
   }
   QpState state(Engine& e, uint32_t qpn) {
@@ -178,18 +181,18 @@ TEST(RcError, QpFatalOncePerTripToErrAndNotOnUserModify) {
     a.port_num = 1;
     a.pkey_index = 0;
     a.qp_access_flags = kAll;
-    ASSERT_TRUE(t.A().modify_qp(t.qa, a, kAttrState | kAttrPort | kAttrPkeyIndex |
-                                             kAttrAccessFlags));
+    ASSERT_TRUE(
+        t.A().modify_qp(t.qa, a, kAttrState | kAttrPort | kAttrPkeyIndex | kAttrAccessFlags));
     a.qp_state = QpState::kRtr;
     a.av = t.h.av_to_peer(0);
     a.dest_qp_num = t.qb;
-    ASSERT_TRUE(t.A().modify_qp(t.qa, a, kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn |
-                                             kAttrRqPsn | kAttrMaxDestRdAtomic |
-                                             kAttrMinRnrTimer));
+    ASSERT_TRUE(t.A().modify_qp(t.qa, a,
+                                kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                                    kAttrMaxDestRdAtomic | kAttrMinRnrTimer));
     a.qp_state = QpState::kRts;
-    ASSERT_TRUE(t.A().modify_qp(t.qa, a, kAttrState | kAttrSqPsn | kAttrTimeout |
-                                             kAttrRetryCnt | kAttrRnrRetry |
-                                             kAttrMaxQpRdAtomic));
+    ASSERT_TRUE(t.A().modify_qp(t.qa, a,
+                                kAttrState | kAttrSqPsn | kAttrTimeout | kAttrRetryCnt |
+                                    kAttrRnrRetry | kAttrMaxQpRdAtomic));
   }
 }
 
@@ -234,7 +237,7 @@ TEST(RcError, RemoteAccessErrorLeavesTargetUntouched) {
     const char* what;
     WrOpcode op;
     uint32_t len;
-    int64_t off;       // from the start of B's region
+    int64_t off;  // from the start of B's region
     bool bad_key;
   };
   const Case cases[] = {
@@ -304,8 +307,8 @@ TEST(RcError, SendTooLongForReceiveIsLocLenAndRemInvReq) {
 TEST(RcError, BadLkeyIsLocProtErrInOrder) {
   Rc t;
   t.post_recv_b(1, 100);
-  ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 50, 0, 0));                        // fine
-  ASSERT_TRUE(t.post(WrOpcode::kSend, 2, 50, 0, 0, t.ka.lkey ^ 0x40));       // bad lkey
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 1, 50, 0, 0));                    // fine
+  ASSERT_TRUE(t.post(WrOpcode::kSend, 2, 50, 0, 0, t.ka.lkey ^ 0x40));  // bad lkey
   ASSERT_TRUE(t.post(WrOpcode::kRdmaWrite, 3, 50, Rc::addr(t.bm), t.kb.rkey));
   std::vector<Cqe> c = t.wait_cqes(t.A(), t.h.a().scq, 3);
   ASSERT_EQ(c.size(), 3u);

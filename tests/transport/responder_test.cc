@@ -197,8 +197,8 @@ TEST_F(ResponderTest, RemoteAccessErrorNaksAndLeavesMemory) {
   std::vector<uint8_t> before = t.backing;
   // Receive WRITE_FIRST psn 100 whose RETH runs past the region (in-order)
   // Expect: NAK remote access error (code 2), nothing written, QP in ERR, kQpAccessErr
-  t.rx(pb.write(Opcode::kRcRdmaWriteFirst, 100, t.va(EngineUnderTest::kRegion - 1024),
-                t.keys.rkey, 4096, bytes(1024, 0xee)));
+  t.rx(pb.write(Opcode::kRcRdmaWriteFirst, 100, t.va(EngineUnderTest::kRegion - 1024), t.keys.rkey,
+                4096, bytes(1024, 0xee)));
   ASSERT_EQ(t.tx(), 1u);
   Captured c = t.sink.pop();
   EXPECT_EQ(c.p.aeth.syndrome, 0x60 | 2);

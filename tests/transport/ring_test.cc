@@ -27,7 +27,8 @@ TEST(RingTest, FifoAcrossManyWraps) {
   uint32_t in = 0, out = 0;
   for (int round = 0; round < 10000; ++round) {
     while (!r.full()) *r.push() = in++;
-    r.pop(); ++out;
+    r.pop();
+    ++out;
     EXPECT_EQ(r.front(), out);
     EXPECT_EQ(r.at(r.size() - 1), in - 1);
   }

@@ -55,18 +55,20 @@ TEST(Uc, SendUnderLossDeliversWholeMessagesOnly) {
     w.sg = &sg;
     w.num_sge = 1;
     ASSERT_TRUE(ea.post_send(qa, w, h.now()));
-    h.run_until([&] {
-      Cqe c[8];
-      size_t n = ea.poll_cq(h.a().scq, c);
-      for (size_t k = 0; k < n; ++k) {
-        EXPECT_EQ(c[k].status, WcStatus::kSuccess);
-        EXPECT_EQ(c[k].wr_id, static_cast<uint64_t>(sends_done));
-        ++sends_done;
-      }
-      n = eb.poll_cq(h.b().rcq, c);
-      recvs.insert(recvs.end(), c, c + n);
-      return false;
-    }, Duration::micros(50));
+    h.run_until(
+        [&] {
+          Cqe c[8];
+          size_t n = ea.poll_cq(h.a().scq, c);
+          for (size_t k = 0; k < n; ++k) {
+            EXPECT_EQ(c[k].status, WcStatus::kSuccess);
+            EXPECT_EQ(c[k].wr_id, static_cast<uint64_t>(sends_done));
+            ++sends_done;
+          }
+          n = eb.poll_cq(h.b().rcq, c);
+          recvs.insert(recvs.end(), c, c + n);
+          return false;
+        },
+        Duration::micros(50));
   }
   EXPECT_EQ(sends_done, kN);
   ASSERT_GT(recvs.size(), kN / 2u);
@@ -153,7 +155,8 @@ TEST_P(UdTest, DatagramsUnderLossCarryGrhSourceAndQkey) {
   MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(am.data()), am.size(), kAll).value();
   MrKeys kb = eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(bm.data()), bm.size(), kAll).value();
   for (int i = 0; i < kN + 1; ++i) {
-    Sge rs{reinterpret_cast<uint64_t>(bm.data()) + static_cast<uint64_t>(i) * kSlot, kSlot, kb.lkey};
+    Sge rs{reinterpret_cast<uint64_t>(bm.data()) + static_cast<uint64_t>(i) * kSlot, kSlot,
+           kb.lkey};
     RecvWr r;
     r.wr_id = static_cast<uint64_t>(i);
     r.sg = &rs;

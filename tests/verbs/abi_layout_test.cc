@@ -4,13 +4,12 @@
  * with, and the context our ibv_open_device returns: verbs_context layout and sz, abi_compat,
  * every op filled, verbs_get_ctx_op finding the extended ops, EOPNOTSUPP from dummy ops.
  */
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
-
-#include <cerrno>
-#include <dlfcn.h>
 #include <poll.h>
 
+#include <cerrno>
 #include <cstddef>
 
 #include "verbs_fixture.h"

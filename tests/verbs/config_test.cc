@@ -118,9 +118,9 @@ TEST_F(ConfigTest, GidTablePerAddressAndRcOverIpv6) {
     at.qp_state = IBV_QPS_INIT;
     at.port_num = 1;
     at.qp_access_flags = kAllAccess;
-    ASSERT_EQ(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                        IBV_QP_ACCESS_FLAGS),
-              0);
+    ASSERT_EQ(
+        ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+        0);
     std::memset(&at, 0, sizeof at);
     at.qp_state = IBV_QPS_RTR;
     at.path_mtu = IBV_MTU_2048;
@@ -130,9 +130,9 @@ TEST_F(ConfigTest, GidTablePerAddressAndRcOverIpv6) {
     std::memcpy(at.ah_attr.grh.dgid.raw, v6, 16);
     at.ah_attr.grh.sgid_index = 1;
     at.ah_attr.port_num = 1;
-    ASSERT_EQ(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                        IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+    ASSERT_EQ(ibv_modify_qp(q, &at,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
               0);
     std::memset(&at, 0, sizeof at);
     at.qp_state = IBV_QPS_RTS;
@@ -140,9 +140,9 @@ TEST_F(ConfigTest, GidTablePerAddressAndRcOverIpv6) {
     at.retry_cnt = 7;
     at.rnr_retry = 7;
     at.max_rd_atomic = 1;
-    ASSERT_EQ(ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                        IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                        IBV_QP_MAX_QP_RD_ATOMIC),
+    ASSERT_EQ(ibv_modify_qp(q, &at,
+                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
               0);
   }
   {

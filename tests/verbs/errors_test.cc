@@ -2,9 +2,9 @@
  * @file errors_test.cc
  * @brief Error behaviour as the man pages state it: *bad_wr and errno from ibv_post_send(3),
  * EINVAL for bad ibv_modify_qp(3) masks and attributes, EBUSY when destroying a PD/CQ/SRQ/
- * channel with resources attached (ibv_close_device releases leftovers as rdma-core does), EINVAL from ibv_reg_mr(3) for REMOTE_WRITE without LOCAL_WRITE, and
- * IBV_WC_REM_ACCESS_ERR for remote access outside an MR or without its rights, with the
- * target memory untouched.
+ * channel with resources attached (ibv_close_device releases leftovers as rdma-core does), EINVAL
+ * from ibv_reg_mr(3) for REMOTE_WRITE without LOCAL_WRITE, and IBV_WC_REM_ACCESS_ERR for remote
+ * access outside an MR or without its rights, with the target memory untouched.
  */
 #include <cstring>
 
@@ -67,9 +67,9 @@ TEST_F(ErrorsTest, ModifyQpRejectsBadMasksAndAttributes) {
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                     IBV_QP_ACCESS_FLAGS),
-            0);
+  ASSERT_EQ(
+      ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+      0);
   std::memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTR;
   a.path_mtu = IBV_MTU_1024;
@@ -78,16 +78,16 @@ TEST_F(ErrorsTest, ModifyQpRejectsBadMasksAndAttributes) {
   a.min_rnr_timer = 1;
   a.ah_attr.is_global = 0;
   a.ah_attr.port_num = 1;
-  EXPECT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                     IBV_QP_MIN_RNR_TIMER),
+  EXPECT_EQ(ibv_modify_qp(q, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
             EINVAL);
   // A GID index beyond the table.
   a.ah_attr.is_global = 1;
   a.ah_attr.grh.sgid_index = 9;
-  EXPECT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                     IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-                                     IBV_QP_MIN_RNR_TIMER),
+  EXPECT_EQ(ibv_modify_qp(q, &a,
+                          IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                              IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
             EINVAL);
   // Unknown mask bits.
   EXPECT_EQ(ibv_modify_qp(q, &a, 1 << 30), EINVAL);
@@ -107,9 +107,9 @@ TEST_F(ErrorsTest, RdAtomicDepthUpTo128AsRxe) {
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_READ;
-  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                     IBV_QP_ACCESS_FLAGS),
-            0);
+  ASSERT_EQ(
+      ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+      0);
   std::memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTR;
   a.path_mtu = IBV_MTU_1024;
@@ -119,8 +119,8 @@ TEST_F(ErrorsTest, RdAtomicDepthUpTo128AsRxe) {
   ASSERT_EQ(ibv_query_gid(ctx_, 1, 0, &a.ah_attr.grh.dgid), 0);
   a.ah_attr.grh.hop_limit = 64;
   a.ah_attr.port_num = 1;
-  const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+  const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                  IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
   a.max_dest_rd_atomic = 129;
   EXPECT_EQ(ibv_modify_qp(q, &a, rtr), EINVAL);
   a.max_dest_rd_atomic = 128;
@@ -174,8 +174,8 @@ TEST_F(ErrorsTest, RegMrFlagRules) {
   EXPECT_EQ(ibv_reg_mr(pd_, mem.data(), 64, IBV_ACCESS_REMOTE_WRITE), nullptr);
   EXPECT_EQ(errno, EINVAL);
   errno = 0;
-  EXPECT_EQ(ibv_reg_mr(pd_, mem.data(), 64, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC |
-                                                IBV_ACCESS_ON_DEMAND),
+  EXPECT_EQ(ibv_reg_mr(pd_, mem.data(), 64,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ON_DEMAND),
             nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);
   // Relaxed ordering is optional: accepted.

@@ -139,8 +139,8 @@ void on_test_signal(int) {}
 TEST_F(ChannelTest, ASignalEndsABlockingGetCqEventWithEintr) {
   // ibv_get_cq_event(3) blocks in read(2); a signal whose handler has no SA_RESTART ends it
   // with -1/EINTR, as in rdma-core. qperf's timed tests leave their wait that way at the end.
-  struct sigaction sa{};
-  struct sigaction old{};
+  struct sigaction sa {};
+  struct sigaction old {};
   sa.sa_handler = on_test_signal;
   sigemptyset(&sa.sa_mask);
   ASSERT_EQ(sigaction(SIGUSR1, &sa, &old), 0);

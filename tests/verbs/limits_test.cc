@@ -48,8 +48,9 @@ TEST_F(LimitsTest, TenThousandQpsThenCreationPastMaxQpFailsCleanly) {
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
   for (ibv_qp* q : qps)
-    ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                      IBV_QP_ACCESS_FLAGS), 0);
+    ASSERT_EQ(
+        ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+        0);
   // Up to max_qp (the pair of the fixture counts): then NULL with an errno, nothing else.
   int made = 10'002;
   while (made < da.max_qp) {

@@ -3,12 +3,13 @@
  * @brief drivers/loopback: frames written through the TxSink come back, byte for byte and in
  * order, from rx_burst() after flush(); the port is bounded; every IP resolves to its own MAC.
  */
+#include "loopback/loopback_port.h"
+
 #include <gtest/gtest.h>
 
 #include <vector>
 
 #include "config/config.h"
-#include "loopback/loopback_port.h"
 
 namespace uroce::loopback {
 namespace {

@@ -14,7 +14,7 @@ namespace {
 /// An ARP cache that learns the reply during the progress step that follows `answer_after`
 /// resolve() calls; each pause moves the fake clock by the pause length.
 struct Fake {
-  int answer_after = 0;   ///< resolve() calls before a reply arrives; <0: never
+  int answer_after = 0;  ///< resolve() calls before a reply arrives; <0: never
   int resolves = 0;
   int steps = 0;
   bool learned = false;

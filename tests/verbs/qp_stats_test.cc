@@ -71,8 +71,7 @@ TEST_F(QpStatsTest, RecordsFollowCreateModifyErrorDestroy) {
   at.qp_state = IBV_QPS_INIT;
   at.port_num = 1;
   at.qkey = 0x11111111;
-  ASSERT_EQ(ibv_modify_qp(u, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY),
-            0);
+  ASSERT_EQ(ibv_modify_qp(u, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY), 0);
   ru = record(u->qp_num);
   ASSERT_NE(ru, nullptr);
   EXPECT_EQ(ru->state, static_cast<uint32_t>(IBV_QPS_INIT));

@@ -63,7 +63,8 @@ TEST(Symbols, VendorLibraryImportsResolve) {
     std::string node = s.substr(s.rfind('@') + 1);
     plain.insert(name + "@" + node);
   }
-  for (const char* lib : {"/lib/x86_64-linux-gnu/libmlx5.so.1", "/lib/x86_64-linux-gnu/libefa.so.1"}) {
+  for (const char* lib :
+       {"/lib/x86_64-linux-gnu/libmlx5.so.1", "/lib/x86_64-linux-gnu/libefa.so.1"}) {
     std::string cmd = std::string("nm -D --with-symbol-versions --undefined-only ") + lib;
     FILE* f = popen(cmd.c_str(), "r");
     ASSERT_NE(f, nullptr);

@@ -72,15 +72,15 @@ TEST_F(UdTest, SendArrivesWithGrhAndSourceQp) {
 
   // An AH built from the completion addresses the sender back.
   ibv_ah_attr back;
-  ASSERT_EQ(ibv_init_ah_from_wc(ctx_, 1, &r[0], reinterpret_cast<ibv_grh*>(dst.bytes.data()),
-                                &back),
-            0);
+  ASSERT_EQ(
+      ibv_init_ah_from_wc(ctx_, 1, &r[0], reinterpret_cast<ibv_grh*>(dst.bytes.data()), &back), 0);
   EXPECT_EQ(back.is_global, 1);
   EXPECT_EQ(back.grh.sgid_index, 0);
   ibv_gid g0;
   ibv_query_gid(ctx_, 1, 0, &g0);
   EXPECT_EQ(std::memcmp(back.grh.dgid.raw, g0.raw, 16), 0);
-  ibv_ah* reply = ibv_create_ah_from_wc(pd_, &r[0], reinterpret_cast<ibv_grh*>(dst.bytes.data()), 1);
+  ibv_ah* reply =
+      ibv_create_ah_from_wc(pd_, &r[0], reinterpret_cast<ibv_grh*>(dst.bytes.data()), 1);
   ASSERT_NE(reply, nullptr);
   EXPECT_EQ(ibv_destroy_ah(reply), 0);
   EXPECT_EQ(ibv_destroy_ah(ah), 0);

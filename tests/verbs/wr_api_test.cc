@@ -87,7 +87,8 @@ TEST_F(WrApiTest, SgeListReadAndAbort) {
   ibv_wr_abort(qx_);
   EXPECT_TRUE(poll_n(cq_a_, 1, 50).empty());
   // READ into two SGEs.
-  ibv_sge list[2] = {{local.addr(), 100, local.mr->lkey}, {local.addr() + 100, 200, local.mr->lkey}};
+  ibv_sge list[2] = {{local.addr(), 100, local.mr->lkey},
+                     {local.addr() + 100, 200, local.mr->lkey}};
   ibv_wr_start(qx_);
   qx_->wr_id = 10;
   qx_->wr_flags = IBV_SEND_SIGNALED;

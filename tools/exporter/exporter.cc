@@ -36,8 +36,10 @@ class Families {
     }
     ClientMetric m;
     m.label = std::move(labels);
-    if (type == MetricType::Counter) m.counter.value = value;
-    else m.gauge.value = value;
+    if (type == MetricType::Counter)
+      m.counter.value = value;
+    else
+      m.gauge.value = value;
     out_[it->second].metric.push_back(std::move(m));
   }
   std::vector<MetricFamily> take() { return std::move(out_); }
@@ -86,17 +88,20 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
   // Names other RDMA exporters serve (reference/dcqcn.md §5.3, yuuki/rdma_exporter), so
   // their dashboards work unchanged: the optional mlx5 cc_* counters, IB port data counters
   // (in 4-byte words, as IBA PortXmitData/PortRcvData count), summed PFC pause durations.
-  f.add("rdma_cc_rx_ce_pkts_total", "CE-marked RoCE packets received (= np_ecn_marked_roce_packets)",
-        MetricType::Counter, base, static_cast<double>(s.counter("np_ecn_marked_roce_packets")));
+  f.add("rdma_cc_rx_ce_pkts_total",
+        "CE-marked RoCE packets received (= np_ecn_marked_roce_packets)", MetricType::Counter, base,
+        static_cast<double>(s.counter("np_ecn_marked_roce_packets")));
   f.add("rdma_cc_rx_cnp_pkts_total", "CNPs received (= rp_cnp_handled + rp_cnp_ignored)",
         MetricType::Counter, base,
         static_cast<double>(s.counter("rp_cnp_handled") + s.counter("rp_cnp_ignored")));
   f.add("rdma_cc_tx_cnp_pkts_total", "CNPs sent (= np_cnp_sent)", MetricType::Counter, base,
         static_cast<double>(s.counter("np_cnp_sent")));
   f.add("rdma_port_xmit_data_total", "RoCE data sent, in 4-byte words (IBA PortXmitData)",
-        MetricType::Counter, base, static_cast<double>(s.counter("tx_vport_rdma_unicast_bytes") / 4));
+        MetricType::Counter, base,
+        static_cast<double>(s.counter("tx_vport_rdma_unicast_bytes") / 4));
   f.add("rdma_port_rcv_data_total", "RoCE data received, in 4-byte words (IBA PortRcvData)",
-        MetricType::Counter, base, static_cast<double>(s.counter("rx_vport_rdma_unicast_bytes") / 4));
+        MetricType::Counter, base,
+        static_cast<double>(s.counter("rx_vport_rdma_unicast_bytes") / 4));
   uint64_t rx_pause_us = 0, tx_pause_us = 0;
   for (int p = 0; p < stats::kNumPriorities; ++p) {
     rx_pause_us += s.port.rx_prio_pause_duration[p];
@@ -115,8 +120,8 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
             MetricType::Counter, ql, static_cast<double>(q.counters[i]));
     f.add("rdma_rp_current_rate_mbps", "DCQCN current rate Rc of the QP, Mb/s (0 = unlimited)",
           MetricType::Gauge, ql, stats::load_double(q.rate_mbps));
-    f.add("rdma_rp_target_rate_mbps", "DCQCN target rate Rt of the QP, Mb/s", MetricType::Gauge,
-          ql, stats::load_double(q.target_mbps));
+    f.add("rdma_rp_target_rate_mbps", "DCQCN target rate Rt of the QP, Mb/s", MetricType::Gauge, ql,
+          stats::load_double(q.target_mbps));
     f.add("rdma_rp_alpha", "DCQCN alpha of the QP (0..1)", MetricType::Gauge, ql,
           stats::load_double(q.alpha));
     f.add("rdma_qp_state", "QP state (0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 SQD, 5 SQE, 6 ERR)",

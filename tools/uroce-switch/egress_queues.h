@@ -17,12 +17,12 @@ namespace uroce::uswitch {
 inline constexpr int kPrios = 8;
 
 struct QueuedFrame {
-  void* pkt = nullptr;     ///< opaque frame handle
-  uint32_t len = 0;        ///< frame bytes
-  uint16_t ingress = 0;    ///< port it came in on (PFC ingress accounting)
-  uint16_t egress = 0;     ///< port it leaves on (a queue may serve several, --share)
-  uint8_t prio = 0;        ///< traffic class 0..7
-  bool ect = false;        ///< IP ECN field is ECT(0)/ECT(1) (may be marked CE)
+  void* pkt = nullptr;   ///< opaque frame handle
+  uint32_t len = 0;      ///< frame bytes
+  uint16_t ingress = 0;  ///< port it came in on (PFC ingress accounting)
+  uint16_t egress = 0;   ///< port it leaves on (a queue may serve several, --share)
+  uint8_t prio = 0;      ///< traffic class 0..7
+  bool ect = false;      ///< IP ECN field is ECT(0)/ECT(1) (may be marked CE)
 };
 
 class EgressQueues {

@@ -18,12 +18,12 @@ namespace uroce::uswitch {
 std::array<uint8_t, 64> default_dscp_map();
 
 struct FrameInfo {
-  bool valid = false;          ///< at least an Ethernet header
-  bool mac_control = false;    ///< EtherType 0x8808 (PAUSE/PFC): consumed by the switch
-  uint8_t prio = 0;            ///< traffic class
-  bool ect = false;            ///< ECN field 01 or 10
-  bool ce = false;             ///< ECN field 11
-  uint32_t ip_offset = 0;      ///< offset of the IP header (0 = not IP)
+  bool valid = false;        ///< at least an Ethernet header
+  bool mac_control = false;  ///< EtherType 0x8808 (PAUSE/PFC): consumed by the switch
+  uint8_t prio = 0;          ///< traffic class
+  bool ect = false;          ///< ECN field 01 or 10
+  bool ce = false;           ///< ECN field 11
+  uint32_t ip_offset = 0;    ///< offset of the IP header (0 = not IP)
   bool ipv6 = false;
 };
 

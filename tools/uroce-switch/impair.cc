@@ -34,7 +34,8 @@ bool parse_impair(std::string_view spec, ImpairConfig* out, std::string* err) {
     std::string_view kv = spec.substr(at, comma - at);
     at = comma + 1;
     size_t eq = kv.find('=');
-    std::string_view k = kv.substr(0, eq), v = eq == std::string_view::npos ? "" : kv.substr(eq + 1);
+    std::string_view k = kv.substr(0, eq),
+                     v = eq == std::string_view::npos ? "" : kv.substr(eq + 1);
     bool ok = eq != std::string_view::npos;
     if (!ok) {
     } else if (k == "drop") {
@@ -102,8 +103,10 @@ ImpairVerdict Impairment::decide(std::span<const uint8_t> frame, Timestamp now) 
     return v;
   }
   if (d_corrupt < c_.corrupt && frame.size() > bth_end) {
-    v.corrupt_at = static_cast<int>(bth_end + static_cast<size_t>(d_where * static_cast<double>(frame.size() - bth_end)));
-    if (v.corrupt_at >= static_cast<int>(frame.size())) v.corrupt_at = static_cast<int>(frame.size()) - 1;
+    v.corrupt_at = static_cast<int>(
+        bth_end + static_cast<size_t>(d_where * static_cast<double>(frame.size() - bth_end)));
+    if (v.corrupt_at >= static_cast<int>(frame.size()))
+      v.corrupt_at = static_cast<int>(frame.size()) - 1;
     n_.corrupted++;
   }
   if (d_dup < c_.dup) {
@@ -113,7 +116,8 @@ ImpairVerdict Impairment::decide(std::span<const uint8_t> frame, Timestamp now) 
   v.hold = c_.delay;
   if (d_reorder < c_.reorder) {
     const double u = rng_.next();  // the extra delay, uniform in (0, window]
-    v.hold = v.hold + Duration::nanos(1 + static_cast<int64_t>(u * static_cast<double>(c_.reorder_window.ns - 1)));
+    v.hold = v.hold + Duration::nanos(1 + static_cast<int64_t>(
+                                              u * static_cast<double>(c_.reorder_window.ns - 1)));
     v.reordered = true;
     n_.reordered++;
   }

@@ -55,18 +55,18 @@ bool parse_impair(std::string_view spec, ImpairConfig* out, std::string* err);
 struct ImpairVerdict {
   bool drop = false;
   bool duplicate = false;
-  int corrupt_at = -1;    ///< byte offset to flip (XOR 0xff), -1 = none
-  Duration hold{};        ///< delay before it is forwarded (delay + reorder extra)
+  int corrupt_at = -1;  ///< byte offset to flip (XOR 0xff), -1 = none
+  Duration hold{};      ///< delay before it is forwarded (delay + reorder extra)
   bool reordered = false;
 };
 
 struct ImpairCounters {
-  uint64_t seen = 0;        ///< RoCEv2 frames the stage looked at
+  uint64_t seen = 0;  ///< RoCEv2 frames the stage looked at
   uint64_t dropped = 0;
   uint64_t duplicated = 0;
   uint64_t corrupted = 0;
   uint64_t reordered = 0;
-  uint64_t cut = 0;         ///< dropped by the link cut (also counted in dropped)
+  uint64_t cut = 0;  ///< dropped by the link cut (also counted in dropped)
 };
 
 /// True for an IPv4/IPv6 UDP frame to port 4791 (optionally 802.1Q-tagged); *bth_end is the

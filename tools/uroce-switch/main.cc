@@ -11,7 +11,6 @@
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
-
 #include <sched.h>
 #include <time.h>
 #include <unistd.h>
@@ -61,11 +60,11 @@ constexpr uint32_t kPoolSize = 32767;
 
 struct PortCounters {
   uint64_t rx_packets = 0, rx_bytes = 0, tx_packets = 0, tx_bytes = 0;
-  uint64_t flooded = 0;          ///< frames this port received that were flooded
-  uint64_t pfc_xoff_sent = 0;    ///< XOFF/refresh frames sent to this port's peer
-  uint64_t pfc_xon_sent = 0;     ///< XON frames sent to this port's peer
-  uint64_t pfc_rx = 0;           ///< PAUSE/PFC frames received from the peer
-  uint64_t tx_ring_full = 0;     ///< TX attempts the PMD refused (peer slow or not connected)
+  uint64_t flooded = 0;        ///< frames this port received that were flooded
+  uint64_t pfc_xoff_sent = 0;  ///< XOFF/refresh frames sent to this port's peer
+  uint64_t pfc_xon_sent = 0;   ///< XON frames sent to this port's peer
+  uint64_t pfc_rx = 0;         ///< PAUSE/PFC frames received from the peer
+  uint64_t tx_ring_full = 0;   ///< TX attempts the PMD refused (peer slow or not connected)
 };
 
 /// One egress link: its queues, shaper and the pause its far end asked for. A port, or the
@@ -91,14 +90,14 @@ struct EgressLink {
 struct SwitchPort {
   uint16_t id = 0;
   std::string devargs;
-  uint32_t link = 0;              ///< index of its EgressLink
+  uint32_t link = 0;  ///< index of its EgressLink
   PfcIngress pfc_in;
   std::deque<rte_mbuf*> control;  ///< PFC frames to send: bypass queues, shaper and pause
   PortCounters c;
-  bool link_up = false;           ///< as last seen by watch_links()
-  bool memif = false;             ///< net_memif: bursts run fenced (drivers/dpdk/memif_burst.h)
+  bool link_up = false;  ///< as last seen by watch_links()
+  bool memif = false;    ///< net_memif: bursts run fenced (drivers/dpdk/memif_burst.h)
 
-  Impairment impair;              ///< on the frames this port receives
+  Impairment impair;  ///< on the frames this port receives
 
   SwitchPort(uint16_t port_id, std::string args, const Options& o, const dcqcn::PfcTxConfig& pfc,
              uint32_t index)
@@ -184,8 +183,8 @@ bool Switch::add_port(const std::string& devargs, std::string* err) {
   const uint32_t overhead = info.max_mtu != UINT16_MAX && info.max_rx_pktlen > info.max_mtu
                                 ? info.max_rx_pktlen - info.max_mtu
                                 : 18u;
-  conf.rxmode.mtu = std::min<uint32_t>({9000u, info.max_mtu,
-                                        info.max_rx_pktlen > overhead ? info.max_rx_pktlen - overhead : 1500u});
+  conf.rxmode.mtu = std::min<uint32_t>(
+      {9000u, info.max_mtu, info.max_rx_pktlen > overhead ? info.max_rx_pktlen - overhead : 1500u});
   if (rte_eth_dev_configure(id, 1, 1, &conf) != 0 ||
       rte_eth_rx_queue_setup(id, 0, 1024, SOCKET_ID_ANY, nullptr, pool_) != 0 ||
       rte_eth_tx_queue_setup(id, 0, 1024, SOCKET_ID_ANY, nullptr) != 0 ||
@@ -198,8 +197,8 @@ bool Switch::add_port(const std::string& devargs, std::string* err) {
   pfc.enabled_mask = o_.pfc_prios;
   pfc.xoff_bytes = o_.pfc_xoff_bytes;
   pfc.xon_bytes = o_.pfc_xon_bytes;
-  ports_.push_back(std::make_unique<SwitchPort>(id, devargs, o_, pfc,
-                                                static_cast<uint32_t>(ports_.size())));
+  ports_.push_back(
+      std::make_unique<SwitchPort>(id, devargs, o_, pfc, static_cast<uint32_t>(ports_.size())));
   return true;
 }
 
@@ -226,7 +225,8 @@ void Switch::send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f) 
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return;
   auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, dcqcn::kPfcFrameLen));
-  dcqcn::build_pause_frame(*f, mac_, std::span<uint8_t, dcqcn::kPfcFrameLen>(p, dcqcn::kPfcFrameLen));
+  dcqcn::build_pause_frame(*f, mac_,
+                           std::span<uint8_t, dcqcn::kPfcFrameLen>(p, dcqcn::kPfcFrameLen));
   bool xon = true;
   for (int q = 0; q < kPrios; ++q)
     if ((f->class_enable & (1u << q)) && f->quanta[q] != 0) xon = false;
@@ -234,15 +234,15 @@ void Switch::send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f) 
   ports_[port]->control.push_back(m);
 }
 
-void Switch::enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info,
-                     Timestamp now) {
+void Switch::enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info, Timestamp now) {
   EgressLink& e = *links_[ports_[out]->link];
   if (!o_.red.at_dequeue && info.ect && rng_.should_mark(o_.red, e.queues.bytes(info.prio))) {
     mark_ce(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), m->data_len), info);
     e.ecn_marked++;
   }
-  QueuedFrame qf{m, m->pkt_len, static_cast<uint16_t>(in), static_cast<uint16_t>(out),
-                 info.prio, info.ect && !info.ce};
+  QueuedFrame qf{
+      m,         m->pkt_len,          static_cast<uint16_t>(in), static_cast<uint16_t>(out),
+      info.prio, info.ect && !info.ce};
   if (!e.queues.push(qf)) {
     e.drops++;
     rte_pktmbuf_free(m);
@@ -267,8 +267,10 @@ void Switch::ingress(uint32_t in, rte_mbuf* m, Timestamp now) {
   if (v.corrupt_at >= 0) rte_pktmbuf_mtod(m, uint8_t*)[v.corrupt_at] ^= 0xff;
   for (rte_mbuf* f : {m, copy}) {
     if (!f) continue;
-    if (v.hold.ns > 0) held_.push(HeldFrame{now + v.hold, held_seq_++, in, f});
-    else receive(in, f, now);
+    if (v.hold.ns > 0)
+      held_.push(HeldFrame{now + v.hold, held_seq_++, in, f});
+    else
+      receive(in, f, now);
   }
 }
 
@@ -387,10 +389,9 @@ void Switch::print_stats(const char* tag) {
         "tx_ring_full=%lu impaired=%lu imp_dropped=%lu imp_duplicated=%lu imp_corrupted=%lu "
         "imp_reordered=%lu imp_cut=%lu\n",
         tag, i, p.link, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, c.flooded,
-        c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(),
-        l.queues.high_water(), l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax,
-        c.tx_ring_full, p.impair.counters().seen, p.impair.counters().dropped,
-        p.impair.counters().duplicated, p.impair.counters().corrupted,
+        c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(), l.queues.high_water(),
+        l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax, c.tx_ring_full, p.impair.counters().seen,
+        p.impair.counters().dropped, p.impair.counters().duplicated, p.impair.counters().corrupted,
         p.impair.counters().reordered, p.impair.counters().cut);
   }
   // Not a port line (no "port="): how long the switch went unscheduled with frames queued.
@@ -465,8 +466,8 @@ void Switch::run() {
 
 bool init_eal(const Options& o, std::string* err) {
   dpdk::EalPlan plan;
-  plan.file_prefix = o.file_prefix.empty() ? "uroce-switch-" + std::to_string(getpid())
-                                           : o.file_prefix;
+  plan.file_prefix =
+      o.file_prefix.empty() ? "uroce-switch-" + std::to_string(getpid()) : o.file_prefix;
   plan.vdevs = o.ports;
   auto slurp = [](const char* path) {
     std::ifstream f(path);

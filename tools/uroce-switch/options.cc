@@ -4,8 +4,8 @@
  */
 #include "uroce-switch/options.h"
 
-#include <charconv>
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 
 namespace uroce::uswitch {
@@ -27,10 +27,14 @@ bool scaled(std::string_view s, double base, uint64_t* out) {
   std::string_view suf;
   if (!split_number(s, &v, &suf)) return false;
   double m = 1;
-  if (suf == "K" || suf == "k") m = base;
-  else if (suf == "M" || suf == "m") m = base * base;
-  else if (suf == "G" || suf == "g") m = base * base * base;
-  else if (!suf.empty()) return false;
+  if (suf == "K" || suf == "k")
+    m = base;
+  else if (suf == "M" || suf == "m")
+    m = base * base;
+  else if (suf == "G" || suf == "g")
+    m = base * base * base;
+  else if (!suf.empty())
+    return false;
   *out = static_cast<uint64_t>(v * m + 0.5);
   return true;
 }
@@ -45,11 +49,16 @@ bool parse_duration(std::string_view s, Duration* out) {
   std::string_view suf;
   if (!split_number(s, &v, &suf)) return false;
   double ns = 0;
-  if (suf == "ns") ns = v;
-  else if (suf == "us") ns = v * 1e3;
-  else if (suf == "ms") ns = v * 1e6;
-  else if (suf == "s" || (suf.empty() && v == 0)) ns = v * 1e9;
-  else return false;
+  if (suf == "ns")
+    ns = v;
+  else if (suf == "us")
+    ns = v * 1e3;
+  else if (suf == "ms")
+    ns = v * 1e6;
+  else if (suf == "s" || (suf.empty() && v == 0))
+    ns = v * 1e9;
+  else
+    return false;
   *out = Duration::nanos(static_cast<int64_t>(ns));
   return true;
 }
@@ -108,8 +117,10 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
     } else if (a == "--pfc-prios") {
       o->pfc_prios = 0;
       for (char c : v) {
-        if (c >= '0' && c <= '7') o->pfc_prios = static_cast<uint8_t>(o->pfc_prios | (1u << (c - '0')));
-        else if (c != ',') ok = false;
+        if (c >= '0' && c <= '7')
+          o->pfc_prios = static_cast<uint8_t>(o->pfc_prios | (1u << (c - '0')));
+        else if (c != ',')
+          ok = false;
       }
     } else if (a == "--buffer") {
       ok = parse_size(v, &o->buffer_bytes);

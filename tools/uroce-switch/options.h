@@ -38,7 +38,7 @@ namespace uroce::uswitch {
 
 struct Options {
   std::vector<std::string> ports;
-  std::map<uint32_t, uint64_t> shape_bps;   ///< port index -> rate
+  std::map<uint32_t, uint64_t> shape_bps;     ///< port index -> rate
   std::vector<std::vector<uint32_t>> shared;  ///< --share groups
   uint64_t burst_bytes = 32 * 1024;
   RedParams red;

@@ -12,11 +12,11 @@
 namespace uroce::uswitch {
 
 struct RedParams {
-  bool enabled = true;        ///< --ecn on|off
+  bool enabled = true;  ///< --ecn on|off
   uint64_t kmin_bytes = 20 * 1024;
   uint64_t kmax_bytes = 200 * 1024;
   double pmax = 0.2;
-  bool at_dequeue = false;    ///< mark on dequeue (queue left behind) instead of on enqueue
+  bool at_dequeue = false;  ///< mark on dequeue (queue left behind) instead of on enqueue
 };
 
 /// P(mark) for a queue of `q` bytes.

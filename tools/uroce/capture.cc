@@ -86,8 +86,9 @@ int capture(const CaptureOptions& o) {
       pcap_dump(reinterpret_cast<u_char*>(dump), &h, data.data());
       ++frames;
     });
-    if (o.seconds > 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-                                 .count() >= o.seconds)
+    if (o.seconds > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() >=
+            o.seconds)
       break;
     if (n == 0) {
       if (!stats::process_alive(pid, 0)) {
@@ -102,7 +103,8 @@ int capture(const CaptureOptions& o) {
   ring.reset();  // unlinks the ring: the program stops copying at its next check
   pcap_dump_close(dump);
   pcap_close(dead);
-  std::fprintf(stderr, "uroce capture: %llu frames of %s (pid %d) written to %s; %llu dropped by "
+  std::fprintf(stderr,
+               "uroce capture: %llu frames of %s (pid %d) written to %s; %llu dropped by "
                "a full ring%s\n",
                static_cast<unsigned long long>(frames), o.device.c_str(), static_cast<int>(pid),
                o.out.c_str(), static_cast<unsigned long long>(dropped),

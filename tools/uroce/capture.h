@@ -16,13 +16,13 @@
 namespace uroce::tool {
 
 struct CaptureOptions {
-  std::string run_dir;   ///< empty: $UROCE_RUN_DIR or /dev/shm
-  std::string device;    ///< required
-  pid_t pid = 0;         ///< the program (0: the only one running the device)
-  std::string out;       ///< pcap file to write
-  uint64_t count = 0;    ///< stop after this many frames (0: no limit)
-  double seconds = 0;    ///< stop after this long (0: no limit)
-  uint32_t slots = 8192; ///< ring slots (frames buffered between the program and this tool)
+  std::string run_dir;    ///< empty: $UROCE_RUN_DIR or /dev/shm
+  std::string device;     ///< required
+  pid_t pid = 0;          ///< the program (0: the only one running the device)
+  std::string out;        ///< pcap file to write
+  uint64_t count = 0;     ///< stop after this many frames (0: no limit)
+  double seconds = 0;     ///< stop after this long (0: no limit)
+  uint32_t slots = 8192;  ///< ring slots (frames buffered between the program and this tool)
 };
 
 /// Returns the exit status: 0, 1 on an error (one line on stderr), 2 on bad arguments.

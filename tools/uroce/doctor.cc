@@ -81,7 +81,8 @@ PortSpec parse_port(const std::string& port) {
   size_t pos = port.find(',');
   while (pos != std::string::npos) {
     size_t next = port.find(',', pos + 1);
-    std::string kv = port.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+    std::string kv =
+        port.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
     size_t eq = kv.find('=');
     if (eq != std::string::npos) s.args[kv.substr(0, eq)] = kv.substr(eq + 1);
     pos = next;
@@ -123,7 +124,9 @@ int doctor(const DoctorOptions& o) {
                                  " writes a known-good PFC/ECN/DCQCN set)");
     cfg = config::builtin();
   } else if (cfg->source == "built-in") {
-    r.ok("config: no file ($UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml); built-in loopback device uroce0");
+    r.ok(
+        "config: no file ($UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml); built-in loopback "
+        "device uroce0");
   } else {
     r.ok(fmt::format("config: {} parses ({} device{})", cfg->source, cfg->devices.size(),
                      cfg->devices.size() == 1 ? "" : "s"));
@@ -135,7 +138,8 @@ int doctor(const DoctorOptions& o) {
   std::vector<std::string> dirs = pmd_dirs(o.dpdk_lib_dir);
   if (dirs.empty()) {
     if (any_dpdk)
-      r.fail("dpdk: no PMD folder " + o.dpdk_lib_dir + "/pmds-*", "sudo apt-get install dpdk librte-net23");
+      r.fail("dpdk: no PMD folder " + o.dpdk_lib_dir + "/pmds-*",
+             "sudo apt-get install dpdk librte-net23");
     else
       r.warn("dpdk: no PMD folder " + o.dpdk_lib_dir + "/pmds-* (only the loopback device works)",
              "sudo apt-get install dpdk");
@@ -151,7 +155,8 @@ int doctor(const DoctorOptions& o) {
     }
     if (p.pci) {
       if (!exists("/sys/bus/pci/devices/" + d.port))
-        r.fail(who + ": no PCI device " + d.port, "lspci -D to list PCI addresses, then fix port = in " + cfg->source);
+        r.fail(who + ": no PCI device " + d.port,
+               "lspci -D to list PCI addresses, then fix port = in " + cfg->source);
       else if (!exists("/dev/vfio"))
         r.fail(who + ": /dev/vfio missing: the NIC is not bound to vfio-pci",
                "sudo modprobe vfio-pci && sudo dpdk-devbind.py --bind=vfio-pci " + d.port);
@@ -162,28 +167,34 @@ int doctor(const DoctorOptions& o) {
     bool found = false;
     for (const std::string& dir : dirs) found |= exists(dir + "/librte_net_" + p.pmd + ".so");
     if (!dirs.empty()) {
-      if (found) r.ok(who + ": PMD librte_net_" + p.pmd + ".so present");
-      else r.fail(who + ": no PMD librte_net_" + p.pmd + ".so in " + dirs.front(),
-                  "sudo apt-get install librte-net23 (or fix the port name in " + cfg->source + ")");
+      if (found)
+        r.ok(who + ": PMD librte_net_" + p.pmd + ".so present");
+      else
+        r.fail(who + ": no PMD librte_net_" + p.pmd + ".so in " + dirs.front(),
+               "sudo apt-get install librte-net23 (or fix the port name in " + cfg->source + ")");
     }
     if (auto it = p.args.find("iface"); it != p.args.end()) {
       std::string ifdir = o.sys_class_net + "/" + it->second;
       if (!exists(ifdir)) {
         r.fail(who + ": interface " + it->second + " does not exist",
                "sudo ip link add " + it->second + " type veth peer name " + it->second +
-                   "p && sudo ip link set " + it->second + " up (or fix iface= in " + cfg->source + ")");
+                   "p && sudo ip link set " + it->second + " up (or fix iface= in " + cfg->source +
+                   ")");
       } else {
         std::string state = read_text(ifdir + "/operstate");
         while (!state.empty() && (state.back() == '\n' || state.back() == ' ')) state.pop_back();
         if (state == "down")
-          r.warn(who + ": interface " + it->second + " is down", "sudo ip link set " + it->second + " up");
+          r.warn(who + ": interface " + it->second + " is down",
+                 "sudo ip link set " + it->second + " up");
         else
-          r.ok(who + ": interface " + it->second + " exists (" + (state.empty() ? "?" : state) + ")");
+          r.ok(who + ": interface " + it->second + " exists (" + (state.empty() ? "?" : state) +
+               ")");
       }
       int cap = p.pmd == "af_xdp" ? kCapNetAdmin : kCapNetRaw;
       if (!has_cap(cap) && !has_cap(kCapSysAdmin))
-        r.warn(who + ": this user lacks " + (cap == kCapNetAdmin ? "CAP_NET_ADMIN" : "CAP_NET_RAW") +
-                   " which " + p.pmd + " needs",
+        r.warn(who + ": this user lacks " +
+                   (cap == kCapNetAdmin ? "CAP_NET_ADMIN" : "CAP_NET_RAW") + " which " + p.pmd +
+                   " needs",
                "run as root or: sudo setcap cap_net_raw,cap_net_admin+ep <program>");
     }
     if (p.pmd == "memif") {
@@ -197,7 +208,8 @@ int doctor(const DoctorOptions& o) {
         if (!is_dir(dir))
           r.fail(who + ": memif socket folder " + dir + " does not exist", "mkdir -p " + dir);
         else if (access(dir.c_str(), W_OK) != 0)
-          r.fail(who + ": memif socket folder " + dir + " is not writable", "sudo chown $(id -u) " + dir);
+          r.fail(who + ": memif socket folder " + dir + " is not writable",
+                 "sudo chown $(id -u) " + dir);
         else
           r.ok(who + ": memif socket folder " + dir + " is writable");
       }
@@ -213,7 +225,8 @@ int doctor(const DoctorOptions& o) {
     r.ok(fmt::format("hugepages: {} MB free", free_kb / 1024));
   } else {
     r.warn(fmt::format("hugepages: {} MB free (< 128 MB): the driver runs DPDK with --no-huge "
-                       "(fine for memif/af_packet/af_xdp; slower mbuf memory)", free_kb / 1024),
+                       "(fine for memif/af_packet/af_xdp; slower mbuf memory)",
+                       free_kb / 1024),
            "echo 256 | sudo tee /proc/sys/vm/nr_hugepages");
   }
   if (any_dpdk) {
@@ -237,7 +250,8 @@ int doctor(const DoctorOptions& o) {
     r.ok("stats: run folder " + sdir + " writable");
   int live = 0;
   for (const stats::SegmentInfo& s : stats::list_segments(sdir)) {
-    if (s.state == stats::SegmentState::kLive) ++live;
+    if (s.state == stats::SegmentState::kLive)
+      ++live;
     else if (s.state == stats::SegmentState::kStale)
       r.warn(fmt::format("stats: {} is left over from process {} that is gone", s.path, s.pid),
              "rm " + s.path);
@@ -262,8 +276,7 @@ int doctor(const DoctorOptions& o) {
              "run the program as `uroce rdma-ns -- PROGRAM ARGS`, or see `uroce rdma-ns`");
   }
 
-  if (r.failures())
-    std::printf("%d problem%s found\n", r.failures(), r.failures() == 1 ? "" : "s");
+  if (r.failures()) std::printf("%d problem%s found\n", r.failures(), r.failures() == 1 ? "" : "s");
   return r.failures() ? 1 : 0;
 }
 

@@ -17,10 +17,22 @@ namespace uroce::tool {
 
 class JsonWriter {
  public:
-  JsonWriter& begin_object() { open('{'); return *this; }
-  JsonWriter& end_object() { close('}'); return *this; }
-  JsonWriter& begin_array() { open('['); return *this; }
-  JsonWriter& end_array() { close(']'); return *this; }
+  JsonWriter& begin_object() {
+    open('{');
+    return *this;
+  }
+  JsonWriter& end_object() {
+    close('}');
+    return *this;
+  }
+  JsonWriter& begin_array() {
+    open('[');
+    return *this;
+  }
+  JsonWriter& end_array() {
+    close(']');
+    return *this;
+  }
   /// The key of the next value in the current object.
   JsonWriter& key(std::string_view k) {
     comma();
@@ -29,12 +41,28 @@ class JsonWriter {
     after_key_ = true;
     return *this;
   }
-  JsonWriter& value(std::string_view s) { comma(); quote(s); return *this; }
+  JsonWriter& value(std::string_view s) {
+    comma();
+    quote(s);
+    return *this;
+  }
   JsonWriter& value(const char* s) { return value(std::string_view(s)); }
   JsonWriter& value(const std::string& s) { return value(std::string_view(s)); }
-  JsonWriter& value(bool b) { comma(); out_ += b ? "true" : "false"; return *this; }
-  JsonWriter& value(uint64_t v) { comma(); out_ += std::to_string(v); return *this; }
-  JsonWriter& value(int64_t v) { comma(); out_ += std::to_string(v); return *this; }
+  JsonWriter& value(bool b) {
+    comma();
+    out_ += b ? "true" : "false";
+    return *this;
+  }
+  JsonWriter& value(uint64_t v) {
+    comma();
+    out_ += std::to_string(v);
+    return *this;
+  }
+  JsonWriter& value(int64_t v) {
+    comma();
+    out_ += std::to_string(v);
+    return *this;
+  }
   JsonWriter& value(uint32_t v) { return value(uint64_t{v}); }
   JsonWriter& value(int v) { return value(int64_t{v}); }
   JsonWriter& value(double v) {
@@ -49,7 +77,10 @@ class JsonWriter {
     return *this;
   }
   template <typename T>
-  JsonWriter& kv(std::string_view k, T v) { key(k); return value(v); }
+  JsonWriter& kv(std::string_view k, T v) {
+    key(k);
+    return value(v);
+  }
 
   const std::string& str() const { return out_; }
 

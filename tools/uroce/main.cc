@@ -13,15 +13,14 @@
  *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
  */
 #include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <cstdlib>
 
 #include "capture.h"
-#include "rdma_ns.h"
 #include "doctor.h"
 #include "exporter.h"
 #include "profile_cmd.h"
+#include "rdma_ns.h"
 #include "show.h"
 
 int main(int argc, char** argv) {
@@ -30,7 +29,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string run_dir;
   auto add_run_dir = [&](CLI::App* c) {
-    c->add_option("--run-dir", run_dir, "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
+    c->add_option("--run-dir", run_dir,
+                  "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
   };
 
   ShowOptions so;
@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
     c->add_flag("--raw", so.raw, "Ignore the baseline of `uroce clear counters`");
     add_run_dir(c);
   };
-  auto* roce = show->add_subcommand("roce", "RoCE view per device: profile, lossless, maps, PFC, ECN, DCQCN, queues");
+  auto* roce = show->add_subcommand(
+      "roce", "RoCE view per device: profile, lossless, maps, PFC, ECN, DCQCN, queues");
   add_common(roce);
   auto* counters = show->add_subcommand("counters", "Every counter of each device (or of one QP)");
   add_common(counters);
@@ -57,20 +58,24 @@ int main(int argc, char** argv) {
 
   auto* clear = app.add_subcommand("clear", "Clear counters");
   clear->require_subcommand(1);
-  auto* clear_counters_cmd = clear->add_subcommand("counters", "Start `uroce show` counters from zero");
+  auto* clear_counters_cmd =
+      clear->add_subcommand("counters", "Start `uroce show` counters from zero");
   clear_counters_cmd->add_option("--device,-d", so.device, "Only this device");
   clear_counters_cmd->add_option("--pid", so.pid, "Only this process");
   add_run_dir(clear_counters_cmd);
 
   ProfileOptions po;
-  auto* profile = app.add_subcommand("profile", "Lossless/lossy/hpc/storage profiles for the config file");
+  auto* profile =
+      app.add_subcommand("profile", "Lossless/lossy/hpc/storage profiles for the config file");
   profile->require_subcommand(1);
   auto* plist = profile->add_subcommand("list", "List the profiles");
   auto* pshow = profile->add_subcommand("show", "Print the keys a profile writes");
   pshow->add_option("name", po.name, "Profile")->required();
-  auto* papply = profile->add_subcommand("apply", "Write a profile into the config file (atomically, with FILE.bak)");
+  auto* papply = profile->add_subcommand(
+      "apply", "Write a profile into the config file (atomically, with FILE.bak)");
   papply->add_option("name", po.name, "Profile")->required();
-  papply->add_option("--config,-c", po.config, "Config file (default: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml)");
+  papply->add_option("--config,-c", po.config,
+                     "Config file (default: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml)");
   papply->add_option("--device,-d", po.device, "Only this device (default: all)");
   auto* pdiff = profile->add_subcommand("diff", "What applying a profile would change");
   pdiff->add_option("name", po.name, "Profile")->required();
@@ -80,9 +85,12 @@ int main(int argc, char** argv) {
   DoctorOptions dopt;
   auto* doctor_cmd = app.add_subcommand("doctor", "Check this host for what uroce needs");
   add_run_dir(doctor_cmd);
-  doctor_cmd->add_option("--meminfo", dopt.meminfo, "Hugepage counts from this file, not /proc/meminfo")
+  doctor_cmd
+      ->add_option("--meminfo", dopt.meminfo, "Hugepage counts from this file, not /proc/meminfo")
       ->group("");  // hidden: for tests
-  doctor_cmd->add_option("--ucx-module", dopt.ucx_ib_module, "UCX's libuct_ib.so (the UCX check runs if present)")
+  doctor_cmd
+      ->add_option("--ucx-module", dopt.ucx_ib_module,
+                   "UCX's libuct_ib.so (the UCX check runs if present)")
       ->group("");  // hidden: for tests
 
   std::string listen = "127.0.0.1:9488";
@@ -91,7 +99,8 @@ int main(int argc, char** argv) {
   add_run_dir(exporter);
 
   CaptureOptions co;
-  auto* capture_cmd = app.add_subcommand("capture", "Write a running program's RoCE frames to a pcap");
+  auto* capture_cmd =
+      app.add_subcommand("capture", "Write a running program's RoCE frames to a pcap");
   capture_cmd->add_option("--device,-d", co.device, "Device")->required();
   capture_cmd->add_option("--out,-o", co.out, "pcap file to write")->required();
   capture_cmd->add_option("--pid", co.pid, "The program (needed when several run the device)");

@@ -74,7 +74,8 @@ bool write_file(const std::string& path, const std::string& text, mode_t mode, s
 }
 
 int unknown(const std::string& name) {
-  std::fprintf(stderr, "uroce: unknown profile \"%s\"; known profiles: lossless, lossy, hpc, storage\n",
+  std::fprintf(stderr,
+               "uroce: unknown profile \"%s\"; known profiles: lossless, lossy, hpc, storage\n",
                name.c_str());
   return 2;
 }
@@ -136,9 +137,10 @@ int profile_apply(const ProfileOptions& o) {
     return 1;
   }
   for (const std::string& l : effective_diff(before, after, path)) std::printf("  %s\n", l.c_str());
-  std::printf("applied profile %s to %s (backup %s.bak); running programs pick it up when "
-              "they next open the device\n",
-              o.name.c_str(), path.c_str(), path.c_str());
+  std::printf(
+      "applied profile %s to %s (backup %s.bak); running programs pick it up when "
+      "they next open the device\n",
+      o.name.c_str(), path.c_str(), path.c_str());
   return 0;
 }
 
@@ -146,7 +148,8 @@ int profile_diff(const ProfileOptions& o) {
   std::string path, before, after;
   if (int rc = prepare(o, &path, &before, &after)) return rc;
   std::vector<std::string> d = effective_diff(before, after, path);
-  if (d.empty()) std::printf("profile %s changes no effective setting in %s\n", o.name.c_str(), path.c_str());
+  if (d.empty())
+    std::printf("profile %s changes no effective setting in %s\n", o.name.c_str(), path.c_str());
   for (const std::string& l : d) std::printf("%s\n", l.c_str());
   return 0;
 }

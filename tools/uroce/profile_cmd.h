@@ -13,9 +13,9 @@
 namespace uroce::tool {
 
 struct ProfileOptions {
-  std::string name;     ///< profile
-  std::string config;   ///< file; empty: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml
-  std::string device;   ///< only this device (empty: every device in the file)
+  std::string name;    ///< profile
+  std::string config;  ///< file; empty: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml
+  std::string device;  ///< only this device (empty: every device in the file)
 };
 
 int profile_list();

@@ -32,10 +32,10 @@ struct Entry {
 
 /// One table: its header entry (empty for the part before the first header) and entries.
 struct Table {
-  std::string name;      ///< "" (top), "device" ([[device]]), "device.pfc", "device.dcqcn", ...
-  std::string header;    ///< the header line(s)
+  std::string name;    ///< "" (top), "device" ([[device]]), "device.pfc", "device.dcqcn", ...
+  std::string header;  ///< the header line(s)
   std::vector<Entry> entries;
-  int block = -1;        ///< index of the [[device]] block it belongs to, -1 outside
+  int block = -1;  ///< index of the [[device]] block it belongs to, -1 outside
 };
 
 std::string trim(std::string_view s) {
@@ -50,14 +50,20 @@ int bracket_delta(std::string_view line) {
   for (size_t i = 0; i < line.size(); ++i) {
     char c = line[i];
     if (quote) {
-      if (c == '\\' && quote == '"') ++i;
-      else if (c == quote) quote = 0;
+      if (c == '\\' && quote == '"')
+        ++i;
+      else if (c == quote)
+        quote = 0;
       continue;
     }
-    if (c == '"' || c == '\'') quote = c;
-    else if (c == '#') break;
-    else if (c == '[' || c == '{') ++d;
-    else if (c == ']' || c == '}') --d;
+    if (c == '"' || c == '\'')
+      quote = c;
+    else if (c == '#')
+      break;
+    else if (c == '[' || c == '{')
+      ++d;
+    else if (c == ']' || c == '}')
+      --d;
   }
   return d;
 }
@@ -79,8 +85,10 @@ std::vector<Table> split(const std::string& text) {
       Table tb;
       bool array = t.rfind("[[", 0) == 0;
       size_t close = t.find(']');
-      tb.name = trim(t.substr(array ? 2 : 1, close == std::string::npos ? 0 : close - (array ? 2 : 1)));
-      if (tb.name.size() >= 2 && tb.name.front() == '"') tb.name = tb.name.substr(1, tb.name.size() - 2);
+      tb.name =
+          trim(t.substr(array ? 2 : 1, close == std::string::npos ? 0 : close - (array ? 2 : 1)));
+      if (tb.name.size() >= 2 && tb.name.front() == '"')
+        tb.name = tb.name.substr(1, tb.name.size() - 2);
       tb.header = lines[i];
       if (array && tb.name == "device") ++block;
       tb.block = (tb.name == "device" || tb.name.rfind("device.", 0) == 0) ? block : -1;
@@ -155,7 +163,8 @@ Managed managed_entries(std::string_view name, const config::Device& parsed) {
   bool lossless = d.pfc.enabled[prio];
   m.pfc.push_back(line("enabled = " + prio_list(d.pfc.enabled),
                        lossless ? tag + fmt::format("PFC (802.1Qbb) on priority {}, the RoCE data "
-                                                    "priority (DSCP {})", prio, d.roce_dscp)
+                                                    "priority (DSCP {})",
+                                                    prio, d.roce_dscp)
                                 : tag + "no PFC: losses are repaired by retransmission"));
   m.pfc.push_back(line(fmt::format("xoff_bytes = {}", d.pfc.xoff_bytes),
                        tag + "RX backlog in bytes at which this host sends XOFF (0 = never)"));
@@ -183,10 +192,14 @@ void append(std::vector<Entry>* es, const std::vector<std::string>& lines) {
 
 const std::vector<ProfileInfo>& profiles() {
   static const std::vector<ProfileInfo> kProfiles = {
-      {"lossless", "PFC on the RoCE priority (3), ECN on, DCQCN with NVIDIA defaults, CNPs on priority 6"},
+      {"lossless",
+       "PFC on the RoCE priority (3), ECN on, DCQCN with NVIDIA defaults, CNPs on priority 6"},
       {"lossy", "no PFC; ECN and DCQCN on (semi-lossless, like Zero-Touch RoCE)"},
-      {"hpc", "lossless plus faster DCQCN recovery for low latency (rpg_time_reset 100, rpg_ai_rate 20, min_time_between_cnps 0)"},
-      {"storage", "lossless with deeper PFC thresholds for large bursts (xoff 256 KiB, xon 128 KiB)"},
+      {"hpc",
+       "lossless plus faster DCQCN recovery for low latency (rpg_time_reset 100, rpg_ai_rate 20, "
+       "min_time_between_cnps 0)"},
+      {"storage",
+       "lossless with deeper PFC thresholds for large bursts (xoff 256 KiB, xon 128 KiB)"},
   };
   return kProfiles;
 }
@@ -197,11 +210,11 @@ bool is_profile(std::string_view name) {
   return false;
 }
 
-bool apply_profile_text(const std::string& text, const std::string& source,
-                        std::string_view name, const std::string& device, std::string* out,
-                        std::string* err) {
+bool apply_profile_text(const std::string& text, const std::string& source, std::string_view name,
+                        const std::string& device, std::string* out, std::string* err) {
   if (!is_profile(name)) {
-    *err = fmt::format("unknown profile \"{}\"; known profiles: lossless, lossy, hpc, storage", name);
+    *err =
+        fmt::format("unknown profile \"{}\"; known profiles: lossless, lossy, hpc, storage", name);
     return false;
   }
   std::optional<config::Config> cfg = config::parse(text, source, err);
@@ -236,9 +249,10 @@ bool apply_profile_text(const std::string& text, const std::string& source,
         for (const Entry& e : t.entries)
           if (e.key == "pfc" || e.key == "dcqcn" || e.key.rfind("pfc.", 0) == 0 ||
               e.key.rfind("dcqcn.", 0) == 0) {
-            *err = fmt::format("{}: device[{}].{}: written inline; move it to a [device.{}] "
-                               "table so uroce profile can edit it",
-                               source, b, e.key, e.key.substr(0, e.key.find('.')));
+            *err = fmt::format(
+                "{}: device[{}].{}: written inline; move it to a [device.{}] "
+                "table so uroce profile can edit it",
+                source, b, e.key, e.key.substr(0, e.key.find('.')));
             return false;
           }
         drop = {"profile", "ecn"};
@@ -349,8 +363,10 @@ std::vector<std::string> effective_diff(const std::string& before, const std::st
     cmp("pfc.xon_bytes", std::to_string(x.pfc_xon_bytes), std::to_string(y.pfc_xon_bytes));
     cmp("dcqcn", q(stats::get_text(x.dcqcn_mode)), q(stats::get_text(y.dcqcn_mode)));
     std::map<std::string, double> px, py;
-    for (uint32_t k = 0; k < x.dcqcn_param_count; ++k) px[std::string(stats::get_text(x.dcqcn_params[k].name))] = x.dcqcn_params[k].value;
-    for (uint32_t k = 0; k < y.dcqcn_param_count; ++k) py[std::string(stats::get_text(y.dcqcn_params[k].name))] = y.dcqcn_params[k].value;
+    for (uint32_t k = 0; k < x.dcqcn_param_count; ++k)
+      px[std::string(stats::get_text(x.dcqcn_params[k].name))] = x.dcqcn_params[k].value;
+    for (uint32_t k = 0; k < y.dcqcn_param_count; ++k)
+      py[std::string(stats::get_text(y.dcqcn_params[k].name))] = y.dcqcn_params[k].value;
     for (const auto& [k, v] : py) {
       auto it = px.find(k);
       std::string o = it == px.end() ? "unset" : fmt::format("{:g}", it->second);

@@ -32,9 +32,8 @@ bool is_profile(std::string_view name);
 /// `name`. @return false with *err = one line ("<source>: ...") when the input does not
 /// parse, a device is missing, the tables cannot be edited (inline pfc/dcqcn tables), or the
 /// result does not validate.
-bool apply_profile_text(const std::string& text, const std::string& source,
-                        std::string_view name, const std::string& device, std::string* out,
-                        std::string* err);
+bool apply_profile_text(const std::string& text, const std::string& source, std::string_view name,
+                        const std::string& device, std::string* out, std::string* err);
 
 /// The lines `uroce profile show NAME` prints: the keys as apply_profile_text writes them
 /// for a device with the default DSCP map (RoCE DSCP 26 -> priority 3).

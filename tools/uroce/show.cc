@@ -96,10 +96,12 @@ std::vector<int> list_for(const uint8_t* map, int n, int p) {
 constexpr std::string_view kCongestion[] = {"np_ecn_marked_roce_packets", "np_cnp_sent",
                                             "rp_cnp_handled", "rp_cnp_ignored"};
 constexpr std::string_view kReliability[] = {
-    "roce_adp_retrans",     "local_ack_timeout_err",          "packet_seq_err",
-    "implied_nak_seq_err",  "rnr_nak_retry_err",              "out_of_sequence",
-    "duplicate_request",    "req_transport_retries_exceeded", "req_rnr_retries_exceeded",
-    "out_of_buffer",        "rx_icrc_encapsulated"};
+    "roce_adp_retrans",         "local_ack_timeout_err",
+    "packet_seq_err",           "implied_nak_seq_err",
+    "rnr_nak_retry_err",        "out_of_sequence",
+    "duplicate_request",        "req_transport_retries_exceeded",
+    "req_rnr_retries_exceeded", "out_of_buffer",
+    "rx_icrc_encapsulated"};
 
 bool bit(uint8_t mask, int p) { return (mask >> p) & 1; }
 
@@ -152,7 +154,8 @@ void roce_json(JsonWriter& j, const Snapshot& s, bool running) {
     j.kv("tx_queue", int{c.prio_to_txq[p]});
     j.kv("pfc", bit(c.pfc_enabled_mask, p));
     j.kv("ecn", bit(c.ecn_enabled_mask, p));
-    for (const stats::StatDesc& d : stats::kPrioStats) j.kv(d.name, stats::prio_value(s.port, d, p));
+    for (const stats::StatDesc& d : stats::kPrioStats)
+      j.kv(d.name, stats::prio_value(s.port, d, p));
     j.end_object();
   }
   j.end_array();
@@ -174,7 +177,6 @@ void roce_json(JsonWriter& j, const Snapshot& s, bool running) {
   j.end_object();
 }
 
-
 void roce_table(std::string& out, const Snapshot& s, bool running) {
   const stats::ConfigSummary& c = s.config;
   std::string profile(stats::get_text(c.profile));
@@ -182,29 +184,32 @@ void roce_table(std::string& out, const Snapshot& s, bool running) {
                      running ? fmt::format("pid {}", s.pid) : std::string("(not running)"),
                      stats::get_text(c.port), c.mtu, stats::get_text(c.source));
   out += fmt::format(
-      "  profile {}  lossless {}  trust {}  ECN {}  DCQCN {}  RoCE dscp {} -> prio {}  CNP dscp {} -> prio {}\n",
+      "  profile {}  lossless {}  trust {}  ECN {}  DCQCN {}  RoCE dscp {} -> prio {}  CNP dscp {} "
+      "-> prio {}\n",
       profile.empty() ? "(none)" : profile, c.lossless ? "on" : "off", stats::get_text(c.trust),
       c.ecn ? "on" : "off", stats::get_text(c.dcqcn_mode), c.roce_dscp,
       c.dscp_to_prio[c.roce_dscp & 63], c.cnp_dscp, c.dscp_to_prio[c.cnp_dscp & 63]);
-  if (c.vlan >= 0) out += fmt::format("  802.1Q tag on every frame: vid {}, pcp = priority\n", c.vlan);
+  if (c.vlan >= 0)
+    out += fmt::format("  802.1Q tag on every frame: vid {}, pcp = priority\n", c.vlan);
   out += fmt::format("  PFC xoff {} B  xon {} B  watchdog {} ms / {} ms  storms warn {} err {}\n",
                      c.pfc_xoff_bytes, c.pfc_xon_bytes, c.pfc_watchdog_detect_ms,
                      c.pfc_watchdog_restore_ms, s.port.tx_pause_storm_warning_events,
                      s.port.tx_pause_storm_error_events);
-  out += fmt::format("  {:>4} {:<11} {:>3} {:>3} {:>3} {:>3} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>9} {:>12} {:>12}\n",
-                     "prio", "dscp", "pcp", "txq", "pfc", "ecn", "queue B", "hwm B", "rx pause",
-                     "rx pause us", "tx pause", "tx pause us", "ce marked", "rx bytes",
-                     "tx bytes");
+  out += fmt::format(
+      "  {:>4} {:<11} {:>3} {:>3} {:>3} {:>3} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>9} {:>12} "
+      "{:>12}\n",
+      "prio", "dscp", "pcp", "txq", "pfc", "ecn", "queue B", "hwm B", "rx pause", "rx pause us",
+      "tx pause", "tx pause us", "ce marked", "rx bytes", "tx bytes");
   for (int p = 0; p < stats::kNumPriorities; ++p) {
     const stats::PortStats& ps = s.port;
-    out += fmt::format("  {:>4} {:<11} {:>3} {:>3} {:>3} {:>3} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>9} {:>12} {:>12}\n",
-                       p, values_for(c.dscp_to_prio, 64, p), values_for(c.pcp_to_prio, 8, p),
-                       c.prio_to_txq[p], bit(c.pfc_enabled_mask, p) ? "on" : "-",
-                       bit(c.ecn_enabled_mask, p) ? "on" : "-", ps.tx_prio_queue_depth[p],
-                       ps.tx_prio_queue_high_water[p], ps.rx_prio_pause[p],
-                       ps.rx_prio_pause_duration[p], ps.tx_prio_pause[p],
-                       ps.tx_prio_pause_duration[p], ps.rx_prio_marked[p], ps.rx_prio_bytes[p],
-                       ps.tx_prio_bytes[p]);
+    out += fmt::format(
+        "  {:>4} {:<11} {:>3} {:>3} {:>3} {:>3} {:>9} {:>9} {:>8} {:>10} {:>8} {:>10} {:>9} {:>12} "
+        "{:>12}\n",
+        p, values_for(c.dscp_to_prio, 64, p), values_for(c.pcp_to_prio, 8, p), c.prio_to_txq[p],
+        bit(c.pfc_enabled_mask, p) ? "on" : "-", bit(c.ecn_enabled_mask, p) ? "on" : "-",
+        ps.tx_prio_queue_depth[p], ps.tx_prio_queue_high_water[p], ps.rx_prio_pause[p],
+        ps.rx_prio_pause_duration[p], ps.tx_prio_pause[p], ps.tx_prio_pause_duration[p],
+        ps.rx_prio_marked[p], ps.rx_prio_bytes[p], ps.tx_prio_bytes[p]);
   }
   out += fmt::format("  congestion: ECN marked {}  CNP sent {}  CNP handled {}  CNP ignored {}\n",
                      s.counter("np_ecn_marked_roce_packets"), s.counter("np_cnp_sent"),
@@ -220,8 +225,8 @@ void roce_table(std::string& out, const Snapshot& s, bool running) {
   std::string params = fmt::format("  dcqcn {}:", stats::get_text(c.dcqcn_mode));
   size_t line_start = 0;
   for (uint32_t i = 0; i < c.dcqcn_param_count && i < stats::kMaxDcqcnParams; ++i) {
-    std::string item = fmt::format(" {}={:g}", stats::get_text(c.dcqcn_params[i].name),
-                                   c.dcqcn_params[i].value);
+    std::string item =
+        fmt::format(" {}={:g}", stats::get_text(c.dcqcn_params[i].name), c.dcqcn_params[i].value);
     if (params.size() - line_start + item.size() > 100) {
       params += "\n         ";
       line_start = params.size() - 9;
@@ -266,7 +271,8 @@ int show_roce(const ShowOptions& o) {
         return 1;
       }
       for (const config::Device& d : cfg->devices)
-        if (o.device.empty() || d.name == o.device) configured.push_back(from_config(d, cfg->source));
+        if (o.device.empty() || d.name == o.device)
+          configured.push_back(from_config(d, cfg->source));
       if (configured.empty() && !o.device.empty()) {
         std::fprintf(stderr, "uroce: device %s: not running and not in %s\n", o.device.c_str(),
                      cfg->source.c_str());
@@ -357,9 +363,10 @@ int show_qp(const ShowOptions& o) {
   return repeat(o, [&] {
     Found f = collect(o);
     JsonWriter j;
-    std::string out = fmt::format("{:<10} {:>7} {:>8} {:<4} {:<5} {:<24} {:>8} {:>8} {:>8} {:>10} {:>10} {:>6} {:>8}\n",
-                                  "device", "pid", "qpn", "type", "state", "peer gid", "peer qp",
-                                  "sq psn", "rq psn", "rate Mb/s", "target", "alpha", "retrans");
+    std::string out = fmt::format(
+        "{:<10} {:>7} {:>8} {:<4} {:<5} {:<24} {:>8} {:>8} {:>8} {:>10} {:>10} {:>6} {:>8}\n",
+        "device", "pid", "qpn", "type", "state", "peer gid", "peer qp", "sq psn", "rq psn",
+        "rate Mb/s", "target", "alpha", "retrans");
     j.begin_object().key("qps").begin_array();
     for (const Snapshot& s : f.snaps)
       for (const stats::QpRecord& q : s.qps) {
@@ -371,15 +378,18 @@ int show_qp(const ShowOptions& o) {
         double rate = stats::load_double(q.rate_mbps), target = stats::load_double(q.target_mbps),
                alpha = stats::load_double(q.alpha);
         uint64_t retrans = q.counters[static_cast<size_t>(stats::QpCounter::retransmits)];
-        out += fmt::format("{:<10} {:>7} {:>#8x} {:<4} {:<5} {:<24} {:>#8x} {:>8} {:>8} {:>10.1f} {:>10.1f} {:>6.3f} {:>8}\n",
-                           s.device, s.pid, q.qpn, type, state, gid, q.peer_qpn, q.sq_psn,
-                           q.rq_psn, rate, target, alpha, retrans);
+        out += fmt::format(
+            "{:<10} {:>7} {:>#8x} {:<4} {:<5} {:<24} {:>#8x} {:>8} {:>8} {:>10.1f} {:>10.1f} "
+            "{:>6.3f} {:>8}\n",
+            s.device, s.pid, q.qpn, type, state, gid, q.peer_qpn, q.sq_psn, q.rq_psn, rate, target,
+            alpha, retrans);
         j.begin_object().kv("device", s.device).kv("pid", static_cast<int64_t>(s.pid));
         j.kv("qpn", q.qpn).kv("type", type).kv("state", state).kv("peer_gid", gid);
         j.kv("peer_qpn", q.peer_qpn).kv("sq_psn", q.sq_psn).kv("rq_psn", q.rq_psn);
         j.kv("rate_mbps", rate).kv("target_mbps", target).kv("alpha", alpha);
         j.key("counters").begin_object();
-        for (size_t i = 0; i < stats::kQpCounterCount; ++i) j.kv(stats::kQpStats[i].name, q.counters[i]);
+        for (size_t i = 0; i < stats::kQpCounterCount; ++i)
+          j.kv(stats::kQpStats[i].name, q.counters[i]);
         j.end_object().end_object();
       }
     j.end_array().end_object();

@@ -16,15 +16,15 @@
 namespace uroce::tool {
 
 struct ShowOptions {
-  std::string run_dir;   ///< empty: $UROCE_RUN_DIR or /dev/shm
-  std::string device;    ///< only this device (empty: all)
-  pid_t pid = 0;         ///< only this process (0: all)
-  int64_t qp = -1;       ///< show counters: only this QP (-1: device counters)
+  std::string run_dir;  ///< empty: $UROCE_RUN_DIR or /dev/shm
+  std::string device;   ///< only this device (empty: all)
+  pid_t pid = 0;        ///< only this process (0: all)
+  int64_t qp = -1;      ///< show counters: only this QP (-1: device counters)
   bool json = false;
-  bool watch = false;    ///< repeat every interval_s until interrupted
+  bool watch = false;  ///< repeat every interval_s until interrupted
   int interval_s = 1;
-  bool raw = false;      ///< ignore `clear counters` baselines
-  bool all = false;      ///< show counters: include zero per-priority values
+  bool raw = false;  ///< ignore `clear counters` baselines
+  bool all = false;  ///< show counters: include zero per-priority values
 };
 
 int show_roce(const ShowOptions& o);

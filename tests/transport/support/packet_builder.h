@@ -11,8 +11,8 @@
 
 #include <cstdint>
 #include <deque>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -47,7 +47,8 @@ class PacketBuilder {
     s.ackreq = ackreq;
     return s;
   }
-  std::vector<uint8_t> build(const wire::FrameSpec& s, std::span<const uint8_t> payload = {}) const {
+  std::vector<uint8_t> build(const wire::FrameSpec& s,
+                             std::span<const uint8_t> payload = {}) const {
     std::vector<uint8_t> f(wire::kMaxFrameOverhead + payload.size());
     wire::FrameLayout l = wire::build_headers(s, f);
     EXPECT_NE(l.payload_offset, 0);

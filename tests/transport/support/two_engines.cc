@@ -58,8 +58,7 @@ void fill_pattern(uint8_t* p, size_t n, uint64_t seed) {
   }
 }
 
-TwoEngines::TwoEngines(uint64_t seed, bool ipv6, uint32_t max_mtu, uint32_t cq_depth)
-    : rng_(seed) {
+TwoEngines::TwoEngines(uint64_t seed, bool ipv6, uint32_t max_mtu, uint32_t cq_depth) : rng_(seed) {
   for (int i = 0; i < 2; ++i) {
     Side& s = side_[i];
     s.mac = MacAddr{{0x02, 0, 0, 0, 0, static_cast<uint8_t>(i + 1)}};
@@ -125,9 +124,9 @@ void TwoEngines::ud_to_rts(int s, uint32_t qpn, uint32_t qkey, uint32_t sq_psn) 
   ASSERT_TRUE(e.modify_qp(qpn, a, kAttrState | kAttrSqPsn));
 }
 
-std::pair<uint32_t, uint32_t> TwoEngines::connect(QpType type, const QpAttr& attr,
-                                                  uint32_t max_wr, uint32_t max_sge,
-                                                  uint32_t max_inline, uint32_t access) {
+std::pair<uint32_t, uint32_t> TwoEngines::connect(QpType type, const QpAttr& attr, uint32_t max_wr,
+                                                  uint32_t max_sge, uint32_t max_inline,
+                                                  uint32_t access) {
   uint32_t q[2] = {create_qp(0, type, max_wr, max_sge, max_inline),
                    create_qp(1, type, max_wr, max_sge, max_inline)};
   if (type == QpType::kUd) {
@@ -175,7 +174,8 @@ void TwoEngines::send(int src, std::vector<uint8_t> bytes) {
   for (int c = 0; c < copies; ++c) {
     Duration d = o.latency;
     if (o.reorder > 0 && u(rng_) < o.reorder)
-      d = d + Duration::nanos(static_cast<int64_t>(rng_() % static_cast<uint64_t>(o.reorder_delay.ns + 1)));
+      d = d + Duration::nanos(
+                  static_cast<int64_t>(rng_() % static_cast<uint64_t>(o.reorder_delay.ns + 1)));
     Frame f{now_ + d, seq_++, 1 - src, c + 1 < copies ? bytes : std::move(bytes)};
     inflight_.push(std::move(f));
   }

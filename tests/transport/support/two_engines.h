@@ -26,10 +26,10 @@ namespace uroce::transport::testing {
 
 /// Impairments of one direction of the link.
 struct LinkOptions {
-  double loss = 0;         ///< drop probability per frame
-  double duplicate = 0;    ///< probability a frame is delivered twice
-  double reorder = 0;      ///< probability a frame gets an extra random delay
-  double corrupt = 0;      ///< probability one byte is flipped (ICRC then drops it)
+  double loss = 0;       ///< drop probability per frame
+  double duplicate = 0;  ///< probability a frame is delivered twice
+  double reorder = 0;    ///< probability a frame gets an extra random delay
+  double corrupt = 0;    ///< probability one byte is flipped (ICRC then drops it)
   Duration latency = Duration::micros(1);
   Duration reorder_delay = Duration::micros(4);  ///< maximum extra delay of a reordered frame
   bool blackhole = false;  ///< drop everything (a peer that stopped answering)
