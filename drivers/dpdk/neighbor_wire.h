@@ -11,21 +11,17 @@
 #include <type_traits>
 
 #include "common/byteorder.h"
+#include "transport/wire/eth.h"
 
 namespace uroce::dpdk::wire {
 
-inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
+// Ethernet II and its EtherTypes are the transport's (transport/wire/eth.h); ARP is only here.
+using uroce::wire::EthHdr;
+using uroce::wire::kEtherTypeIpv4;
+using uroce::wire::kEtherTypeIpv6;
+using uroce::wire::kEtherTypeMacControl;
+using uroce::wire::kEtherTypeVlan;
 inline constexpr uint16_t kEtherTypeArp = 0x0806;
-inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
-inline constexpr uint16_t kEtherTypeMacControl = 0x8808;  ///< PFC / pause (802.1Qbb)
-inline constexpr uint16_t kEtherTypeVlan = 0x8100;        ///< 802.1Q TPID
-
-/// Ethernet II header (no 802.1Q tag).
-struct EthHdr {
-  std::array<uint8_t, 6> dst;  ///< destination MAC
-  std::array<uint8_t, 6> src;  ///< source MAC
-  Be16 ether_type;             ///< kEtherType*
-};
 
 inline constexpr uint16_t kArpHtypeEthernet = 1;
 inline constexpr uint16_t kArpOpRequest = 1;

@@ -130,7 +130,7 @@ bool Neighbors::on_frame(std::span<const uint8_t> frame, Timestamp /*now*/, TxSi
   }
   wire::EthHdr eth;
   std::memcpy(&eth, frame.data(), sizeof eth);
-  switch (eth.ether_type.load()) {
+  switch (eth.ethertype.load()) {
     case wire::kEtherTypeArp: return on_arp(frame, tx);
     case wire::kEtherTypeIpv6: return on_ipv6(frame, tx);
     default: return false;
@@ -215,7 +215,7 @@ bool Neighbors::on_ipv6(std::span<const uint8_t> frame, TxSink& tx) {
 bool Neighbors::send_arp(uint16_t op, const MacAddr& eth_dst, const MacAddr& tha, uint32_t spa,
                          uint32_t tpa, TxSink& tx) {
   uint8_t p[wire::kArpFrameLen];
-  wire::EthHdr eth{eth_dst.b, mac_.b, Be16::of(wire::kEtherTypeArp)};
+  wire::EthHdr eth{eth_dst, mac_, Be16::of(wire::kEtherTypeArp)};
   wire::ArpPkt arp{Be16::of(wire::kArpHtypeEthernet),
                    Be16::of(wire::kEtherTypeIpv4),
                    6,
@@ -234,7 +234,7 @@ bool Neighbors::send_nd(uint8_t type, uint32_t flags, const Key& src, const Key&
                         const MacAddr& eth_dst, const Key& target, TxSink& tx) {
   uint8_t p[wire::kNdFrameLen];
   constexpr uint16_t kPayload = sizeof(wire::NdMsg) + sizeof(wire::NdLinkOpt);
-  wire::EthHdr eth{eth_dst.b, mac_.b, Be16::of(wire::kEtherTypeIpv6)};
+  wire::EthHdr eth{eth_dst, mac_, Be16::of(wire::kEtherTypeIpv6)};
   wire::Ipv6Hdr ip{Be32::of(6u << 28), Be16::of(kPayload), wire::kIpProtoIcmpv6, 255, src, dst};
   uint8_t msg[kPayload];
   wire::NdMsg nd{type, 0, Be16::of(0), Be32::of(flags), target};

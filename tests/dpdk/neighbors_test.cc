@@ -70,7 +70,7 @@ Neighbors make(std::map<std::string, MacAddr> statics = {}) {
 Frame arp_frame(uint16_t op, const MacAddr& eth_dst, const MacAddr& sha, uint32_t spa,
                 const MacAddr& tha, uint32_t tpa) {
   Frame f(wire::kArpFrameLen);
-  wire::EthHdr eth{eth_dst.b, sha.b, Be16::of(wire::kEtherTypeArp)};
+  wire::EthHdr eth{eth_dst, sha, Be16::of(wire::kEtherTypeArp)};
   wire::ArpPkt arp{Be16::of(1), Be16::of(0x0800), 6, 4, Be16::of(op), sha.b, Be32::of(spa),
                    tha.b,       Be32::of(tpa)};
   std::memcpy(f.data(), &eth, sizeof eth);
@@ -88,7 +88,7 @@ wire::ArpPkt arp_of(const Frame& f) {
 Frame nd_frame(uint8_t type, uint32_t flags, const Gid& src, const std::array<uint8_t, 16>& dst,
                const Gid& target, uint8_t opt_type, const MacAddr& opt_mac, uint8_t hop = 255) {
   Frame f(wire::kNdFrameLen);
-  wire::EthHdr eth{MacAddr::broadcast().b, opt_mac.b, Be16::of(wire::kEtherTypeIpv6)};
+  wire::EthHdr eth{MacAddr::broadcast(), opt_mac, Be16::of(wire::kEtherTypeIpv6)};
   wire::Ipv6Hdr ip{Be32::of(6u << 28), Be16::of(32), 58, hop, src.raw, dst};
   wire::NdMsg nd{type, 0, Be16::of(0), Be32::of(flags), target.raw};
   wire::NdLinkOpt opt{opt_type, 1, opt_mac.b};
