@@ -202,9 +202,7 @@ TEST_F(ConfigTest, UdOverIpv6CarriesAnIpv6Grh) {
     Buffer dst(pd, 140, kAllAccess);
     fill_pattern(src.bytes, 12);
     ibv_sge rs{dst.addr(), 140, dst.mr->lkey};
-    ibv_recv_wr rwr{};
-    rwr.sg_list = &rs;
-    rwr.num_sge = 1;
+    ibv_recv_wr rwr = recv_wr(0, &rs);
     ibv_recv_wr* rbad = nullptr;
     ASSERT_EQ(ibv_post_recv(b, &rwr, &rbad), 0);
     ibv_sge sge{src.addr(), 100, src.mr->lkey};

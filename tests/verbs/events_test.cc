@@ -53,10 +53,7 @@ class ChannelTest : public QpPairTest {
   }
   void post_recv_b2(Buffer& dst, uint64_t id) {
     ibv_sge s{dst.addr(), static_cast<uint32_t>(dst.bytes.size()), dst.mr->lkey};
-    ibv_recv_wr rwr{};
-    rwr.wr_id = id;
-    rwr.sg_list = &s;
-    rwr.num_sge = 1;
+    ibv_recv_wr rwr = recv_wr(id, &s);
     ibv_recv_wr* bad = nullptr;
     ASSERT_EQ(ibv_post_recv(b2_, &rwr, &bad), 0);
   }
@@ -209,10 +206,7 @@ TEST_F(CqExTest, StartNextEndPollReadFields) {
   EXPECT_EQ(ibv_start_poll(cqx_, &pa), ENOENT);
   for (uint64_t i = 0; i < 3; ++i) {
     ibv_sge s{dst.addr() + i * 100, 100, dst.mr->lkey};
-    ibv_recv_wr rwr{};
-    rwr.wr_id = 10 + i;
-    rwr.sg_list = &s;
-    rwr.num_sge = 1;
+    ibv_recv_wr rwr = recv_wr(10 + i, &s);
     ibv_recv_wr* bad = nullptr;
     ASSERT_EQ(ibv_post_recv(b_, &rwr, &bad), 0);
   }

@@ -36,10 +36,7 @@ TEST_F(UdTest, SendArrivesWithGrhAndSourceQp) {
   Buffer dst(pd_, kGrh + len, kAllAccess, 0xaa);
   fill_pattern(src.bytes, 21);
   ibv_sge rs{dst.addr(), static_cast<uint32_t>(kGrh + len), dst.mr->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 3;
-  rwr.sg_list = &rs;
-  rwr.num_sge = 1;
+  ibv_recv_wr rwr = recv_wr(3, &rs);
   ibv_recv_wr* rbad = nullptr;
   ASSERT_EQ(ibv_post_recv(b_, &rwr, &rbad), 0);
   ibv_ah* ah = ah_to_self();
@@ -152,10 +149,7 @@ TEST_F(SrqTest, SendsConsumeSrqWqesAndLimitEventFires) {
   fill_pattern(src.bytes, 5);
   for (size_t i = 0; i < n; ++i) {
     ibv_sge s{dst.addr() + i * len, static_cast<uint32_t>(len), dst.mr->lkey};
-    ibv_recv_wr rwr{};
-    rwr.wr_id = 100 + i;
-    rwr.sg_list = &s;
-    rwr.num_sge = 1;
+    ibv_recv_wr rwr = recv_wr(100 + i, &s);
     ibv_recv_wr* bad = nullptr;
     ASSERT_EQ(ibv_post_srq_recv(srq_, &rwr, &bad), 0);
   }
@@ -216,10 +210,7 @@ TEST_F(SrqTest, QpKeepsItsSrqWhenMoreSrqsAreCreated) {
   Buffer dst(pd_, len, kAllAccess);
   fill_pattern(src.bytes, 9);
   ibv_sge s{dst.addr(), static_cast<uint32_t>(len), dst.mr->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 77;
-  rwr.sg_list = &s;
-  rwr.num_sge = 1;
+  ibv_recv_wr rwr = recv_wr(77, &s);
   ibv_recv_wr* rbad = nullptr;
   ASSERT_EQ(ibv_post_srq_recv(srq_, &rwr, &rbad), 0);
   ibv_sge sge{src.addr(), static_cast<uint32_t>(len), src.mr->lkey};

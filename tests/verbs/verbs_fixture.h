@@ -87,6 +87,15 @@ inline ibv_send_wr rdma_wr(ibv_wr_opcode op, ibv_sge* sge, uint64_t remote_addr,
   return wr;
 }
 
+/// A receive work request of one SGE.
+inline ibv_recv_wr recv_wr(uint64_t wr_id, ibv_sge* sge) {
+  ibv_recv_wr wr{};
+  wr.wr_id = wr_id;
+  wr.sg_list = sge;
+  wr.num_sge = 1;
+  return wr;
+}
+
 /// Moves qp RESET -> INIT -> RTR -> RTS towards dest_qpn on the GID at index 0 of ctx.
 /// Returns the first ibv_modify_qp error, 0 on success.
 inline int connect_qp(ibv_context* ctx, ibv_qp* qp, uint32_t dest_qpn, uint32_t my_psn,

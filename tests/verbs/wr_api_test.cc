@@ -32,10 +32,7 @@ TEST_F(WrApiTest, BatchOfWriteSendAndAtomic) {
   uint64_t c0 = 40;
   std::memcpy(counter.bytes.data(), &c0, 8);
   ibv_sge rs{rbuf.addr(), 64, rbuf.mr->lkey};
-  ibv_recv_wr rwr{};
-  rwr.wr_id = 50;
-  rwr.sg_list = &rs;
-  rwr.num_sge = 1;
+  ibv_recv_wr rwr = recv_wr(50, &rs);
   ibv_recv_wr* rbad = nullptr;
   ASSERT_EQ(ibv_post_recv(b_, &rwr, &rbad), 0);
 
