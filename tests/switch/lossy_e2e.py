@@ -9,7 +9,8 @@ loss rate (0.1 %, 1 %, 5 %, each with 0.5 % duplication, 1 % reordering within 2
   - complete with every byte verified by uroce_verify on both sides (and, for SEND, every
     receive completing exactly once and in posting order; atomics returning 2i and 2i+1);
   - count in each host's rx_icrc_encapsulated exactly the frames the switch corrupted on the
-    way to it (a corrupted frame never reaches the transport);
+    way to it (a corrupted frame never reaches the transport), less at most the frames the
+    switch still held for that host when the run ended;
   - show the recovery in the counters: with frames dropped, retransmissions at the requester
     (roce_adp_retrans or local_ack_timeout_err) and NAKed or discarded out-of-order requests
     at the responder (out_of_sequence or packet_seq_err); with frames duplicated,
@@ -100,13 +101,20 @@ def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
     if None in c:
         failures.append(f"{tag}: no counters-at-close line")
         return
-    # Frames port i received (from host i) were corrupted on their way to host 1 - i.
+    # Frames port i received (from host i) were corrupted on their way to host 1 - i. Each
+    # reaches that host unless the host left first: frames the switch still held for it when
+    # the run ended (queued behind a slow receiver, or held for reordering) are never
+    # delivered, so at most that many corrupted ones may be missing from its count (seen once:
+    # 98 of 99, with 30 frames left in the queue toward A).
     for i, name in ((0, "A"), (1, "B")):
         want = sw_counters[1 - i]["imp_corrupted"]
         got = c[i].get("rx_icrc_encapsulated", 0)
-        if got != want:
+        undelivered = max(0, sw_counters[1 - i]["rx_packets"] - sw_counters[1 - i]["imp_dropped"]
+                          - sw_counters[i]["tx_packets"])
+        if got > want or want - got > undelivered:
             failures.append(f"{tag}: host {name} counted {got} bad-ICRC frames, the switch "
-                            f"corrupted {want} on the way to it")
+                            f"corrupted {want} on the way to it ({undelivered} frames for it "
+                            "undelivered at the end)")
     dropped = sw_counters[0]["imp_dropped"] + sw_counters[1]["imp_dropped"]
     if dropped:
         retrans = c[0].get("roce_adp_retrans", 0) + c[0].get("local_ack_timeout_err", 0)
