@@ -50,6 +50,7 @@
 #include "dcqcn/pfc_tx.h"
 #include "dcqcn/tx_scheduler.h"
 #include "dpdk/eal.h"
+#include "dpdk/eal_args.h"
 #include "dpdk/mbuf_pool.h"
 #include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
@@ -581,7 +582,7 @@ uint32_t pow2_at_least(size_t n, uint32_t from) {
 PmdPlan plan_pmd(const config::Device& dev) {
   PmdPlan plan{dev.port};
   const size_t frame = dev.mtu + kRoceOverhead;
-  if (dev.port.rfind("net_memif", 0) == 0) {
+  if (is_memif_port(dev.port)) {
     plan.limit_advisory = true;
     if (!devarg_u32(dev.port, "bsize") && frame > 2048)
       plan.devargs += ",bsize=" + std::to_string(pow2_at_least(frame, 2048));
@@ -680,7 +681,7 @@ std::unique_ptr<Port> open_dpdk_port(const config::Device& dev, std::string* err
         g_parked.erase(it);
         g_open.insert(port_id);
         auto port = std::make_unique<DpdkPort>(port_id, p.pool, p.mac, p.max_frame, dev);
-        if (dev.port.rfind("net_memif", 0) == 0) {
+        if (is_memif_port(dev.port)) {
           port->set_memif();
           if (dev.port.find("role=client") != std::string::npos) port->reconnect_when_down();
         }

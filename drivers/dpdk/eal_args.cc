@@ -67,8 +67,10 @@ std::vector<std::string> build_eal_args(const EalPlan& plan) {
   return a;
 }
 
+bool is_memif_port(std::string_view port) { return port.rfind("net_memif", 0) == 0; }
+
 bool is_memif_zero_copy(std::string_view port) {
-  return port.rfind("net_memif", 0) == 0 && port.find(",zero-copy=yes") != std::string_view::npos;
+  return is_memif_port(port) && port.find(",zero-copy=yes") != std::string_view::npos;
 }
 
 bool is_pci_port(std::string_view s) {

@@ -42,6 +42,9 @@ struct EalPlan {
   bool memif_zero_copy = false;
 };
 
+/// True for a memif port string (`net_memif...`).
+bool is_memif_port(std::string_view port);
+
 /// True for a memif port string in zero-copy mode (`net_memif...,zero-copy=yes`).
 bool is_memif_zero_copy(std::string_view port);
 

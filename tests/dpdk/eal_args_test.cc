@@ -52,6 +52,9 @@ TEST(EalArgs, ZeroCopyMemifClientGetsSingleFileSegments) {
   EXPECT_TRUE(has(build_eal_args(p), "--single-file-segments"));
   EXPECT_TRUE(is_memif_zero_copy("net_memif0,role=client,socket=/s,zero-copy=yes"));
   EXPECT_FALSE(is_memif_zero_copy("net_af_packet0,iface=v,zero-copy=yes"));
+  EXPECT_TRUE(is_memif_port("net_memif1,role=server,socket=/s"));
+  EXPECT_FALSE(is_memif_port("net_af_xdp0,iface=v"));
+  EXPECT_FALSE(is_memif_port("eth_net_memif0"));  // a prefix, not a substring
 }
 
 TEST(EalArgs, HugepagesUseInMemory) {

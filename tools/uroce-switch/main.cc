@@ -104,7 +104,7 @@ struct SwitchPort {
       : id(port_id),
         devargs(std::move(args)),
         pfc_in(o.link_bps, pfc),
-        memif(devargs.rfind("net_memif", 0) == 0),
+        memif(dpdk::is_memif_port(devargs)),
         impair([&] {
           ImpairConfig ic = o.impair;
           ic.seed += index;
