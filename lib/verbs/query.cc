@@ -35,41 +35,32 @@ constexpr int kMaxAh = 1 << 16;
 constexpr uint32_t kVendorId = 0;  ///< no IEEE OUI: a software device
 constexpr uint32_t kVendorPart = 0x0001;
 
-/// IBTA width/speed encodings that multiply out to the port's speed.
+/// IBTA width/speed encodings that multiply out to the port's speed: the first row whose
+/// rate the port reaches.
+struct WidthSpeed {
+  uint64_t min_gbps;
+  uint8_t width;  ///< 1 = 1x, 2 = 4x
+  uint8_t speed;  ///< 1 SDR, 4 QDR, 32 EDR, 64 HDR, 128 NDR
+};
+constexpr WidthSpeed kWidthSpeeds[] = {
+    {400, 2, 128},  // 4x NDR
+    {200, 2, 64},   // 4x HDR
+    {100, 2, 32},   // 4x EDR
+    {50, 1, 64},    // 1x HDR
+    {40, 2, 4},     // 4x QDR
+    {25, 1, 32},    // 1x EDR
+    {10, 1, 4},     // 1x QDR
+    {0, 1, 1},      // 1x SDR
+};
+
 void speed_width(uint64_t bps, uint8_t* width, uint8_t* speed) {
-  uint64_t g = bps / 1'000'000'000ull;
-  if (g >= 400) {
-    *width = 2;
-    *speed = 128;
-  }  // 4x NDR
-  else if (g >= 200) {
-    *width = 2;
-    *speed = 64;
-  }  // 4x HDR
-  else if (g >= 100) {
-    *width = 2;
-    *speed = 32;
-  }  // 4x EDR
-  else if (g >= 50) {
-    *width = 1;
-    *speed = 64;
-  }  // 1x HDR
-  else if (g >= 40) {
-    *width = 2;
-    *speed = 4;
-  }  // 4x QDR
-  else if (g >= 25) {
-    *width = 1;
-    *speed = 32;
-  }  // 1x EDR
-  else if (g >= 10) {
-    *width = 1;
-    *speed = 4;
-  }  // 1x QDR
-  else {
-    *width = 1;
-    *speed = 1;
-  }  // 1x SDR
+  const uint64_t g = bps / 1'000'000'000ull;
+  for (const WidthSpeed& r : kWidthSpeeds) {
+    if (g < r.min_gbps) continue;
+    *width = r.width;
+    *speed = r.speed;
+    return;
+  }
 }
 
 void fill_port_attr(Context* ctx, ibv_port_attr* p) {
