@@ -24,10 +24,6 @@ namespace uroce::transport {
 using wire::OpFlag;
 
 namespace {
-bool is_rd_atomic(const SendWqe& w) {
-  return w.opcode == WrOpcode::kRdmaRead || w.opcode == WrOpcode::kAtomicCmpAndSwp ||
-         w.opcode == WrOpcode::kAtomicFetchAndAdd;
-}
 bool outstanding(const Qp& qp) { return diff(qp.max_psn, qp.una) > 0; }
 }  // namespace
 
@@ -291,6 +287,23 @@ void Engine::Impl::on_timers(Qp& qp, Timestamp now) {
       rewind(qp, qp.una);
       qp.retrans_at = now + local_ack_timeout(qp.attr.timeout);
     }
+  }
+  if (qp.probe_at <= now) {
+    qp.probe_at = Timestamp::never();
+    // ACK probe (kAckProbeDelay): the stream stopped with its last packets never asked to be
+    // ACKed; resend the last one with AckReq. Not while anything else is still to be sent.
+    if (qp.tail_unreq && outstanding(qp) && qp.next_psn == qp.max_psn &&
+        qp.send_pos == qp.sq.tail_pos() && qp.rnr_until.is_never() &&
+        (qp.state == QpState::kRts || qp.state == QpState::kSqd)) {
+      inc(Counter::req_ack_probes);
+      rewind(qp, qp.next_psn - 1);
+      qp.force_ackreq = true;
+    }
+  }
+  if (qp.dack_at <= now) {
+    qp.dack_at = Timestamp::never();
+    if (qp.state != QpState::kErr && qp.state != QpState::kReset)
+      queue_ack(qp, kSynAck, qp.dack_psn);
   }
   if (qp.rnr_until <= now) {
     qp.rnr_until = Timestamp::never();

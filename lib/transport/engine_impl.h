@@ -45,7 +45,21 @@ inline constexpr uint32_t kAckReqInterval = 16;  ///< AckReq at least every n pa
 /// and at least every local ACK timeout / kAckReqTimeDivisor: a sender paced slowly (DCQCN near
 /// rpg_min_rate) then still draws ACKs well inside its timer instead of timing out spuriously.
 inline constexpr int64_t kAckReqTimeDivisor = 4;
+/// A stream of unsignaled messages draws fewer ACKs (one ACK covers every PSN before it, IBA
+/// 9.7.5.1.1). The last packet of a message asks for one when its WR is signaled, when the
+/// rules above say so, or when the send queue runs empty after it and the QP sent nothing for
+/// kAckReqStreamGap before it (sparse traffic: every message, as without the rule). A stream
+/// that stops with packets nobody asked to ACK is covered twice: a uroce responder ACKs them
+/// kDelayedAck after the first of them, and the requester, kAckProbeDelay after its last
+/// packet, resends that packet with AckReq (a responder that ACKs only on AckReq, like Linux
+/// rxe, re-ACKs a duplicate: C9-105). A local ACK timeout within 4 x kAckProbeDelay leaves
+/// no room for the probe: such a QP asks on every message's last packet.
+inline constexpr Duration kAckReqStreamGap = Duration::micros(5);
+inline constexpr Duration kDelayedAck = Duration::micros(20);
+inline constexpr Duration kAckProbeDelay = Duration::micros(200);
 inline constexpr uint8_t kAethCreditInvalid = 0x1f;  ///< ACK credit code "not used" (9.7.5.1)
+/// AETH syndrome of a plain ACK (credits not used).
+inline constexpr uint8_t kSynAck = wire::aeth_syndrome(wire::kAethTypeAck, kAethCreditInvalid);
 inline constexpr uint32_t resp_queue_depth(uint32_t max_dest_rd_atomic) {
   return kRespQueueDepth > 2 * max_dest_rd_atomic + 4 ? kRespQueueDepth
                                                       : 2 * max_dest_rd_atomic + 4;
@@ -122,6 +136,12 @@ struct SendWqe {
   AddressVector av;                           ///< UD only
 };
 
+/// READ and atomic WRs: answered by responses, limited by max_rd_atomic.
+inline bool is_rd_atomic(const SendWqe& w) {
+  return w.opcode == WrOpcode::kRdmaRead || w.opcode == WrOpcode::kAtomicCmpAndSwp ||
+         w.opcode == WrOpcode::kAtomicFetchAndAdd;
+}
+
 /// One entry of the responder's ordered response queue (IBA 9.7.5: responses in PSN order).
 struct RespItem {
   enum class Kind : uint8_t { kAck, kNak, kRead, kAtomic };
@@ -172,7 +192,11 @@ struct Qp {
   bool any_ack = false;
   uint32_t rd_atomic_out = 0;  ///< READ/atomic WQEs started and not completed
   uint32_t pkts_since_ackreq = 0;
-  Timestamp last_ackreq{};  ///< when the last packet with AckReq went out
+  Timestamp last_ackreq{};    ///< when the last packet with AckReq went out
+  Timestamp last_sent{};      ///< when the last request packet went out
+  bool tail_unreq = false;    ///< the last request packet was a SEND/WRITE without AckReq
+  bool force_ackreq = false;  ///< the next request packet asks (a probe)
+  Timestamp probe_at = Timestamp::never();  ///< ACK probe (kAckProbeDelay)
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
   Timestamp retrans_at = Timestamp::never();      ///< local ACK timer
@@ -197,9 +221,11 @@ struct Qp {
   bool uc_drop = false;  ///< UC: dropping until the next FIRST/ONLY
   uint64_t wr_va = 0;    ///< WRITE in progress: next address
   uint32_t wr_rkey = 0;
-  uint32_t wr_resid = 0;  ///< bytes still expected
-  uint32_t wr_len = 0;    ///< DMA length of the WRITE in progress
-  bool cur_recv = false;  ///< a receive WQE is being filled
+  uint32_t wr_resid = 0;                   ///< bytes still expected
+  Timestamp dack_at = Timestamp::never();  ///< delayed ACK of packets without AckReq
+  Psn dack_psn;                            ///< the newest of them
+  uint32_t wr_len = 0;                     ///< DMA length of the WRITE in progress
+  bool cur_recv = false;                   ///< a receive WQE is being filled
   RecvWqe cur_rwqe;
   std::array<Sge, kMaxSge> cur_sg{};
   uint32_t cur_off = 0;  ///< bytes placed into it
@@ -320,6 +346,8 @@ struct Engine::Impl {
   Timestamp qp_tx_time(const Qp& qp) const;
   Timestamp qp_timer_time(const Qp& qp) const;
   bool requester_has_packet(const Qp& qp) const;
+  /// Whether a SEND/WRITE packet asks for an ACK (kAckReqInterval, kAckReqStreamGap).
+  bool wants_ackreq(const Qp& qp, const SendWqe& w, bool last, uint32_t pos, Timestamp now) const;
   /// Builds and sends at most one frame for the QP; returns 1 sent, 0 nothing to send,
   /// -1 sink full.
   int service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);

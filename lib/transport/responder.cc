@@ -27,7 +27,6 @@ namespace uroce::transport {
 using wire::OpFlag;
 
 namespace {
-constexpr uint8_t kSynAck = wire::aeth_syndrome(wire::kAethTypeAck, kAethCreditInvalid);
 constexpr uint8_t nak(uint8_t code) { return wire::aeth_syndrome(wire::kAethTypeNak, code); }
 uint32_t pkts_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
 }  // namespace
@@ -75,6 +74,7 @@ uint32_t recv_pd(const Qp& qp) { return qp.srq ? qp.srq->pd : qp.init.pd; }
 }  // namespace
 
 void Engine::Impl::queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal) {
+  qp.dack_at = Timestamp::never();  // every ACK/NAK covers the PSNs before the expected one
   if (!qp.resp_q.empty()) {
     RespItem& t = qp.resp_q.back();
     if ((t.kind == RespItem::Kind::kAck || t.kind == RespItem::Kind::kNak) && !t.fatal) {
@@ -118,7 +118,7 @@ void Engine::Impl::responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev,
   activate(qp);
 }
 
-void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) {
+void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   const wire::OpcodeInfo& info = *p.info;
   const int32_t d = diff(p.psn, qp.epsn);
   const uint32_t pd = qp.init.pd;
@@ -360,7 +360,14 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp) 
     return;
   }
   qp.epsn = qp.epsn + 1;
-  if (p.ackreq) queue_ack(qp, kSynAck, p.psn);
+  if (p.ackreq) {
+    queue_ack(qp, kSynAck, p.psn);
+  } else {
+    // Delayed ACK (kDelayedAck): a requester that stopped without asking still hears back.
+    if (qp.dack_at.is_never()) qp.dack_at = now + kDelayedAck;
+    qp.dack_psn = p.psn;
+    activate(qp);
+  }
 }
 
 void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {

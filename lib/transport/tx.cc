@@ -22,12 +22,7 @@ using wire::Opcode;
 
 namespace {
 constexpr uint32_t kBurst = 16;
-constexpr uint8_t kSynAck = wire::aeth_syndrome(wire::kAethTypeAck, kAethCreditInvalid);
 
-bool is_rd_atomic(const SendWqe& w) {
-  return w.opcode == WrOpcode::kRdmaRead || w.opcode == WrOpcode::kAtomicCmpAndSwp ||
-         w.opcode == WrOpcode::kAtomicFetchAndAdd;
-}
 uint32_t pkts_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
 
 /// UC opcodes are the RC ones + 0x20 (IBA 9.2.1 Table 37).
@@ -132,7 +127,7 @@ Timestamp Engine::Impl::qp_tx_time(const Qp& qp) const {
 }
 
 Timestamp Engine::Impl::qp_timer_time(const Qp& qp) const {
-  return std::min(qp.retrans_at, qp.cc->next_deadline());
+  return std::min({qp.retrans_at, qp.probe_at, qp.dack_at, qp.cc->next_deadline()});
 }
 
 Timestamp Engine::Impl::next_deadline() const {
@@ -248,6 +243,18 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
 }
 
 // ---- Requester -------------------------------------------------------------------------------
+
+bool Engine::Impl::wants_ackreq(const Qp& qp, const SendWqe& w, bool last, uint32_t pos,
+                                Timestamp now) const {
+  if (qp.force_ackreq || qp.pkts_since_ackreq + 1 >= kAckReqInterval) return true;
+  const Duration timeout = local_ack_timeout(qp.attr.timeout);
+  if ((now - qp.last_ackreq).ns >= timeout.ns / kAckReqTimeDivisor) return true;
+  if (!last) return false;
+  if (w.signaled) return true;
+  if (pos + 1 != qp.sq.tail_pos()) return false;  // the next message follows right away
+  if (timeout.ns <= 4 * kAckProbeDelay.ns) return true;
+  return now - qp.last_sent >= kAckReqStreamGap;  // sparse traffic asks every time
+}
 
 int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now) {
   const uint32_t pos = qp.send_pos;
@@ -373,10 +380,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
         s.imm = imm_from_net(w.imm);
       if (last && w.opcode == WrOpcode::kSendWithInv) s.ieth_rkey = w.imm;
       s.se = last && (w.flags & kSendSolicited);
-      if (qp.type == QpType::kRc)
-        s.ackreq =
-            last || qp.pkts_since_ackreq + 1 >= kAckReqInterval ||
-            (now - qp.last_ackreq).ns >= local_ack_timeout(qp.attr.timeout).ns / kAckReqTimeDivisor;
+      if (qp.type == QpType::kRc) s.ackreq = wants_ackreq(qp, w, last, pos, now);
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
         if (chunk == 0) return true;
@@ -402,7 +406,9 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   if (r <= 0) return r;
 
   // Sent.
-  if (diff(s.psn, qp.max_psn) < 0) {
+  if (qp.force_ackreq) {
+    qp.force_ackreq = false;  // the ACK probe: a duplicate by design, not a retransmission
+  } else if (diff(s.psn, qp.max_psn) < 0) {
     inc(Counter::roce_adp_retrans);
     qp.traffic.retransmits++;
   }
@@ -411,6 +417,10 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
   qp.pkts_since_ackreq = s.ackreq ? 0 : qp.pkts_since_ackreq + 1;
   if (s.ackreq) qp.last_ackreq = now;
+  qp.last_sent = now;
+  // READ and atomic requests draw responses that acknowledge everything before them.
+  qp.tail_unreq = qp.type == QpType::kRc && !s.ackreq && !is_rd_atomic(w);
+  qp.probe_at = qp.tail_unreq ? now + kAckProbeDelay : Timestamp::never();
   if (last_of_wqe) {
     qp.send_pos = pos + 1;
     qp.send_off = 0;

@@ -259,5 +259,90 @@ TEST_F(CompleterTest, FatalNaksCompleteWithTheirStatus) {
   }
 }
 
+/// Posts and sends `n` one-packet unsignaled WRITEs `gap` apart; returns the PSNs that asked
+/// for an ACK.
+std::vector<uint32_t> stream_unsignaled(EngineUnderTest& t, int n, Duration gap) {
+  std::vector<uint32_t> asked;
+  for (int i = 0; i < n; ++i) {
+    if (i) t.now = t.now + gap;
+    EXPECT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 10 + i, 0, 10, 0x1000, 0xabc, 0));
+    EXPECT_EQ(t.tx(), 1u);
+    Captured c = t.sink.pop();
+    if (c.p.ackreq) asked.push_back(c.p.psn.value());
+  }
+  return asked;
+}
+
+TEST_F(CompleterTest, UnsignaledStreamAsksForAnAckEvery16thPacket) {
+  // 40 unsignaled WRITEs 100 ns apart: the first asks (nothing sent before it), then every
+  // kAckReqInterval-th; a signaled WRITE after them asks too.
+  EXPECT_EQ(stream_unsignaled(t, 40, Duration::nanos(100)), (std::vector<uint32_t>{500, 516, 532}));
+  t.now = t.now + Duration::nanos(100);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 99, 0, 10));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_TRUE(t.sink.pop().p.ackreq);
+  // Receive ACK 540 (covers all): only the signaled WR completes, the SQ is empty again.
+  t.rx(pb.ack(540));
+  auto q = t.cqes();
+  ASSERT_EQ(q.size(), 1u);
+  EXPECT_EQ(q[0].wr_id, 99u);
+  EXPECT_TRUE(t.e->next_deadline().is_never());
+}
+
+TEST_F(CompleterTest, SparseUnsignaledWritesAskEveryTime) {
+  // 4 unsignaled WRITEs 10 us apart (more than kAckReqStreamGap): each asks, as a signaled one.
+  EXPECT_EQ(stream_unsignaled(t, 4, Duration::micros(10)),
+            (std::vector<uint32_t>{500, 501, 502, 503}));
+}
+
+TEST_F(CompleterTest, AckProbeResendsTheLastUnaskedPacket) {
+  // Three unsignaled WRITEs 100 ns apart: 500 asks, 501 and 502 do not. No ACK for them comes
+  // (a peer that ACKs only on AckReq). Expect: 200 us after 502 went out, 502 again with AckReq;
+  // counted as a probe, not as a retransmission or an ACK timeout.
+  EXPECT_EQ(stream_unsignaled(t, 3, Duration::nanos(100)), (std::vector<uint32_t>{500}));
+  t.rx(pb.ack(500));
+  const Timestamp last = t.now;
+  EXPECT_EQ(t.e->next_deadline(), last + Duration::micros(200));
+  t.now = last + Duration::micros(200) - Duration::nanos(1);
+  EXPECT_EQ(t.tx(), 0u);
+  t.now = last + Duration::micros(200);
+  ASSERT_EQ(t.tx(), 1u);
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.psn, Psn(502));
+  EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaWriteOnly);
+  EXPECT_TRUE(c.p.ackreq);
+  EXPECT_EQ(t.counters.get(Counter::req_ack_probes), 1u);
+  EXPECT_EQ(t.counters.get(Counter::roce_adp_retrans), 0u);
+  EXPECT_EQ(t.counters.get(Counter::local_ack_timeout_err), 0u);
+  // Receive ACK 502: nothing outstanding, no timer left.
+  t.rx(pb.ack(502));
+  EXPECT_TRUE(t.e->next_deadline().is_never());
+  EXPECT_TRUE(t.cqes().empty());  // all unsignaled
+}
+
+TEST_F(CompleterTest, AnAckBeforeTheProbeCancelsIt) {
+  // The stream's delayed ACK (a uroce responder's) arrives first: no probe.
+  EXPECT_EQ(stream_unsignaled(t, 3, Duration::nanos(100)), (std::vector<uint32_t>{500}));
+  t.now = t.now + Duration::micros(20);
+  t.rx(pb.ack(502));
+  t.now = t.now + Duration::micros(300);
+  EXPECT_EQ(t.tx(), 0u);
+  EXPECT_EQ(t.counters.get(Counter::req_ack_probes), 0u);
+  EXPECT_TRUE(t.e->next_deadline().is_never());
+}
+
+TEST_F(CompleterTest, ShortAckTimeoutAsksOnEveryMessage) {
+  // timeout 7 = 524 us leaves no room for a 200 us probe before the ACK timer.
+  // (RTS -> SQD -> SQD with the timeout -> RTS: IBA 11.2.5 allows it only in SQD.)
+  QpAttr a;
+  a.qp_state = QpState::kSqd;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState));
+  a.timeout = 7;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState | kAttrTimeout));
+  a.qp_state = QpState::kRts;
+  ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState));
+  EXPECT_EQ(stream_unsignaled(t, 3, Duration::nanos(100)), (std::vector<uint32_t>{500, 501, 502}));
+}
+
 }  // namespace
 }  // namespace uroce::transport::testing

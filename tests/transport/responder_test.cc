@@ -312,5 +312,36 @@ TEST(UcResponder, LostMiddleDropsMessageAndResyncsOnFirst) {
   EXPECT_EQ(t.mem()[0], 2);
 }
 
+TEST_F(ResponderTest, PacketsWithoutAckReqGetADelayedAck) {
+  // Receive WRITE_ONLY 100 and 101 without AckReq, 1 us apart (in-order)
+  // Expect: no ACK yet; 20 us after the first, one ACK for 101
+  const Timestamp first = t.now;
+  t.rx(pb.write(Opcode::kRcRdmaWriteOnly, 100, t.va(), t.keys.rkey, 4, bytes(4, 1), false));
+  t.now = t.now + Duration::micros(1);
+  t.rx(pb.write(Opcode::kRcRdmaWriteOnly, 101, t.va(4), t.keys.rkey, 4, bytes(4, 2), false));
+  EXPECT_EQ(t.tx(), 0u);
+  EXPECT_EQ(t.e->next_deadline(), first + Duration::micros(20));
+  t.now = first + Duration::micros(20);
+  ASSERT_EQ(t.tx(), 1u);
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.opcode, Opcode::kRcAcknowledge);
+  EXPECT_EQ(c.p.psn, Psn(101));
+  EXPECT_EQ(c.p.aeth.msn, Msn(2));
+  EXPECT_TRUE(t.e->next_deadline().is_never());
+  EXPECT_EQ(t.mem()[4], 2);
+}
+
+TEST_F(ResponderTest, AnAckReqBeforeTheDelayedAckReplacesIt) {
+  // Receive WRITE_ONLY 100 without AckReq, then 101 with it
+  // Expect: one ACK (101) right away, none later
+  t.rx(pb.write(Opcode::kRcRdmaWriteOnly, 100, t.va(), t.keys.rkey, 4, bytes(4, 1), false));
+  t.rx(pb.write(Opcode::kRcRdmaWriteOnly, 101, t.va(4), t.keys.rkey, 4, bytes(4, 2)));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.pop().p.psn, Psn(101));
+  EXPECT_TRUE(t.e->next_deadline().is_never());
+  t.now = t.now + Duration::micros(50);
+  EXPECT_EQ(t.tx(), 0u);
+}
+
 }  // namespace
 }  // namespace uroce::transport::testing
