@@ -291,9 +291,9 @@ void Engine::Impl::on_timers(Qp& qp, Timestamp now) {
   if (qp.probe_at <= now) {
     qp.probe_at = Timestamp::never();
     // ACK probe (kAckProbeDelay): the stream stopped with its last packets never asked to be
-    // ACKed; resend the last one with AckReq. Not while anything else is still to be sent.
+    // ACKed; resend the last one with AckReq. Not while another packet can go out.
     if (qp.tail_unreq && outstanding(qp) && qp.next_psn == qp.max_psn &&
-        qp.send_pos == qp.sq.tail_pos() && qp.rnr_until.is_never() &&
+        !requester_has_packet(qp) && qp.rnr_until.is_never() &&
         (qp.state == QpState::kRts || qp.state == QpState::kSqd)) {
       inc(Counter::req_ack_probes);
       rewind(qp, qp.next_psn - 1);

@@ -47,13 +47,14 @@ inline constexpr uint32_t kAckReqInterval = 16;  ///< AckReq at least every n pa
 inline constexpr int64_t kAckReqTimeDivisor = 4;
 /// A stream of unsignaled messages draws fewer ACKs (one ACK covers every PSN before it, IBA
 /// 9.7.5.1.1). The last packet of a message asks for one when its WR is signaled, when the
-/// rules above say so, or when the send queue runs empty after it and the QP sent nothing for
-/// kAckReqStreamGap before it (sparse traffic: every message, as without the rule). A stream
-/// that stops with packets nobody asked to ACK is covered twice: a uroce responder ACKs them
-/// kDelayedAck after the first of them, and the requester, kAckProbeDelay after its last
-/// packet, resends that packet with AckReq (a responder that ACKs only on AckReq, like Linux
-/// rxe, re-ACKs a duplicate: C9-105). A local ACK timeout within 4 x kAckProbeDelay leaves
-/// no room for the probe: such a QP asks on every message's last packet.
+/// rules above say so, or when the send queue runs empty after it and the QP is not in a
+/// stream: fewer than kAckReqInterval packets since the last gap of kAckReqStreamGap (sparse
+/// traffic and short bursts ask on every message, as without the rule). A stream that stops with
+/// packets nobody asked to ACK is covered twice: a uroce responder ACKs them kDelayedAck after the
+/// first of them, and the requester, kAckProbeDelay after its last packet, resends that packet with
+/// AckReq (a responder that ACKs only on AckReq, like Linux rxe, re-ACKs a duplicate: C9-105). A
+/// local ACK timeout within 4 x kAckProbeDelay leaves no room for the probe: such a QP asks on
+/// every message's last packet.
 inline constexpr Duration kAckReqStreamGap = Duration::micros(5);
 inline constexpr Duration kDelayedAck = Duration::micros(20);
 inline constexpr Duration kAckProbeDelay = Duration::micros(200);
@@ -194,6 +195,7 @@ struct Qp {
   uint32_t pkts_since_ackreq = 0;
   Timestamp last_ackreq{};    ///< when the last packet with AckReq went out
   Timestamp last_sent{};      ///< when the last request packet went out
+  uint32_t burst_pkts = 0;    ///< request packets since a gap of kAckReqStreamGap
   bool tail_unreq = false;    ///< the last request packet was a SEND/WRITE without AckReq
   bool force_ackreq = false;  ///< the next request packet asks (a probe)
   Timestamp probe_at = Timestamp::never();  ///< ACK probe (kAckProbeDelay)

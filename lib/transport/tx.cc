@@ -253,7 +253,8 @@ bool Engine::Impl::wants_ackreq(const Qp& qp, const SendWqe& w, bool last, uint3
   if (w.signaled) return true;
   if (pos + 1 != qp.sq.tail_pos()) return false;  // the next message follows right away
   if (timeout.ns <= 4 * kAckProbeDelay.ns) return true;
-  return now - qp.last_sent >= kAckReqStreamGap;  // sparse traffic asks every time
+  const bool gap = now - qp.last_sent >= kAckReqStreamGap;
+  return gap || qp.burst_pkts < kAckReqInterval;  // not (yet) a stream: ask every time
 }
 
 int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now) {
@@ -417,6 +418,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
   qp.pkts_since_ackreq = s.ackreq ? 0 : qp.pkts_since_ackreq + 1;
   if (s.ackreq) qp.last_ackreq = now;
+  qp.burst_pkts = now - qp.last_sent >= kAckReqStreamGap ? 1 : qp.burst_pkts + 1;
   qp.last_sent = now;
   // READ and atomic requests draw responses that acknowledge everything before them.
   qp.tail_unreq = qp.type == QpType::kRc && !s.ackreq && !is_rd_atomic(w);

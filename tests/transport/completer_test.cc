@@ -273,10 +273,18 @@ std::vector<uint32_t> stream_unsignaled(EngineUnderTest& t, int n, Duration gap)
   return asked;
 }
 
+std::vector<uint32_t> psns(uint32_t from, uint32_t to) {
+  std::vector<uint32_t> v;
+  for (uint32_t p = from; p < to; ++p) v.push_back(p);
+  return v;
+}
+
 TEST_F(CompleterTest, UnsignaledStreamAsksForAnAckEvery16thPacket) {
-  // 40 unsignaled WRITEs 100 ns apart: the first asks (nothing sent before it), then every
-  // kAckReqInterval-th; a signaled WRITE after them asks too.
-  EXPECT_EQ(stream_unsignaled(t, 40, Duration::nanos(100)), (std::vector<uint32_t>{500, 516, 532}));
+  // 40 unsignaled WRITEs 100 ns apart: the first kAckReqInterval ask (not yet a stream), then
+  // every kAckReqInterval-th; a signaled WRITE after them asks too.
+  std::vector<uint32_t> want = psns(500, 516);
+  want.push_back(531);
+  EXPECT_EQ(stream_unsignaled(t, 40, Duration::nanos(100)), want);
   t.now = t.now + Duration::nanos(100);
   ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 99, 0, 10));
   ASSERT_EQ(t.tx(), 1u);
@@ -295,12 +303,29 @@ TEST_F(CompleterTest, SparseUnsignaledWritesAskEveryTime) {
             (std::vector<uint32_t>{500, 501, 502, 503}));
 }
 
+TEST_F(CompleterTest, ShortUnsignaledBurstsAskOnTheirLastMessage) {
+  // Three times, 1 ms apart: two unsignaled WRITEs posted together. Expect: the second of each
+  // pair asks (the SQ runs empty after it, and two packets are no stream), the first does not.
+  std::vector<uint32_t> asked;
+  for (int round = 0; round < 3; ++round) {
+    t.now = t.now + Duration::millis(1);
+    ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 10, 0x1000, 0xabc, 0));
+    ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 10, 0x1000, 0xabc, 0));
+    ASSERT_EQ(t.tx(), 2u);
+    while (!t.sink.empty()) {
+      Captured c = t.sink.pop();
+      if (c.p.ackreq) asked.push_back(c.p.psn.value());
+    }
+  }
+  EXPECT_EQ(asked, (std::vector<uint32_t>{501, 503, 505}));
+}
+
 TEST_F(CompleterTest, AckProbeResendsTheLastUnaskedPacket) {
-  // Three unsignaled WRITEs 100 ns apart: 500 asks, 501 and 502 do not. No ACK for them comes
-  // (a peer that ACKs only on AckReq). Expect: 200 us after 502 went out, 502 again with AckReq;
-  // counted as a probe, not as a retransmission or an ACK timeout.
-  EXPECT_EQ(stream_unsignaled(t, 3, Duration::nanos(100)), (std::vector<uint32_t>{500}));
-  t.rx(pb.ack(500));
+  // 20 unsignaled WRITEs 100 ns apart: 500-515 ask, 516-519 (a stream now) do not. No ACK for
+  // them comes (a peer that ACKs only on AckReq). Expect: 200 us after 519 went out, 519 again
+  // with AckReq; counted as a probe, not as a retransmission or an ACK timeout.
+  EXPECT_EQ(stream_unsignaled(t, 20, Duration::nanos(100)), psns(500, 516));
+  t.rx(pb.ack(515));
   const Timestamp last = t.now;
   EXPECT_EQ(t.e->next_deadline(), last + Duration::micros(200));
   t.now = last + Duration::micros(200) - Duration::nanos(1);
@@ -308,23 +333,23 @@ TEST_F(CompleterTest, AckProbeResendsTheLastUnaskedPacket) {
   t.now = last + Duration::micros(200);
   ASSERT_EQ(t.tx(), 1u);
   Captured c = t.sink.pop();
-  EXPECT_EQ(c.p.psn, Psn(502));
+  EXPECT_EQ(c.p.psn, Psn(519));
   EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaWriteOnly);
   EXPECT_TRUE(c.p.ackreq);
   EXPECT_EQ(t.counters.get(Counter::req_ack_probes), 1u);
   EXPECT_EQ(t.counters.get(Counter::roce_adp_retrans), 0u);
   EXPECT_EQ(t.counters.get(Counter::local_ack_timeout_err), 0u);
-  // Receive ACK 502: nothing outstanding, no timer left.
-  t.rx(pb.ack(502));
+  // Receive ACK 519: nothing outstanding, no timer left.
+  t.rx(pb.ack(519));
   EXPECT_TRUE(t.e->next_deadline().is_never());
   EXPECT_TRUE(t.cqes().empty());  // all unsignaled
 }
 
 TEST_F(CompleterTest, AnAckBeforeTheProbeCancelsIt) {
   // The stream's delayed ACK (a uroce responder's) arrives first: no probe.
-  EXPECT_EQ(stream_unsignaled(t, 3, Duration::nanos(100)), (std::vector<uint32_t>{500}));
+  EXPECT_EQ(stream_unsignaled(t, 20, Duration::nanos(100)), psns(500, 516));
   t.now = t.now + Duration::micros(20);
-  t.rx(pb.ack(502));
+  t.rx(pb.ack(519));
   t.now = t.now + Duration::micros(300);
   EXPECT_EQ(t.tx(), 0u);
   EXPECT_EQ(t.counters.get(Counter::req_ack_probes), 0u);
@@ -341,7 +366,7 @@ TEST_F(CompleterTest, ShortAckTimeoutAsksOnEveryMessage) {
   ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState | kAttrTimeout));
   a.qp_state = QpState::kRts;
   ASSERT_TRUE(t.e->modify_qp(t.qpn, a, kAttrState));
-  EXPECT_EQ(stream_unsignaled(t, 3, Duration::nanos(100)), (std::vector<uint32_t>{500, 501, 502}));
+  EXPECT_EQ(stream_unsignaled(t, 20, Duration::nanos(100)), psns(500, 520));
 }
 
 }  // namespace
