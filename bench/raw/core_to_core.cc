@@ -23,18 +23,13 @@
 #include <string>
 #include <thread>
 
+#include "pin.h"
+
 namespace {
 
 struct alignas(64) Line {
   std::atomic<uint64_t> value{0};
 };
-
-bool pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
-}
 
 }  // namespace
 
@@ -60,14 +55,14 @@ int main(int argc, char** argv) {
   static Line line;
   bool pinned_b = true;
   std::thread echo([&] {
-    pinned_b = pin(cpu_b);
+    pinned_b = uroce::bench::pin_to_cpu(cpu_b);
     for (uint64_t i = 0; i < round_trips; ++i) {
       while (line.value.load(std::memory_order_acquire) != 2 * i + 1) {
       }
       line.value.store(2 * i + 2, std::memory_order_release);
     }
   });
-  if (!pin(cpu_a)) {
+  if (!uroce::bench::pin_to_cpu(cpu_a)) {
     std::fprintf(stderr, "core_to_core: cannot pin to CPU %d\n", cpu_a);
     return 1;
   }

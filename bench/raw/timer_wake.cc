@@ -29,19 +29,14 @@
 #include <thread>
 #include <vector>
 
+#include "pin.h"
+
 namespace {
 
 int64_t mono_ns() {
   timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
-}
-
-bool pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
 }
 
 }  // namespace
@@ -71,7 +66,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "timer_wake: --samples > 0 and 0 < --sleep-ns < 1e9\n");
     return 2;
   }
-  if (!pin(cpu)) {
+  if (!uroce::bench::pin_to_cpu(cpu)) {
     std::fprintf(stderr, "timer_wake: cannot pin to CPU %d\n", cpu);
     return 1;
   }
@@ -79,7 +74,7 @@ int main(int argc, char** argv) {
   std::thread spin;
   if (spinner) {
     spin = std::thread([&] {
-      pin(cpu);
+      uroce::bench::pin_to_cpu(cpu);
       while (!stop.load(std::memory_order_relaxed)) {
       }
     });
