@@ -292,9 +292,8 @@ void Engine::Impl::on_timers(Qp& qp, Timestamp now) {
     qp.probe_at = Timestamp::never();
     // ACK probe (kAckProbeDelay): the stream stopped with its last packets never asked to be
     // ACKed; resend the last one with AckReq. Not while another packet can go out.
-    if (qp.tail_unreq && outstanding(qp) && qp.next_psn == qp.max_psn &&
-        !requester_has_packet(qp) && qp.rnr_until.is_never() &&
-        (qp.state == QpState::kRts || qp.state == QpState::kSqd)) {
+    if (outstanding(qp) && qp.next_psn == qp.max_psn && !requester_has_packet(qp) &&
+        qp.rnr_until.is_never() && (qp.state == QpState::kRts || qp.state == QpState::kSqd)) {
       inc(Counter::req_ack_probes);
       rewind(qp, qp.next_psn - 1);
       qp.force_ackreq = true;

@@ -104,7 +104,7 @@ void Engine::Impl::flush_sq(Qp& qp) {
   qp.send_off = 0;
   qp.rd_atomic_out = 0;
   qp.retrans_at = qp.rnr_until = qp.neigh_retry_at = qp.probe_at = Timestamp::never();
-  qp.tail_unreq = qp.force_ackreq = false;
+  qp.force_ackreq = false;
 }
 
 void Engine::Impl::flush_rq(Qp& qp) {

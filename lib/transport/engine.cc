@@ -418,7 +418,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->fatal_raised = false;
         qp->retrans_at = qp->rnr_until = qp->neigh_retry_at = Timestamp::never();
         qp->probe_at = qp->dack_at = Timestamp::never();
-        qp->tail_unreq = qp->force_ackreq = false;
+        qp->force_ackreq = false;
         qp->msn = Msn(0);
         for (auto& r : qp->replay) r.valid = false;
         break;

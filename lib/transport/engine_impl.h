@@ -196,9 +196,10 @@ struct Qp {
   Timestamp last_ackreq{};    ///< when the last packet with AckReq went out
   Timestamp last_sent{};      ///< when the last request packet went out
   uint32_t burst_pkts = 0;    ///< request packets since a gap of kAckReqStreamGap
-  bool tail_unreq = false;    ///< the last request packet was a SEND/WRITE without AckReq
   bool force_ackreq = false;  ///< the next request packet asks (a probe)
-  Timestamp probe_at = Timestamp::never();  ///< ACK probe (kAckProbeDelay)
+  /// ACK probe (kAckProbeDelay): set while the last request packet is a SEND/WRITE packet
+  /// without AckReq.
+  Timestamp probe_at = Timestamp::never();
   uint8_t retry_left = 7;
   uint8_t rnr_left = 7;
   Timestamp retrans_at = Timestamp::never();      ///< local ACK timer
@@ -218,16 +219,16 @@ struct Qp {
   Psn epsn;  ///< expected request PSN
   Msn msn;
   bool nak_sent = false;  ///< PSN sequence NAK outstanding (IBA 9.7.5.2.2: one per episode)
+  Timestamp dack_at = Timestamp::never();  ///< delayed ACK of packets without AckReq
+  Psn dack_psn;                            ///< the newest of them
   enum class RxMsg : uint8_t { kNone, kSend, kWrite };
   RxMsg rx_msg = RxMsg::kNone;
   bool uc_drop = false;  ///< UC: dropping until the next FIRST/ONLY
   uint64_t wr_va = 0;    ///< WRITE in progress: next address
   uint32_t wr_rkey = 0;
-  uint32_t wr_resid = 0;                   ///< bytes still expected
-  Timestamp dack_at = Timestamp::never();  ///< delayed ACK of packets without AckReq
-  Psn dack_psn;                            ///< the newest of them
-  uint32_t wr_len = 0;                     ///< DMA length of the WRITE in progress
-  bool cur_recv = false;                   ///< a receive WQE is being filled
+  uint32_t wr_resid = 0;  ///< bytes still expected
+  uint32_t wr_len = 0;    ///< DMA length of the WRITE in progress
+  bool cur_recv = false;  ///< a receive WQE is being filled
   RecvWqe cur_rwqe;
   std::array<Sge, kMaxSge> cur_sg{};
   uint32_t cur_off = 0;  ///< bytes placed into it

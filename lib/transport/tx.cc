@@ -421,8 +421,8 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   qp.burst_pkts = now - qp.last_sent >= kAckReqStreamGap ? 1 : qp.burst_pkts + 1;
   qp.last_sent = now;
   // READ and atomic requests draw responses that acknowledge everything before them.
-  qp.tail_unreq = qp.type == QpType::kRc && !s.ackreq && !is_rd_atomic(w);
-  qp.probe_at = qp.tail_unreq ? now + kAckProbeDelay : Timestamp::never();
+  const bool unasked = qp.type == QpType::kRc && !s.ackreq && !is_rd_atomic(w);
+  qp.probe_at = unasked ? now + kAckProbeDelay : Timestamp::never();
   if (last_of_wqe) {
     qp.send_pos = pos + 1;
     qp.send_off = 0;
