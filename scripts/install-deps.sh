@@ -10,11 +10,13 @@ PKGS=(
   libdpdk-dev dpdk libibverbs-dev libboost-dev libtomlplusplus-dev libcli11-dev
   libfmt-dev libspdlog-dev libisal-dev prometheus-cpp-dev libgtest-dev libgmock-dev
   libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
+  # host mode: netlink (addresses, routes, neighbours) and the XDP program (clang -target bpf)
+  libnl-3-dev libnl-route-3-dev libbpf-dev libxdp-dev
   # the real RDMA programs that run over uroce, and tools the tests use
   ibverbs-utils perftest rdma-core rdmacm-utils qperf librdmacm-dev
   # UCX and Open MPI over uroce (tests/e2e/ucx.py): ucx_perftest, mpirun with pml ucx, mpicc
   ucx-utils libucx0 openmpi-bin libopenmpi-dev
-  python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 curl procps
+  python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 iputils-ping curl procps
 )
 
 missing=()
