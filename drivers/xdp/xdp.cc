@@ -114,7 +114,8 @@ bool detach(std::string_view ifname, const Attached& a, std::string* err) {
   return true;
 }
 
-/// reap_stale() and detach_if_last(): uroce's program goes when nobody holds the lock.
+/// reap_stale() and detach_if_last(): uroce's program goes when nobody holds the lock; why
+/// ends the one-line message.
 Outcome remove_unused(std::string_view ifname, const char* why) {
   std::string err;
   auto a = attached(ifname, &err);
@@ -136,7 +137,7 @@ Outcome remove_unused(std::string_view ifname, const char* why) {
     return {Outcome::kError, "flock " + path + ": " + errno_text(errno)};
   }
   if (!detach(ifname, *a, &err)) return {Outcome::kError, err};
-  return {Outcome::kRemoved, std::string("removed uroce's ") + why + " " + describe(ifname, *a)};
+  return {Outcome::kRemoved, "removed " + describe(ifname, *a) + ": " + why};
 }
 
 }  // namespace
@@ -268,13 +269,15 @@ std::unique_ptr<NetdevUse> NetdevUse::acquire(std::string_view ifname, std::stri
 
 NetdevUse::~NetdevUse() { ::close(fd_); }
 
-Outcome reap_stale(std::string_view ifname) { return remove_unused(ifname, "stale"); }
+Outcome reap_stale(std::string_view ifname) {
+  return remove_unused(ifname, "stale, no uroce process holds its lock");
+}
 
 Outcome detach_if_last(std::unique_ptr<NetdevUse> use) {
   if (!use) return {Outcome::kError, "detach_if_last: no NetdevUse"};
   const std::string ifname = use->ifname();
   use.reset();  // our own shared lock would keep the exclusive one from being taken
-  return remove_unused(ifname, "unused");
+  return remove_unused(ifname, "the last uroce process closed it");
 }
 
 std::vector<Check> doctor_checks(std::string_view ifname) {
@@ -312,7 +315,8 @@ std::vector<Check> doctor_checks(std::string_view ifname) {
                   sizeof buf);
       else
         continue;
-      addrs += (addrs.empty() ? "" : " ") + std::string(buf);
+      if (!addrs.empty()) addrs += ' ';
+      addrs += buf;
     }
     ::freeifaddrs(list);
   }

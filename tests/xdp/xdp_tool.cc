@@ -4,11 +4,10 @@
  *
  *   xdp_tool attached IF        "XDP id=N name=S mode=M ours=0|1" (id 0: none); exit 1 on error
  *   xdp_tool counts IF          "COUNTS redirected=N passed=N unbound=N"
- *   xdp_tool reap IF            reap_stale(): "REAP <none|removed|in-use|foreign|error> <message>";
- *                               exit 0 unless foreign or error
- *   xdp_tool doctor IF          doctor_checks(), one "CHECK <ok|FAIL> what: detail" line each
- *   xdp_tool foreign IF         attaches a program named not_uroce (passes every frame) natively
- *   xdp_tool object             object_path()
+ *   xdp_tool reap IF            reap_stale(): "REAP <none|removed|in-use|foreign|error>:
+ * <message>"; exit 0 unless foreign or error xdp_tool doctor IF          doctor_checks(), one
+ * "CHECK <ok|FAIL> what: detail" line each xdp_tool foreign IF         attaches a program named
+ * not_uroce (passes every frame) natively xdp_tool object             object_path()
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -89,7 +88,7 @@ int main(int argc, char** argv) {
   }
   if (cmd == "reap") {
     auto o = x::reap_stale(ifname);
-    std::printf("REAP %s %s\n", kind(o.kind), o.message.c_str());
+    std::printf("REAP %s: %s\n", kind(o.kind), o.message.c_str());
     return o.ok() ? 0 : 1;
   }
   if (cmd == "doctor") {
