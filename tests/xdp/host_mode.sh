@@ -54,13 +54,15 @@ has_line() { grep -q "$2" "$1" 2>/dev/null; }
 xdp_of() { A "$tool" attached "$va"; }
 snmp() { A awk -v t="$1" -v f="$2" '$1 == t":" { if (!h) { for (i = 2; i <= NF; i++) c[$i] = i; h = 1 } else print $c[f] }' /proc/net/snmp; }
 
+# READY printed, or the port process gone (then has_line fails again below).
+port_up() { has_line "$dir/port.out" '^READY' || ! kill -0 "$portpid" 2>/dev/null; }
 start_port() {
   : >"$dir/port.out"
   # Not through A(): a function in the background is a subshell, and $! must be the port.
   ip netns exec "$nsa" "$port" --ifname "$va" --ip 198.18.0.1/24 --status "$dir/status" \
     >"$dir/port.out" 2>"$dir/port.err" &
   portpid=$!
-  wait_for 30 has_line "$dir/port.out" '^READY' || fail "the port did not open"
+  wait_for 30 port_up && has_line "$dir/port.out" '^READY' || fail "the port did not open"
 }
 
 set -e
