@@ -189,12 +189,16 @@ std::optional<Attached> attached(std::string_view ifname, std::string* err) {
       a.id = q.drv_prog_id ? q.drv_prog_id : q.skb_prog_id ? q.skb_prog_id : q.hw_prog_id;
   }
   if (a.id == 0) a.id = q.prog_id;
+  // Without its name a program of ours would pass for a foreign one: that is an error.
   Fd prog(bpf_prog_get_fd_by_id(a.id));
-  if (prog.fd >= 0) {
-    bpf_prog_info info{};
-    uint32_t len = sizeof info;
-    if (bpf_obj_get_info_by_fd(prog.fd, &info, &len) == 0) a.name = info.name;
+  bpf_prog_info info{};
+  uint32_t len = sizeof info;
+  if (prog.fd < 0 || bpf_obj_get_info_by_fd(prog.fd, &info, &len) != 0) {
+    *err = "cannot read XDP program id " + std::to_string(a.id) + " on " + std::string(ifname) +
+           " (needs CAP_SYS_ADMIN or CAP_BPF): " + errno_text(errno);
+    return std::nullopt;
   }
+  a.name = info.name;
   return a;
 }
 

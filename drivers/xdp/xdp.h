@@ -40,7 +40,7 @@ struct Attached {
 };
 
 /// The program on ifname (in this network namespace); nullopt with *err when the netdev does
-/// not exist or the kernel cannot be asked.
+/// not exist or the kernel cannot be asked (its name needs CAP_SYS_ADMIN or CAP_BPF).
 std::optional<Attached> attached(std::string_view ifname, std::string* err);
 
 /// uroce's frame counts on ifname (summed over CPUs); nullopt when uroce's program is not
