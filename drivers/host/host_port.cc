@@ -1,0 +1,238 @@
+/**
+ * @file host_port.cc
+ * @brief HostPort (host_port.h): EthdevIo on net_af_xdp with uroce's XDP program, the shared
+ * PortPipeline, and the kernel's view of the netdev through drivers/netlink.
+ *
+ * Open: netdev state (exists, up, has an address) -> the XDP hook (a stale program of ours is
+ * removed, a foreign one refuses, one in use by a live uroce process refuses) -> the netdev
+ * lock -> the af_xdp ethdev on queues 0..n-1 with xdp_prog= -> netlink Monitor and Resolver.
+ * Close: the ethdev is closed (the PMD detaches the program), then the lock is released and a
+ * program still attached with nobody holding the lock is removed.
+ *
+ * RX: frames from every queue; PFC/PAUSE go to the pipeline (the XDP program passes them to
+ * the kernel, so only a test injecting them on the socket sees this); only frames to our MAC
+ * reach the engine (the PMD runs the netdev promiscuous). The Monitor is read at most every
+ * kNetlinkPoll on an idle poll or every 16 polls otherwise, so the data path makes no netlink
+ * syscall per frame. Units: bytes, bit/s.
+ */
+#include "host/host_port.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <utility>
+
+#include "dpdk/ethdev_io.h"
+#include "netlink/monitor.h"
+#include "netlink/netdev.h"
+#include "netlink/resolver.h"
+#include "pipeline/port_pipeline.h"
+#include "xdp/xdp.h"
+
+namespace uroce::host {
+
+namespace {
+
+constexpr Duration kNetlinkPoll = Duration::millis(10);
+
+Timestamp monotonic_now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return Timestamp{static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};
+}
+
+bool is_link_local(const Gid& g) { return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80; }
+
+/// One af_xdp ethdev name per netdev, so that two devices of one process do not collide.
+std::string vdev_name(const std::string& ifname) { return "net_af_xdp_" + ifname; }
+
+class HostPort final : public Port {
+ public:
+  HostPort(std::unique_ptr<xdp::NetdevUse> use, std::unique_ptr<dpdk::EthdevIo> io,
+           const config::Device& dev, const netlink::NetdevState& st)
+      : claim_{std::move(use)},
+        io_(std::move(io)),
+        pipeline_(*io_, pfc_off(dev),
+                  pipeline::PipelineParams{st.mac, io_->max_frame(), io_->queues(),
+                                           io_->link_speed_bps()},
+                  monotonic_now),
+        state_(st),
+        resolver_(st.ifindex),
+        monitor_(st.ifindex, &resolver_) {}
+
+  bool monitor_ok(std::string* err) const {
+    if (monitor_.ok()) return true;
+    *err = monitor_.error();
+    return false;
+  }
+
+  // TxSink
+  uint8_t* begin_frame(size_t max_len) override { return pipeline_.begin_frame(max_len); }
+  void end_frame(size_t len, const TxMeta& meta) override { pipeline_.end_frame(len, meta); }
+
+  // Port
+  void flush() override { pipeline_.flush(); }
+
+  using Port::rx_burst;
+  size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
+    if (now.ns == 0) now = monotonic_now();
+    size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
+    const uint16_t nq = io_->queues();
+    const MacAddr mac = state_.mac;
+    auto on_frame = [&](std::span<const uint8_t> frame) {
+      if (pipeline_.on_control_frame(frame, now)) return;
+      if (std::memcmp(frame.data(), mac.b.data(), 6) != 0) return;
+      pipeline_.on_rx_frame(frame);
+      h.on_frame(frame, RxMeta{});
+    };
+    uint16_t idle = 0;
+    while (total < max && idle < nq) {
+      const size_t want = std::min(max - total, dpdk::kBurst);
+      const uint16_t q = rxq_next_;
+      rxq_next_ = static_cast<uint16_t>(q + 1 == nq ? 0 : q + 1);
+      const size_t n = io_->rx_burst(q, want, on_frame);
+      if (n == 0) {
+        ++idle;
+        continue;
+      }
+      idle = 0;
+      total += n;
+      if (n < want) ++idle;
+    }
+    if ((total == 0 || ++busy_polls_ % 16 == 0) && now >= next_netlink_) {
+      next_netlink_ = now + kNetlinkPoll;
+      if (monitor_.poll(&state_)) ++version_;
+    }
+    pipeline_.after_poll(now);
+    if (pipeline_.queued() || pipeline_.tx_pending()) flush();
+    return total;
+  }
+
+  MacAddr mac() const override { return state_.mac; }
+  size_t max_frame_len() const override { return io_->max_frame(); }
+  uint64_t link_speed_bps() const override { return io_->link_speed_bps(); }
+
+  /// Our own addresses are our MAC (the pipeline loops those frames back); otherwise the
+  /// kernel's next hop (link-local: on-link) and its neighbour entry.
+  bool resolve(const Gid& ip, MacAddr* out) override {
+    if (std::find(state_.gids.begin(), state_.gids.end(), ip) != state_.gids.end()) {
+      *out = state_.mac;
+      return true;
+    }
+    Gid next = ip;
+    int ifindex = state_.ifindex;
+    if (!is_link_local(ip)) {
+      std::string err;
+      auto hop = resolver_.route(ip, &err);
+      if (!hop) return false;
+      next = hop->gateway_or_dst;
+      ifindex = hop->ifindex;
+    }
+    return resolver_.neighbour(ifindex, next, out) == netlink::Resolve::kFound;
+  }
+
+  bool read_counters(PortCounters* out) override {
+    dpdk::EthStats st;
+    if (io_->stats(&st)) {
+      out->rx_packets_phy = st.rx_frames;
+      out->tx_packets_phy = st.tx_frames;
+      out->rx_discards_phy = st.rx_missed;
+      out->tx_errors_phy = st.tx_errors;
+    }
+    out->link_speed_mbps = link_speed_bps() / 1'000'000;
+    pipeline_.fill_counters(out);
+    return true;
+  }
+
+  uint64_t link_version() const override { return version_; }
+  bool link_state(LinkState* out) const override {
+    out->ifindex = state_.ifindex;
+    out->up = state_.up;
+    out->mtu = state_.mtu;
+    out->gids = state_.gids;
+    return true;
+  }
+
+ private:
+  /// PFC is the NIC's on a shared netdev: the pipeline sends none.
+  static config::Device pfc_off(config::Device dev) {
+    dev.pfc.xoff_bytes = 0;
+    return dev;
+  }
+
+  /// The netdev lock; released last (members go in reverse order: the pipeline frees its
+  /// frames through io_, io_ closes the ethdev, then the claim removes the program if unused).
+  struct Claim {
+    std::unique_ptr<xdp::NetdevUse> use;
+    ~Claim() {
+      if (use) xdp::detach_if_last(std::move(use));
+    }
+  } claim_;
+  std::unique_ptr<dpdk::EthdevIo> io_;
+  pipeline::PortPipeline pipeline_;
+  netlink::NetdevState state_;
+  netlink::Resolver resolver_;
+  netlink::Monitor monitor_;
+  uint16_t rxq_next_ = 0;
+  uint64_t version_ = 1;  ///< link_version(): never 0 for a host port
+  uint64_t busy_polls_ = 0;
+  Timestamp next_netlink_{};
+};
+
+}  // namespace
+
+uint32_t path_mtu_of_netdev(uint32_t netdev_mtu) {
+  constexpr uint32_t kOverhead = 40 + 8 + 12 + 4 + 28 + 4;
+  uint32_t best = 0;
+  for (uint32_t b = 256; b <= 4096; b *= 2)
+    if (netdev_mtu >= b + kOverhead) best = b;
+  return best;
+}
+
+std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err) {
+  const std::string who = "device " + dev.name + " (netdev " + dev.netdev + "): ";
+  auto fail = [&](const std::string& what) -> std::unique_ptr<Port> {
+    if (err) *err = who + what;
+    return nullptr;
+  };
+  std::string e;
+  auto st = netlink::query(dev.netdev, &e);
+  if (!st) return fail(e + "; ip link show lists the netdevs");
+  if (!st->up)
+    return fail("the netdev is down (ip link set " + dev.netdev + " up; or no carrier)");
+  if (st->gids.empty())
+    return fail("the netdev has no IP address, so the device would have no GID (ip addr add " +
+                std::string("ADDRESS/PREFIX dev ") + dev.netdev + ")");
+  const uint32_t mtu = std::min(dev.mtu, path_mtu_of_netdev(st->mtu));
+  if (mtu == 0)
+    return fail("netdev MTU " + std::to_string(st->mtu) + " carries no RoCE path MTU (>= 352)");
+
+  xdp::Outcome reaped = xdp::reap_stale(dev.netdev);
+  if (reaped.kind == xdp::Outcome::kInUse)
+    return fail("in use by another uroce process (one process per netdev; " + reaped.message +
+                ")");
+  if (!reaped.ok()) return fail(reaped.message);
+  auto use = xdp::NetdevUse::acquire(dev.netdev, &e);
+  if (!use) return fail(e);
+
+  config::Device d = dev;
+  d.mtu = mtu;
+  d.queues = static_cast<uint16_t>(std::clamp<unsigned>(st->rx_queues, 1, dpdk::kMaxEthQueues));
+  d.mac.reset();
+  d.port = vdev_name(dev.netdev) + ",iface=" + dev.netdev +
+           ",start_queue=0,queue_count=" + std::to_string(d.queues) +
+           ",xdp_prog=" + xdp::object_path();
+  auto io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
+  if (!io) {
+    xdp::detach_if_last(std::move(use));
+    return fail(e);
+  }
+  auto port = std::make_unique<HostPort>(std::move(use), std::move(io), dev, *st);
+  if (!port->monitor_ok(&e)) return fail("netlink: " + e);
+  return port;
+}
+
+}  // namespace uroce::host

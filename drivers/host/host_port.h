@@ -1,0 +1,38 @@
+/**
+ * @file host_port.h
+ * @brief uroce::Port on a kernel netdev the kernel keeps using (host mode, docs/host-mode.md):
+ * a device with `netdev = "eth0"`.
+ *
+ * RoCEv2 frames arrive through DPDK's net_af_xdp PMD, one AF_XDP socket per RX queue of the
+ * netdev, fed by uroce's XDP program (drivers/xdp), which leaves every other frame to the
+ * kernel. Frames leave through the same sockets, after the shared TX pipeline
+ * (drivers/pipeline: priority queues, scheduler, counters, self-loopback). The MAC, the GID
+ * table, the link state and the MTU are the netdev's and are followed live through netlink
+ * (drivers/netlink: Monitor); the next hop is the kernel's route and its MAC the kernel's
+ * neighbour entry (Resolver), never uroce's own ARP/ND.
+ *
+ * One process owns a netdev at a time (exclusive mode): a second one is refused with one line
+ * while the first holds it. PFC is the NIC's business on a shared netdev (the kernel's DCB
+ * settings); the port sends no PFC frames and the kernel consumes the ones that arrive.
+ */
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/port.h"
+#include "config/config.h"
+
+namespace uroce::host {
+
+/// Opens the host-mode port of dev (dev.netdev set). On failure returns nullptr and sets *err
+/// to one line naming the device, the netdev and the problem (no such netdev, down, no
+/// address, a foreign XDP program, in use by another process, the PMD's refusal).
+std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err);
+
+/// The largest RoCE path MTU (bytes: 256..4096) that a netdev MTU carries after the RoCEv2
+/// headers (IPv6 40 + UDP 8 + BTH 12 + XRCETH 4 + AtomicETH 28 + ICRC 4 = 96 bytes), as the
+/// kernel's eth_mtu_int_to_enum(); 0 when not even 256 bytes fit.
+uint32_t path_mtu_of_netdev(uint32_t netdev_mtu);
+
+}  // namespace uroce::host
