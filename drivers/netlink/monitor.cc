@@ -33,9 +33,9 @@ Monitor::Monitor(int ifindex, Resolver* resolver) : ifindex_(ifindex), resolver_
   if (!sock) return;
   // Notifications carry no sequence number of ours.
   nl_socket_disable_seq_check(sock.get());
-  int rc = nl_socket_add_memberships(sock.get(), RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR,
-                                     RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV4_ROUTE,
-                                     RTNLGRP_IPV6_ROUTE, RTNLGRP_NEIGH, 0);
+  int rc =
+      nl_socket_add_memberships(sock.get(), RTNLGRP_LINK, RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR,
+                                RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE, RTNLGRP_NEIGH, 0);
   if (rc >= 0) rc = nl_socket_set_nonblocking(sock.get());
   if (rc < 0) {
     error_ = std::string("netlink: cannot subscribe to notifications: ") + nl_geterror(rc);

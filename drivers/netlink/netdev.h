@@ -25,10 +25,10 @@ struct NetdevState {
   int ifindex = 0;
   std::string name;
   MacAddr mac;
-  uint32_t mtu = 0;         ///< bytes, L3 (the netdev's MTU)
-  bool up = false;          ///< IFF_UP and IFF_RUNNING (administratively up, oper state up)
-  std::vector<Gid> gids;    ///< RoCEv2 GIDs in rxe order (see the file comment)
-  unsigned rx_queues = 0;   ///< receive queues (IFLA_NUM_RX_QUEUES)
+  uint32_t mtu = 0;        ///< bytes, L3 (the netdev's MTU)
+  bool up = false;         ///< IFF_UP and IFF_RUNNING (administratively up, oper state up)
+  std::vector<Gid> gids;   ///< RoCEv2 GIDs in rxe order (see the file comment)
+  unsigned rx_queues = 0;  ///< receive queues (IFLA_NUM_RX_QUEUES)
   friend bool operator==(const NetdevState&, const NetdevState&) = default;
 };
 

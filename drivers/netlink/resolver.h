@@ -31,9 +31,9 @@ struct nl_sock;
 namespace uroce::netlink {
 
 struct NextHop {
-  int ifindex = 0;       ///< output netdev
-  Gid gateway_or_dst;    ///< the gateway, or the destination itself when it is on-link
-  Gid src;               ///< the kernel's preferred source address (zero if none)
+  int ifindex = 0;     ///< output netdev
+  Gid gateway_or_dst;  ///< the gateway, or the destination itself when it is on-link
+  Gid src;             ///< the kernel's preferred source address (zero if none)
   friend bool operator==(const NextHop&, const NextHop&) = default;
 };
 

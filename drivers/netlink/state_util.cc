@@ -28,8 +28,7 @@ void fill_link(NetdevState* st, rtnl_link* link) {
 std::optional<Gid> address_gid(rtnl_addr* addr) {
   const int family = rtnl_addr_get_family(addr);
   if (family != AF_INET && family != AF_INET6) return std::nullopt;
-  if (family == AF_INET6 &&
-      (rtnl_addr_get_flags(addr) & (IFA_F_TENTATIVE | IFA_F_DADFAILED)))
+  if (family == AF_INET6 && (rtnl_addr_get_flags(addr) & (IFA_F_TENTATIVE | IFA_F_DADFAILED)))
     return std::nullopt;
   return to_gid(rtnl_addr_get_local(addr));
 }

@@ -1,6 +1,5 @@
 // Resolver::neighbour(): the kernel resolves, we read its table (resolver.h).
 #include "netlink/resolver.h"
-
 #include "netns.h"
 
 namespace uroce::netlink::test {

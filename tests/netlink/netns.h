@@ -13,6 +13,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -26,8 +27,6 @@
 #include <functional>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "netlink/monitor.h"
 #include "netlink/netdev.h"
@@ -115,8 +114,10 @@ class NetnsTest : public ::testing::Test {
 
   /// va here, vb in the peer namespace, both up; returns once va is up (carrier seen).
   void make_veth() {
-    ASSERT_TRUE(run("ip link add va address 02:00:00:00:00:01 type veth peer name vb "
-                    "address 02:00:00:00:00:02 netns " + std::to_string(peer_)));
+    ASSERT_TRUE(
+        run("ip link add va address 02:00:00:00:00:01 type veth peer name vb "
+            "address 02:00:00:00:00:02 netns " +
+            std::to_string(peer_)));
     ASSERT_TRUE(run("ip link set va addrgenmode none"));
     ASSERT_TRUE(peer("ip link set vb addrgenmode none"));
     std::string err;

@@ -1,6 +1,6 @@
 // Resolver::route(): the kernel's FIB answer, IPv4 and IPv6 (resolver.h).
-#include "netns.h"
 #include "netlink/resolver.h"
+#include "netns.h"
 
 namespace uroce::netlink::test {
 namespace {
