@@ -40,6 +40,7 @@ void apply_link(Apply* a, rtnl_link* link) {
   next.ifindex = a->state->ifindex;
   if (next.name.empty()) next.name = a->state->name;  // partial messages keep what they lack
   if (next.mtu == 0) next.mtu = a->state->mtu;
+  if (next.rx_queues == 0) next.rx_queues = a->state->rx_queues;
   if (!(next == *a->state)) a->changes |= kLinkChanged;
   *a->state = std::move(next);
 }
