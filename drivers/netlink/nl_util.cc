@@ -83,7 +83,10 @@ nl_object* request_one(nl_sock* sock, nl_msg* msg, int* error) {
     return nullptr;
   }
   Reply reply;
-  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(nl_cb_clone(nl_socket_get_cb(sock)), nl_cb_put);
+  // nl_socket_get_cb() takes a reference of its own.
+  std::unique_ptr<nl_cb, void (*)(nl_cb*)> sock_cb(nl_socket_get_cb(sock), nl_cb_put);
+  std::unique_ptr<nl_cb, void (*)(nl_cb*)> cb(sock_cb ? nl_cb_clone(sock_cb.get()) : nullptr,
+                                              nl_cb_put);
   if (!cb) {
     *error = ENOMEM;
     return nullptr;
