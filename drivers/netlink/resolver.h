@@ -3,7 +3,8 @@
  * @brief Next hop and neighbour MAC for a destination GID, answered by the kernel: its FIB
  * (policy rules, gateways, source address selection) and its neighbour table.
  *
- * route(): one RTM_GETROUTE for the destination (IPv4-mapped GIDs as IPv4, others as IPv6).
+ * route(): one RTM_GETROUTE for the destination (IPv4-mapped GIDs as IPv4, others as IPv6;
+ * link-local IPv6 destinations are looked up on the bound netdev, RTA_OIF).
  * neighbour(): the kernel's neighbour entry; when there is none (or it failed before we
  * asked) the kernel is made to resolve it by sending one small UDP datagram to the next hop's
  * discard port (9) from a socket bound to the netdev, as rdma-core's libibverbs does: the

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "netlink/netdev.h"
 #include "netlink/nl_util.h"
 #include "netlink/resolver.h"
 
@@ -38,7 +39,10 @@ std::optional<NextHop> Resolver::route(const Gid& dst, std::string* err) {
   rtm.rtm_family = static_cast<uint8_t>(family);
   rtm.rtm_dst_len = family == AF_INET ? 32 : 128;
   if (!msg || !addr || nlmsg_append(msg.get(), &rtm, sizeof(rtm), NLMSG_ALIGNTO) < 0 ||
-      nla_put_addr(msg.get(), RTA_DST, addr.get()) < 0) {
+      nla_put_addr(msg.get(), RTA_DST, addr.get()) < 0 ||
+      // A link-local destination means nothing without its link: ours.
+      (gid_group(dst) == 0 &&
+       nla_put_u32(msg.get(), RTA_OIF, static_cast<uint32_t>(ifindex_)) < 0)) {
     if (err) *err = "netlink: out of memory building a route request";
     return std::nullopt;
   }

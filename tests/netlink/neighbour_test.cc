@@ -72,6 +72,16 @@ TEST_F(NetlinkNeighbour, ReachablePeerIpv6) {
   EXPECT_EQ(mac, peer_mac());
 }
 
+TEST_F(NetlinkNeighbour, LinkLocalPeer) {
+  ASSERT_TRUE(run("ip addr add fe80::1/64 dev va nodad"));
+  ASSERT_TRUE(peer("ip addr add fe80::2/64 dev vb nodad"));
+  Resolver res(ifindex_);
+  MacAddr mac;
+  Resolve first;
+  EXPECT_EQ(resolve(res, gid("fe80::2"), &mac, &first), Resolve::kFound);
+  EXPECT_EQ(mac, peer_mac());
+}
+
 TEST_F(NetlinkNeighbour, KnownEntryIsFoundAtOnce) {
   ASSERT_TRUE(run("ip neigh add 198.18.0.50 lladdr 02:00:00:00:00:50 dev va nud permanent"));
   Resolver res(ifindex_);

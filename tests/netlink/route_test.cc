@@ -47,6 +47,21 @@ TEST_F(NetlinkRoute, OnLinkIsTheDestinationItself) {
   EXPECT_EQ(hop6->src, gid("2001:2::1"));
 }
 
+TEST_F(NetlinkRoute, LinkLocalIsOnTheBoundNetdev) {
+  ASSERT_TRUE(run("ip addr add fe80::1/64 dev va nodad"));
+  // Another netdev with link-local addresses too: the lookup must not pick it.
+  ASSERT_TRUE(run("ip link add vc type veth peer name vd"));
+  ASSERT_TRUE(run("ip link set vc up"));
+  ASSERT_TRUE(run("ip link set vd up"));
+  Resolver res(ifindex_);
+  std::string err;
+  auto hop = res.route(gid("fe80::2"), &err);
+  ASSERT_TRUE(hop) << err;
+  EXPECT_EQ(hop->ifindex, ifindex_);
+  EXPECT_EQ(hop->gateway_or_dst, gid("fe80::2"));
+  EXPECT_EQ(hop->src, gid("fe80::1"));
+}
+
 TEST_F(NetlinkRoute, PolicyRoutingIsTheKernels) {
   // A rule sending 198.18.9.0/24 to a table whose route uses another gateway.
   ASSERT_TRUE(run("ip route add 198.18.9.0/24 via 198.18.0.253 table 100"));
