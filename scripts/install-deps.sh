@@ -11,7 +11,7 @@ PKGS=(
   libfmt-dev libspdlog-dev libisal-dev prometheus-cpp-dev libgtest-dev libgmock-dev
   libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
   # host mode: netlink (addresses, routes, neighbours) and the XDP program (clang -target bpf)
-  libnl-3-dev libnl-route-3-dev libbpf-dev libxdp-dev
+  libnl-3-dev libnl-route-3-dev libbpf-dev libxdp-dev linux-libc-dev
   # the real RDMA programs that run over uroce, and tools the tests use
   ibverbs-utils perftest rdma-core rdmacm-utils qperf librdmacm-dev
   # UCX and Open MPI over uroce (tests/e2e/ucx.py): ucx_perftest, mpirun with pml ucx, mpicc

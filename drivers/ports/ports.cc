@@ -12,11 +12,22 @@
 #ifdef UROCE_WITH_DPDK_DRIVER
 #include "dpdk/dpdk_port.h"
 #endif
+#ifdef UROCE_WITH_HOST_DRIVER
+#include "host/host_port.h"
+#endif
 
 namespace uroce {
 
 std::unique_ptr<Port> open_port(const config::Device& dev, std::string* err) {
   if (dev.port == "loopback") return loopback::open_loopback_port(dev, err);
+#ifdef UROCE_WITH_HOST_DRIVER
+  if (!dev.netdev.empty()) return host::open_host_port(dev, err);
+#else
+  if (!dev.netdev.empty()) {
+    if (err) *err = "netdev = \"" + dev.netdev + "\": this build has no host-mode driver";
+    return nullptr;
+  }
+#endif
 #ifdef UROCE_WITH_DPDK_DRIVER
   return dpdk::open_dpdk_port(dev, err);
 #else

@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "common/packet_io.h"
 #include "common/time.h"
@@ -58,6 +59,14 @@ struct PortCounters {
   uint64_t tx_pause_storm_error_events = 0;
 };
 
+/// The link of a port that follows a kernel netdev (host mode), as it is now.
+struct LinkState {
+  int ifindex = 0;        ///< the netdev's interface index
+  bool up = true;         ///< the netdev is up with carrier
+  uint32_t mtu = 0;       ///< the netdev's MTU (IP bytes); 0 = unknown
+  std::vector<Gid> gids;  ///< the netdev's addresses as RoCEv2 GIDs, in the kernel's order
+};
+
 /// A port: TX through the TxSink interface, RX by polling.
 ///
 /// Thread-safety: one thread at a time (the engine's lock holder).
@@ -81,6 +90,14 @@ class Port : public TxSink, public NeighborResolver {
   virtual uint64_t link_speed_bps() const = 0;
   /// Fills *out with the port's counters; false (and *out untouched) when it keeps none.
   virtual bool read_counters(PortCounters* out) {
+    (void)out;
+    return false;
+  }
+  /// Ports that follow a kernel netdev count every change of their LinkState here (read it
+  /// with link_state()); 0 for ports whose link and GIDs are fixed by the configuration.
+  virtual uint64_t link_version() const { return 0; }
+  /// Fills *out when link_version() != 0; false otherwise.
+  virtual bool link_state(LinkState* out) const {
     (void)out;
     return false;
   }

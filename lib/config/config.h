@@ -56,13 +56,16 @@ constexpr std::array<uint8_t, 64> default_dscp_to_prio() {
 
 /// One [[device]] table.
 struct Device {
-  std::string name = "uroce0";               ///< ibv device name
-  std::string port = "loopback";             ///< DPDK vdev string, PCI address, or "loopback"
-  std::vector<std::string> eal;              ///< extra EAL arguments
-  std::vector<Address> addresses;            ///< GID index i is the RoCEv2 GID of address i
-  uint32_t mtu = 1024;                       ///< RoCE path MTU: 256, 512, 1024, 2048, 4096
-  uint16_t queues = 1;                       ///< RX/TX queue pairs on a DPDK port (1..16)
-  std::optional<MacAddr> mac;                ///< otherwise the port's
+  std::string name = "uroce0";    ///< ibv device name
+  std::string port = "loopback";  ///< DPDK vdev string, PCI address, or "loopback"
+  /// Kernel network interface the device is bound to (host mode); empty otherwise. When set,
+  /// port is "netdev:<name>" and the GIDs, MAC, neighbours and routes are the kernel's.
+  std::string netdev;
+  std::vector<std::string> eal;    ///< extra EAL arguments
+  std::vector<Address> addresses;  ///< GID index i is the RoCEv2 GID of address i (no netdev)
+  uint32_t mtu = 1024;             ///< RoCE path MTU: 256, 512, 1024, 2048, 4096
+  uint16_t queues = 1;             ///< RX/TX queue pairs on a DPDK port (1..16)
+  std::optional<MacAddr> mac;      ///< otherwise the port's
   std::map<std::string, MacAddr> neighbors;  ///< static neighbours, address text -> MAC
   std::string profile;                       ///< "", "lossless", "lossy", "hpc", "storage"
   uint8_t roce_dscp = 26;                    ///< DSCP of RoCE data packets

@@ -25,9 +25,9 @@ namespace uroce::config {
 namespace {
 
 constexpr std::string_view kDeviceKeys[] = {
-    "name",  "port",        "eal",     "addresses", "mtu",      "queues",
-    "mac",   "neighbors",   "profile", "roce_dscp", "cnp_dscp", "dscp_to_prio",
-    "trust", "pcp_to_prio", "vlan",    "ecn",       "pfc",      "dcqcn"};
+    "name",        "port",      "eal",     "netdev",    "addresses", "mtu",          "queues",
+    "mac",         "neighbors", "profile", "roce_dscp", "cnp_dscp",  "dscp_to_prio", "trust",
+    "pcp_to_prio", "vlan",      "ecn",     "pfc",       "dcqcn"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -131,7 +131,13 @@ class Parser {
               "name",
               "\"" + dev.name + "\" is already the name of device[" + std::to_string(j) + "]",
               "a name unique in the file");
-        if (dev.port != "loopback" && vdev_name(cfg.devices[j].port) == vdev_name(dev.port))
+        if (!dev.netdev.empty() && cfg.devices[j].netdev == dev.netdev)
+          return fail(
+              "netdev",
+              "\"" + dev.netdev + "\" is already the netdev of device[" + std::to_string(j) + "]",
+              "one device per netdev");
+        if (dev.netdev.empty() && dev.port != "loopback" &&
+            vdev_name(cfg.devices[j].port) == vdev_name(dev.port))
           return fail("port",
                       "DPDK device \"" + std::string(vdev_name(dev.port)) +
                           "\" is already the port of device[" + std::to_string(j) + "]",
@@ -211,8 +217,9 @@ class Parser {
         }))
       return fail_b("name", "\"" + dev->name + "\" is not a valid device name", kNameAllowed);
 
+    if (!parse_netdev(t, dev)) return false;
     if (!get_string(t, "port", "port", kPortAllowed, &dev->port)) return false;
-    if (dev->port != "loopback" && !is_pci_address(dev->port) &&
+    if (dev->netdev.empty() && dev->port != "loopback" && !is_pci_address(dev->port) &&
         !(dev->port.rfind("net_", 0) == 0 && vdev_name(dev->port).size() > 4))
       return fail_b("port", "\"" + dev->port + "\" is not a port", kPortAllowed);
 
@@ -232,7 +239,7 @@ class Parser {
       }
     }
 
-    if (!parse_addresses(t, dev)) return false;
+    if (dev->netdev.empty() && !parse_addresses(t, dev)) return false;
 
     int64_t mtu = dev->mtu;
     if (!get_int(t, "mtu", "mtu", 256, 4096, kMtuAllowed, &mtu)) return false;
@@ -287,6 +294,27 @@ class Parser {
     if (!get_bool(t, "ecn", "ecn", &dev->ecn)) return false;
     if (!parse_pfc(t, dev)) return false;
     return parse_dcqcn(t, dev);
+  }
+
+  /// `netdev`: the device is bound to a kernel network interface (host mode). Its port,
+  /// addresses, MAC and neighbours are the kernel's, so those keys are refused beside it.
+  bool parse_netdev(const toml::table& t, Device* dev) {
+    constexpr std::string_view kAllowed = "a network interface name (1..15 characters, no '/')";
+    if (!get_string(t, "netdev", "netdev", kAllowed, &dev->netdev)) return false;
+    if (!t.get("netdev")) return true;
+    if (dev->netdev.empty() || dev->netdev.size() > 15 || dev->netdev == "." ||
+        dev->netdev == ".." || std::any_of(dev->netdev.begin(), dev->netdev.end(), [](char c) {
+          return c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) ||
+                 !std::isprint(static_cast<unsigned char>(c));
+        }))
+      return fail_b("netdev", "\"" + dev->netdev + "\" is not an interface name", kAllowed);
+    for (std::string_view k : {"port", "addresses", "mac", "neighbors"})
+      if (t.get(k))
+        return fail_b(std::string(k),
+                      "not allowed with netdev (the kernel's interface supplies it)",
+                      "netdev alone, or port + addresses without netdev");
+    dev->port = "netdev:" + dev->netdev;
+    return true;
   }
 
   bool parse_addresses(const toml::table& t, Device* dev) {

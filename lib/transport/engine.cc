@@ -325,7 +325,9 @@ Status check_values(const EngineConfig& cfg, const Qp& qp, const QpAttr& a, uint
                                                           kAccessRemoteRead | kAccessRemoteAtomic)))
     return Status::invalid();
   if (mask & kAttrAv) {
-    if (a.av.sgid_index >= cfg.gids.size() || a.av.dgid.is_zero()) return Status::invalid();
+    if (a.av.sgid_index >= cfg.gids.size() || cfg.gids[a.av.sgid_index].is_zero() ||
+        a.av.dgid.is_zero())
+      return Status::invalid();
     if (a.av.dgid.is_ipv4_mapped() != cfg.gids[a.av.sgid_index].is_ipv4_mapped())
       return Status::invalid();
   }
@@ -614,6 +616,8 @@ size_t Engine::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp no
 Timestamp Engine::next_deadline() const {
   return earliest(impl_->gsi.next_deadline(impl_->last_now), impl_->next_deadline());
 }
+
+void Engine::set_gids(std::vector<Gid> gids) { impl_->cfg.gids = std::move(gids); }
 
 bool Engine::has_tx_work() const {
   if (impl_->gsi.has_tx_work()) return true;

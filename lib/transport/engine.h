@@ -201,6 +201,10 @@ class Engine {
   Timestamp next_deadline() const;
   /// True when poll_transmit() would write a frame right away.
   bool has_tx_work() const;
+  /// Replaces the GID table (a netdev's addresses changed). Index i keeps its meaning for QPs
+  /// already using it while the entry stays; a zero entry is a free slot that no new QP or AH
+  /// may use (EINVAL). QPs whose source GID vanished keep sending from their old address.
+  void set_gids(std::vector<Gid> gids);
 
   // ---- QP1 (GSI): management datagrams for a connection manager ----------------------------
 

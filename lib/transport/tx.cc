@@ -216,7 +216,7 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
   s.dst_mac = qp.cnp_dmac;
   s.dst_ip = qp.cnp_dip;
   for (const Gid& g : cfg.gids) {
-    if (g.is_ipv4_mapped() == qp.cnp_dip.is_ipv4_mapped()) {
+    if (!g.is_zero() && g.is_ipv4_mapped() == qp.cnp_dip.is_ipv4_mapped()) {
       s.src_ip = g;
       break;
     }

@@ -89,8 +89,11 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs
 #endif
   std::unique_ptr<transport::Engine> engine;
-  std::vector<Gid> gids;              ///< GID table (index = address index)
+  std::vector<Gid> gids;              ///< GID table (index = address index; zero = free slot)
   uint8_t active_mtu = IBV_MTU_1024;  ///< enum ibv_mtu of the configured MTU
+  bool link_up = true;                ///< the netdev's link (host mode; others always up)
+  int ifindex = 0;                    ///< the netdev's ifindex (host mode), else 0
+  uint64_t link_version = 0;          ///< Port::link_version() last applied (mu)
   int open_count = 0;                 ///< contexts using it (global registry lock)
 
   // Objects by engine id, for observer callbacks (guarded by mu).
@@ -124,6 +127,9 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   Progress progress_locked(Timestamp now);
   /// The transmit half of a step: timers + transmit, flush. Requires mu. Returns frames sent.
   size_t transmit_locked(Timestamp now);
+  /// Applies a changed Port::link_state(): GID table (IBV_EVENT_GID_CHANGE), link
+  /// (IBV_EVENT_PORT_ERR / IBV_EVENT_PORT_ACTIVE), active MTU. Requires mu.
+  void follow_link_locked();
   /// Logs pause storms the port's watchdog counted and raises IBV_EVENT_PORT_ERR for an error
   /// (port_health.h). Requires mu.
   void check_port_health();

@@ -66,10 +66,7 @@ void speed_width(uint64_t bps, uint8_t* width, uint8_t* speed) {
 void fill_port_attr(Context* ctx, ibv_port_attr* p) {
   std::memset(p, 0, sizeof *p);
   Runtime* rt = ctx->rt;
-  p->state = IBV_PORT_ACTIVE;
   p->max_mtu = IBV_MTU_4096;
-  p->active_mtu = static_cast<ibv_mtu>(rt->active_mtu);
-  p->gid_tbl_len = static_cast<int>(rt->gids.size());
   p->port_cap_flags = 0;
   p->max_msg_sz = 1u << 31;
   p->pkey_tbl_len = 1;
@@ -82,9 +79,12 @@ void fill_port_attr(Context* ctx, ibv_port_attr* p) {
   {
     std::lock_guard<std::mutex> g(rt->mu);  // the Port is used by one thread at a time
     speed = rt->port->link_speed_bps();
+    p->state = rt->link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+    p->phys_state = rt->link_up ? 5 : 3;  // LinkUp : Disabled
+    p->active_mtu = static_cast<ibv_mtu>(rt->active_mtu);
+    p->gid_tbl_len = static_cast<int>(rt->gids.size());
   }
   speed_width(speed, &p->active_width, &p->active_speed);
-  p->phys_state = 5;  // LinkUp
   p->link_layer = IBV_LINK_LAYER_ETHERNET;
 }
 
@@ -166,50 +166,80 @@ UROCE_EXPORT int uroce_query_port_1_1(ibv_context* c, uint8_t port, _compat_ibv_
 }
 UROCE_DEFAULT_VERSION(uroce_query_port_1_1, ibv_query_port, "IBVERBS_1.1");
 
+namespace {
+
+using uroce::Gid;
+
+/// GID index i of rt's table (zero for a free slot); false past its end. Takes the engine
+/// lock: a netdev's address change replaces the table (follow_link_locked).
+bool gid_at(Runtime* rt, size_t i, Gid* out, int* ifindex = nullptr) {
+  std::lock_guard<std::mutex> g(rt->mu);
+  if (ifindex) *ifindex = rt->ifindex;
+  if (i >= rt->gids.size()) return false;
+  *out = rt->gids[i];
+  return true;
+}
+
+/// Fills one ibv_gid_entry; ENODATA for a free slot or an index past the table.
+int fill_gid_entry(Runtime* rt, uint32_t port, uint32_t index, ibv_gid_entry* entry) {
+  Gid gid;
+  int ifindex = 0;
+  if (!gid_at(rt, index, &gid, &ifindex) || gid.is_zero()) return ENODATA;
+  std::memset(entry, 0, sizeof *entry);
+  std::memcpy(entry->gid.raw, gid.raw.data(), 16);
+  entry->gid_index = index;
+  entry->port_num = port;
+  entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+  entry->ndev_ifindex = static_cast<uint32_t>(ifindex);
+  return 0;
+}
+
+}  // namespace
+
 UROCE_EXPORT int uroce_query_gid_1_1(ibv_context* c, uint8_t port, int index, ibv_gid* gid) {
   Runtime* rt = ctx_of(c)->rt;
-  if (!port_ok(port) || index < 0 || static_cast<size_t>(index) >= rt->gids.size()) {
+  Gid g;
+  if (!port_ok(port) || index < 0 || !gid_at(rt, static_cast<size_t>(index), &g)) {
     errno = EINVAL;
     return -1;
   }
-  std::memcpy(gid->raw, rt->gids[static_cast<size_t>(index)].raw.data(), 16);
+  std::memcpy(gid->raw, g.raw.data(), 16);
   return 0;
 }
 UROCE_DEFAULT_VERSION(uroce_query_gid_1_1, ibv_query_gid, "IBVERBS_1.1");
 
 UROCE_EXPORT int _ibv_query_gid_ex(ibv_context* c, uint32_t port, uint32_t index,
                                    ibv_gid_entry* entry, uint32_t flags, size_t entry_size) {
-  Runtime* rt = ctx_of(c)->rt;
   if (flags) return EINVAL;
   if (!port_ok(port)) return EINVAL;
   if (entry_size < sizeof(ibv_gid_entry)) return EINVAL;
-  if (index >= rt->gids.size()) return ENODATA;
-  std::memset(entry, 0, sizeof *entry);
-  std::memcpy(entry->gid.raw, rt->gids[index].raw.data(), 16);
-  entry->gid_index = index;
-  entry->port_num = port;
-  entry->gid_type = IBV_GID_TYPE_ROCE_V2;
-  entry->ndev_ifindex = 0;
-  return 0;
+  return fill_gid_entry(ctx_of(c)->rt, port, index, entry);
 }
 
+/// The valid entries only (free slots are skipped), as the kernel's GID table query.
 UROCE_EXPORT ssize_t _ibv_query_gid_table(ibv_context* c, ibv_gid_entry* entries,
                                           size_t max_entries, uint32_t flags, size_t entry_size) {
   Runtime* rt = ctx_of(c)->rt;
   if (flags) return -EINVAL;
   if (entry_size < sizeof(ibv_gid_entry)) return -EINVAL;
-  if (max_entries < rt->gids.size()) return -EINVAL;
-  auto* p = reinterpret_cast<uint8_t*>(entries);
-  for (uint32_t i = 0; i < rt->gids.size(); ++i) {
-    _ibv_query_gid_ex(c, 1, i, reinterpret_cast<ibv_gid_entry*>(p + i * entry_size), 0, entry_size);
+  size_t size, valid = 0;
+  {
+    std::lock_guard<std::mutex> g(rt->mu);
+    size = rt->gids.size();
+    for (const Gid& gid : rt->gids) valid += !gid.is_zero();
   }
-  return static_cast<ssize_t>(rt->gids.size());
+  if (max_entries < valid) return -EINVAL;
+  auto* p = reinterpret_cast<uint8_t*>(entries);
+  ssize_t n = 0;
+  for (uint32_t i = 0; i < size && static_cast<size_t>(n) < max_entries; ++i)
+    if (fill_gid_entry(rt, 1, i, reinterpret_cast<ibv_gid_entry*>(p + n * entry_size)) == 0) ++n;
+  return n;
 }
 
 /// rdma-core's private query (driver.h): enum ibv_gid_type_sysfs {IB_ROCE_V1 = 0, ROCE_V2 = 1}.
 UROCE_EXPORT int ibv_query_gid_type(ibv_context* c, uint8_t port, unsigned int index, int* type) {
-  Runtime* rt = ctx_of(c)->rt;
-  if (!port_ok(port) || index >= rt->gids.size()) {
+  Gid g;
+  if (!port_ok(port) || !gid_at(ctx_of(c)->rt, index, &g)) {
     errno = EINVAL;
     return -1;
   }

@@ -34,11 +34,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <random>
 #include <string>
 
+#include "verbs/gid_table.h"
 #include "verbs/objects.h"
 #ifdef UROCE_HAVE_DCQCN
 #include "verbs/congestion.h"
@@ -182,8 +184,44 @@ Runtime::Progress Runtime::progress_locked(Timestamp t) {
   last_rx = t;
   Progress p;
   p.rx = port->rx_burst(*this, kRxBurst, t);
+  if (port->link_version() != link_version) follow_link_locked();
   p.tx = transmit_locked(t);
   return p;
+}
+
+namespace {
+
+/// The largest path MTU (enum ibv_mtu) a netdev MTU carries, as the kernel's
+/// eth_mtu_int_to_enum() computes it: the netdev MTU less GRH/IPv6 40 + UDP 8 + BTH 12 +
+/// XRCETH 4 + AtomicETH 28 + ICRC 4 bytes; 0 when not even 256 bytes fit.
+uint8_t ib_mtu_of_netdev(uint32_t netdev_mtu) {
+  constexpr uint32_t kOverhead = 40 + 8 + 12 + 4 + 28 + 4;
+  if (netdev_mtu < kOverhead + 256) return 0;
+  const uint32_t room = netdev_mtu - kOverhead;
+  uint8_t e = IBV_MTU_256;
+  for (uint32_t b = 512; b <= 4096 && b <= room; b *= 2) ++e;
+  return e;
+}
+
+}  // namespace
+
+void Runtime::follow_link_locked() {
+  LinkState st;
+  link_version = port->link_version();
+  if (!port->link_state(&st)) return;
+  ifindex = st.ifindex;
+  if (uint8_t m = ib_mtu_of_netdev(st.mtu)) active_mtu = std::min(mtu_enum(dev->cfg.mtu), m);
+  std::vector<Gid> table = merge_gid_table(gids, st.gids);
+  if (table != gids) {
+    gids = table;
+    engine->set_gids(table);
+    on_async_event({transport::AsyncEventType::kGidChange, 1});
+  }
+  if (st.up != link_up) {
+    link_up = st.up;
+    on_async_event(
+        {st.up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr, 1});
+  }
 }
 
 size_t Runtime::transmit_locked(Timestamp t) {
@@ -498,8 +536,17 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
 #endif
   std::random_device rd;
   ec.key_seed = (uint64_t{rd()} << 32) | rd();
-  rt->gids = ec.gids;
   rt->active_mtu = mtu_enum(dev->cfg.mtu);
+  if (LinkState st; rt->port->link_state(&st)) {
+    // Host mode: the GIDs are the netdev's addresses; the path MTU is what its MTU carries.
+    rt->link_version = rt->port->link_version();
+    rt->link_up = st.up;
+    rt->ifindex = st.ifindex;
+    ec.gids = st.gids;
+    if (uint8_t m = ib_mtu_of_netdev(st.mtu)) rt->active_mtu = std::min(rt->active_mtu, m);
+    ec.max_mtu = 128u << rt->active_mtu;
+  }
+  rt->gids = ec.gids;
 #ifdef UROCE_HAVE_STATS
   // Counters live in the device's shared-memory segment when it can be created; a failure
   // (no writable run dir) only costs visibility from outside the process.

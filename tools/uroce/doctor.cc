@@ -17,6 +17,9 @@
 #include <vector>
 
 #include "config/config.h"
+#ifdef UROCE_HAVE_XDP
+#include "xdp/xdp.h"
+#endif
 #include "rdma_ns.h"
 #include "stats/proc.h"
 #include "stats/reader.h"
@@ -110,6 +113,39 @@ std::vector<std::string> pmd_dirs(const std::string& lib) {
   return out;
 }
 
+/// Host mode: the netdev exists, is up, has an address, and takes uroce's XDP program (or has
+/// it, in use or stale); a foreign program makes the device unusable.
+void check_netdev(Report& r, const config::Device& d, const std::string& source) {
+  const std::string who = d.name + " (netdev " + d.netdev + ")";
+#ifdef UROCE_HAVE_XDP
+  for (const xdp::Check& c : xdp::doctor_checks(d.netdev)) {
+    const std::string line = who + ": " + c.what + (c.detail.empty() ? "" : ": " + c.detail);
+    if (c.ok) {
+      r.ok(line);
+      continue;
+    }
+    std::string fix;
+    if (c.what == "netdev")
+      fix = "ip link show lists the netdevs; fix netdev = in " + source + " (or uroce link del " +
+            d.name + " && uroce link add " + d.name + " netdev IF)";
+    else if (c.what == "link")
+      fix = "ip link set " + d.netdev + " up, and check its cable or peer (carrier)";
+    else if (c.what == "address")
+      fix = "ip addr add ADDRESS/PREFIX dev " + d.netdev + " (the GIDs are its addresses)";
+    else if (c.what == "xdp program")
+      fix = "another XDP program owns " + d.netdev + ": find its user (ip -d link show " +
+            d.netdev + "); uroce removes only its own";
+    else
+      fix = "see drivers/xdp/README.md (limits of XDP on this netdev)";
+    r.fail(line, fix);
+  }
+#else
+  (void)source;
+  r.fail(who + ": this uroce was built without host mode (drivers/xdp)",
+         "rebuild with libbpf-dev and clang installed");
+#endif
+}
+
 }  // namespace
 
 int doctor(const DoctorOptions& o) {
@@ -151,6 +187,10 @@ int doctor(const DoctorOptions& o) {
     std::string who = d.name + " (" + d.port + ")";
     if (d.port == "loopback") {
       r.ok(who + ": in-process loopback port, nothing to check");
+      continue;
+    }
+    if (!d.netdev.empty()) {
+      check_netdev(r, d, cfg->source);
       continue;
     }
     if (p.pci) {

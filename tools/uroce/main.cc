@@ -11,6 +11,7 @@
  *   uroce doctor                                what is wrong on this host, and the fix
  *   uroce rdma-ns [-- PROGRAM ARGS...]          the kernel RDMA files UCX looks for
  *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
+ *   uroce link add NAME netdev IF | del NAME | show [NAME]   devices on kernel netdevs
  */
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include "capture.h"
 #include "doctor.h"
 #include "exporter.h"
+#include "link_cmd.h"
 #include "profile_cmd.h"
 #include "rdma_ns.h"
 #include "show.h"
@@ -116,6 +118,25 @@ int main(int argc, char** argv) {
       "mount namespace where they exist");
   rdma_ns_cmd->add_option("program", rno.argv, "The program and its arguments, after --");
 
+  LinkOptions lo;
+  std::string netdev_word;
+  auto* link = app.add_subcommand(
+      "link", "Devices bound to kernel netdevs (as `rdma link` for rxe): add, del, show");
+  link->require_subcommand(1);
+  auto* ladd = link->add_subcommand("add", "Bind a new device to a netdev: add NAME netdev IF");
+  ladd->add_option("name", lo.name, "Device name, e.g. uroce0")->required();
+  ladd->add_option("netdev", netdev_word, "The word \"netdev\"")
+      ->required()
+      ->check(CLI::IsMember({"netdev"}));
+  ladd->add_option("ifname", lo.netdev, "The kernel interface, e.g. eth0")->required();
+  auto* ldel = link->add_subcommand("del", "Remove a device from the configuration");
+  ldel->add_option("name", lo.name, "Device name")->required();
+  auto* lshow = link->add_subcommand("show", "The devices and their netdevs' state");
+  lshow->add_option("name", lo.name, "Only this device");
+  for (CLI::App* c : {ladd, ldel, lshow})
+    c->add_option("--config,-c", lo.config,
+                  "Config file (default: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml)");
+
   CLI11_PARSE(app, argc, argv);
   co.run_dir = run_dir;
   so.run_dir = run_dir;
@@ -142,5 +163,8 @@ int main(int argc, char** argv) {
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
   if (capture_cmd->parsed()) return capture(co);
   if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
+  if (ladd->parsed()) return link_add(lo);
+  if (ldel->parsed()) return link_del(lo);
+  if (lshow->parsed()) return link_show(lo);
   return 2;
 }

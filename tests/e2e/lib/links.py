@@ -239,6 +239,93 @@ class VethLink(Link):
             sh("ip", "netns", "del", ns, check=False)
 
 
+class RoutedLink(Link):
+    """Host mode through a router: namespaces A (side 0), R and B (side 1); veth A-R in subnet
+    198.18.1.0/24 + 2001:2:0:1::/64, veth R-B in 198.18.2.0/24 + 2001:2:0:2::/64, kernel
+    addresses on every end, default routes in A and B via R, and R forwarding. uroce on A and B
+    is bound to their veths (`netdev =`): the RoCE addresses are the kernel's, and the programs'
+    TCP exchange shares the veths with RoCE, as on a real host.
+
+    GID table of each side (host mode's order): 0 the IPv6 link-local address, 1 the IPv4
+    address, 2 the global IPv6 address. bottleneck: a tbf qdisc (rate, e.g. "200mbit") on R's
+    interface towards B, whose tail drops are real loss."""
+
+    name = "routed"
+    _counter = 0
+    GID_V4 = 1
+    GID_V6 = 2
+
+    def __init__(self, mtu=1024, bottleneck=None):
+        remove_stale_namespaces()
+        RoutedLink._counter += 1
+        self.mtu = mtu
+        n = RoutedLink._counter
+        tag = f"{PREFIX}{os.getpid()}"
+        self.ns = [f"{tag}a{n}h", f"{tag}b{n}h"]
+        self.router = f"{tag}a{n}r"  # 'a' after the pid: remove_stale_namespaces() finds it
+        short = f"u{os.getpid() % 100000}{n}"
+        self.ifs = [f"{short}h0", f"{short}h1"]   # A's and B's veth ends
+        self.rifs = [f"{short}r0", f"{short}r1"]  # R's ends towards A and B
+        self.addr = ["198.18.1.1", "198.18.2.1"]
+        self.raddr = ["198.18.1.254", "198.18.2.254"]
+        self.addr6 = ["2001:2:0:1::1", "2001:2:0:2::1"]
+        self.raddr6 = ["2001:2:0:1::fe", "2001:2:0:2::fe"]
+        self._closed = False
+        _register_cleanup(self)
+        try:
+            self._create(bottleneck)
+        except Exception:
+            self.close()
+            raise
+
+    def _create(self, bottleneck):
+        for ns in self.ns + [self.router]:
+            sh("ip", "netns", "add", ns)
+            sh("ip", "-n", ns, "link", "set", "lo", "up")
+            # No duplicate address detection: addresses are usable at once.
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.accept_dad=0")
+            sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.accept_dad=0")
+        sh("ip", "netns", "exec", self.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        sh("ip", "netns", "exec", self.router, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
+        for side in (0, 1):
+            h, r = self.ifs[side], self.rifs[side]
+            sh("ip", "link", "add", h, "type", "veth", "peer", "name", r)
+            sh("ip", "link", "set", h, "netns", self.ns[side])
+            sh("ip", "link", "set", r, "netns", self.router)
+            ns = self.ns[side]
+            sh("ip", "-n", ns, "addr", "add", f"{self.addr[side]}/24", "dev", h)
+            sh("ip", "-n", ns, "addr", "add", f"{self.addr6[side]}/64", "dev", h, "nodad")
+            sh("ip", "-n", self.router, "addr", "add", f"{self.raddr[side]}/24", "dev", r)
+            sh("ip", "-n", self.router, "addr", "add", f"{self.raddr6[side]}/64", "dev", r,
+               "nodad")
+            sh("ip", "-n", ns, "link", "set", h, "up")
+            sh("ip", "-n", self.router, "link", "set", r, "up")
+            sh("ip", "-n", ns, "route", "add", "default", "via", self.raddr[side])
+            sh("ip", "-n", ns, "-6", "route", "add", "default", "via", self.raddr6[side])
+        if bottleneck:
+            sh("ip", "netns", "exec", self.router, "tc", "qdisc", "add", "dev", self.rifs[1],
+               "root", "tbf", "rate", bottleneck, "burst", "32kb", "limit", "64kb")
+
+    def device_toml(self, side):
+        return f'netdev = "{self.ifs[side]}"\nmtu = {self.mtu}\n'
+
+    def port(self, side):
+        return f"netdev:{self.ifs[side]}"
+
+    def wrap(self, side):
+        return ["ip", "netns", "exec", self.ns[side]]
+
+    def oob_host(self):
+        return self.addr[0]
+
+    def close(self):
+        if self._closed:
+            return
+        self._closed = True
+        for ns in self.ns + [self.router]:
+            sh("ip", "netns", "del", ns, check=False)
+
+
 _live = []
 _hooks = []  # run before the namespaces go (pair.py kills its programs there)
 
@@ -276,7 +363,7 @@ def _on_signal(signum, _frame):
 
 
 def make_link(name, mtu=None, netns=False):
-    """memif | memif_zc | af_packet | af_xdp | pcap -> an open Link (close it, or use `with`).
+    """memif | memif_zc | af_packet | af_xdp | pcap | routed -> an open Link (close it, or use `with`).
     netns: memif inside a namespace whose lo carries the RoCE addresses (NetnsMemifLink)."""
     if name == "memif" and netns:
         return NetnsMemifLink(mtu=mtu or 4096)
@@ -284,4 +371,6 @@ def make_link(name, mtu=None, netns=False):
         return MemifLink(mtu=mtu or 4096, zero_copy=name == "memif_zc")
     if name in ("af_packet", "af_xdp", "pcap"):
         return VethLink(pmd=name, mtu=mtu or 1024)
+    if name == "routed":
+        return RoutedLink(mtu=mtu or 1024)
     raise ValueError(f"unknown link {name}")

@@ -28,6 +28,13 @@ def write_config(path, link, side, extra_eal=None, queues=1, extra_toml="", arp=
     arp: no static neighbour (the peer's MAC comes from ARP)."""
     peer = 1 - side
     eal = ", ".join(f'"{a}"' for a in (extra_eal or []))
+    if hasattr(link, "device_toml"):  # host mode: the kernel supplies addresses and neighbours
+        text = (f'# written by tests/e2e/lib/pair.py for side {side} of a {link.name} link\n'
+                f'[[device]]\nname = "{DEVICE}"\n{link.device_toml(side)}'
+                f'eal = [{eal}]\nqueues = {queues}\n{extra_toml}\n')
+        with open(path, "w") as f:
+            f.write(text)
+        return path
     text = f"""# written by tests/e2e/lib/pair.py for side {side} of a {link.name} link
 [[device]]
 name = "{DEVICE}"
