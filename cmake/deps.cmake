@@ -6,6 +6,8 @@ find_package(Boost 1.74 REQUIRED)              # Boost.Lockfree is header-only
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)       # uroce capture
 find_package(fmt REQUIRED)
+# drivers/netlink: the kernel's view of a netdev (host mode)
+pkg_check_modules(LIBNL REQUIRED IMPORTED_TARGET libnl-3.0 libnl-route-3.0)
 if(UROCE_WITH_DPDK)
   pkg_check_modules(DPDK REQUIRED IMPORTED_TARGET libdpdk)
 endif()
