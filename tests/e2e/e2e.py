@@ -410,9 +410,15 @@ def run_two(case, link, build, server_args, client_args, port, check):
     return 0, p
 
 
+def gid(case, link):
+    """The GID index a case's programs use: the case's own (routed IPv6 cases), else the
+    link's (host mode: the IPv4 address), else GID_INDEX."""
+    return str(case.kw.get("gid", getattr(link, "gid_index", GID_INDEX)))
+
+
 def run_pingpong(case, link, build):
     port = pairmod.free_tcp_port()
-    base = [case.kw["tool"], "-d", DEVICE, "-i", "1", "-g", str(GID_INDEX), "-p", str(port)]
+    base = [case.kw["tool"], "-d", DEVICE, "-i", "1", "-g", gid(case, link), "-p", str(port)]
     base += case.kw["args"]
 
     def check(outs):
@@ -423,7 +429,7 @@ def run_pingpong(case, link, build):
 def run_perftest(case, link, build):
     port = pairmod.free_tcp_port()
     tool = case.kw["tool"]
-    base = [tool, "-d", DEVICE, "-i", "1", "-x", str(GID_INDEX), "-p", str(port)]
+    base = [tool, "-d", DEVICE, "-i", "1", "-x", gid(case, link), "-p", str(port)]
     base += case.kw["args"]
     return run_two(case, link, build, base, base, port,
                    lambda outs: check_perftest(tool, outs[1], case.kw["args"]))[0]
@@ -534,7 +540,7 @@ def run_verify(case, link, build):
     if not os.path.exists(prog):
         return fail(f"{case.name}: {prog} is not built (examples/uroce_verify)")
     port = pairmod.free_tcp_port()
-    args = [prog, "-d", DEVICE, "-g", str(GID_INDEX), "-p", str(port)] + case.kw["args"]
+    args = [prog, "-d", DEVICE, "-g", gid(case, link), "-p", str(port)] + case.kw["args"]
 
     def check(outs):
         for side, out in enumerate(outs):
@@ -690,7 +696,8 @@ def run_rdmacm(case, link, build):
     env = dict(case.kw.get("env", {}))
     env["UROCE_RDMACM_LISTEN_FILE"] = listen_file
     p = Pair(link, build, workdir=work, env=env)
-    fmt = {"addr": links.ROCE_ADDR[0], "port": port, "port1": port + 1, "oob": link.oob_host()}
+    fmt = {"addr": link.roce_addr(0, case.kw.get("v6", False)), "port": port, "port1": port + 1,
+           "oob": link.oob_host()}
     server = [a.format(**fmt) for a in case.kw["server"]]
     client = [a.format(**fmt) for a in case.kw["client"]]
     deadline = time.monotonic() + case.timeout - 10

@@ -77,6 +77,10 @@ class Link:
         """Address of the server side for the programs' TCP exchange."""
         return "127.0.0.1"
 
+    def roce_addr(self, side, v6=False):
+        """The RoCE (GID) address of `side`, which librdmacm programs are given."""
+        return ROCE_ADDR[side]
+
     def close(self):
         pass
 
@@ -254,6 +258,7 @@ class RoutedLink(Link):
     _counter = 0
     GID_V4 = 1
     GID_V6 = 2
+    gid_index = GID_V4
 
     def __init__(self, mtu=1024, bottleneck=None):
         remove_stale_namespaces()
@@ -311,6 +316,9 @@ class RoutedLink(Link):
 
     def port(self, side):
         return f"netdev:{self.ifs[side]}"
+
+    def roce_addr(self, side, v6=False):
+        return (self.addr6 if v6 else self.addr)[side]
 
     def wrap(self, side):
         return ["ip", "netns", "exec", self.ns[side]]
