@@ -55,9 +55,13 @@
 #include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
 #include "dpdk/neighbors.h"
-#include "dpdk/rx_class.h"
+#include "pipeline/rx_class.h"
 
 namespace uroce::dpdk {
+
+using pipeline::is_rocev2;
+using pipeline::RxClass;
+using pipeline::RxClassifier;
 
 namespace {
 
