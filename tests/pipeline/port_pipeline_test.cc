@@ -276,12 +276,14 @@ TEST_F(PipelineTest, ReceivedFramesCountPerPriorityWithCeMarks) {
   dev_.trust = config::Device::Trust::kDscp;
   make();
   pipe_->on_rx_frame(ip_frame(kOurMac, 24, 300, 0, true, 3));  // CE
+  pipe_->on_rx_frame(ip_frame(kOurMac, 24, 300, 0, true, 3));  // CE
   pipe_->on_rx_frame(ip_frame(kOurMac, 24, 200, 0, true, 2));  // ECT(0)
+  pipe_->on_rx_frame(ip_frame(kOurMac, 24, 200, 0, true, 1));  // ECT(1)
   pipe_->on_rx_frame(ip_frame(kOurMac, 48, 64, 0, true));
   const PortCounters c = counters();
-  EXPECT_EQ(c.rx_prio_packets[3], 2u);
-  EXPECT_EQ(c.rx_prio_bytes[3], 500u);
-  EXPECT_EQ(c.rx_prio_marked[3], 1u);
+  EXPECT_EQ(c.rx_prio_packets[3], 4u);
+  EXPECT_EQ(c.rx_prio_bytes[3], 1000u);
+  EXPECT_EQ(c.rx_prio_marked[3], 2u);
   EXPECT_EQ(c.rx_prio_packets[6], 1u);
   EXPECT_EQ(c.rx_prio_marked[6], 0u);
 }
