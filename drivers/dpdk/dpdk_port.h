@@ -3,10 +3,11 @@
  * @brief uroce::Port on a DPDK ethdev: any vdev (net_memif, net_af_packet, net_af_xdp,
  * net_pcap, net_ring, ...) or a PCI NIC, named by a device's `port` string.
  *
- * open_dpdk_port() starts EAL at the first call (eal.h), creates the device, a mempool sized
- * for the RoCE MTU, `queues` RX/TX queue pairs (config; RSS over the RX queues where the NIC
- * has it, TX queue = priority % queues), and answers ARP/ND for the device's addresses
- * itself (neighbors.h). What each PMD allows here is in drivers/dpdk/PMDS.md.
+ * open_dpdk_port() opens the ethdev (ethdev_io.h: EAL at the first call, the device, a mempool
+ * sized for the RoCE MTU, `queues` RX/TX queue pairs, RSS over the RX queues where the NIC has
+ * it), runs the port's queues, PFC and counters in a drivers/pipeline PortPipeline (TX queue =
+ * priority % queues), and answers ARP/ND for the device's addresses itself (neighbors.h). What
+ * each PMD allows here is in drivers/dpdk/PMDS.md.
  *
  * TX goes through eight software queues, one per TxMeta::priority: the CNP class (priority of
  * cnp_dscp) strict, deficit round robin for the others (lib/dcqcn TxScheduler), and a priority
@@ -40,15 +41,9 @@
 #include "common/port.h"
 #include "config/config.h"
 #include "dcqcn/pfc_counters.h"
+#include "dpdk/ethdev_io.h"
 
 namespace uroce::dpdk {
-
-/// Bytes a RoCEv2 frame may add to its payload: Ethernet 14 + 802.1Q 4 + IPv6 40 + UDP 8 +
-/// BTH 12 + AtomicETH 28 (the largest extended header) + ICRC 4 + pad 3, rounded up to 128.
-inline constexpr size_t kRoceOverhead = 128;
-
-/// Frames per RX/TX burst, and the size of the pending TX array.
-inline constexpr size_t kBurst = 32;
 
 /// What the PMD of an open DPDK port reports (for drivers/dpdk/PMDS.md and `uroce show`).
 struct PortInfo {

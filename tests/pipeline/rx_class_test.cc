@@ -1,18 +1,18 @@
 /**
  * @file rx_class_test.cc
- * @brief drivers/dpdk/rx_class.h: a received frame's priority under trust dscp (the IP DSCP
+ * @brief drivers/pipeline/rx_class.h: a received frame's priority under trust dscp (the IP DSCP
  * through dscp_to_prio) and trust pcp (the 802.1Q PCP through pcp_to_prio, untagged frames on
  * priority 0), and its ECN field; is_rocev2() (UDP to port 4791 over IPv4/IPv6, tagged or
  * not). References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3, IBA Annex 17 §A17.2.
  */
-#include "dpdk/rx_class.h"
+#include "pipeline/rx_class.h"
 
 #include <gtest/gtest.h>
 
 #include <initializer_list>
 #include <vector>
 
-namespace uroce::dpdk {
+namespace uroce::pipeline {
 namespace {
 
 /// An Ethernet frame with an IPv4 (or IPv6) header whose traffic class is tc, optionally
@@ -151,4 +151,4 @@ TEST(IsRocev2, ShortFramesAreRefusedWithoutReadingPastTheirEnd) {
 }
 
 }  // namespace
-}  // namespace uroce::dpdk
+}  // namespace uroce::pipeline

@@ -5,7 +5,7 @@
  * or by the 802.1Q PCP through pcp_to_prio (trust pcp; untagged frames are priority 0, as mlx5
  * with `mlnx_qos --trust pcp`). Non-IP frames are priority 0 with ECN 0 either way.
  * Also is_rocev2(): whether a frame is RoCEv2 (UDP to port 4791, IBA Annex 17 §A17.2), which
- * the port loops back when it is addressed to the port's own MAC (dpdk_port.cc).
+ * the port loops back when it is addressed to the port's own MAC (port_pipeline.h).
  * References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3 (PCP), RFC 3168 §5 (ECN field).
  */
 #pragma once
@@ -15,11 +15,12 @@
 #include <cstdint>
 #include <span>
 
+#include "common/byteorder.h"
 #include "config/config.h"
-#include "dpdk/neighbor_wire.h"
+#include "transport/wire/eth.h"
 #include "transport/wire/udp.h"
 
-namespace uroce::dpdk {
+namespace uroce::pipeline {
 
 struct RxClass {
   uint8_t prio = 0;  ///< 0..7
@@ -69,4 +70,4 @@ inline bool is_rocev2(std::span<const uint8_t> f) {
   return uroce::wire::rocev2_udp_payload(f).has_value();
 }
 
-}  // namespace uroce::dpdk
+}  // namespace uroce::pipeline
