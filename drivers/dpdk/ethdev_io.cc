@@ -161,6 +161,15 @@ EthdevIo::EthdevIo(uint16_t port_id, rte_mempool* pool, MacAddr mac, size_t max_
 EthdevIo::~EthdevIo() {
   std::lock_guard<std::mutex> lock(g_open_mu);
   g_open.erase(port_id_);
+  if (close_ == Close::kOnDestroy) {
+    rte_eth_dev_info info{};
+    rte_eth_dev_info_get(port_id_, &info);
+    rte_eth_dev_stop(port_id_);
+    rte_eth_dev_close(port_id_);
+    if (info.device) rte_dev_remove(info.device);
+    free_pool_if_idle(pool_);
+    return;
+  }
   // A port that never started is parked as "set-up failed": the next open configures it.
   g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_, nq_};
 }
@@ -317,7 +326,8 @@ bool EthdevIo::stats(EthStats* out) const {
   return true;
 }
 
-std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string* err) {
+std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string* err,
+                                         Close close) {
   std::string e;
   if (!ensure_eal(dev, &e)) {
     fail(dev, e, err);
@@ -340,6 +350,7 @@ std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string*
         g_parked.erase(it);
         g_open.insert(port_id);
         std::unique_ptr<EthdevIo> io(new EthdevIo(port_id, p.pool, p.mac, p.max_frame, dev));
+        io->close_ = close;
         io->reused_ = true;
         if (is_memif_port(dev.port)) {
           io->set_memif();
@@ -486,6 +497,7 @@ std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string*
   free_pool_if_idle(old_pool);  // the queues now take mbufs from the new pool
   g_open.insert(port_id);
   std::unique_ptr<EthdevIo> io(new EthdevIo(port_id, pool, mac, max_frame, dev));
+  io->close_ = close;
   if (start_later) io->started_ = false;
   if (std::string_view(info.driver_name) == "net_memif") {
     io->set_memif();

@@ -79,7 +79,11 @@ class EthdevIo final : public pipeline::FrameIo {
   /// Opens the ethdev of dev (port, mtu, queues, mac, eal). On failure returns nullptr and
   /// sets *err to one line naming the device, the port and the problem (and, for a too-large
   /// mtu or too many queues, what the PMD allows).
-  static std::unique_ptr<EthdevIo> open(const config::Device& dev, std::string* err);
+  /// What the destructor does: park the ethdev for a later open (memif needs it, see the file
+  /// comment), or close and remove it (net_af_xdp: closing detaches the XDP program).
+  enum class Close { kPark, kOnDestroy };
+  static std::unique_ptr<EthdevIo> open(const config::Device& dev, std::string* err,
+                                        Close close = Close::kPark);
   /// Parks the ethdev (see the file comment). Every frame alloc() handed out must be back.
   ~EthdevIo() override;
   EthdevIo(const EthdevIo&) = delete;
@@ -144,6 +148,7 @@ class EthdevIo final : public pipeline::FrameIo {
   size_t max_frame_;
   uint16_t nq_;
   bool reused_ = false;
+  Close close_ = Close::kPark;
   bool started_ = true;          ///< rte_eth_dev_start succeeded
   bool reconnect_ = false;       ///< restart when the link stays down (memif client)
   bool memif_ = false;           ///< net_memif (memif_guard.h)

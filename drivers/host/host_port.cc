@@ -17,7 +17,13 @@
  */
 #include "host/host_port.h"
 
+#include <linux/ethtool.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -45,6 +51,23 @@ Timestamp monotonic_now() {
 }
 
 bool is_link_local(const Gid& g) { return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80; }
+
+/// The RX queues the netdev uses now: its channels (ETHTOOL_GCHANNELS combined + rx, the
+/// count net_af_xdp checks queue_count against); 1 when it reports none. IFLA_NUM_RX_QUEUES
+/// is the allocated count, larger than the active one on a veth.
+unsigned active_rx_queues(const std::string& ifname) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 1;
+  ethtool_channels ch{};
+  ch.cmd = ETHTOOL_GCHANNELS;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  ifr.ifr_data = reinterpret_cast<char*>(&ch);
+  const bool ok = ioctl(fd, SIOCETHTOOL, &ifr) == 0;
+  close(fd);
+  const unsigned n = ok ? ch.combined_count + ch.rx_count : 0;
+  return n ? n : 1;
+}
 
 /// One af_xdp ethdev name per netdev, so that two devices of one process do not collide.
 std::string vdev_name(const std::string& ifname) { return "net_af_xdp_" + ifname; }
@@ -220,7 +243,12 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
 
   config::Device d = dev;
   d.mtu = mtu;
-  d.queues = static_cast<uint16_t>(std::clamp<unsigned>(st->rx_queues, 1, dpdk::kMaxEthQueues));
+  const unsigned queues = active_rx_queues(dev.netdev);
+  if (queues > dpdk::kMaxEthQueues)
+    return fail("the netdev has " + std::to_string(queues) + " RX queues; uroce binds at most " +
+                std::to_string(dpdk::kMaxEthQueues) + " (ethtool -L " + dev.netdev +
+                " combined " + std::to_string(dpdk::kMaxEthQueues) + ")");
+  d.queues = static_cast<uint16_t>(queues);
   d.mac.reset();
   d.port = vdev_name(dev.netdev) + ",iface=" + dev.netdev +
            ",start_queue=0,queue_count=" + std::to_string(d.queues) +

@@ -214,6 +214,28 @@ def all_cases():
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"af_packet.{name}", "rdmacm", "af_packet", kw.pop("timeout", 120),
             short=name.startswith("rping"), **kw)
+    # Host mode (docs/host-mode.md): uroce bound to the kernel's veths of two namespaces with
+    # a Linux router between them, the kernel's addresses as GIDs, its routes and neighbours;
+    # the programs' TCP exchange shares the veths. GID 1 is the IPv4 address, 2 the IPv6 one.
+    v6 = {"gid": links.RoutedLink.GID_V6}
+    add("routed.ibv_rc_pingpong.default", "pingpong", "routed", 120, short=True,
+        tool="ibv_rc_pingpong", args=[])
+    add("routed.ibv_rc_pingpong.v6", "pingpong", "routed", 120, short=True,
+        tool="ibv_rc_pingpong", args=["-s", "4096"], **v6)
+    add("routed.ibv_ud_pingpong.v6", "pingpong", "routed", 120, tool="ibv_ud_pingpong",
+        args=["-s", "1024"], **v6)
+    for tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw"):
+        add(f"routed.{tool}.default", "perftest", "routed", 120, short=True, tool=tool, args=[])
+    add("routed.ib_write_bw.v6", "perftest", "routed", 120, short=True, tool="ib_write_bw",
+        args=[], **v6)
+    for var in ("write", "read", "send", "atomic"):
+        add(f"routed.uroce_verify.{var}", "verify", "routed", 120, short=var in ("write", "read"),
+            args=VERIFY_VARIANTS[var])
+    add("routed.uroce_verify.v6", "verify", "routed", 120, short=True,
+        args=VERIFY_VARIANTS["write1M"], **v6)
+    for name in ("rping.default", "ib_write_bw.R", "ib_send_bw.R", "ucmatose.default"):
+        kw = dict(RDMACM_CASES_TEMPLATE()[name])
+        add(f"routed.{name}", "rdmacm", "routed", kw.pop("timeout", 120), short=True, **kw)
     # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
     ucx_cases.cases(add)
     return cases
