@@ -27,6 +27,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <span>
 #include <utility>
@@ -67,6 +68,13 @@ unsigned active_rx_queues(const std::string& ifname) {
   close(fd);
   const unsigned n = ok ? ch.combined_count + ch.rx_count : 0;
   return n ? n : 1;
+}
+
+/// A small number from procfs (a TTL); 64 when it cannot be read.
+uint8_t read_sysctl_u8(const std::string& path) {
+  std::ifstream in(path);
+  unsigned v = 0;
+  return in >> v && v > 0 && v < 256 ? static_cast<uint8_t>(v) : 64;
 }
 
 /// One af_xdp ethdev name per netdev, so that two devices of one process do not collide.
@@ -157,6 +165,13 @@ class HostPort final : public Port {
     return resolver_.neighbour(ifindex, next, out) == netlink::Resolve::kFound;
   }
 
+  /// The kernel's default TTL / hop limit for every destination that is not link-local (the
+  /// AV's hop limit, 1 in ibv_rc_pingpong, would die at the first router).
+  uint8_t hop_limit(const Gid& ip) override {
+    if (is_link_local(ip)) return 0;
+    return ip.is_ipv4_mapped() ? ttl4_ : hop6_;
+  }
+
   bool read_counters(PortCounters* out) override {
     dpdk::EthStats st;
     if (io_->stats(&st)) {
@@ -199,6 +214,8 @@ class HostPort final : public Port {
   netlink::NetdevState state_;
   netlink::Resolver resolver_;
   netlink::Monitor monitor_;
+  uint8_t ttl4_ = read_sysctl_u8("/proc/sys/net/ipv4/ip_default_ttl");
+  uint8_t hop6_ = read_sysctl_u8("/proc/sys/net/ipv6/conf/" + state_.name + "/hop_limit");
   uint16_t rxq_next_ = 0;
   uint64_t version_ = 1;  ///< link_version(): never 0 for a host port
   uint64_t busy_polls_ = 0;

@@ -43,6 +43,13 @@ class NeighborResolver {
   /// Returns false when unknown; the implementation may start resolving it, so a later call
   /// may succeed.
   virtual bool resolve(const Gid& ip, MacAddr* mac) = 0;
+  /// The IP TTL / hop limit of packets to ip when the path decides it, as the kernel's RoCE
+  /// address resolution replaces the AV's hop limit with the route's for every destination
+  /// that is not link-local (ib_resolve_eth_dmac); 0 keeps the AV's.
+  virtual uint8_t hop_limit(const Gid& ip) {
+    (void)ip;
+    return 0;
+  }
 };
 
 /// Metadata of a received frame.

@@ -90,6 +90,7 @@ bool Engine::Impl::resolve(Qp& qp, NeighborResolver& neigh) {
   if (qp.dmac_valid) return true;
   if (!neigh.resolve(qp.attr.av.dgid, &qp.dmac)) return false;
   qp.dmac_valid = true;
+  if (uint8_t ttl = neigh.hop_limit(qp.attr.av.dgid)) qp.tmpl.ttl = ttl;
   qp.tmpl.dst_mac = qp.dmac;
   return true;
 }
@@ -295,6 +296,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     tag(s);
     s.ecn = cfg.ecn ? wire::kEcnEct0 : 0;
     s.ttl = w.av.hop_limit;
+    if (uint8_t ttl = neigh.hop_limit(w.av.dgid)) s.ttl = ttl;
     s.flow_label = w.av.flow_label;
     s.udp_sport = w.av.udp_sport
                       ? w.av.udp_sport
