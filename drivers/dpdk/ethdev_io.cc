@@ -326,8 +326,7 @@ bool EthdevIo::stats(EthStats* out) const {
   return true;
 }
 
-std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string* err,
-                                         Close close) {
+std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string* err, Close close) {
   std::string e;
   if (!ensure_eal(dev, &e)) {
     fail(dev, e, err);

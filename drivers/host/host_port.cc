@@ -165,6 +165,31 @@ class HostPort final : public Port {
     return resolver_.neighbour(ifindex, next, out) == netlink::Resolve::kFound;
   }
 
+  bool route_source(const Gid& dst, Gid* src, std::string* err) override {
+    if (is_link_local(dst)) {
+      for (const Gid& g : state_.gids)
+        if (is_link_local(g)) {
+          *src = g;
+          return true;
+        }
+      *err = "no IPv6 link-local address on " + state_.name;
+      return false;
+    }
+    auto hop = resolver_.route(dst, err);
+    if (!hop) return false;
+    if (!hop->src.is_zero()) {
+      *src = hop->src;
+      return true;
+    }
+    for (const Gid& g : state_.gids)  // no preferred source: the first of the same family
+      if (g.is_ipv4_mapped() == dst.is_ipv4_mapped() && !is_link_local(g)) {
+        *src = g;
+        return true;
+      }
+    *err = "no address of the destination's family on " + state_.name;
+    return false;
+  }
+
   /// The kernel's default TTL / hop limit for every destination that is not link-local (the
   /// AV's hop limit, 1 in ibv_rc_pingpong, would die at the first router).
   uint8_t hop_limit(const Gid& ip) override {
@@ -241,8 +266,7 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
   std::string e;
   auto st = netlink::query(dev.netdev, &e);
   if (!st) return fail(e + "; ip link show lists the netdevs");
-  if (!st->up)
-    return fail("the netdev is down (ip link set " + dev.netdev + " up; or no carrier)");
+  if (!st->up) return fail("the netdev is down (ip link set " + dev.netdev + " up; or no carrier)");
   if (st->gids.empty())
     return fail("the netdev has no IP address, so the device would have no GID (ip addr add " +
                 std::string("ADDRESS/PREFIX dev ") + dev.netdev + ")");
@@ -252,8 +276,7 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
 
   xdp::Outcome reaped = xdp::reap_stale(dev.netdev);
   if (reaped.kind == xdp::Outcome::kInUse)
-    return fail("in use by another uroce process (one process per netdev; " + reaped.message +
-                ")");
+    return fail("in use by another uroce process (one process per netdev; " + reaped.message + ")");
   if (!reaped.ok()) return fail(reaped.message);
   auto use = xdp::NetdevUse::acquire(dev.netdev, &e);
   if (!use) return fail(e);
@@ -263,8 +286,8 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
   const unsigned queues = active_rx_queues(dev.netdev);
   if (queues > dpdk::kMaxEthQueues)
     return fail("the netdev has " + std::to_string(queues) + " RX queues; uroce binds at most " +
-                std::to_string(dpdk::kMaxEthQueues) + " (ethtool -L " + dev.netdev +
-                " combined " + std::to_string(dpdk::kMaxEthQueues) + ")");
+                std::to_string(dpdk::kMaxEthQueues) + " (ethtool -L " + dev.netdev + " combined " +
+                std::to_string(dpdk::kMaxEthQueues) + ")");
   d.queues = static_cast<uint16_t>(queues);
   d.mac.reset();
   d.port = vdev_name(dev.netdev) + ",iface=" + dev.netdev +

@@ -101,6 +101,15 @@ class Port : public TxSink, public NeighborResolver {
     (void)out;
     return false;
   }
+  /// Ports that follow the kernel's routes: the source address the kernel picks for dst when
+  /// its route leaves through this port (*src), or false with one line in *err (no route, the
+  /// route leaves through another interface). Other ports: false with *err empty.
+  virtual bool route_source(const Gid& dst, Gid* src, std::string* err) {
+    (void)dst;
+    (void)src;
+    err->clear();
+    return false;
+  }
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
 

@@ -129,8 +129,14 @@ class Service {
   std::mutex mu;
   std::condition_variable acked;  ///< an event was acked (destroy/migrate wait on it)
 
-  /// Every configured address of every device (config order), for address resolution.
-  const std::vector<LocalAddr>& addrs() const { return addrs_; }
+  /// Every address of every device, for address resolution: the configured ones (config
+  /// order), then the GID tables of the devices bound to kernel netdevs, read now (host mode:
+  /// they follow the netdev's addresses; such devices are opened here). Requires mu.
+  const std::vector<LocalAddr>& addrs();
+  /// The local address to reach dst from: src when given (it must be ours, same family); dst
+  /// itself when it is ours; else the kernel's route through a host-mode device; else the
+  /// configured address whose prefix covers dst, longest first. Requires mu.
+  std::optional<LocalAddr> route_to(const std::optional<Gid>& src, const Gid& dst);
   /// Opens the device (verbs context, QP1, manager) on first use. Requires mu.
   /// nullptr + errno when it cannot be opened.
   Device* open_device(int index);
@@ -162,8 +168,10 @@ class Service {
   void on_sidr_request(Device* dev, cm::Event& e);
   Id* listener_for(Device* dev, uint64_t service_id, const Gid& dst);
 
-  std::vector<LocalAddr> addrs_;
-  std::vector<std::string> names_;                ///< device names, config order
+  std::vector<LocalAddr> config_addrs_;  ///< from the configuration file
+  std::vector<LocalAddr> addrs_;         ///< config_addrs_ + host-mode GID tables (addrs())
+  std::vector<std::string> names_;       ///< device names, config order
+  std::vector<bool> netdev_;             ///< by index: bound to a kernel netdev (host mode)
   std::vector<std::unique_ptr<Device>> devices_;  ///< opened ones, by index (may be null)
   std::map<std::pair<Device*, uint32_t>, Id*> conns_;
   std::vector<Id*> listeners_;

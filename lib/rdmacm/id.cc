@@ -197,7 +197,7 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
     } else if (id->state == IdState::kBound) {
       sgid = id->sgid;
     }
-    auto a = route(s.addrs(), sgid, *dgid);
+    auto a = s.route_to(sgid, *dgid);
     if (!a) return fail(sgid && !is_any(*sgid) ? EADDRNOTAVAIL : ENETUNREACH);
     Device* dev = s.open_device(a->device);
     if (!dev) return -1;

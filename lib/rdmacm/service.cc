@@ -58,15 +58,48 @@ Service::Service() {
   } else {
     for (size_t d = 0; d < cfg->devices.size(); ++d) {
       names_.push_back(cfg->devices[d].name);
+      netdev_.push_back(!cfg->devices[d].netdev.empty());
       const auto& as = cfg->devices[d].addresses;
       for (size_t i = 0; i < as.size(); ++i)
-        addrs_.push_back({static_cast<int>(d), static_cast<int>(i), as[i].gid, as[i].prefix});
+        config_addrs_.push_back(
+            {static_cast<int>(d), static_cast<int>(i), as[i].gid, as[i].prefix});
     }
   }
   devices_.resize(names_.size());
   std::random_device rd;
   next_port_ = static_cast<uint16_t>(32768 + rd() % 28000);
   wake_fd_ = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+}
+
+const std::vector<LocalAddr>& Service::addrs() {
+  addrs_ = config_addrs_;
+  for (size_t d = 0; d < netdev_.size(); ++d) {
+    if (!netdev_[d]) continue;
+    Device* dev = open_device(static_cast<int>(d));
+    ibv_port_attr pa{};
+    if (!dev || ibv_query_port(dev->verbs, 1, &pa) != 0) continue;
+    for (int i = 0; i < pa.gid_tbl_len; ++i) {
+      ibv_gid g{};
+      if (ibv_query_gid(dev->verbs, 1, i, &g) != 0) continue;
+      Gid gid;
+      std::memcpy(gid.raw.data(), g.raw, 16);
+      if (!gid.is_zero()) addrs_.push_back({static_cast<int>(d), i, gid, 0});
+    }
+  }
+  return addrs_;
+}
+
+std::optional<LocalAddr> Service::route_to(const std::optional<Gid>& src, const Gid& dst) {
+  const std::vector<LocalAddr>& all = addrs();
+  if ((src && !is_any(*src)) || find_local(all, dst)) return route(all, src, dst);
+  for (size_t d = 0; d < netdev_.size(); ++d) {
+    if (!netdev_[d] || !devices_[d]) continue;
+    int index = -1;
+    if (uroce_route_gid(devices_[d]->verbs, dst.raw.data(), &index) != 0) continue;
+    for (const LocalAddr& a : all)
+      if (a.device == static_cast<int>(d) && a.gid_index == index) return a;
+  }
+  return route(config_addrs_, std::nullopt, dst);
 }
 
 Device* Service::device_of(ibv_context* verbs) {
@@ -123,18 +156,18 @@ Device* Service::open_device(int index) {
   dev->mgr = std::make_unique<cm::Manager>(
       mc, [this, raw](const Gid& dst, std::span<const uint8_t, w::kMadLen> mad) {
         // The source address is the device's address that routes to dst.
-        std::vector<LocalAddr> own;
-        for (const LocalAddr& a : addrs_)
-          if (a.device == raw->index) own.push_back(a);
-        auto src = route(own, std::nullopt, dst);
-        if (!src) {
-          for (const LocalAddr& a : own)
-            if (a.gid.is_ipv4_mapped() == dst.is_ipv4_mapped()) src = a;
+        Gid src;
+        if (auto r = route_to(std::nullopt, dst); r && r->device == raw->index) {
+          src = r->gid;
+        } else {
+          for (const LocalAddr& a : addrs_)
+            if (a.device == raw->index && a.gid.is_ipv4_mapped() == dst.is_ipv4_mapped())
+              src = a.gid;
         }
-        if (!src) return;
+        if (src.is_zero()) return;
         uroce_gsi_mad m{};
         std::memcpy(m.peer_gid, dst.raw.data(), 16);
-        std::memcpy(m.local_gid, src->gid.raw.data(), 16);
+        std::memcpy(m.local_gid, src.raw.data(), 16);
         m.peer_qpn = 1;
         std::memcpy(m.mad, mad.data(), mad.size());
         uroce_gsi_send(raw->gsi, &m);  // a full queue loses the MAD; the CM resends
@@ -429,7 +462,7 @@ void Service::on_connect_request(Device* dev, cm::Event& e) {
   const w::Req& r = *e.req;
   auto h = w::parse_ip_cm_header(r.private_data);
   Id* l = h ? listener_for(dev, r.service_id, h->dst) : nullptr;
-  if (!l || find_local(addrs_, h->dst) == std::nullopt) {
+  if (!l || find_local(addrs(), h->dst) == std::nullopt) {
     dev->mgr->reject(e.conn, {}, now());
     return;
   }
@@ -461,7 +494,7 @@ void Service::on_sidr_request(Device* dev, cm::Event& e) {
   const w::SidrReq& r = *e.sidr_req;
   auto h = w::parse_ip_cm_header(r.private_data);
   Id* l = h ? listener_for(dev, r.service_id, h->dst) : nullptr;
-  if (!l || find_local(addrs_, h->dst) == std::nullopt) {
+  if (!l || find_local(addrs(), h->dst) == std::nullopt) {
     dev->mgr->sidr_reply(e.conn, static_cast<uint8_t>(w::SidrStatus::kServiceIdNotSupported), 0, 0,
                          {}, now());
     return;

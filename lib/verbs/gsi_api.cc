@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <new>
@@ -127,4 +128,34 @@ UROCE_EXPORT int uroce_gsi_send(uroce_gsi* h, const uroce_gsi_mad* m) {
   }
   uroce::verbs::drive_locked(rt, t);
   return 0;
+}
+
+UROCE_EXPORT int uroce_route_gid(ibv_context* c, const uint8_t dst[16], int* gid_index) {
+  if (!c || !dst || !gid_index) {
+    errno = EINVAL;
+    return -1;
+  }
+  Runtime* rt = uroce::verbs::ctx_of(c)->rt;
+  uroce::Gid d;
+  std::memcpy(d.raw.data(), dst, 16);
+  std::lock_guard<std::mutex> g(rt->mu);
+  if (rt->port->link_version() == 0) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  uroce::Gid src = d;
+  std::string err;
+  const bool own = std::find(rt->gids.begin(), rt->gids.end(), d) != rt->gids.end();
+  if (!own && !rt->port->route_source(d, &src, &err)) {
+    errno = ENETUNREACH;
+    return -1;
+  }
+  for (size_t i = 0; i < rt->gids.size(); ++i) {
+    if (rt->gids[i] == src) {
+      *gid_index = static_cast<int>(i);
+      return 0;
+    }
+  }
+  errno = EADDRNOTAVAIL;
+  return -1;
 }

@@ -45,6 +45,13 @@ int uroce_gsi_recv(struct uroce_gsi* gsi, struct uroce_gsi_mad* out, int max);
 /// ENOMEM (send queue full).
 int uroce_gsi_send(struct uroce_gsi* gsi, const struct uroce_gsi_mad* mad);
 
+/// For a device bound to a kernel netdev (host mode): the GID index of the source address the
+/// kernel's route to dst (16 bytes, IPv4 as ::ffff:a.b.c.d) picks, in *gid_index; dst one of
+/// the device's own addresses gives its own index. 0, or -1 + errno: EOPNOTSUPP (the device
+/// does not follow kernel routes: use the configured addresses), ENETUNREACH (no route through
+/// this device's netdev), EADDRNOTAVAIL (the source is not in the GID table).
+int uroce_route_gid(struct ibv_context* ctx, const uint8_t dst[16], int* gid_index);
+
 #ifdef __cplusplus
 }
 #endif

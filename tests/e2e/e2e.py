@@ -236,6 +236,8 @@ def all_cases():
     for name in ("rping.default", "ib_write_bw.R", "ib_send_bw.R", "ucmatose.default"):
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"routed.{name}", "rdmacm", "routed", kw.pop("timeout", 120), short=True, **kw)
+    kw = dict(RDMACM_CASES_TEMPLATE()["rping.default"])
+    add("routed.rping.v6", "rdmacm", "routed", kw.pop("timeout", 120), short=True, v6=True, **kw)
     # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
     ucx_cases.cases(add)
     return cases
