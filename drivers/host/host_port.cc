@@ -28,6 +28,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <span>
 #include <utility>
@@ -94,10 +95,15 @@ class HostPort final : public Port {
         resolver_(st.ifindex),
         monitor_(st.ifindex, &resolver_) {}
 
-  bool monitor_ok(std::string* err) const {
-    if (monitor_.ok()) return true;
-    *err = monitor_.error();
-    return false;
+  /// Whether the Monitor subscribed; its pending notifications (attaching the XDP program
+  /// may bounce a veth's carrier) are applied, so the runtime starts from the state after it.
+  bool monitor_ok(std::string* err) {
+    if (!monitor_.ok()) {
+      *err = monitor_.error();
+      return false;
+    }
+    monitor_.poll(&state_);
+    return true;
   }
 
   // TxSink
@@ -162,7 +168,20 @@ class HostPort final : public Port {
       next = hop->gateway_or_dst;
       ifindex = hop->ifindex;
     }
-    return resolver_.neighbour(ifindex, next, out) == netlink::Resolve::kFound;
+    switch (resolver_.neighbour(ifindex, next, out)) {
+      case netlink::Resolve::kFound: last_mac_[next.raw] = *out; return true;
+      case netlink::Resolve::kPending:
+        // The kernel lost the entry (a carrier loss flushes the table) and resolves it again:
+        // the last MAC it gave keeps traffic going meanwhile, as a NIC keeps its cached L2
+        // address; a changed answer replaces it.
+        if (auto it = last_mac_.find(next.raw); it != last_mac_.end()) {
+          *out = it->second;
+          return true;
+        }
+        return false;
+      case netlink::Resolve::kFailed: last_mac_.erase(next.raw); return false;
+    }
+    return false;
   }
 
   bool route_source(const Gid& dst, Gid* src, std::string* err) override {
@@ -241,6 +260,7 @@ class HostPort final : public Port {
   netlink::Monitor monitor_;
   uint8_t ttl4_ = read_sysctl_u8("/proc/sys/net/ipv4/ip_default_ttl");
   uint8_t hop6_ = read_sysctl_u8("/proc/sys/net/ipv6/conf/" + state_.name + "/hop_limit");
+  std::map<std::array<uint8_t, 16>, MacAddr> last_mac_;  ///< next hop -> the kernel's last answer
   uint16_t rxq_next_ = 0;
   uint64_t version_ = 1;  ///< link_version(): never 0 for a host port
   uint64_t busy_polls_ = 0;
@@ -296,6 +316,10 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
   auto io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
   if (!io) {
     xdp::detach_if_last(std::move(use));
+    // The PMD says only "cannot create port"; the kernel's reason for refusing the program
+    // (e.g. a veth whose peer MTU is too large for native XDP) comes from trying one.
+    for (const xdp::Check& c : xdp::doctor_checks(dev.netdev))
+      if (!c.ok) return fail("cannot attach an XDP program: " + c.what + ": " + c.detail);
     return fail(e);
   }
   auto port = std::make_unique<HostPort>(std::move(use), std::move(io), dev, *st);

@@ -26,6 +26,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib"))
 
+import host_cases  # noqa: E402
 import links  # noqa: E402
 import pair as pairmod  # noqa: E402
 import ucx_cases  # noqa: E402
@@ -238,6 +239,7 @@ def all_cases():
         add(f"routed.{name}", "rdmacm", "routed", kw.pop("timeout", 120), short=True, **kw)
     kw = dict(RDMACM_CASES_TEMPLATE()["rping.default"])
     add("routed.rping.v6", "rdmacm", "routed", kw.pop("timeout", 120), short=True, v6=True, **kw)
+    host_cases.cases(add)
     # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
     ucx_cases.cases(add)
     return cases
@@ -875,12 +877,13 @@ def run_peer_kill(case, link, build):
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
            "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, "qperf": run_qperf,
-           **ucx_cases.RUNNERS}
+           **ucx_cases.RUNNERS, **host_cases.RUNNERS}
 
 
 def run_case(case, build):
     with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link)),
-                         netns=case.kw.get("netns", False)) as link:
+                         netns=case.kw.get("netns", False),
+                         bottleneck=case.kw.get("bottleneck")) as link:
         runner = RUNNERS[case.kind]
         if case.link == "pcap" and case.kind in ("pingpong", "perftest"):
             return run_captured(case, link, build, runner)

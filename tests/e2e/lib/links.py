@@ -370,7 +370,7 @@ def _on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def make_link(name, mtu=None, netns=False):
+def make_link(name, mtu=None, netns=False, bottleneck=None):
     """memif | memif_zc | af_packet | af_xdp | pcap | routed -> an open Link (close it, or use `with`).
     netns: memif inside a namespace whose lo carries the RoCE addresses (NetnsMemifLink)."""
     if name == "memif" and netns:
@@ -380,5 +380,5 @@ def make_link(name, mtu=None, netns=False):
     if name in ("af_packet", "af_xdp", "pcap"):
         return VethLink(pmd=name, mtu=mtu or 1024)
     if name == "routed":
-        return RoutedLink(mtu=mtu or 1024)
+        return RoutedLink(mtu=mtu or 1024, bottleneck=bottleneck)
     raise ValueError(f"unknown link {name}")

@@ -46,13 +46,12 @@ def roce_frames(path):
     return len([ln for ln in p.stdout.splitlines() if ln.strip()])
 
 
-def check_tshark(path):
-    """Returns (ok, message)."""
+def check_tshark(path, addrs=("198.18.0.1", "198.18.0.2")):
+    """Returns (ok, message); both addresses must have sent frames."""
     n_udp = _tshark_count(path, f"udp.dstport == {ROCE_PORT}")
     n_ib = _tshark_count(path, f"udp.dstport == {ROCE_PORT} && infiniband.bth.opcode")
     n_bad = _tshark_count(path, "_ws.malformed || _ws.expert.severity == error")
-    n_dirs = [_tshark_count(path, f"infiniband && ip.src == {a}")
-              for a in ("198.18.0.1", "198.18.0.2")]
+    n_dirs = [_tshark_count(path, f"infiniband && ip.src == {a}") for a in addrs]
     msg = (f"tshark: {n_udp} RoCEv2 frames, {n_ib} decoded as InfiniBand BTH, {n_bad} malformed,"
            f" per direction {n_dirs}")
     ok = n_udp > 0 and n_ib == n_udp and n_bad == 0 and min(n_dirs) > 0

@@ -1,0 +1,402 @@
+"""Host mode's e2e cases beyond the plain programs (docs/host-mode.md): uroce bound to the kernel's
+veths of namespaces A and B with a Linux router R between them (links.RoutedLink).
+
+  routed.capture.write     ib_write_bw while dumpcap records both of R's interfaces: every
+                           RoCEv2 frame on each side decodes (tshark) with a correct ICRC
+                           (scapy), and the frames the router forwarded carry a TTL one lower
+                           than the ones it received.
+  routed.kernel.beside     uroce_verify while ping and an iperf3 TCP transfer run between A
+                           and B on the same veths: both succeed, and neither kernel counted a
+                           UDP datagram or sent an ICMP unreachable (no RoCE frame reached it).
+  routed.events.default    e2e_host_events in A while the harness changes A's netdev: an added
+                           and a removed address raise GID_CHANGE with the table following; link
+                           down and up raise PORT_ERR and PORT_ACTIVE with the port state.
+  routed.flap.write        uroce_verify while B's veth loses its carrier for less than the QPs'
+                           timeout x retries: the transfer completes, data checked.
+  routed.bottleneck.write  uroce_verify through a tbf qdisc on R (a real tail-drop bottleneck):
+                           the qdisc dropped frames and every byte arrived checked.
+  routed.bad.<what>        a netdev that does not exist, is down, has no address, cannot take an
+                           XDP program, or has a foreign one: ibv_devinfo fails with one line
+                           naming the reason, no uroce XDP program is left on the netdev, and
+                           `uroce doctor` reports the same problem.
+"""
+
+import os
+import re
+import subprocess
+import time
+
+import links
+import pair as pairmod
+from links import sh
+from pair import DEVICE, Pair, fail
+from waits import wait_for
+
+VERIFY = ["-o", "write", "-s", "1048576", "-n", "40"]
+
+
+def cases(add):
+    add("routed.capture.write", "host_capture", "routed", 180, short=True)
+    add("routed.kernel.beside", "host_beside", "routed", 180, short=True)
+    add("routed.events.default", "host_events", "routed", 120, short=True)
+    add("routed.flap.write", "host_flap", "routed", 180, short=True)
+    add("routed.bottleneck.write", "host_bottleneck", "routed", 240, short=True,
+        bottleneck="100mbit")
+    for what in ("missing", "down", "no_address", "no_xdp", "foreign_xdp"):
+        add(f"routed.bad.{what}", "host_bad", "routed", 120, short=True, what=what)
+
+
+def verify_argv(build, link, port, extra=None):
+    return [os.path.join(build, "bin", "uroce_verify"), "-d", DEVICE, "-g",
+            str(link.gid_index), "-p", str(port)] + (extra or VERIFY)
+
+
+def run_verify_pair(case, link, build, during=None, extra=None):
+    """uroce_verify between A and B; `during(pair)` runs once the client started. Returns
+    (rc, pair)."""
+    port = pairmod.free_tcp_port()
+    p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"})
+    argv = verify_argv(build, link, port, extra)
+    deadline = time.monotonic() + case.timeout - 20
+    srv = p.start(0, argv)
+    wait_for(lambda: pairmod.listening(link, 0, port) or srv.poll() is not None, deadline,
+             "the server's TCP port")
+    cli = p.start(1, argv + [link.oob_host()])
+    problem = during(p) if during else None
+    for s in (srv, cli):
+        s.wait(deadline - time.monotonic())
+    if srv.rc is None or cli.rc is None:
+        p.timed_out = True
+        for s in (srv, cli):
+            s.kill()
+        return fail(f"{case.name}: timed out", p), p
+    if problem:
+        return fail(f"{case.name}: {problem}", p), p
+    if srv.rc != 0 or cli.rc != 0:
+        return fail(f"{case.name}: exit codes server={srv.rc} client={cli.rc}", p), p
+    return 0, p
+
+
+# --- captures on the router ------------------------------------------------------------------
+
+class Dumpcap:
+    def __init__(self, ns, ifname, path):
+        self.path = path
+        self.log = path + ".log"
+        self.proc = subprocess.Popen(["ip", "netns", "exec", ns, "dumpcap", "-i", ifname, "-w",
+                                      path], stdout=subprocess.DEVNULL,
+                                     stderr=open(self.log, "w"))
+        wait_for(lambda: "Capturing on" in open(self.log).read() or self.proc.poll() is not None,
+                 time.monotonic() + 20, f"dumpcap on {ifname}")
+        if self.proc.poll() is not None:
+            raise RuntimeError(f"dumpcap: {open(self.log).read()}")
+
+    def stop(self):
+        self.proc.send_signal(2)
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def ttls(path, src):
+    out = subprocess.run(["tshark", "-n", "-r", path, "-Y", f"udp.dstport == 4791 && "
+                          f"ip.src == {src}", "-T", "fields", "-e", "ip.ttl"],
+                         capture_output=True, text=True).stdout
+    return {int(x) for x in out.split()}
+
+
+def run_capture(case, link, build):
+    import roce_pcap
+    from e2e import link_tmp, settle
+    paths = [os.path.join(link_tmp(), f"{case.name}.r{i}.pcapng") for i in (0, 1)]
+    caps = [Dumpcap(link.router, link.rifs[i], paths[i]) for i in (0, 1)]
+    try:
+        port = pairmod.free_tcp_port()
+        argv = ["ib_write_bw", "-d", DEVICE, "-x", str(link.gid_index), "-p", str(port),
+                "-s", "4096", "-n", "200"]
+        p = Pair(link, build)
+        srv, cli = p.run(argv, argv + [link.oob_host()], port, case.timeout - 30)
+        if p.timed_out or srv != 0 or cli != 0:
+            return fail(f"{case.name}: ib_write_bw server={srv} client={cli}", p)
+        for path in paths:
+            settle(path)
+    finally:
+        for c in caps:
+            c.stop()
+    for path in paths:
+        ok1, m1 = roce_pcap.check_tshark(path, link.addr)
+        ok2, m2 = roce_pcap.check_icrc(path)
+        print(path, m1, m2, sep="\n  ")
+        if not (ok1 and ok2):
+            return fail(f"{case.name}: capture {path} does not check out: {m1}; {m2}")
+    # A -> B frames: seen on R's A side before forwarding, on its B side after.
+    before, after = ttls(paths[0], link.addr[0]), ttls(paths[1], link.addr[0])
+    if not before or not after or {t - 1 for t in before} != after:
+        return fail(f"{case.name}: TTLs from A: on A's side {before}, on B's side {after}")
+    print(f"PASS {case.name}: TTL {before} -> {after}")
+    for path in paths:
+        os.remove(path)
+    return 0
+
+
+# --- kernel traffic beside RoCE ----------------------------------------------------------------
+
+def snmp(ns):
+    """(Udp InDatagrams, Udp NoPorts, Icmp OutDestUnreachs) of a namespace's kernel."""
+    text = sh("ip", "netns", "exec", ns, "cat", "/proc/net/snmp")
+    rows = {}
+    lines = text.splitlines()
+    for head, vals in zip(lines[::2], lines[1::2]):
+        name = head.split(":")[0]
+        rows[name] = dict(zip(head.split()[1:], (int(v) for v in vals.split()[1:])))
+    return (rows["Udp"]["InDatagrams"], rows["Udp"]["NoPorts"], rows["Icmp"]["OutDestUnreachs"])
+
+
+def run_beside(case, link, build):
+    before = [snmp(ns) for ns in link.ns]
+    results = {}
+
+    def during(p):
+        iperf_port = pairmod.free_tcp_port()
+        srv = subprocess.Popen(["ip", "netns", "exec", link.ns[1], "iperf3", "-s", "-1", "-p",
+                                str(iperf_port)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: pairmod.listening(link, 1, iperf_port), time.monotonic() + 20,
+                     "iperf3's server")
+            ping = subprocess.Popen(["ip", "netns", "exec", link.ns[0], "ping", "-c", "20", "-i",
+                                     "0.1", "-W", "2", link.addr[1]], stdout=subprocess.PIPE,
+                                    text=True)
+            iperf = subprocess.run(["ip", "netns", "exec", link.ns[0], "iperf3", "-c",
+                                    link.addr[1], "-p", str(iperf_port), "-t", "2", "-J"],
+                                   capture_output=True, text=True, timeout=60)
+            results["ping"] = ping.communicate(timeout=60)[0]
+            results["iperf"] = iperf
+        finally:
+            srv.kill()
+        return None
+
+    rc, p = run_verify_pair(case, link, build, during)
+    if rc:
+        return rc
+    if not re.search(r" 0% packet loss", results.get("ping", "")):
+        return fail(f"{case.name}: ping beside RoCE: {results.get('ping')}", p)
+    iperf = results["iperf"]
+    m = re.search(r'"sum_received":\s*{[^}]*"bytes":\s*(\d+)', iperf.stdout)
+    if iperf.returncode != 0 or not m or int(m.group(1)) == 0:
+        return fail(f"{case.name}: iperf3 beside RoCE: rc={iperf.returncode} "
+                    f"{iperf.stderr.strip()[:200]}", p)
+    after = [snmp(ns) for ns in link.ns]
+    if before != after:
+        return fail(f"{case.name}: the kernel saw UDP or sent ICMP unreachable (InDatagrams, "
+                    f"NoPorts, OutDestUnreachs): before {before}, after {after}", p)
+    print(f"PASS {case.name}: ping 0% loss, iperf3 {int(m.group(1))} bytes, kernel UDP/ICMP "
+          f"counters unchanged {after}")
+    return 0
+
+
+# --- events -------------------------------------------------------------------------------------
+
+class Events:
+    """e2e_host_events in a namespace, its output read line by line."""
+
+    def __init__(self, link, build, side=0):
+        p = Pair(link, build)
+        self.pair = p
+        self.proc = subprocess.Popen(
+            link.wrap(side) + [os.path.join(build, "bin", "e2e_host_events"), "--seconds", "90"],
+            env=p.env(side), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+        self.lines = []
+        self.pending = []  # complete lines read, not yet matched
+        self.partial = b""
+
+    def _read_lines(self, deadline):
+        """Blocks until more complete lines arrive (False: EOF or deadline)."""
+        import select
+        fd = self.proc.stdout.fileno()
+        while time.monotonic() < deadline:
+            r, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+            if not r:
+                return False
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                return False
+            *done, self.partial = (self.partial + chunk).split(b"\n")
+            if done:
+                self.pending += [ln.decode(errors="replace") for ln in done]
+                return True
+        return False
+
+    def expect(self, pattern, what, timeout=20):
+        """Reads lines until one matches; returns the lines read (the last matches)."""
+        deadline = time.monotonic() + timeout
+        got = []
+        while True:
+            while self.pending:
+                line = self.pending.pop(0)
+                self.lines.append(line)
+                got.append(line)
+                if re.search(pattern, line):
+                    return got
+            if not self._read_lines(deadline):
+                break
+        raise RuntimeError(f"no /{pattern}/ ({what}); output so far:\n" + "\n".join(self.lines))
+
+    def table(self):
+        """The GID lines of the last table printed."""
+        last = len(self.lines) - 1 - self.lines[::-1].index("GIDS")
+        return [ln for ln in self.lines[last:] if ln.startswith("GID ")]
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(10)
+        except (subprocess.TimeoutExpired, OSError):
+            self.proc.kill()
+
+
+def run_events(case, link, build):
+    ns, ifname = link.ns[0], link.ifs[0]
+    ev = Events(link, build)
+    try:
+        ev.expect(r"^READY", "device opened")
+        start = "\n".join(ev.lines)
+        if "state=active" not in start:
+            raise RuntimeError(f"port not ACTIVE at start:\n{start}")
+        table = ev.table()
+        if not table or not re.match(r"GID 0 fe80::", table[0]) or \
+                f"::ffff:{link.addr[0]}" not in table[1] or link.addr6[0] not in table[2]:
+            raise RuntimeError(f"GID table not link-local, IPv4, IPv6: {table}")
+        sh("ip", "-n", ns, "addr", "add", "198.18.1.77/24", "dev", ifname)
+        ev.expect(r"^EVENT GID table change", "GID_CHANGE on add")
+        ev.expect(r"^END", "table after add")
+        if not any("::ffff:198.18.1.77" in ln for ln in ev.table()):
+            raise RuntimeError(f"added address not in the table: {ev.table()}")
+        sh("ip", "-n", ns, "addr", "del", "198.18.1.77/24", "dev", ifname)
+        ev.expect(r"^EVENT GID table change", "GID_CHANGE on delete")
+        ev.expect(r"^END", "table after delete")
+        if any("198.18.1.77" in ln for ln in ev.table()):
+            raise RuntimeError(f"deleted address still in the table: {ev.table()}")
+        if table[1] not in ev.table():
+            raise RuntimeError(f"the IPv4 GID moved: {table[1]} not in {ev.table()}")
+        sh("ip", "-n", ns, "link", "set", ifname, "down")
+        ev.expect(r"^EVENT port error", "PORT_ERR on link down")
+        ev.expect(r"^PORT state=down", "state DOWN")
+        sh("ip", "-n", ns, "link", "set", ifname, "up")
+        ev.expect(r"^EVENT port active", "PORT_ACTIVE on link up")
+        ev.expect(r"^PORT state=active", "state ACTIVE")
+    except RuntimeError as e:
+        ev.close()
+        return fail(f"{case.name}: {e}", ev.pair)
+    ev.close()
+    print(f"PASS {case.name}\n" + "\n".join(ev.lines))
+    return 0
+
+
+# --- link flap and a real bottleneck -------------------------------------------------------------
+
+def run_flap(case, link, build):
+    tool = os.path.join(build, "bin", "uroce_xdp_tool")
+
+    def redirected():
+        out = sh("ip", "netns", "exec", link.ns[0], tool, "counts", link.ifs[0], check=False)
+        m = re.search(r"redirected=(\d+)", out)
+        return int(m.group(1)) if m else 0
+
+    def during(p):
+        # Once RoCE frames flow into A (its XDP program redirected some), B loses its carrier
+        # for 0.2 s (R's end of the veth goes down; B's stays administratively up, so its
+        # routes stay): shorter than uroce_verify's QPs' timeout x retries (67 ms x 7).
+        wait_for(lambda: redirected() > 200 or p.sides[1].poll() is not None,
+                 time.monotonic() + 60, "RoCE frames into A")
+        sh("ip", "-n", link.router, "link", "set", link.rifs[1], "down")
+        time.sleep(0.2)  # the outage itself, not a synchronisation
+        sh("ip", "-n", link.router, "link", "set", link.rifs[1], "up")
+        return None
+    rc, p = run_verify_pair(case, link, build, during)
+    if rc == 0:
+        print(f"PASS {case.name}\n{p.sides[1].output()}")
+    return rc
+
+
+def run_bottleneck(case, link, build):
+    rc, p = run_verify_pair(case, link, build, extra=["-o", "write", "-s", "1048576", "-n", "30"])
+    if rc:
+        return rc
+    stats = sh("ip", "netns", "exec", link.router, "tc", "-s", "qdisc", "show", "dev",
+               link.rifs[1])
+    m = re.search(r"dropped (\d+)", stats)
+    if not m or int(m.group(1)) == 0:
+        return fail(f"{case.name}: the bottleneck dropped nothing: {stats}", p)
+    out = p.sides[0].output() + p.sides[1].output()
+    if not re.search(r"roce_adp_retrans=[1-9]|local_ack_timeout_err=[1-9]|"
+                     r"packet_seq_err=[1-9]|out_of_sequence=[1-9]", out):
+        return fail(f"{case.name}: {m.group(1)} drops but no recovery counted", p)
+    print(f"PASS {case.name}: tbf dropped {m.group(1)} frames; data checked\n{out}")
+    return 0
+
+
+# --- bad input ------------------------------------------------------------------------------------
+
+def run_bad(case, link, build):
+    what = case.kw["what"]
+    ns = link.ns[0]
+    ifname = link.ifs[0]
+    expect = {
+        "missing": r"no such netdev",
+        "down": r"is down",
+        "no_address": r"has no IP address",
+        "no_xdp": r"cannot attach an XDP program: .*(MTU|too large)",
+        "foreign_xdp": r"not uroce's",
+    }[what]
+    if what == "missing":
+        ifname = "nosuch0"
+    elif what == "down":
+        sh("ip", "-n", ns, "link", "set", ifname, "down")
+    elif what == "no_address":
+        sh("ip", "-n", ns, "addr", "flush", "dev", ifname)
+        sh("ip", "netns", "exec", ns, "sysctl", "-qw", f"net.ipv6.conf.{ifname}.disable_ipv6=1")
+    elif what == "no_xdp":
+        # Native XDP on a veth refuses a peer MTU above ~3.5 KB.
+        sh("ip", "-n", link.router, "link", "set", link.rifs[0], "mtu", "9000")
+    elif what == "foreign_xdp":
+        sh("ip", "netns", "exec", ns, os.path.join(build, "bin", "uroce_xdp_tool"), "foreign",
+           ifname)
+    cfg = os.path.join(link_tmpdir(), f"{case.name}.toml")
+    with open(cfg, "w") as f:
+        f.write(f'[[device]]\nname = "{DEVICE}"\nnetdev = "{ifname}"\n')
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "lib"), UROCE_CONFIG=cfg)
+    r = subprocess.run(link.wrap(0) + ["ibv_devinfo", "-d", DEVICE], env=env,
+                       capture_output=True, text=True, timeout=60)
+    out = r.stdout + r.stderr
+    lines = [ln for ln in out.splitlines() if ln.startswith("uroce:")]
+    if r.returncode == 0 or len(lines) != 1 or not re.search(expect, lines[0]):
+        return fail(f"{case.name}: ibv_devinfo rc={r.returncode}, want one 'uroce:' line "
+                    f"matching /{expect}/:\n{out}")
+    if what != "missing":
+        xdp = sh("ip", "-n", ns, "-d", "link", "show", ifname)
+        left = re.search(r"prog/xdp id \d+ name (\S+)", xdp)
+        if left and (what != "foreign_xdp" or left.group(1) != "not_uroce"):
+            return fail(f"{case.name}: XDP program left on {ifname}: {xdp}")
+        if what == "foreign_xdp" and not left:
+            return fail(f"{case.name}: the foreign program was removed")
+    doctor = subprocess.run(link.wrap(0) + [os.path.join(build, "bin", "uroce"), "doctor"],
+                            env=env, capture_output=True, text=True, timeout=60)
+    doc_expect = {"missing": r"FAIL .*netdev.*no netdev", "down": r"FAIL .*link",
+                  "no_address": r"FAIL .*address", "no_xdp": r"FAIL .*native xdp",
+                  "foreign_xdp": r"FAIL .*xdp program"}[what]
+    if doctor.returncode == 0 or not re.search(doc_expect, doctor.stdout):
+        return fail(f"{case.name}: uroce doctor did not report /{doc_expect}/:\n{doctor.stdout}")
+    print(f"PASS {case.name}: {lines[0]}")
+    return 0
+
+
+def link_tmpdir():
+    d = os.environ.get("UROCE_E2E_TMP", "/tmp/uroce-e2e")
+    os.makedirs(d, exist_ok=True)
+    return d
+
+
+RUNNERS = {"host_capture": run_capture, "host_beside": run_beside, "host_events": run_events,
+           "host_flap": run_flap, "host_bottleneck": run_bottleneck, "host_bad": run_bad}
