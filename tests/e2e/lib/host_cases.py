@@ -15,6 +15,9 @@ veths of namespaces A and B with a Linux router R between them (links.RoutedLink
                            timeout x retries: the transfer completes, data checked.
   routed.bottleneck.write  uroce_verify through a tbf qdisc on R (a real tail-drop bottleneck):
                            the qdisc dropped frames and every byte arrived checked.
+  routed.crash.restart     a uroce process on A killed with SIGKILL leaves its XDP program:
+                           `uroce doctor` calls it stale, and the next process replaces it and
+                           runs a transfer; after that process exits the program is gone.
   routed.bad.<what>        a netdev that does not exist, is down, has no address, cannot take an
                            XDP program, or has a foreign one: ibv_devinfo fails with one line
                            naming the reason, no uroce XDP program is left on the netdev, and
@@ -42,6 +45,7 @@ def cases(add):
     add("routed.flap.write", "host_flap", "routed", 180, short=True)
     add("routed.bottleneck.write", "host_bottleneck", "routed", 240, short=True,
         bottleneck="100mbit")
+    add("routed.crash.restart", "host_crash", "routed", 180, short=True)
     for what in ("missing", "down", "no_address", "no_xdp", "foreign_xdp"):
         add(f"routed.bad.{what}", "host_bad", "routed", 120, short=True, what=what)
 
@@ -337,6 +341,40 @@ def run_bottleneck(case, link, build):
     return 0
 
 
+# --- a crashed process's program --------------------------------------------------------------
+
+def xdp_prog(link, side):
+    out = sh("ip", "-n", link.ns[side], "-d", "link", "show", link.ifs[side])
+    m = re.search(r"prog/xdp id \d+ name (\S+)", out)
+    return m.group(1) if m else None
+
+
+def run_crash(case, link, build):
+    ev = Events(link, build)
+    try:
+        ev.expect(r"^READY", "device opened")
+    except RuntimeError as e:
+        ev.close()
+        return fail(f"{case.name}: {e}", ev.pair)
+    ev.proc.kill()
+    ev.proc.wait(10)
+    if xdp_prog(link, 0) != "uroce_roce":
+        return fail(f"{case.name}: no uroce program left after SIGKILL: {xdp_prog(link, 0)}")
+    doctor = subprocess.run(link.wrap(0) + [os.path.join(build, "bin", "uroce"), "doctor"],
+                            env=ev.pair.env(0), capture_output=True, text=True, timeout=60)
+    if not re.search(r"(?i)stale", doctor.stdout):
+        return fail(f"{case.name}: uroce doctor did not call the program stale:\n"
+                    f"{doctor.stdout}")
+    rc, p = run_verify_pair(case, link, build, extra=["-o", "write", "-s", "65536", "-n", "20"])
+    if rc:
+        return rc
+    if xdp_prog(link, 0) or xdp_prog(link, 1):
+        return fail(f"{case.name}: XDP program left after the processes exited: "
+                    f"{xdp_prog(link, 0)}, {xdp_prog(link, 1)}", p)
+    print(f"PASS {case.name}")
+    return 0
+
+
 # --- bad input ------------------------------------------------------------------------------------
 
 def run_bad(case, link, build):
@@ -399,4 +437,5 @@ def link_tmpdir():
 
 
 RUNNERS = {"host_capture": run_capture, "host_beside": run_beside, "host_events": run_events,
-           "host_flap": run_flap, "host_bottleneck": run_bottleneck, "host_bad": run_bad}
+           "host_flap": run_flap, "host_bottleneck": run_bottleneck, "host_bad": run_bad,
+           "host_crash": run_crash}
