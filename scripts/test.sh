@@ -27,7 +27,7 @@ fi
 
 bash scripts/build.sh asan
 stamp "asan build done"
-(cd build-asan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol|sim' -LE 'long|e2e|dpdk|vm')
+(cd build-asan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol|sim|netns' -LE 'long|e2e|dpdk|vm')
 stamp "asan tests done"
 
 bash scripts/build.sh tsan
