@@ -63,8 +63,6 @@ class DpdkPort final : public Port {
     size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
     if (!io_->ensure_started(now)) return total;
     bool replied = false;
-    const uint16_t nq = io_->queues();
-    uint16_t idle = 0;  // queues in a row that had nothing
     auto on_frame = [&](std::span<const uint8_t> frame) {
       if (pipeline_.on_control_frame(frame, now)) return;  // PFC/PAUSE: never passed on
       if (!neighbors_.accepts_dst(frame.data())) return;
@@ -76,19 +74,7 @@ class DpdkPort final : public Port {
       pipeline_.on_rx_frame(frame);
       h.on_frame(frame, RxMeta{});
     };
-    while (total < max && idle < nq) {
-      const size_t want = std::min(max - total, kBurst);
-      const uint16_t q = rxq_next_;
-      rxq_next_ = static_cast<uint16_t>(q + 1 == nq ? 0 : q + 1);
-      const size_t n = io_->rx_burst(q, want, on_frame);
-      if (n == 0) {
-        ++idle;
-        continue;
-      }
-      idle = 0;
-      total += n;
-      if (n < want) ++idle;
-    }
+    total += io_->rx_all(max - total, on_frame);
     if (total == 0 && !io_->memif()) io_->check_link(now);
     pipeline_.after_poll(now);
     // memif: look at the link on every poll (at most every 100 ms), busy or not, so the
@@ -131,8 +117,7 @@ class DpdkPort final : public Port {
   std::unique_ptr<EthdevIo> io_;  // first: the pipeline returns its frames to it
   Neighbors neighbors_;
   pipeline::PortPipeline pipeline_;
-  uint16_t rxq_next_ = 0;  ///< RX queue polled first by the next rx_burst()
-  uint64_t ended_ = 0;     ///< end_frame() calls (to see whether a call sent)
+  uint64_t ended_ = 0;  ///< end_frame() calls (to see whether a call sent)
 };
 
 }  // namespace

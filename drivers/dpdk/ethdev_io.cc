@@ -66,6 +66,16 @@ void free_pool_if_idle(rte_mempool* pool) {
 }
 std::atomic<unsigned> g_pool_seq{0};
 
+/// Stops, closes and removes an ethdev, then frees its pool when no mbuf is out.
+void remove_port(uint16_t port_id, rte_mempool* pool) {
+  rte_eth_dev_info info{};
+  rte_eth_dev_info_get(port_id, &info);
+  rte_eth_dev_stop(port_id);
+  rte_eth_dev_close(port_id);
+  if (info.device) rte_dev_remove(info.device);
+  free_pool_if_idle(pool);
+}
+
 /// The log type of net_memif (-1 when the PMD registered none).
 int memif_logtype() {
   static const int type = rte_log_register("pmd.net.memif");
@@ -162,16 +172,30 @@ EthdevIo::~EthdevIo() {
   std::lock_guard<std::mutex> lock(g_open_mu);
   g_open.erase(port_id_);
   if (close_ == Close::kOnDestroy) {
-    rte_eth_dev_info info{};
-    rte_eth_dev_info_get(port_id_, &info);
-    rte_eth_dev_stop(port_id_);
-    rte_eth_dev_close(port_id_);
-    if (info.device) rte_dev_remove(info.device);
-    free_pool_if_idle(pool_);
+    remove_port(port_id_, pool_);
     return;
   }
   // A port that never started is parked as "set-up failed": the next open configures it.
   g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_, nq_};
+}
+
+size_t EthdevIo::rx_all(size_t max, RxFn fn, void* ctx) {
+  size_t total = 0;
+  uint16_t idle = 0;  // queues in a row that had nothing
+  while (total < max && idle < nq_) {
+    const size_t want = std::min(max - total, kBurst);
+    const uint16_t q = rxq_next_;
+    rxq_next_ = static_cast<uint16_t>(q + 1 == nq_ ? 0 : q + 1);
+    const size_t n = rx_burst(q, want, fn, ctx);
+    if (n == 0) {
+      ++idle;
+      continue;
+    }
+    idle = 0;
+    total += n;
+    if (n < want) ++idle;
+  }
+  return total;
 }
 
 void EthdevIo::set_memif() {
@@ -361,12 +385,7 @@ std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string*
       if (it->second.max_frame != 0 || it->second.devargs != dev.port ||
           it->second.queues != dev.queues) {
         // Another set-up of the same device: create it anew.
-        rte_eth_dev_info old{};
-        rte_eth_dev_info_get(port_id, &old);
-        rte_eth_dev_stop(port_id);
-        rte_eth_dev_close(port_id);
-        if (old.device) rte_dev_remove(old.device);
-        free_pool_if_idle(old_pool);
+        remove_port(port_id, old_pool);
         old_pool = nullptr;
       }
       g_parked.erase(it);

@@ -115,6 +115,17 @@ class EthdevIo final : public pipeline::FrameIo {
         queue, max, [](void* c, std::span<const uint8_t> f) { (*static_cast<Fn*>(c))(f); },
         static_cast<void*>(&fn));
   }
+  /// Receives up to max frames from the RX queues in turn (a NIC's RSS spreads flows over
+  /// them), each poll starting at the queue after the last one polled, until every queue came
+  /// back short; returns how many the PMD delivered.
+  size_t rx_all(size_t max, RxFn fn, void* ctx);
+  template <class F>
+  size_t rx_all(size_t max, F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    return rx_all(
+        max, [](void* c, std::span<const uint8_t> f) { (*static_cast<Fn*>(c))(f); },
+        static_cast<void*>(&fn));
+  }
   /// Drops every frame waiting in the RX queues.
   void drain();
 
@@ -148,6 +159,7 @@ class EthdevIo final : public pipeline::FrameIo {
   size_t max_frame_;
   uint16_t nq_;
   bool reused_ = false;
+  uint16_t rxq_next_ = 0;  ///< RX queue rx_all() polls first
   Close close_ = Close::kPark;
   bool started_ = true;          ///< rte_eth_dev_start succeeded
   bool reconnect_ = false;       ///< restart when the link stays down (memif client)

@@ -117,7 +117,6 @@ class HostPort final : public Port {
   size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
     if (now.ns == 0) now = monotonic_now();
     size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
-    const uint16_t nq = io_->queues();
     const MacAddr mac = state_.mac;
     auto on_frame = [&](std::span<const uint8_t> frame) {
       if (pipeline_.on_control_frame(frame, now)) return;
@@ -125,20 +124,7 @@ class HostPort final : public Port {
       pipeline_.on_rx_frame(frame);
       h.on_frame(frame, RxMeta{});
     };
-    uint16_t idle = 0;
-    while (total < max && idle < nq) {
-      const size_t want = std::min(max - total, dpdk::kBurst);
-      const uint16_t q = rxq_next_;
-      rxq_next_ = static_cast<uint16_t>(q + 1 == nq ? 0 : q + 1);
-      const size_t n = io_->rx_burst(q, want, on_frame);
-      if (n == 0) {
-        ++idle;
-        continue;
-      }
-      idle = 0;
-      total += n;
-      if (n < want) ++idle;
-    }
+    total += io_->rx_all(max - total, on_frame);
     if ((total == 0 || ++busy_polls_ % 16 == 0) && now >= next_netlink_) {
       next_netlink_ = now + kNetlinkPoll;
       if (monitor_.poll(&state_)) ++version_;
@@ -261,7 +247,6 @@ class HostPort final : public Port {
   uint8_t ttl4_ = read_sysctl_u8("/proc/sys/net/ipv4/ip_default_ttl");
   uint8_t hop6_ = read_sysctl_u8("/proc/sys/net/ipv6/conf/" + state_.name + "/hop_limit");
   std::map<std::array<uint8_t, 16>, MacAddr> last_mac_;  ///< next hop -> the kernel's last answer
-  uint16_t rxq_next_ = 0;
   uint64_t version_ = 1;  ///< link_version(): never 0 for a host port
   uint64_t busy_polls_ = 0;
   Timestamp next_netlink_{};
