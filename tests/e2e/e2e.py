@@ -238,6 +238,9 @@ def all_cases():
         add(f"routed.{name}", "rdmacm", "routed", kw.pop("timeout", 120), short=True, **kw)
     kw = dict(RDMACM_CASES_TEMPLATE()["rping.default"])
     add("routed.rping.v6", "rdmacm", "routed", kw.pop("timeout", 120), short=True, v6=True, **kw)
+    # qperf -cm1 between the hosts A and B by their kernel addresses (no special namespace).
+    for test in ("rc_bw", "rc_lat"):
+        add(f"routed.qperf.{test}", "qperf", "routed", 60, short=True, test=test, args=["-t", "1"])
     # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
     ucx_cases.cases(add)
     return cases

@@ -1,6 +1,9 @@
 """UCX and Open MPI over uroce (issue #9): Debian's unmodified ucx_perftest (ucx-utils, UCX
 1.13) and mpirun (openmpi-bin 4.1, pml ucx) with the project's MPI program
-(tests/e2e/mpi/pingpong_allreduce.c), two processes over a memif pair.
+(tests/e2e/mpi/pingpong_allreduce.c), two processes over a memif pair; and in host mode
+(links.RoutedLink): one process in each of two namespaces with a Linux router between them,
+uroce on their veths, UCX finding the device's GIDs, their types and netdev in the sysfs files
+`uroce rdma-ns` writes from the netdev, and choosing the IPv4 GID (RoCE v2 AF_INET first).
 
 What makes UCX see a uroce device (README "UCX and Open MPI"):
   - `uroce rdma-ns --` in front of each program: UCX lists an ibv device only when
@@ -73,6 +76,14 @@ def cases(add):
             labels=["ucx"], test=name)
     for tls in TLS:
         add(f"memif.mpi.pingpong_allreduce.{tls}", "mpi", "memif", 150, short=True,
+            labels=["ucx", "mpi"], tls=tls)
+    # Host mode through a router: A and B by their kernel addresses; MPI with a rank per host.
+    for tls in TLS:
+        for name in ("tag_bw", "put_bw"):
+            add(f"routed.ucx_perftest.{name}.{tls}", "ucx_perftest", "routed", 120, short=True,
+                labels=["ucx"], test=name, tls=tls)
+    for tls in TLS:
+        add(f"routed.mpi.pingpong_allreduce.{tls}", "mpi", "routed", 150, short=True,
             labels=["ucx", "mpi"], tls=tls)
     # On veth (af_packet, RoCE MTU 1024): the long set.
     for tls in TLS:
@@ -233,10 +244,13 @@ def by_rank(text):
     return {r: "\n".join(lines) for r, lines in out.items()}
 
 
-def mpirun_argv(build, prog, configs, tls, args):
+def mpirun_argv(build, prog, configs, tls, args, wraps=None):
     """mpirun with one application context per rank, each with its own UROCE_CONFIG (Open MPI
-    applies -x only to the context it appears in, so every context repeats them)."""
-    argv = rdma_ns(build) + [
+    applies -x only to the context it appears in, so every context repeats them). wraps: per
+    rank, the prefix that runs it in its own namespace under rdma-ns (the environment passes
+    through `ip netns exec` and rdma-ns); None: mpirun runs under rdma-ns and the ranks inherit
+    its mount namespace."""
+    argv = ([] if wraps else rdma_ns(build)) + [
         "mpirun", "--allow-run-as-root", "--tag-output",
         "--bind-to", "core" if (os.cpu_count() or 1) >= 2 else "none",
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
@@ -248,7 +262,7 @@ def mpirun_argv(build, prog, configs, tls, args):
         argv += ["-np", "1"]
         for k, v in sorted(dict(env, UROCE_CONFIG=cfg).items()):
             argv += ["-x", f"{k}={v}"]
-        argv += [prog] + args
+        argv += (wraps[rank] if wraps else []) + [prog] + args
     return argv
 
 
@@ -287,7 +301,11 @@ def run_mpi(case, link, build):
         return fail(f"{case.name}: {prog} is not built (needs libopenmpi-dev: "
                     "scripts/install-deps.sh)")
     p = Pair(link, build)
-    argv = mpirun_argv(build, prog, p.configs, case.kw["tls"], ["-n", str(MPI_ITERS), "-r"])
+    # Sides in different namespaces (host mode): mpirun starts each rank in its side's.
+    wraps = [link.wrap(r) + rdma_ns(build) for r in (0, 1)] if link.wrap(0) != link.wrap(1) \
+        else None
+    argv = mpirun_argv(build, prog, p.configs, case.kw["tls"], ["-n", str(MPI_ITERS), "-r"],
+                       wraps)
     s = Side("mpirun", argv, dict(os.environ), os.path.join(p.dir, "mpirun.out"))
     p.procs.append(s)
     t0 = time.monotonic()
