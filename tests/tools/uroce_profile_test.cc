@@ -393,7 +393,7 @@ TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
 }
 
 TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
-  // A host-mode device (`netdev =`) on a dummy netdev in a namespace of its own: the GIDs are
+  // A host-mode device (`netdev =`) on a veth in a namespace of its own: the GIDs are
   // the netdev's addresses in uroce's order (link-local, IPv4, other IPv6), each with its type
   // and netdev (UCX reads gid_attrs/ndevs), and the port's state follows the netdev's.
   ASSERT_EQ(geteuid(), 0u) << "network namespaces need root";
@@ -409,9 +409,10 @@ TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
   ASSERT_EQ(std::system(("ip netns exec " + ns +
                          " sysctl -qw net.ipv6.conf.all.accept_dad=0 "
                          "net.ipv6.conf.default.accept_dad=0 && " +
-                         ip + "link add d0 address 02:00:00:00:00:05 type dummy && " + ip +
-                         "addr add 198.18.5.1/24 dev d0 && " + ip +
-                         "addr add 2001:db8::5/64 dev d0 nodad && " + ip + "link set d0 up")
+                         ip + "link add d0 address 02:00:00:00:00:05 type veth peer name d1 && " +
+                         ip + "addr add 198.18.5.1/24 dev d0 && " + ip +
+                         "addr add 2001:db8::5/64 dev d0 nodad && " + ip + "link set d1 up && " +
+                         ip + "link set d0 up")
                             .c_str()),
             0);
   write_file(cfg_, "[[device]]\nname = \"a\"\nnetdev = \"d0\"\nmtu = 1024\n");
