@@ -244,25 +244,27 @@ def by_rank(text):
     return {r: "\n".join(lines) for r, lines in out.items()}
 
 
-def mpirun_argv(build, prog, configs, tls, args, wraps=None):
+def mpirun_argv(build, prog, configs, tls, args, hosts=None):
     """mpirun with one application context per rank, each with its own UROCE_CONFIG (Open MPI
-    applies -x only to the context it appears in, so every context repeats them). wraps: per
-    rank, the prefix that runs it in its own namespace under rdma-ns (the environment passes
-    through `ip netns exec` and rdma-ns); None: mpirun runs under rdma-ns and the ranks inherit
-    its mount namespace."""
-    argv = ([] if wraps else rdma_ns(build)) + [
+    applies -x only to the context it appears in, so every context repeats them). hosts: None,
+    both ranks on this host, mpirun under rdma-ns and the ranks inheriting its mount namespace;
+    or (rsh agent, host of rank 0, host of rank 1): a rank per host (see run_mpi), each under
+    rdma-ns of its own."""
+    argv = ([] if hosts else rdma_ns(build)) + [
         "mpirun", "--allow-run-as-root", "--tag-output",
         "--bind-to", "core" if (os.cpu_count() or 1) >= 2 else "none",
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
         "--mca", "pml_ucx_devices", "uroce*", "--mca", "osc_ucx_devices", "uroce*"]
+    if hosts:
+        argv += ["--mca", "plm_rsh_agent", hosts[0], "--mca", "oob_tcp_if_include", ROUTED_NET]
     env = dict(ucx_env(TLS[tls] + ",self"), LD_LIBRARY_PATH=os.path.join(build, "lib"))
     for rank, cfg in enumerate(configs):
         if rank:
             argv.append(":")
-        argv += ["-np", "1"]
+        argv += ["-np", "1"] + (["--host", hosts[1 + rank]] if hosts else [])
         for k, v in sorted(dict(env, UROCE_CONFIG=cfg).items()):
             argv += ["-x", f"{k}={v}"]
-        argv += (wraps[rank] if wraps else []) + [prog] + args
+        argv += (rdma_ns(build) if hosts else []) + [prog] + args
     return argv
 
 
@@ -295,17 +297,42 @@ def check_mpi(out):
     return None
 
 
+# Open MPI's out-of-band network between mpirun and the remote orted: RoutedLink's subnets.
+ROUTED_NET = "198.18.0.0/16"
+
+
+def rsh_agent(path, link):
+    """Writes Open MPI's rsh agent for the hosts of a link whose sides are namespaces: called as
+    `AGENT HOST COMMAND...`, it runs the command (an orted) in the namespace of the side whose
+    address HOST is. Returns the path."""
+    arms = "".join(f'  {link.roce_addr(s)}) exec {" ".join(link.wrap(s))} sh -c "$*" ;;\n'
+                   for s in (0, 1))
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nhost=$1\nshift\ncase $host in\n{arms}esac\n'
+                f'echo "rsh agent: no namespace for host $host" >&2\nexit 255\n')
+    os.chmod(path, 0o755)
+    return path
+
+
 def run_mpi(case, link, build):
     prog = os.path.join(build, "bin", "e2e_mpi_pingpong_allreduce")
     if not os.path.exists(prog):
         return fail(f"{case.name}: {prog} is not built (needs libopenmpi-dev: "
                     "scripts/install-deps.sh)")
     p = Pair(link, build)
-    # Sides in different namespaces (host mode): mpirun starts each rank in its side's.
-    wraps = [link.wrap(r) + rdma_ns(build) for r in (0, 1)] if link.wrap(0) != link.wrap(1) \
-        else None
+    # Sides in different namespaces (host mode): each is a host with its own address. mpirun
+    # runs on side 0 and starts rank 0 there; it reaches side 1 as a remote host through the
+    # rsh agent, whose orted (in side 1's namespace) connects back to it over the routed
+    # network and starts rank 1. (Ranks cannot simply be started in the other namespace by the
+    # local orted: their PMIx client reaches its server on 127.0.0.1, the namespace's own lo.)
+    hosts = None
+    if link.wrap(0) != link.wrap(1):
+        hosts = (rsh_agent(os.path.join(p.dir, "rsh-agent"), link), link.roce_addr(0),
+                 link.roce_addr(1))
     argv = mpirun_argv(build, prog, p.configs, case.kw["tls"], ["-n", str(MPI_ITERS), "-r"],
-                       wraps)
+                       hosts)
+    if hosts:
+        argv = link.wrap(0) + argv
     s = Side("mpirun", argv, dict(os.environ), os.path.join(p.dir, "mpirun.out"))
     p.procs.append(s)
     t0 = time.monotonic()
