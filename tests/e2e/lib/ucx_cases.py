@@ -78,6 +78,7 @@ def cases(add):
         add(f"memif.mpi.pingpong_allreduce.{tls}", "mpi", "memif", 150, short=True,
             labels=["ucx", "mpi"], tls=tls)
     # Host mode through a router: A and B by their kernel addresses; MPI with a rank per host.
+    add("routed.ucx_info.gid", "ucx_info", "routed", 60, short=True, labels=["ucx"])
     for tls in TLS:
         for name in ("tag_bw", "put_bw"):
             add(f"routed.ucx_perftest.{name}.{tls}", "ucx_perftest", "routed", 120, short=True,
@@ -347,4 +348,33 @@ def run_mpi(case, link, build):
     return 0
 
 
-RUNNERS = {"ucx_perftest": run_perftest, "ucx_uct": run_uct, "mpi": run_mpi}
+# UCX's debug lines on the GID it chose and the netdev it read from gid_attrs/ndevs.
+GID_CHOSEN_RE = re.compile(r"UCX +DEBUG +" + DEVICE + r":1 using gid_index (\d+)")
+LAG_RE = re.compile(r"UCX +DEBUG +RoCE LAG level on " + DEVICE + r":1 \((\S+)\) is (\d+)")
+
+
+def run_ucx_info(case, link, build):
+    """What UCX takes from rdma-ns's sysfs for a host-mode device: `ucx_info -d` (debug log)
+    must pick the IPv4 GID (RoCE v2 AF_INET is its first choice, so it read the GID types) and
+    name side 0's netdev as the GID's (read from gid_attrs/ndevs), with no UCX error."""
+    p = Pair(link, build, env=dict(ucx_env(TLS["rc"]), UCX_LOG_LEVEL="debug"))
+    s = p.start(0, rdma_ns(build) + ["ucx_info", "-d", "-t", "rc_verbs"])
+    out, failed = wait_one(case.name, p, s, case.timeout - 10)
+    if failed:
+        return failed
+    if bad_lines(out):
+        return fail(f"{case.name}: {bad_lines(out)[:3]}", p)
+    gid = GID_CHOSEN_RE.search(out)
+    if not gid or int(gid.group(1)) != link.gid_index:
+        return fail(f"{case.name}: UCX chose GID {gid and gid.group(1)}, not the IPv4 GID "
+                    f"{link.gid_index}", p)
+    lag = LAG_RE.search(out)
+    if not lag or lag.group(1) != link.ifs[0]:
+        return fail(f"{case.name}: UCX found netdev {lag and lag.group(1)} for the GID, "
+                    f"not {link.ifs[0]}", p)
+    print(f"PASS {case.name}: GID {gid.group(1)}, netdev {lag.group(1)}")
+    return 0
+
+
+RUNNERS = {"ucx_perftest": run_perftest, "ucx_uct": run_uct, "mpi": run_mpi,
+           "ucx_info": run_ucx_info}
