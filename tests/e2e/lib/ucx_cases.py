@@ -253,7 +253,8 @@ def mpirun_argv(build, prog, configs, tls, args, hosts=None):
     rdma-ns of its own."""
     argv = ([] if hosts else rdma_ns(build)) + [
         "mpirun", "--allow-run-as-root", "--tag-output",
-        "--bind-to", "core" if (os.cpu_count() or 1) >= 2 else "none",
+        # A rank per host: each host's orted would bind its rank to core 0, the same core.
+        "--bind-to", "core" if (os.cpu_count() or 1) >= 2 and not hosts else "none",
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
         "--mca", "pml_ucx_devices", "uroce*", "--mca", "osc_ucx_devices", "uroce*"]
     if hosts:
