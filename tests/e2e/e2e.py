@@ -240,6 +240,9 @@ def all_cases():
     kw = dict(RDMACM_CASES_TEMPLATE()["rping.default"])
     add("routed.rping.v6", "rdmacm", "routed", kw.pop("timeout", 120), short=True, v6=True, **kw)
     host_cases.cases(add)
+    # qperf -cm1 between the hosts A and B by their kernel addresses (no special namespace).
+    for test in ("rc_bw", "rc_lat"):
+        add(f"routed.qperf.{test}", "qperf", "routed", 60, short=True, test=test, args=["-t", "1"])
     # UCX (ucx_perftest) and Open MPI over uroce (issue #9): lib/ucx_cases.py.
     ucx_cases.cases(add)
     return cases

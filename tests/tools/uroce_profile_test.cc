@@ -392,6 +392,72 @@ TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
   EXPECT_FALSE(leftovers());
 }
 
+TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
+  // A host-mode device (`netdev =`) on a veth in a namespace of its own: the GIDs are
+  // the netdev's addresses in uroce's order (link-local, IPv4, other IPv6), each with its type
+  // and netdev (UCX reads gid_attrs/ndevs), and the port's state follows the netdev's.
+  ASSERT_EQ(geteuid(), 0u) << "network namespaces need root";
+  const std::string ns = "uroce-rdmans-" + std::to_string(getpid());
+  const std::string ip = "ip -n " + ns + " ";
+  ASSERT_EQ(std::system(("ip netns add " + ns).c_str()), 0);
+  struct Remove {
+    std::string ns;
+    ~Remove() { [[maybe_unused]] int r = std::system(("ip netns del " + ns).c_str()); }
+  } remove{ns};
+  // No duplicate address detection (a tentative address is no GID); a fixed MAC, so the
+  // link-local address is fe80::ff:fe00:5.
+  ASSERT_EQ(std::system(("ip netns exec " + ns +
+                         " sysctl -qw net.ipv6.conf.all.accept_dad=0 "
+                         "net.ipv6.conf.default.accept_dad=0 && " +
+                         ip + "link add d0 address 02:00:00:00:00:05 type veth peer name d1 && " +
+                         ip + "addr add 198.18.5.1/24 dev d0 && " + ip +
+                         "addr add 2001:db8::5/64 dev d0 nodad && " + ip + "link set d1 up && " +
+                         ip + "link set d0 up")
+                            .c_str()),
+            0);
+  write_file(cfg_, "[[device]]\nname = \"a\"\nnetdev = \"d0\"\nmtu = 1024\n");
+  const std::string inside = dir_.path + "/inside.txt";
+  auto dump = [&] {
+    return run_uroce(dir_.path,
+                     "rdma-ns -- sh -c 'cd /sys/class/infiniband/a && for f in $(find . -type f "
+                     "| sort); do echo \"$f=$(cat $f)\"; done > " +
+                         inside + "'",
+                     "UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
+  };
+  RunResult r = dump();
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(read_file(inside),
+            "./parent=d0\n"
+            "./ports/1/gid_attrs/ndevs/0=d0\n"
+            "./ports/1/gid_attrs/ndevs/1=d0\n"
+            "./ports/1/gid_attrs/ndevs/2=d0\n"
+            "./ports/1/gid_attrs/types/0=RoCE v2\n"
+            "./ports/1/gid_attrs/types/1=RoCE v2\n"
+            "./ports/1/gid_attrs/types/2=RoCE v2\n"
+            "./ports/1/gids/0=fe80:0000:0000:0000:0000:00ff:fe00:0005\n"
+            "./ports/1/gids/1=0000:0000:0000:0000:0000:ffff:c612:0501\n"
+            "./ports/1/gids/2=2001:0db8:0000:0000:0000:0000:0000:0005\n"
+            "./ports/1/link_layer=Ethernet\n"
+            "./ports/1/phys_state=5: LinkUp\n"
+            "./ports/1/state=4: ACTIVE\n");
+  // Down: the port is down and its link disabled, as the kernel shows rxe's.
+  ASSERT_EQ(std::system((ip + "link set d0 down").c_str()), 0);
+  r = dump();
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  const std::string down = read_file(inside);
+  EXPECT_NE(down.find("./ports/1/phys_state=3: Disabled\n./ports/1/state=1: DOWN\n"),
+            std::string::npos)
+      << down;
+  EXPECT_FALSE(leftovers());
+  // A netdev that is not there: the tool says so and runs nothing.
+  write_file(cfg_, "[[device]]\nname = \"a\"\nnetdev = \"nosuch0\"\nmtu = 1024\n");
+  r = run_uroce(dir_.path, "rdma-ns -- true", "UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("uroce rdma-ns: device a: no such netdev 'nosuch0'"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(leftovers());
+}
+
 TEST_F(DoctorTest, MalformedConfigFails) {
   write_file(cfg_, "[[device]]\nname = \"uroce0\"\nmtu = 1000\naddresses = [\"198.18.0.1/15\"]\n");
   RunResult r = run();

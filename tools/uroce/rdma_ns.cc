@@ -28,6 +28,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace uroce::tool {
@@ -139,7 +140,16 @@ class PrivateView {
   int write_sysfs(const std::vector<config::Device>& devices) {
     for (const auto& d : devices) {
       if (exists(std::string(kSysDir) + "/" + d.name)) continue;
-      for (const auto& [rel, text] : sysfs_files(d)) {
+      std::optional<netlink::NetdevState> host;
+      if (!d.netdev.empty()) {
+        std::string err;
+        host = netlink::query(d.netdev, &err);
+        if (!host) {
+          std::fprintf(stderr, "uroce rdma-ns: device %s: %s\n", d.name.c_str(), err.c_str());
+          return 1;
+        }
+      }
+      for (const auto& [rel, text] : sysfs_files(d, host ? &*host : nullptr)) {
         const std::string path = t_ + "/sys-upper/infiniband/" + rel;
         make_dirs(path.substr(0, path.rfind('/')));
         std::ofstream f(path);
@@ -194,12 +204,28 @@ std::vector<std::string> devnode_paths(int count) {
   return out;
 }
 
-std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Device& d) {
+std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Device& d,
+                                                             const netlink::NetdevState* host) {
+  std::vector<Gid> gids;
+  if (host) {
+    gids = host->gids;
+  } else {
+    for (const auto& a : d.addresses) gids.push_back(a.gid);
+  }
+  const std::string port = d.name + "/ports/1/";
   std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 0; i < d.addresses.size(); ++i) {
+  for (size_t i = 0; i < gids.size(); ++i) {
     const std::string n = std::to_string(i);
-    out.emplace_back(d.name + "/ports/1/gids/" + n, gid_text(d.addresses[i].gid) + "\n");
-    out.emplace_back(d.name + "/ports/1/gid_attrs/types/" + n, "RoCE v2\n");
+    out.emplace_back(port + "gids/" + n, gid_text(gids[i]) + "\n");
+    out.emplace_back(port + "gid_attrs/types/" + n, "RoCE v2\n");
+    if (host) out.emplace_back(port + "gid_attrs/ndevs/" + n, host->name + "\n");
+  }
+  out.emplace_back(port + "link_layer", "Ethernet\n");
+  if (host) {
+    // As rxe reports its port: active with the link up while the netdev is up and running.
+    out.emplace_back(port + "state", host->up ? "4: ACTIVE\n" : "1: DOWN\n");
+    out.emplace_back(port + "phys_state", host->up ? "5: LinkUp\n" : "3: Disabled\n");
+    out.emplace_back(d.name + "/parent", host->name + "\n");
   }
   return out;
 }

@@ -8,7 +8,10 @@
  *    device i of the configuration `uverbs<i>` (ibv_device.dev_name, lib/verbs/device.cc);
  *  - it takes a GID's RoCE version from /sys/class/infiniband/<dev>/ports/1/gid_attrs/types/<i>
  *    ("RoCE v2"), never from the verbs; without the file it assumes RoCE v1 and then finds
- *    peers that advertise v2 (a RoCE NIC, rxe) unreachable.
+ *    peers that advertise v2 (a RoCE NIC, rxe) unreachable;
+ *  - it takes the netdev of a RoCE GID from .../ports/1/gid_attrs/ndevs/<i> (its bonding for
+ *    the number of paths, and with UCX_IB_ROCE_LOCAL_SUBNET=y its subnet mask); without the
+ *    file it assumes one path and every peer reachable.
  *
  *   uroce rdma-ns                 what exists, and the commands that create the device nodes
  *   uroce rdma-ns -- CMD ARGS...  runs CMD in a private mount namespace in which the nodes and
@@ -17,7 +20,11 @@
  *
  * The nodes made here are aliases of /dev/null (char 1:3); the sysfs files are
  * ports/1/gids/<i> and ports/1/gid_attrs/types/<i> ("RoCE v2": every uroce GID is RoCEv2) per
- * configured address. What already exists (a real RDMA driver's) is left as it is.
+ * GID, and ports/1/link_layer ("Ethernet"). A host-mode device (`netdev =`) gets what the
+ * kernel shows for rxe on that netdev: its GIDs are the netdev's addresses (as uroce orders
+ * them, netlink/netdev.h) with gid_attrs/ndevs/<i> naming the netdev, ports/1/state and
+ * phys_state from the netdev's state, and `parent` (rxe's name of its netdev). What already
+ * exists (a real RDMA driver's) is left as it is.
  */
 #pragma once
 
@@ -26,6 +33,7 @@
 #include <vector>
 
 #include "config/config.h"
+#include "netlink/netdev.h"
 
 namespace uroce::tool {
 
@@ -36,8 +44,10 @@ struct RdmaNsOptions {
 /// The device node paths for `count` devices: /dev/infiniband/uverbs0 ...
 std::vector<std::string> devnode_paths(int count);
 
-/// The sysfs files of one device, as (path below /sys/class/infiniband, contents).
-std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Device& d);
+/// The sysfs files of one device, as (path below /sys/class/infiniband, contents). host: the
+/// state of a host-mode device's netdev (its GIDs replace the configured addresses).
+std::vector<std::pair<std::string, std::string>> sysfs_files(
+    const config::Device& d, const netlink::NetdevState* host = nullptr);
 
 /// Runs the subcommand. Returns the exit status (with a command: only on failure, since the
 /// command replaces this process).

@@ -1,6 +1,9 @@
 """UCX and Open MPI over uroce (issue #9): Debian's unmodified ucx_perftest (ucx-utils, UCX
 1.13) and mpirun (openmpi-bin 4.1, pml ucx) with the project's MPI program
-(tests/e2e/mpi/pingpong_allreduce.c), two processes over a memif pair.
+(tests/e2e/mpi/pingpong_allreduce.c), two processes over a memif pair; and in host mode
+(links.RoutedLink): one process in each of two namespaces with a Linux router between them,
+uroce on their veths, UCX finding the device's GIDs, their types and netdev in the sysfs files
+`uroce rdma-ns` writes from the netdev, and choosing the IPv4 GID (RoCE v2 AF_INET first).
 
 What makes UCX see a uroce device (README "UCX and Open MPI"):
   - `uroce rdma-ns --` in front of each program: UCX lists an ibv device only when
@@ -73,6 +76,15 @@ def cases(add):
             labels=["ucx"], test=name)
     for tls in TLS:
         add(f"memif.mpi.pingpong_allreduce.{tls}", "mpi", "memif", 150, short=True,
+            labels=["ucx", "mpi"], tls=tls)
+    # Host mode through a router: A and B by their kernel addresses; MPI with a rank per host.
+    add("routed.ucx_info.gid", "ucx_info", "routed", 60, short=True, labels=["ucx"])
+    for tls in TLS:
+        for name in ("tag_bw", "put_bw"):
+            add(f"routed.ucx_perftest.{name}.{tls}", "ucx_perftest", "routed", 120, short=True,
+                labels=["ucx"], test=name, tls=tls)
+    for tls in TLS:
+        add(f"routed.mpi.pingpong_allreduce.{tls}", "mpi", "routed", 150, short=True,
             labels=["ucx", "mpi"], tls=tls)
     # On veth (af_packet, RoCE MTU 1024): the long set.
     for tls in TLS:
@@ -233,22 +245,28 @@ def by_rank(text):
     return {r: "\n".join(lines) for r, lines in out.items()}
 
 
-def mpirun_argv(build, prog, configs, tls, args):
+def mpirun_argv(build, prog, configs, tls, args, hosts=None):
     """mpirun with one application context per rank, each with its own UROCE_CONFIG (Open MPI
-    applies -x only to the context it appears in, so every context repeats them)."""
-    argv = rdma_ns(build) + [
+    applies -x only to the context it appears in, so every context repeats them). hosts: None,
+    both ranks on this host, mpirun under rdma-ns and the ranks inheriting its mount namespace;
+    or (rsh agent, host of rank 0, host of rank 1): a rank per host (see run_mpi), each under
+    rdma-ns of its own."""
+    argv = ([] if hosts else rdma_ns(build)) + [
         "mpirun", "--allow-run-as-root", "--tag-output",
-        "--bind-to", "core" if (os.cpu_count() or 1) >= 2 else "none",
+        # A rank per host: each host's orted would bind its rank to core 0, the same core.
+        "--bind-to", "core" if (os.cpu_count() or 1) >= 2 and not hosts else "none",
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
         "--mca", "pml_ucx_devices", "uroce*", "--mca", "osc_ucx_devices", "uroce*"]
+    if hosts:
+        argv += ["--mca", "plm_rsh_agent", hosts[0], "--mca", "oob_tcp_if_include", ROUTED_NET]
     env = dict(ucx_env(TLS[tls] + ",self"), LD_LIBRARY_PATH=os.path.join(build, "lib"))
     for rank, cfg in enumerate(configs):
         if rank:
             argv.append(":")
-        argv += ["-np", "1"]
+        argv += ["-np", "1"] + (["--host", hosts[1 + rank]] if hosts else [])
         for k, v in sorted(dict(env, UROCE_CONFIG=cfg).items()):
             argv += ["-x", f"{k}={v}"]
-        argv += [prog] + args
+        argv += (rdma_ns(build) if hosts else []) + [prog] + args
     return argv
 
 
@@ -281,13 +299,42 @@ def check_mpi(out):
     return None
 
 
+# Open MPI's out-of-band network between mpirun and the remote orted: RoutedLink's subnets.
+ROUTED_NET = "198.18.0.0/16"
+
+
+def rsh_agent(path, link):
+    """Writes Open MPI's rsh agent for the hosts of a link whose sides are namespaces: called as
+    `AGENT HOST COMMAND...`, it runs the command (an orted) in the namespace of the side whose
+    address HOST is. Returns the path."""
+    arms = "".join(f'  {link.roce_addr(s)}) exec {" ".join(link.wrap(s))} sh -c "$*" ;;\n'
+                   for s in (0, 1))
+    with open(path, "w") as f:
+        f.write(f'#!/bin/sh\nhost=$1\nshift\ncase $host in\n{arms}esac\n'
+                f'echo "rsh agent: no namespace for host $host" >&2\nexit 255\n')
+    os.chmod(path, 0o755)
+    return path
+
+
 def run_mpi(case, link, build):
     prog = os.path.join(build, "bin", "e2e_mpi_pingpong_allreduce")
     if not os.path.exists(prog):
         return fail(f"{case.name}: {prog} is not built (needs libopenmpi-dev: "
                     "scripts/install-deps.sh)")
     p = Pair(link, build)
-    argv = mpirun_argv(build, prog, p.configs, case.kw["tls"], ["-n", str(MPI_ITERS), "-r"])
+    # Sides in different namespaces (host mode): each is a host with its own address. mpirun
+    # runs on side 0 and starts rank 0 there; it reaches side 1 as a remote host through the
+    # rsh agent, whose orted (in side 1's namespace) connects back to it over the routed
+    # network and starts rank 1. (Ranks cannot simply be started in the other namespace by the
+    # local orted: their PMIx client reaches its server on 127.0.0.1, the namespace's own lo.)
+    hosts = None
+    if link.wrap(0) != link.wrap(1):
+        hosts = (rsh_agent(os.path.join(p.dir, "rsh-agent"), link), link.roce_addr(0),
+                 link.roce_addr(1))
+    argv = mpirun_argv(build, prog, p.configs, case.kw["tls"], ["-n", str(MPI_ITERS), "-r"],
+                       hosts)
+    if hosts:
+        argv = link.wrap(0) + argv
     s = Side("mpirun", argv, dict(os.environ), os.path.join(p.dir, "mpirun.out"))
     p.procs.append(s)
     t0 = time.monotonic()
@@ -302,4 +349,33 @@ def run_mpi(case, link, build):
     return 0
 
 
-RUNNERS = {"ucx_perftest": run_perftest, "ucx_uct": run_uct, "mpi": run_mpi}
+# UCX's debug lines on the GID it chose and the netdev it read from gid_attrs/ndevs.
+GID_CHOSEN_RE = re.compile(r"UCX +DEBUG +" + DEVICE + r":1 using gid_index (\d+)")
+LAG_RE = re.compile(r"UCX +DEBUG +RoCE LAG level on " + DEVICE + r":1 \((\S+)\) is (\d+)")
+
+
+def run_ucx_info(case, link, build):
+    """What UCX takes from rdma-ns's sysfs for a host-mode device: `ucx_info -d` (debug log)
+    must pick the IPv4 GID (RoCE v2 AF_INET is its first choice, so it read the GID types) and
+    name side 0's netdev as the GID's (read from gid_attrs/ndevs), with no UCX error."""
+    p = Pair(link, build, env=dict(ucx_env(TLS["rc"]), UCX_LOG_LEVEL="debug"))
+    s = p.start(0, rdma_ns(build) + ["ucx_info", "-d", "-t", "rc_verbs"])
+    out, failed = wait_one(case.name, p, s, case.timeout - 10)
+    if failed:
+        return failed
+    if bad_lines(out):
+        return fail(f"{case.name}: {bad_lines(out)[:3]}", p)
+    gid = GID_CHOSEN_RE.search(out)
+    if not gid or int(gid.group(1)) != link.gid_index:
+        return fail(f"{case.name}: UCX chose GID {gid and gid.group(1)}, not the IPv4 GID "
+                    f"{link.gid_index}", p)
+    lag = LAG_RE.search(out)
+    if not lag or lag.group(1) != link.ifs[0]:
+        return fail(f"{case.name}: UCX found netdev {lag and lag.group(1)} for the GID, "
+                    f"not {link.ifs[0]}", p)
+    print(f"PASS {case.name}: GID {gid.group(1)}, netdev {lag.group(1)}")
+    return 0
+
+
+RUNNERS = {"ucx_perftest": run_perftest, "ucx_uct": run_uct, "mpi": run_mpi,
+           "ucx_info": run_ucx_info}
