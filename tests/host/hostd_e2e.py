@@ -243,6 +243,11 @@ def main():
             print(h.report(), file=sys.stderr)
             return 1
         print(f"PASS hostd.{args.case}")
+        for p in h.procs:  # the clients' results (perftest's table, uroce_verify's line)
+            if p.label.endswith("-client"):
+                rows = [ln for ln in p.output().splitlines()
+                        if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln) or "uroce_verify" in ln]
+                print(f"{p.label}: " + " | ".join(r.strip() for r in rows[-2:]))
         for out in outs:
             print("\n".join(ln for ln in out.splitlines() if ln.startswith("final")))
         return 0
