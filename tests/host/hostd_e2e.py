@@ -6,7 +6,8 @@ socket and become its memif clients (shared mode, docs/host-mode.md).
 
 Cases (one per run; ctest registers each as hostd.<case>):
   perftest  two ib_write_bw pairs at once, A -> B, on two TCP ports
-  verify    two uroce_verify pairs at once (RDMA WRITE, every byte checked), A -> B
+  verify    two uroce_verify pairs at once (RDMA WRITE, every byte checked), A -> B, one over
+            IPv4 and one over IPv6
   samehost  uroce_verify and rping between two processes in A: the daemon switches the frames
             to its own MAC between its clients (counter `switched`), none reach the wire
   rping     rping A -> B and rping inside A at once: CM MADs (QP1) to every client, only the
@@ -159,18 +160,19 @@ def case_perftest(h):
     return None
 
 
-def verify_argv(h, port):
-    return [os.path.join(h.build, "bin", "uroce_verify"), "-d", DEVICE, "-g",
-            str(links.RoutedLink.GID_V4), "-p", str(port), "-o", "write", "-s", "65536", "-n",
-            "50"]
+def verify_argv(h, port, v6=False):
+    gid = links.RoutedLink.GID_V6 if v6 else links.RoutedLink.GID_V4
+    return [os.path.join(h.build, "bin", "uroce_verify"), "-d", DEVICE, "-g", str(gid), "-p",
+            str(port), "-o", "write", "-s", "65536", "-n", "50"]
 
 
 def case_verify(h):
+    """Pair 0 over IPv4, pair 1 over IPv6 (both A -> B, at once)."""
     pairs = []
     for i in range(2):
         port = pairmod.free_tcp_port() + i
-        pairs.append((f"verify{i}", B, verify_argv(h, port), A,
-                      verify_argv(h, port) + [h.link.addr[B]], port))
+        pairs.append((f"verify{i}", B, verify_argv(h, port, v6=i == 1), A,
+                      verify_argv(h, port, v6=i == 1) + [h.link.addr[B]], port))
     return run_pairs(h, pairs, 150)
 
 
