@@ -110,9 +110,10 @@ class Daemon final : public FrameHandler {
         print("stats");
         next_stats = now + Duration::seconds(stats_every_s);
       }
-      // Busy while frames flow; then short sleeps, so an idle daemon costs little CPU.
+      // Busy while frames flow; after a few empty rounds short sleeps, which give the CPU to
+      // the clients (on a host with fewer cores than busy processes that is the throughput).
       idle = work ? 0 : idle + 1;
-      if (idle > 256) {
+      if (idle > 16) {
         timespec ts{0, 50'000};
         nanosleep(&ts, nullptr);
       }
