@@ -120,8 +120,8 @@ class HostPort final : public Port {
     if (now.ns == 0) now = monotonic_now();
     size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
     if (io_->memif()) {  // the daemon's memif: connect, and reconnect after a daemon restart
+      io_->check_link(now);  // may stop the port (link down for long): started again below
       if (!io_->ensure_started(now)) return total;
-      io_->check_link(now);
     }
     const uint16_t nq = io_->queues();
     const MacAddr mac = state_.mac;
