@@ -119,7 +119,7 @@ class HostPort final : public Port {
   size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
     if (now.ns == 0) now = monotonic_now();
     size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
-    if (io_->memif()) {  // the daemon's memif: connect, and reconnect after a daemon restart
+    if (io_->memif()) {      // the daemon's memif: connect, and reconnect after a daemon restart
       io_->check_link(now);  // may stop the port (link down for long): started again below
       if (!io_->ensure_started(now)) return total;
     }
