@@ -119,8 +119,10 @@ class HostPort final : public Port {
   size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
     if (now.ns == 0) now = monotonic_now();
     size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
-    if (io_->memif()) {      // the daemon's memif: connect, and reconnect after a daemon restart
-      io_->check_link(now);  // may stop the port (link down for long): started again below
+    // The daemon's memif (shared mode): connect, and reconnect after a daemon restart;
+    // check_link() may stop the port (link down for long), which is started again below.
+    if (io_->memif()) {
+      io_->check_link(now);
       if (!io_->ensure_started(now)) return total;
     }
     const uint16_t nq = io_->queues();
