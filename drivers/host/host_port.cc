@@ -3,7 +3,9 @@
  * @brief HostPort (host_port.h): EthdevIo on net_af_xdp with uroce's XDP program, the shared
  * PortPipeline, and the kernel's view of the netdev through drivers/netlink.
  *
- * Open: netdev state (exists, up, has an address) -> the XDP hook (a stale program of ours is
+ * Open: netdev state (exists, up, has an address) -> when uroce-hostd serves the netdev, a
+ * memif client to it in a claimed slot (shared mode, hostd_share.h) and nothing below;
+ * otherwise the XDP hook (a stale program of ours is
  * removed, a foreign one refuses, one in use by a live uroce process refuses) -> the netdev
  * lock -> the af_xdp ethdev on queues 0..n-1 with xdp_prog= -> netlink Monitor and Resolver.
  * Close: the ethdev is closed (the PMD detaches the program), then the lock is released and a
@@ -30,10 +32,13 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <span>
 #include <utility>
 
 #include "dpdk/ethdev_io.h"
+#include "host/hostd_share.h"
 #include "netlink/monitor.h"
 #include "netlink/netdev.h"
 #include "netlink/resolver.h"
@@ -83,14 +88,16 @@ std::string vdev_name(const std::string& ifname) { return "net_af_xdp_" + ifname
 
 class HostPort final : public Port {
  public:
+  /// use: the netdev lock (exclusive mode), or null with slot >= 0 (a client of uroce-hostd).
   HostPort(std::unique_ptr<xdp::NetdevUse> use, std::unique_ptr<dpdk::EthdevIo> io,
-           const config::Device& dev, const netlink::NetdevState& st)
+           const config::Device& dev, const netlink::NetdevState& st, int slot)
       : claim_{std::move(use)},
         io_(std::move(io)),
         pipeline_(*io_, pfc_off(dev),
                   pipeline::PipelineParams{st.mac, io_->max_frame(), io_->queues(),
-                                           io_->link_speed_bps()},
+                                           io_->link_speed_bps(), slot < 0},
                   monotonic_now),
+        slot_(slot),
         state_(st),
         resolver_(st.ifindex),
         monitor_(st.ifindex, &resolver_) {}
@@ -117,6 +124,12 @@ class HostPort final : public Port {
   size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
     if (now.ns == 0) now = monotonic_now();
     size_t total = pipeline_.has_loopback() ? pipeline_.loop_back(h) : 0;
+    // The daemon's memif (shared mode): connect, and reconnect after a daemon restart;
+    // check_link() may stop the port (link down for long), which is started again below.
+    if (io_->memif()) {
+      io_->check_link(now);
+      if (!io_->ensure_started(now)) return total;
+    }
     const MacAddr mac = state_.mac;
     auto on_frame = [&](std::span<const uint8_t> frame) {
       if (pipeline_.on_control_frame(frame, now)) return;
@@ -221,6 +234,7 @@ class HostPort final : public Port {
     out->up = state_.up;
     out->mtu = state_.mtu;
     out->gids = state_.gids;
+    out->shared_slot = slot_;
     return true;
   }
 
@@ -241,6 +255,7 @@ class HostPort final : public Port {
   } claim_;
   std::unique_ptr<dpdk::EthdevIo> io_;
   pipeline::PortPipeline pipeline_;
+  int slot_;  ///< client slot of uroce-hostd; -1: exclusive
   netlink::NetdevState state_;
   netlink::Resolver resolver_;
   netlink::Monitor monitor_;
@@ -262,6 +277,51 @@ uint32_t path_mtu_of_netdev(uint32_t netdev_mtu) {
   return best;
 }
 
+namespace {
+
+/// The client slot this process holds for a netdev: claimed once and kept to the end of the
+/// process, since the memif ethdev stays parked (connected under that id) after a close and
+/// a later open of the same device reuses it.
+std::optional<SlotClaim> process_slot(const std::string& ifname, std::string* err) {
+  static std::mutex mu;
+  static auto& slots = *new std::map<std::string, SlotClaim>;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = slots.find(ifname); it != slots.end()) return it->second;
+  auto claim = claim_slot(ifname, err);
+  if (claim) slots[ifname] = *claim;
+  return claim;
+}
+
+/// The port of a process sharing the netdev through uroce-hostd: frames through a memif
+/// client in the process' slot, everything else (GIDs, link, routes, neighbours) as in
+/// exclusive mode.
+std::unique_ptr<Port> open_shared(const config::Device& dev, const netlink::NetdevState& st,
+                                  std::string* err) {
+  auto claim = process_slot(dev.netdev, err);
+  if (!claim) return nullptr;
+  config::Device d = dev;
+  d.mtu = kHostdMemifMtu;
+  d.queues = 1;
+  d.mac.reset();
+  d.port = "net_memif_hostd_" + dev.netdev +
+           ",role=client,socket-abstract=no,socket=" + hostd_base(dev.netdev) +
+           ".sock,id=" + std::to_string(claim->slot);
+  std::string e;
+  auto io = dpdk::EthdevIo::open(d, &e);
+  if (!io) {
+    *err = e;
+    return nullptr;
+  }
+  auto port = std::make_unique<HostPort>(nullptr, std::move(io), dev, st, claim->slot);
+  if (!port->monitor_ok(&e)) {
+    *err = "netlink: " + e;
+    return nullptr;
+  }
+  return port;
+}
+
+}  // namespace
+
 std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err) {
   const std::string who = "device " + dev.name + " (netdev " + dev.netdev + "): ";
   auto fail = [&](const std::string& what) -> std::unique_ptr<Port> {
@@ -279,9 +339,17 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
   if (mtu == 0)
     return fail("netdev MTU " + std::to_string(st->mtu) + " carries no RoCE path MTU (>= 352)");
 
+  if (hostd_running(dev.netdev)) {
+    auto port = open_shared(dev, *st, &e);
+    if (!port) return fail("through uroce-hostd: " + e);
+    return port;
+  }
   xdp::Outcome reaped = xdp::reap_stale(dev.netdev);
   if (reaped.kind == xdp::Outcome::kInUse)
-    return fail("in use by another uroce process (one process per netdev; " + reaped.message + ")");
+    return fail(
+        "in use by another uroce process (one process per netdev; several share it "
+        "through uroce-hostd --netdev " +
+        dev.netdev + "; " + reaped.message + ")");
   if (!reaped.ok()) return fail(reaped.message);
   auto use = xdp::NetdevUse::acquire(dev.netdev, &e);
   if (!use) return fail(e);
@@ -307,7 +375,7 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
       if (!c.ok) return fail("cannot attach an XDP program: " + c.what + ": " + c.detail);
     return fail(e);
   }
-  auto port = std::make_unique<HostPort>(std::move(use), std::move(io), dev, *st);
+  auto port = std::make_unique<HostPort>(std::move(use), std::move(io), dev, *st, -1);
   if (!port->monitor_ok(&e)) return fail("netlink: " + e);
   return port;
 }

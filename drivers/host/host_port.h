@@ -12,8 +12,11 @@
  * neighbour entry (Resolver), never uroce's own ARP/ND.
  *
  * One process owns a netdev at a time (exclusive mode): a second one is refused with one line
- * while the first holds it. PFC is the NIC's business on a shared netdev (the kernel's DCB
- * settings); the port sends no PFC frames and the kernel consumes the ones that arrive.
+ * while the first holds it. When uroce-hostd serves the netdev (tools/uroce-hostd), the port
+ * is a memif client of the daemon instead (shared mode): same netlink view, frames through
+ * the daemon, QPNs tagged with the process' client slot (LinkState::shared_slot). PFC is the NIC's
+ * business on a shared netdev (the kernel's DCB settings); the port sends no PFC frames and the
+ * kernel consumes the ones that arrive.
  */
 #pragma once
 

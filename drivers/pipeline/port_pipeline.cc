@@ -52,6 +52,7 @@ PortPipeline::PortPipeline(FrameIo& io, const config::Device& dev, const Pipelin
       pfc_tx_on_(dev.pfc.xoff_bytes > 0 && pfc_tx_config(dev.pfc).enabled_mask != 0),
       rx_class_(RxClassifier::of(dev)),
       sched_(scheduler_config(dev)) {
+  self_loopback_ = params.self_loopback;
   uint8_t honoured = 0;
   for (int p = 0; p < 8; ++p)
     if (dev.pfc.enabled[p]) honoured |= static_cast<uint8_t>(1u << p);
@@ -90,7 +91,8 @@ void PortPipeline::end_frame(size_t len, const TxMeta& meta) {
   Frame f = cur_;
   cur_ = Frame{};
   f.len = static_cast<uint32_t>(std::min(len, max_frame_));
-  if (f.len >= 6 && std::memcmp(f.data, mac_.b.data(), 6) == 0 && is_rocev2({f.data, f.len})) {
+  if (self_loopback_ && f.len >= 6 && std::memcmp(f.data, mac_.b.data(), 6) == 0 &&
+      is_rocev2({f.data, f.len})) {
     self_.push_back(f);  // to ourselves: looped back by the next poll (file comment)
     return;
   }

@@ -61,6 +61,9 @@ struct PipelineParams {
   size_t max_frame = 0;   ///< largest frame begin_frame() accepts
   uint16_t queues = 1;    ///< TX queues, 1..kMaxQueues
   uint64_t link_bps = 0;  ///< for pause quanta
+  /// RoCE frames to our own MAC come back through loop_back(); off when the MAC is shared
+  /// with other processes (uroce-hostd switches those frames by destination QPN).
+  bool self_loopback = true;
 };
 
 class PortPipeline {
@@ -126,6 +129,7 @@ class PortPipeline {
   Frame cur_{};  ///< the frame being built (handle null: none)
   std::array<TxQueue, kMaxQueues> txq_{};
   std::array<std::deque<Frame>, 8> q_;         ///< per-priority software TX queues
+  bool self_loopback_ = true;                  ///< PipelineParams::self_loopback
   std::vector<Frame> self_;                    ///< RoCE frames to our own MAC, for loop_back()
   size_t queued_ = 0;                          ///< frames in q_
   std::array<uint64_t, 8> queued_bytes_{};     ///< bytes in each q_

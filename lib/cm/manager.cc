@@ -225,6 +225,7 @@ void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
   }
   if (!listening(m.service_id)) {
     ++counters_.rejected_no_listener;
+    if (cfg_.shared) return;  // the process that listens answers (Config::shared)
     w::Rej r;
     r.remote_comm_id = m.local_comm_id;
     r.message_rejected = w::MsgRef::kReq;
@@ -300,11 +301,14 @@ void Manager::on_mra(const w::Mra& m, Timestamp now) {
 
 void Manager::on_dreq(const Gid& src, uint64_t tid, const w::Dreq& m, Timestamp now) {
   Conn* c = find(m.remote_comm_id);
+  const bool ours = c && c->remote_id == m.local_comm_id;
   w::Drep r;
   r.local_comm_id = m.remote_comm_id;
   r.remote_comm_id = m.local_comm_id;
-  send_once(src, tid, r);  // always answered: the peer must not wait on a connection we lost
-  if (!c || c->remote_id != m.local_comm_id) {
+  // Always answered, so the peer never waits on a connection we lost; on a shared port only
+  // by the process that has it (the others see the DREQ too).
+  if (ours || !cfg_.shared) send_once(src, tid, r);
+  if (!ours) {
     ++counters_.unknown_conn;
     return;
   }
@@ -397,6 +401,7 @@ void Manager::on_sidr_req(const Gid& src, uint64_t tid, const w::SidrReq& m, Tim
   }
   if (!listening(m.service_id)) {
     ++counters_.rejected_no_listener;
+    if (cfg_.shared) return;
     w::SidrRep r;
     r.request_id = m.request_id;
     r.status = static_cast<uint8_t>(w::SidrStatus::kServiceIdNotSupported);

@@ -59,12 +59,18 @@ struct PortCounters {
   uint64_t tx_pause_storm_error_events = 0;
 };
 
+/// QPN bits that carry the client slot of a process sharing a netdev through uroce-hostd
+/// (EngineConfig::qpn_tag_bits): at most 16 processes per netdev.
+inline constexpr uint8_t kSharedQpnTagBits = 4;
+
 /// The link of a port that follows a kernel netdev (host mode), as it is now.
 struct LinkState {
   int ifindex = 0;        ///< the netdev's interface index
   bool up = true;         ///< the netdev is up with carrier
   uint32_t mtu = 0;       ///< the netdev's MTU (IP bytes); 0 = unknown
   std::vector<Gid> gids;  ///< the netdev's addresses as RoCEv2 GIDs, in the kernel's order
+  /// Shared through uroce-hostd: this process' client slot (its QPN tag); -1: exclusive.
+  int shared_slot = -1;
 };
 
 /// A port: TX through the TxSink interface, RX by polling.

@@ -152,6 +152,7 @@ Device* Service::open_device(int index) {
   mc.response_timeout = kResponseTimeout;
   mc.max_retries = kMaxRetries;
   mc.timewait = kTimewait;
+  mc.shared = uroce_shared_slot(verbs) >= 0;  // every process on the netdev sees each MAD
   Device* raw = dev.get();
   dev->mgr = std::make_unique<cm::Manager>(
       mc, [this, raw](const Gid& dst, std::span<const uint8_t, w::kMadLen> mad) {

@@ -267,8 +267,12 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
     m.qp_gen.push_back(0);
   }
   auto qp = std::make_unique<Qp>();
+  // The generation takes the bits between the slot and the tag (wrapping within them).
+  const uint32_t gen_bits = 24 - kQpSlotBits - m.cfg.qpn_tag_bits;
   uint8_t gen = ++m.qp_gen[slot];
-  qp->qpn = (uint32_t{gen} << kQpSlotBits) | static_cast<uint32_t>(slot);
+  const uint32_t gen_field = uint32_t{gen} & ((1u << gen_bits) - 1);
+  qp->qpn = (m.cfg.qpn_tag << (24 - m.cfg.qpn_tag_bits)) | (gen_field << kQpSlotBits) |
+            static_cast<uint32_t>(slot);
   qp->type = a.type;
   // Round capacities up and write them back (ibv_create_qp(3) semantics).
   a.max_send_wr = std::bit_ceil(std::max(a.max_send_wr, 1u));

@@ -55,6 +55,11 @@ struct EngineConfig {
   /// Congestion control (lib/dcqcn's adapter); nullptr = no pacing, no CNPs sent.
   /// Not owned; must outlive the engine.
   CongestionFactory* cc = nullptr;
+  /// Host-unique QPNs (several processes on one netdev through uroce-hostd): the top
+  /// qpn_tag_bits of every 24-bit QPN are qpn_tag, so the daemon steers a frame to its
+  /// process by the destination QPN. 0 bits: QPN = generation << 16 | slot.
+  uint8_t qpn_tag_bits = 0;
+  uint32_t qpn_tag = 0;
 
   static constexpr std::array<uint8_t, 64> default_dscp_to_prio() {
     std::array<uint8_t, 64> m{};

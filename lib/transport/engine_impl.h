@@ -36,7 +36,7 @@ namespace uroce::transport {
 
 // ---- Device limits ------------------------------------------------------------------------
 inline constexpr uint32_t kMaxMsgSize = 1u << 31;  ///< bytes per message (IBA 2^31)
-inline constexpr uint32_t kQpSlotBits = 16;        ///< QPN = generation << 16 | slot
+inline constexpr uint32_t kQpSlotBits = 16;        ///< QPN = [tag |] generation << 16 | slot
 inline constexpr uint32_t kFirstQpSlot = 17;       ///< QPNs 0 and 1 are special (IBA SMI/GSI)
 /// Responder's ordered response queue: at least this many entries, and 2 x max_dest_rd_atomic
 /// + 4 (READ/atomic items plus the ACKs between them), sized when max_dest_rd_atomic is set.

@@ -130,6 +130,14 @@ UROCE_EXPORT int uroce_gsi_send(uroce_gsi* h, const uroce_gsi_mad* m) {
   return 0;
 }
 
+UROCE_EXPORT int uroce_shared_slot(ibv_context* c) {
+  if (!c) return -1;
+  Runtime* rt = uroce::verbs::ctx_of(c)->rt;
+  std::lock_guard<std::mutex> g(rt->mu);
+  uroce::LinkState st;
+  return rt->port->link_state(&st) ? st.shared_slot : -1;
+}
+
 UROCE_EXPORT int uroce_route_gid(ibv_context* c, const uint8_t dst[16], int* gid_index) {
   if (!c || !dst || !gid_index) {
     errno = EINVAL;

@@ -543,6 +543,10 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
     rt->link_up = st.up;
     rt->ifindex = st.ifindex;
     ec.gids = st.gids;
+    if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs carry the client slot
+      ec.qpn_tag_bits = kSharedQpnTagBits;
+      ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
+    }
     if (uint8_t m = ib_mtu_of_netdev(st.mtu)) rt->active_mtu = std::min(rt->active_mtu, m);
     ec.max_mtu = 128u << rt->active_mtu;
   }

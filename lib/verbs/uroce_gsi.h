@@ -52,6 +52,10 @@ int uroce_gsi_send(struct uroce_gsi* gsi, const struct uroce_gsi_mad* mad);
 /// this device's netdev), EADDRNOTAVAIL (the source is not in the GID table).
 int uroce_route_gid(struct ibv_context* ctx, const uint8_t dst[16], int* gid_index);
 
+/// The client slot of a device shared through uroce-hostd (>= 0), or -1 (the device owns its
+/// port alone). In a shared device every process sees every CM MAD (docs/host-mode.md).
+int uroce_shared_slot(struct ibv_context* ctx);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,8 @@
  * in-memory MAD queue that can lose chosen MADs, time injected. Connect / accept / RTU,
  * rejects (by the application, for a service nobody listens on), every lost message of the
  * three-way handshake, retries running out, MRA, disconnect both ways, a DREQ for a
- * connection that is gone, malformed MADs.
+ * connection that is gone, malformed MADs, a port shared by several processes (silent on
+ * MADs for another process).
  */
 #include "cm/manager.h"
 
@@ -337,6 +338,34 @@ TEST(CmManager, DreqForAConnectionThatIsGoneIsAnsweredWithDrep) {
   EXPECT_EQ(std::get<w::Drep>(rep->msg).remote_comm_id, 7u);
   EXPECT_EQ(l.b.counters().unknown_conn, 1u);
   EXPECT_FALSE(l.b.poll_event());
+}
+
+// A port shared through uroce-hostd: every process sees every MAD, so only the one it is for
+// answers it.
+TEST(CmManager, SharedPortStaysSilentOnOtherProcessesMads) {
+  Link l;
+  l.cfg_b.shared = true;
+  Manager shared_b{l.cfg_b, l.sender(gid_of(2))};
+  l.a.connect(l.req(), l.now);
+  ASSERT_EQ(l.wire.size(), 1u);
+  Link::Mad req = l.wire.front();
+  l.wire.clear();
+  shared_b.on_mad(req.src, req.bytes, l.now);
+  EXPECT_TRUE(l.wire.empty()) << "no REJ for a service another process may listen on";
+  EXPECT_EQ(shared_b.counters().rejected_no_listener, 1u);
+
+  w::Dreq d;
+  d.local_comm_id = 7;
+  d.remote_comm_id = 12345;  // another process' connection
+  std::array<uint8_t, w::kMadLen> b{};
+  w::build_cm_mad(w::Mad{{}, d}, b);
+  shared_b.on_mad(gid_of(1), b, l.now);
+  EXPECT_TRUE(l.wire.empty()) << "no DREP for another process' connection";
+  EXPECT_EQ(shared_b.counters().unknown_conn, 1u);
+
+  ASSERT_TRUE(shared_b.listen(kService));  // the process that listens still answers
+  shared_b.on_mad(req.src, req.bytes, l.now);
+  EXPECT_EQ(next(shared_b).type, EventType::kConnectRequest);
 }
 
 TEST(CmManager, MalformedAndStrayMadsAreCountedAndChangeNothing) {

@@ -2,7 +2,7 @@
  * @file control_test.cc
  * @brief Engine control path: modify_qp against the ibv_modify_qp(3) table (EINVAL, nothing
  * changes on failure), value checks, EBUSY rules of PD/CQ/SRQ, post_send/post_recv errors,
- * CQ overflow and notification, SRQ limit event.
+ * CQ overflow and notification, SRQ limit event, the QPN tag of a shared netdev.
  */
 #include <gtest/gtest.h>
 
@@ -62,6 +62,37 @@ QpAttr good_attr(QpState s) {
   a.path_mtu = 3;
   a.dest_qp_num = 99;
   return a;
+}
+
+// uroce-hostd steers frames by the top bits of the destination QPN: they must be the tag
+// on every QPN, also after a slot's generation wraps, and the QPNs must still be found.
+TEST(Control, QpnTagIsInTheTopBitsOfEveryQpn) {
+  EngineConfig cfg;
+  cfg.gids = {Gid::from_ipv4(0xc6120001u)};
+  cfg.qpn_tag_bits = 4;
+  cfg.qpn_tag = 0xb;
+  CounterBlock ctr;
+  RecordingObserver obs;
+  Engine e(cfg, &ctr, &obs);
+  uint32_t pd = e.alloc_pd().value(), cq = e.create_cq(4).value();
+  QpInitAttr ia;
+  ia.type = QpType::kRc;
+  ia.pd = pd;
+  ia.send_cq = ia.recv_cq = cq;
+  std::vector<uint32_t> seen;
+  for (int i = 0; i < 40; ++i) {  // one slot reused: its generation wraps in 4 bits
+    uint32_t q = e.create_qp(ia).value();
+    EXPECT_EQ(q >> 20, 0xbu) << std::hex << q;
+    EXPECT_LT(q, 1u << 24);
+    QpAttr a;
+    EXPECT_TRUE(e.query_qp(q, &a, nullptr));
+    if (i < 16) {
+      for (uint32_t s : seen) EXPECT_NE(s, q) << "a QPN repeats before the generation wraps";
+    }
+    seen.push_back(q);
+    ASSERT_TRUE(e.destroy_qp(q));
+    EXPECT_FALSE(e.query_qp(q, &a, nullptr));
+  }
 }
 
 TEST(Control, ModifyQpTableOnTheEngine) {

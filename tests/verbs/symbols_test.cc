@@ -50,7 +50,8 @@ TEST(Symbols, UroceOwnNodeHoldsExactlyTheGsiInterface) {
   EXPECT_EQ(own, (std::set<std::string>{
                      "uroce_gsi_close@@UROCE_PRIVATE_1", "uroce_gsi_fd@@UROCE_PRIVATE_1",
                      "uroce_gsi_open@@UROCE_PRIVATE_1", "uroce_gsi_recv@@UROCE_PRIVATE_1",
-                     "uroce_gsi_send@@UROCE_PRIVATE_1"}));
+                     "uroce_gsi_send@@UROCE_PRIVATE_1", "uroce_route_gid@@UROCE_PRIVATE_1",
+                     "uroce_shared_slot@@UROCE_PRIVATE_1"}));
 }
 
 TEST(Symbols, VendorLibraryImportsResolve) {

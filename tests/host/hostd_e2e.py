@@ -1,0 +1,265 @@
+#!/usr/bin/env python3
+"""Several uroce processes on one netdev through uroce-hostd (tools/uroce-hostd), on the routed
+topology of tests/e2e (links.RoutedLink: namespaces A and B, a Linux router R between them, uroce
+bound to the veths with `netdev =`). uroce-hostd runs in A and in B; the programs find it by its
+socket and become its memif clients (shared mode, docs/host-mode.md).
+
+Cases (one per run; ctest registers each as hostd.<case>):
+  perftest  two ib_write_bw pairs at once, A -> B, on two TCP ports
+  verify    two uroce_verify pairs at once (RDMA WRITE, every byte checked), A -> B, one over
+            IPv4 and one over IPv6
+  samehost  uroce_verify and rping between two processes in A: the daemon switches the frames
+            to its own MAC between its clients (counter `switched`), none reach the wire
+  rping     rping A -> B and rping inside A at once: CM MADs (QP1) to every client, only the
+            listening process answers
+
+Each daemon's final counters must show the frames went through it. Namespaces and programs
+are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
+"""
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
+import links  # noqa: E402
+import pair as pairmod  # noqa: E402
+
+DEVICE = pairmod.DEVICE
+A, B = 0, 1
+
+
+class Host:
+    """Programs in the namespaces of one RoutedLink, with uroce-hostd in A and B."""
+
+    def __init__(self, build):
+        self.build = os.path.abspath(build)
+        self.dir = tempfile.mkdtemp(prefix="uhostd-")
+        self.run_dir = os.path.join(self.dir, "run")
+        self.link = links.RoutedLink(mtu=1024)
+        self.configs = [pairmod.write_config(os.path.join(self.dir, f"side{s}.toml"), self.link, s)
+                        for s in (A, B)]
+        self.procs = []
+        self.daemons = []
+        links.on_cleanup(self.kill_all)
+
+    def env(self, side):
+        e = dict(os.environ)
+        e["LD_LIBRARY_PATH"] = os.path.join(self.build, "lib")
+        e["UROCE_CONFIG"] = self.configs[side]
+        e["UROCE_RUN_DIR"] = self.run_dir
+        return e
+
+    def start(self, side, label, argv):
+        s = pairmod.Side(label, self.link.wrap(side) + ["stdbuf", "-oL", "-eL"] + argv,
+                         self.env(side), os.path.join(self.dir, f"{label}.out"))
+        self.procs.append(s)
+        return s
+
+    def start_daemons(self, deadline):
+        for side in (A, B):
+            d = self.start(side, f"hostd{'AB'[side]}",
+                           [os.path.join(self.build, "bin", "uroce-hostd"), "--netdev",
+                            self.link.ifs[side], "--run-dir", self.run_dir])
+            self.daemons.append(d)
+            while "serving" not in d.output():
+                if d.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"uroce-hostd in {'AB'[side]} did not start")
+                time.sleep(0.05)  # polling a condition with a deadline
+
+    def stop_daemons(self):
+        """SIGTERM: each prints its final counters; returns their outputs."""
+        outs = []
+        for d in self.daemons:
+            d.kill(signal.SIGTERM)
+            if d.wait(15) is None:
+                d.kill()
+            outs.append(d.output())
+        return outs
+
+    def wait_listen(self, side, port, proc, deadline):
+        while time.monotonic() < deadline:
+            if pairmod.listening(self.link, side, port):
+                return True
+            if proc.poll() is not None:
+                return False
+            time.sleep(0.05)  # polling a condition with a deadline
+        return False
+
+    def kill_all(self):
+        for p in self.procs:
+            p.kill()
+
+    def report(self):
+        lines = [f"==== run dir {self.dir}"]
+        for s in self.procs:
+            lines.append(f"---- {s.label} rc={s.rc}: {' '.join(s.argv)}")
+            lines.append(s.output().rstrip())
+        return "\n".join(lines)
+
+    def close(self):
+        self.kill_all()
+        self.link.close()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def slot_counters(out):
+    """{slot: {counter: value}} from a daemon's "final slot=..." lines."""
+    res = {}
+    for m in re.finditer(r"(?m)^final slot=(\d+) (.*)$", out):
+        res[int(m.group(1))] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return res
+
+
+def run_pairs(h, pairs, timeout):
+    """pairs: (label, server side, server argv, client side, client argv + [addr], tcp port or
+    None). Starts every server, waits for each to listen (port) or briefly, then every client;
+    all must exit 0. Returns a problem or None."""
+    deadline = time.monotonic() + timeout
+    servers, clients = [], []
+    for label, sside, sargv, _, _, port in pairs:
+        s = h.start(sside, f"{label}-server", sargv)
+        servers.append(s)
+        if port and not h.wait_listen(sside, port, s, deadline):
+            return f"{label}: the server did not listen on {port}"
+    if any(p[5] is None for p in pairs):
+        time.sleep(1.0)  # rping listens on RDMA CM, not TCP: no port to poll
+    for label, _, _, cside, cargv, _ in pairs:
+        clients.append(h.start(cside, f"{label}-client", cargv))
+    for p in clients + servers:
+        if p.wait(deadline - time.monotonic()) is None:
+            return f"{p.label}: timed out"
+        if p.rc != 0:
+            return f"{p.label}: exit code {p.rc}"
+    return None
+
+
+def perftest_ok(out):
+    rows = [ln.split() for ln in out.splitlines() if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln)]
+    return any(float(r[4]) > 0 for r in rows if len(r) >= 5)
+
+
+def case_perftest(h):
+    ports = [pairmod.free_tcp_port(), pairmod.free_tcp_port() + 1]
+    pairs = []
+    for i, port in enumerate(ports):
+        base = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4),
+                "-p", str(port), "-n", "2000"]
+        pairs.append((f"bw{i}", B, base, A, base + [h.link.addr[B]], port))
+    problem = run_pairs(h, pairs, 150)
+    if problem:
+        return problem
+    for p in h.procs:
+        if p.label.endswith("-client") and not perftest_ok(p.output()):
+            return f"{p.label}: no result row"
+    return None
+
+
+def verify_argv(h, port, v6=False):
+    gid = links.RoutedLink.GID_V6 if v6 else links.RoutedLink.GID_V4
+    return [os.path.join(h.build, "bin", "uroce_verify"), "-d", DEVICE, "-g", str(gid), "-p",
+            str(port), "-o", "write", "-s", "65536", "-n", "50"]
+
+
+def case_verify(h):
+    """Pair 0 over IPv4, pair 1 over IPv6 (both A -> B, at once)."""
+    pairs = []
+    for i in range(2):
+        port = pairmod.free_tcp_port() + i
+        pairs.append((f"verify{i}", B, verify_argv(h, port, v6=i == 1), A,
+                      verify_argv(h, port, v6=i == 1) + [h.link.addr[B]], port))
+    return run_pairs(h, pairs, 150)
+
+
+def rping_argv(addr, port, client):
+    if client:
+        return ["rping", "-c", "-a", addr, "-p", str(port), "-V", "-C", "20"]
+    return ["rping", "-s", "-a", addr, "-p", str(port), "-V", "-C", "20"]
+
+
+def case_samehost(h):
+    port = pairmod.free_tcp_port()
+    rport = pairmod.free_tcp_port() + 1
+    a = h.link.addr[A]
+    problem = run_pairs(h, [("verify", A, verify_argv(h, port), A, verify_argv(h, port) + [a],
+                             port)], 120)
+    if problem:
+        return problem
+    return run_pairs(h, [("rping", A, rping_argv(a, rport, False), A, rping_argv(a, rport, True),
+                          None)], 60)
+
+
+def case_rping(h):
+    p1, p2 = pairmod.free_tcp_port(), pairmod.free_tcp_port() + 1
+    return run_pairs(h, [
+        ("rpingAB", B, rping_argv(h.link.addr[B], p1, False), A,
+         rping_argv(h.link.addr[B], p1, True), None),
+        ("rpingAA", A, rping_argv(h.link.addr[A], p2, False), A,
+         rping_argv(h.link.addr[A], p2, True), None),
+    ], 90)
+
+
+CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
+         "rping": case_rping}
+
+
+def check_daemons(case, outs):
+    """The frames went through the daemons: A's clients sent to the wire (cross-host cases) or
+    were switched (same host), B's received."""
+    a, b = slot_counters(outs[0]), slot_counters(outs[1])
+    if case == "samehost":
+        if len([s for s in a.values() if s.get("switched", 0) > 0]) < 2:
+            return f"A's daemon switched no frames between two clients: {a}"
+        if any(s.get("to_wire", 0) > 0 for s in a.values()):
+            return f"same-host frames reached the wire: {a}"
+        return None
+    want = 2 if case != "rping" else 1
+    if len([s for s in a.values() if s.get("to_wire", 0) > 0]) < want:
+        return f"A's daemon sent frames of fewer than {want} clients to the wire: {a}"
+    if len([s for s in b.values() if s.get("to_client", 0) > 0]) < want:
+        return f"B's daemon delivered to fewer than {want} clients: {b}"
+    return None
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("case", choices=sorted(CASES))
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        print("SKIP: needs root (namespaces, AF_XDP)")
+        return 0
+    h = Host(args.build)
+    try:
+        h.start_daemons(time.monotonic() + 30)
+        problem = CASES[args.case](h)
+        outs = h.stop_daemons()
+        problem = problem or check_daemons(args.case, outs)
+        if problem:
+            print(f"FAIL hostd.{args.case}: {problem}", file=sys.stderr)
+            print(h.report(), file=sys.stderr)
+            return 1
+        print(f"PASS hostd.{args.case}")
+        for p in h.procs:  # the clients' results (perftest's table, uroce_verify's line)
+            if p.label.endswith("-client"):
+                rows = [ln for ln in p.output().splitlines()
+                        if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln) or "uroce_verify" in ln]
+                print(f"{p.label}: " + " | ".join(r.strip() for r in rows[-2:]))
+        for out in outs:
+            print("\n".join(ln for ln in out.splitlines() if ln.startswith("final")))
+        return 0
+    except Exception as e:  # report what ran, then clean up
+        print(f"FAIL hostd.{args.case}: {e}", file=sys.stderr)
+        print(h.report(), file=sys.stderr)
+        return 1
+    finally:
+        h.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
