@@ -99,14 +99,7 @@ class DpdkPort final : public Port {
   }
 
   bool read_counters(PortCounters* out) override {
-    EthStats st;
-    if (io_->stats(&st)) {
-      out->rx_packets_phy = st.rx_frames;
-      out->tx_packets_phy = st.tx_frames;
-      out->rx_discards_phy = st.rx_missed;
-      out->tx_errors_phy = st.tx_errors;
-    }
-    out->link_speed_mbps = link_speed_bps() / 1'000'000;
+    io_->fill_counters(out);
     pipeline_.fill_counters(out);
     return true;
   }

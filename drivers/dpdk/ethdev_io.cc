@@ -179,6 +179,17 @@ EthdevIo::~EthdevIo() {
   g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_, nq_};
 }
 
+void EthdevIo::fill_counters(PortCounters* out) const {
+  EthStats st;
+  if (stats(&st)) {
+    out->rx_packets_phy = st.rx_frames;
+    out->tx_packets_phy = st.tx_frames;
+    out->rx_discards_phy = st.rx_missed;
+    out->tx_errors_phy = st.tx_errors;
+  }
+  out->link_speed_mbps = link_speed_bps() / 1'000'000;
+}
+
 size_t EthdevIo::rx_all(size_t max, RxFn fn, void* ctx) {
   size_t total = 0;
   uint16_t idle = 0;  // queues in a row that had nothing

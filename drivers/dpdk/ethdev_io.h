@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/port.h"
 #include "common/time.h"
 #include "common/types.h"
 #include "config/config.h"
@@ -146,6 +147,8 @@ class EthdevIo final : public pipeline::FrameIo {
   uint64_t link_speed_bps() const;
   /// The ethdev's counters; false when the PMD gives none.
   bool stats(EthStats* out) const;
+  /// The PMD's fields of a port's counters (the *_phy frames, the link speed).
+  void fill_counters(PortCounters* out) const;
 
  private:
   EthdevIo(uint16_t port_id, rte_mempool* pool, MacAddr mac, size_t max_frame,

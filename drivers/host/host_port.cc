@@ -37,6 +37,7 @@
 #include <span>
 #include <utility>
 
+#include "dpdk/clock.h"
 #include "dpdk/ethdev_io.h"
 #include "host/hostd_share.h"
 #include "netlink/monitor.h"
@@ -51,11 +52,7 @@ namespace {
 
 constexpr Duration kNetlinkPoll = Duration::millis(10);
 
-Timestamp monotonic_now() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return Timestamp{static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};
-}
+using dpdk::monotonic_now;
 
 bool is_link_local(const Gid& g) { return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80; }
 
@@ -216,14 +213,7 @@ class HostPort final : public Port {
   }
 
   bool read_counters(PortCounters* out) override {
-    dpdk::EthStats st;
-    if (io_->stats(&st)) {
-      out->rx_packets_phy = st.rx_frames;
-      out->tx_packets_phy = st.tx_frames;
-      out->rx_discards_phy = st.rx_missed;
-      out->tx_errors_phy = st.tx_errors;
-    }
-    out->link_speed_mbps = link_speed_bps() / 1'000'000;
+    io_->fill_counters(out);
     pipeline_.fill_counters(out);
     return true;
   }

@@ -29,6 +29,7 @@
 
 #include "common/port.h"
 #include "config/config.h"
+#include "dpdk/clock.h"
 #include "dpdk/ethdev_io.h"
 #include "host/host_port.h"
 #include "host/hostd_share.h"
@@ -40,11 +41,7 @@ namespace {
 std::atomic<bool> g_stop{false};
 void on_signal(int) { g_stop.store(true); }
 
-Timestamp now_mono() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return Timestamp{static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec};
-}
+using dpdk::monotonic_now;
 
 struct Options {
   std::string netdev;
@@ -92,9 +89,9 @@ class Daemon final : public FrameHandler {
   void run(int stats_every_s) {
     unsigned idle = 0;
     Timestamp next_stats =
-        stats_every_s > 0 ? now_mono() + Duration::seconds(stats_every_s) : Timestamp::never();
+        stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
     while (!g_stop.load(std::memory_order_relaxed)) {
-      const Timestamp now = now_mono();
+      const Timestamp now = monotonic_now();
       size_t work = net_->rx_burst(*this, 2 * dpdk::kBurst, now);
       for (int k = 0; k < host::kHostdSlots; ++k) {
         Client& c = clients_[k];
