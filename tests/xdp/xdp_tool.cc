@@ -2,12 +2,13 @@
  * @file xdp_tool.cc
  * @brief uroce_xdp from the command line, for tests/xdp/host_mode.sh (no DPDK).
  *
- *   xdp_tool attached IF        "XDP id=N name=S mode=M ours=0|1" (id 0: none); exit 1 on error
- *   xdp_tool counts IF          "COUNTS redirected=N passed=N unbound=N"
- *   xdp_tool reap IF            reap_stale(): "REAP <none|removed|in-use|foreign|error>:
- * <message>"; exit 0 unless foreign or error xdp_tool doctor IF          doctor_checks(), one
- * "CHECK <ok|FAIL> what: detail" line each xdp_tool foreign IF         attaches a program named
- * not_uroce (passes every frame) natively xdp_tool object             object_path()
+ *   xdp_tool attached IF   "XDP id=N name=S mode=M ours=0|1" (id 0: none); exit 1 on error
+ *   xdp_tool counts IF     "COUNTS redirected=N passed=N unbound=N"
+ *   xdp_tool reap IF       reap_stale(): "REAP <none|removed|in-use|foreign|error>: <message>";
+ *                          exit 0 unless foreign or error
+ *   xdp_tool doctor IF     doctor_checks(), one "CHECK <ok|FAIL> what: detail" line each
+ *   xdp_tool foreign IF    attaches a program named not_uroce (passes every frame) natively
+ *   xdp_tool object        object_path()
  */
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
