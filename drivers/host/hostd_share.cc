@@ -84,6 +84,14 @@ std::optional<uint32_t> roce_dest_qpn(std::span<const uint8_t> f) {
   return uint32_t{f[bth + 5]} << 16 | uint32_t{f[bth + 6]} << 8 | f[bth + 7];
 }
 
-int slot_of_qpn(uint32_t qpn) { return static_cast<int>((qpn >> (24 - kSharedQpnTagBits)) & 0xf); }
+int slot_of_qpn(uint32_t qpn) {
+  return static_cast<int>((qpn >> (24 - kSharedQpnTagBits)) & ((1u << kSharedQpnTagBits) - 1));
+}
+
+std::optional<int> client_of_qpn(uint32_t qpn) {
+  const int slot = slot_of_qpn(qpn);
+  if (slot >= kHostdSlots) return std::nullopt;
+  return slot;
+}
 
 }  // namespace uroce::host

@@ -50,5 +50,8 @@ std::optional<uint32_t> roce_dest_qpn(std::span<const uint8_t> frame);
 
 /// The client slot a QPN carries (its top kSharedQpnTagBits bits).
 int slot_of_qpn(uint32_t qpn);
+/// The slot of the client a frame with this destination QPN is for; nullopt when the tag
+/// names no slot a daemon serves (>= kHostdSlots: a peer's mistake or a forged frame).
+std::optional<int> client_of_qpn(uint32_t qpn);
 
 }  // namespace uroce::host

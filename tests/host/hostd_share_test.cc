@@ -68,6 +68,13 @@ TEST(HostdShare, SlotIsTheQpnTag) {
   EXPECT_EQ(slot_of_qpn(0xf00011), 15);
 }
 
+TEST(HostdShare, OnlyServedSlotsNameAClient) {
+  EXPECT_EQ(client_of_qpn(0x012345), 0);
+  EXPECT_EQ(client_of_qpn(0x712345), kHostdSlots - 1);
+  EXPECT_FALSE(client_of_qpn(0x812345)) << "tag 8: no client of an 8-slot daemon";
+  EXPECT_FALSE(client_of_qpn(0xf00011));
+}
+
 TEST(HostdShare, ClaimsTheLowestFreeSlot) {
   char dir[] = "/tmp/hostd_share_testXXXXXX";
   ASSERT_TRUE(mkdtemp(dir));

@@ -153,7 +153,12 @@ class Daemon final : public FrameHandler {
         if (c.up) push(c, frame);
       return;
     }
-    push(clients_[host::slot_of_qpn(*qpn)], frame);
+    const auto slot = host::client_of_qpn(*qpn);
+    if (!slot) {  // a QPN tag no client can have: never an index past clients_
+      ++unknown_;
+      return;
+    }
+    push(clients_[static_cast<size_t>(*slot)], frame);
   }
 
   void from_client(Client& c, std::span<const uint8_t> frame) {
