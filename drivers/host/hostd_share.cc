@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "common/port.h"
+#include "transport/wire/udp.h"
 
 namespace uroce::host {
 
@@ -60,28 +61,9 @@ std::optional<SlotClaim> claim_slot(std::string_view ifname, std::string* err) {
 }
 
 std::optional<uint32_t> roce_dest_qpn(std::span<const uint8_t> f) {
-  size_t off = 12;
-  if (f.size() < 14) return std::nullopt;
-  uint16_t type = static_cast<uint16_t>(f[12] << 8 | f[13]);
-  if (type == 0x8100 || type == 0x88a8) {
-    if (f.size() < 18) return std::nullopt;
-    type = static_cast<uint16_t>(f[16] << 8 | f[17]);
-    off = 16;
-  }
-  off += 2;  // the IP header
-  size_t udp = 0;
-  if (type == 0x0800) {
-    if (f.size() < off + 20 || f[off + 9] != 17) return std::nullopt;
-    udp = off + size_t{f[off] & 0x0fu} * 4;
-  } else if (type == 0x86dd) {
-    if (f.size() < off + 40 || f[off + 6] != 17) return std::nullopt;
-    udp = off + 40;
-  } else {
-    return std::nullopt;
-  }
-  const size_t bth = udp + 8;
-  if (f.size() < bth + 12 || (f[udp + 2] << 8 | f[udp + 3]) != 4791) return std::nullopt;
-  return uint32_t{f[bth + 5]} << 16 | uint32_t{f[bth + 6]} << 8 | f[bth + 7];
+  const auto bth = wire::rocev2_udp_payload(f);
+  if (!bth || f.size() < *bth + 12) return std::nullopt;  // the 12-byte BTH
+  return uint32_t{f[*bth + 5]} << 16 | uint32_t{f[*bth + 6]} << 8 | f[*bth + 7];
 }
 
 int slot_of_qpn(uint32_t qpn) {

@@ -44,8 +44,8 @@ struct SlotClaim {
 /// Claims the lowest free client slot of ifname's daemon; nullopt with *err when all are taken.
 std::optional<SlotClaim> claim_slot(std::string_view ifname, std::string* err);
 
-/// The destination QPN of a RoCEv2 frame (Ethernet, one optional 802.1Q/802.1ad tag, IPv4 or
-/// IPv6, UDP port 4791, BTH); nullopt for anything else.
+/// The destination QPN of a RoCEv2 frame (as wire::rocev2_udp_payload() recognises one, with a
+/// whole BTH after the UDP header); nullopt for anything else.
 std::optional<uint32_t> roce_dest_qpn(std::span<const uint8_t> frame);
 
 /// The client slot a QPN carries (its top kSharedQpnTagBits bits).
