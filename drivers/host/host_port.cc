@@ -259,14 +259,6 @@ class HostPort final : public Port {
 
 }  // namespace
 
-uint32_t path_mtu_of_netdev(uint32_t netdev_mtu) {
-  constexpr uint32_t kOverhead = 40 + 8 + 12 + 4 + 28 + 4;
-  uint32_t best = 0;
-  for (uint32_t b = 256; b <= 4096; b *= 2)
-    if (netdev_mtu >= b + kOverhead) best = b;
-  return best;
-}
-
 namespace {
 
 /// The client slot this process holds for a netdev: claimed once and kept to the end of the
@@ -325,7 +317,7 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
   if (st->gids.empty())
     return fail("the netdev has no IP address, so the device would have no GID (ip addr add " +
                 std::string("ADDRESS/PREFIX dev ") + dev.netdev + ")");
-  const uint32_t mtu = std::min(dev.mtu, path_mtu_of_netdev(st->mtu));
+  const uint32_t mtu = std::min(dev.mtu, roce_path_mtu(st->mtu));
   if (mtu == 0)
     return fail("netdev MTU " + std::to_string(st->mtu) + " carries no RoCE path MTU (>= 352)");
 

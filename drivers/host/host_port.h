@@ -33,9 +33,4 @@ namespace uroce::host {
 /// address, a foreign XDP program, in use by another process, the PMD's refusal).
 std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err);
 
-/// The largest RoCE path MTU (bytes: 256..4096) that a netdev MTU carries after the RoCEv2
-/// headers (IPv6 40 + UDP 8 + BTH 12 + XRCETH 4 + AtomicETH 28 + ICRC 4 = 96 bytes), as the
-/// kernel's eth_mtu_int_to_enum(); 0 when not even 256 bytes fit.
-uint32_t path_mtu_of_netdev(uint32_t netdev_mtu);
-
 }  // namespace uroce::host

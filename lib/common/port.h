@@ -63,6 +63,19 @@ struct PortCounters {
 /// (EngineConfig::qpn_tag_bits): at most 16 processes per netdev.
 inline constexpr uint8_t kSharedQpnTagBits = 4;
 
+/// The largest RoCE path MTU (bytes: 256..4096) that a netdev MTU carries after the RoCEv2
+/// headers (IPv6 40 + UDP 8 + BTH 12 + XRCETH 4 + AtomicETH 28 + ICRC 4 = 96 bytes), as the
+/// kernel's eth_mtu_int_to_enum(); 0 when not even 256 bytes fit.
+constexpr uint32_t roce_path_mtu(uint32_t netdev_mtu) {
+  constexpr uint32_t kOverhead = 40 + 8 + 12 + 4 + 28 + 4;
+  uint32_t best = 0;
+  for (uint32_t b = 256; b <= 4096; b *= 2)
+    if (netdev_mtu >= b + kOverhead) best = b;
+  return best;
+}
+static_assert(roce_path_mtu(1500) == 1024 && roce_path_mtu(351) == 0 && roce_path_mtu(352) == 256 &&
+              roce_path_mtu(9000) == 4096);
+
 /// The link of a port that follows a kernel netdev (host mode), as it is now.
 struct LinkState {
   int ifindex = 0;        ///< the netdev's interface index

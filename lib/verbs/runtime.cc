@@ -189,28 +189,12 @@ Runtime::Progress Runtime::progress_locked(Timestamp t) {
   return p;
 }
 
-namespace {
-
-/// The largest path MTU (enum ibv_mtu) a netdev MTU carries, as the kernel's
-/// eth_mtu_int_to_enum() computes it: the netdev MTU less GRH/IPv6 40 + UDP 8 + BTH 12 +
-/// XRCETH 4 + AtomicETH 28 + ICRC 4 bytes; 0 when not even 256 bytes fit.
-uint8_t ib_mtu_of_netdev(uint32_t netdev_mtu) {
-  constexpr uint32_t kOverhead = 40 + 8 + 12 + 4 + 28 + 4;
-  if (netdev_mtu < kOverhead + 256) return 0;
-  const uint32_t room = netdev_mtu - kOverhead;
-  uint8_t e = IBV_MTU_256;
-  for (uint32_t b = 512; b <= 4096 && b <= room; b *= 2) ++e;
-  return e;
-}
-
-}  // namespace
-
 void Runtime::follow_link_locked() {
   LinkState st;
   link_version = port->link_version();
   if (!port->link_state(&st)) return;
   ifindex = st.ifindex;
-  if (uint8_t m = ib_mtu_of_netdev(st.mtu)) active_mtu = std::min(mtu_enum(dev->cfg.mtu), m);
+  if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_enum(std::min(dev->cfg.mtu, m));
   std::vector<Gid> table = merge_gid_table(gids, st.gids);
   if (table != gids) {
     gids = table;
@@ -547,7 +531,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
       ec.qpn_tag_bits = kSharedQpnTagBits;
       ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
     }
-    if (uint8_t m = ib_mtu_of_netdev(st.mtu)) rt->active_mtu = std::min(rt->active_mtu, m);
+    if (uint32_t m = roce_path_mtu(st.mtu)) rt->active_mtu = mtu_enum(std::min(dev->cfg.mtu, m));
     ec.max_mtu = 128u << rt->active_mtu;
   }
   rt->gids = ec.gids;
