@@ -54,8 +54,6 @@ constexpr Duration kNetlinkPoll = Duration::millis(10);
 
 using dpdk::monotonic_now;
 
-bool is_link_local(const Gid& g) { return g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80; }
-
 /// The RX queues the netdev uses now: its channels (ETHTOOL_GCHANNELS combined + rx, the
 /// count net_af_xdp checks queue_count against); 1 when it reports none. IFLA_NUM_RX_QUEUES
 /// is the allocated count, larger than the active one on a veth.
@@ -157,7 +155,7 @@ class HostPort final : public Port {
     }
     Gid next = ip;
     int ifindex = state_.ifindex;
-    if (!is_link_local(ip)) {
+    if (!ip.is_link_local()) {
       std::string err;
       auto hop = resolver_.route(ip, &err);
       if (!hop) return false;
@@ -181,9 +179,9 @@ class HostPort final : public Port {
   }
 
   bool route_source(const Gid& dst, Gid* src, std::string* err) override {
-    if (is_link_local(dst)) {
+    if (dst.is_link_local()) {
       for (const Gid& g : state_.gids)
-        if (is_link_local(g)) {
+        if (g.is_link_local()) {
           *src = g;
           return true;
         }
@@ -197,7 +195,7 @@ class HostPort final : public Port {
       return true;
     }
     for (const Gid& g : state_.gids)  // no preferred source: the first of the same family
-      if (g.is_ipv4_mapped() == dst.is_ipv4_mapped() && !is_link_local(g)) {
+      if (g.is_ipv4_mapped() == dst.is_ipv4_mapped() && !g.is_link_local()) {
         *src = g;
         return true;
       }
@@ -208,7 +206,7 @@ class HostPort final : public Port {
   /// The kernel's default TTL / hop limit for every destination that is not link-local (the
   /// AV's hop limit, 1 in ibv_rc_pingpong, would die at the first router).
   uint8_t hop_limit(const Gid& ip) override {
-    if (is_link_local(ip)) return 0;
+    if (ip.is_link_local()) return 0;
     return ip.is_ipv4_mapped() ? ttl4_ : hop6_;
   }
 

@@ -19,7 +19,7 @@ using detail::ObjPtr;
 
 int gid_group(const Gid& g) {
   if (g.is_ipv4_mapped()) return 1;
-  if (g.raw[0] == 0xfe && (g.raw[1] & 0xc0) == 0x80) return 0;  // fe80::/10
+  if (g.is_link_local()) return 0;
   return 2;
 }
 

@@ -99,6 +99,8 @@ struct Gid {
     g.raw[15] = static_cast<uint8_t>(addr);
     return g;
   }
+  /// An IPv6 link-local address (fe80::/10).
+  constexpr bool is_link_local() const { return raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80; }
   constexpr bool is_zero() const {
     for (auto x : raw)
       if (x) return false;
