@@ -11,26 +11,17 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstdlib>
 #include <cstring>
 
 #include "common/port.h"
 #include "transport/wire/udp.h"
+#include "xdp/xdp.h"
 
 namespace uroce::host {
 
 static_assert(kHostdSlots <= (1 << kSharedQpnTagBits));
 
-std::string run_dir() {
-  const char* dir = std::getenv("UROCE_RUN_DIR");
-  return dir && *dir ? dir : "/run/uroce";
-}
-
-std::string hostd_base(std::string_view ifname) {
-  struct stat st {};
-  ::stat("/proc/self/ns/net", &st);
-  return run_dir() + "/hostd-" + std::string(ifname) + "." + std::to_string(st.st_ino);
-}
+std::string hostd_base(std::string_view ifname) { return xdp::netdev_run_path("hostd", ifname); }
 
 bool hostd_running(std::string_view ifname) {
   const std::string base = hostd_base(ifname);

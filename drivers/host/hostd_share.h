@@ -27,9 +27,8 @@ inline constexpr int kHostdSlots = 8;
 /// The RoCE MTU both ends of a client's memif are set up for (same buffer size on each side).
 inline constexpr uint32_t kHostdMemifMtu = 4096;
 
-/// $UROCE_RUN_DIR or /run/uroce.
-std::string run_dir();
-/// <run_dir>/hostd-<ifname>.<netns inode> (append ".sock", ".lock", ".slot-<k>").
+/// xdp::netdev_run_path("hostd", ifname): <$UROCE_RUN_DIR or /run/uroce>/hostd-<ifname>.
+/// <netns inode> (append ".sock", ".lock", ".slot-<k>").
 std::string hostd_base(std::string_view ifname);
 
 /// A daemon serves ifname in this namespace: its lock is held and its socket exists (the

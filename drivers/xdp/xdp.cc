@@ -245,12 +245,16 @@ std::optional<Counts> counts(std::string_view ifname, std::string* err) {
   return std::nullopt;
 }
 
-std::string lock_path(std::string_view ifname) {
+std::string netdev_run_path(std::string_view kind, std::string_view ifname) {
   const char* dir = std::getenv("UROCE_RUN_DIR");
   struct stat st {};
   ::stat("/proc/self/ns/net", &st);
-  return std::string(dir && *dir ? dir : "/run/uroce") + "/netdev-" + std::string(ifname) + "." +
-         std::to_string(st.st_ino) + ".lock";
+  return std::string(dir && *dir ? dir : "/run/uroce") + "/" + std::string(kind) + "-" +
+         std::string(ifname) + "." + std::to_string(st.st_ino);
+}
+
+std::string lock_path(std::string_view ifname) {
+  return netdev_run_path("netdev", ifname) + ".lock";
 }
 
 std::unique_ptr<NetdevUse> NetdevUse::acquire(std::string_view ifname, std::string* err) {

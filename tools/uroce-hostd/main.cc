@@ -250,8 +250,8 @@ int run_main(int argc, char** argv) {
   // Clients and drivers/xdp's netdev lock find the run folder through the environment.
   if (!o.run_dir.empty()) setenv("UROCE_RUN_DIR", o.run_dir.c_str(), 1);
   std::error_code ec;
-  std::filesystem::create_directories(host::run_dir(), ec);
   const std::string base = host::hostd_base(o.netdev);
+  std::filesystem::create_directories(std::filesystem::path(base).parent_path(), ec);
   // One daemon per netdev: its lock, held to the end (clients test it: hostd_running()).
   int lock = ::open((base + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock < 0 || ::flock(lock, LOCK_EX | LOCK_NB) != 0) {
