@@ -401,7 +401,8 @@ def run_bad(case, link, build):
     elif what == "foreign_xdp":
         sh("ip", "netns", "exec", ns, os.path.join(build, "bin", "uroce_xdp_tool"), "foreign",
            ifname)
-    cfg = os.path.join(link_tmpdir(), f"{case.name}.toml")
+    from e2e import link_tmp
+    cfg = os.path.join(link_tmp(), f"{case.name}.toml")
     with open(cfg, "w") as f:
         f.write(f'[[device]]\nname = "{DEVICE}"\nnetdev = "{ifname}"\n')
     env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(build, "lib"), UROCE_CONFIG=cfg)
@@ -426,14 +427,9 @@ def run_bad(case, link, build):
                   "foreign_xdp": r"FAIL .*xdp program"}[what]
     if doctor.returncode == 0 or not re.search(doc_expect, doctor.stdout):
         return fail(f"{case.name}: uroce doctor did not report /{doc_expect}/:\n{doctor.stdout}")
+    os.remove(cfg)
     print(f"PASS {case.name}: {lines[0]}")
     return 0
-
-
-def link_tmpdir():
-    d = os.environ.get("UROCE_E2E_TMP", "/tmp/uroce-e2e")
-    os.makedirs(d, exist_ok=True)
-    return d
 
 
 RUNNERS = {"host_capture": run_capture, "host_beside": run_beside, "host_events": run_events,
