@@ -12,7 +12,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "config/config.h"
 #include "link_edit.h"
@@ -31,16 +30,6 @@ std::string link_config_path(const LinkOptions& o) {
   return "/etc/uroce/uroce.toml";
 }
 
-bool read_file(const std::string& path, std::string* out, bool* exists) {
-  std::ifstream in(path, std::ios::binary);
-  *exists = static_cast<bool>(in);
-  if (!in) return errno == ENOENT;
-  std::ostringstream os;
-  os << in.rdbuf();
-  *out = os.str();
-  return true;
-}
-
 std::string sysfs_read(const std::string& path) {
   std::ifstream in(path);
   std::string s;
@@ -53,8 +42,8 @@ std::string sysfs_read(const std::string& path) {
 int link_add(const LinkOptions& o) {
   const std::string path = link_config_path(o);
   std::string before, after, err;
-  bool exists = false;
-  if (!read_file(path, &before, &exists)) {
+  const bool exists = read_text(path, &before);
+  if (!exists && errno != ENOENT) {
     std::fprintf(stderr, "uroce: %s: cannot read: %s\n", path.c_str(), std::strerror(errno));
     return 1;
   }
@@ -70,13 +59,12 @@ int link_add(const LinkOptions& o) {
                  o.netdev.c_str(), o.name.c_str());
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), ec);
-  bool ok = exists ? write_atomically_with_backup(path, before, after, &err)
-                   : write_atomically_with_backup(path, after, after, &err);
+  const bool ok = exists ? write_atomically_with_backup(path, before, after, &err)
+                         : write_atomically(path, after, 0644, &err);
   if (!ok) {
     std::fprintf(stderr, "uroce: %s\n", err.c_str());
     return 1;
   }
-  if (!exists) std::filesystem::remove(path + ".bak", ec);
   std::printf("%s: netdev %s added to %s\n", o.name.c_str(), o.netdev.c_str(), path.c_str());
   return 0;
 }
@@ -84,8 +72,7 @@ int link_add(const LinkOptions& o) {
 int link_del(const LinkOptions& o) {
   const std::string path = link_config_path(o);
   std::string before, after, err;
-  bool exists = false;
-  if (!read_file(path, &before, &exists) || !exists) {
+  if (!read_text(path, &before)) {
     std::fprintf(stderr, "uroce: %s: no configuration file, so no device %s\n", path.c_str(),
                  o.name.c_str());
     return 1;
@@ -115,8 +102,7 @@ int link_show(const LinkOptions& o) {
   std::optional<config::Config> cfg;
   if (!o.config.empty()) {
     std::string text;
-    bool exists = false;
-    if (!read_file(o.config, &text, &exists) || !exists) {
+    if (!read_text(o.config, &text)) {
       std::fprintf(stderr, "uroce: %s: cannot read\n", o.config.c_str());
       return 1;
     }

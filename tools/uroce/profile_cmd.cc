@@ -19,8 +19,6 @@
 
 namespace uroce::tool {
 
-namespace {
-
 bool read_text(const std::string& path, std::string* out) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
@@ -30,6 +28,8 @@ bool read_text(const std::string& path, std::string* out) {
   return true;
 }
 
+namespace {
+
 /// The file to edit: --config, else the lookup order of lib/config. Empty when none exists.
 std::string config_path(const ProfileOptions& o, std::string* tried) {
   if (!o.config.empty()) return o.config;
@@ -38,39 +38,6 @@ std::string config_path(const ProfileOptions& o, std::string* tried) {
   for (const char* p : {"./uroce.toml", "/etc/uroce/uroce.toml"})
     if (access(p, F_OK) == 0) return p;
   return {};
-}
-
-bool write_file(const std::string& path, const std::string& text, mode_t mode, std::string* err) {
-  std::string tmp = path + ".tmp." + std::to_string(getpid());
-  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
-  if (fd < 0) {
-    *err = tmp + ": cannot create: " + std::strerror(errno);
-    return false;
-  }
-  fchmod(fd, mode);
-  size_t done = 0;
-  while (done < text.size()) {
-    ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      *err = tmp + ": cannot write: " + std::strerror(errno);
-      close(fd);
-      unlink(tmp.c_str());
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (fsync(fd) != 0 || close(fd) != 0) {
-    *err = tmp + ": cannot write: " + std::strerror(errno);
-    unlink(tmp.c_str());
-    return false;
-  }
-  if (rename(tmp.c_str(), path.c_str()) != 0) {
-    *err = path + ": cannot replace: " + std::strerror(errno);
-    unlink(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 int unknown(const std::string& name) {
@@ -104,12 +71,46 @@ int prepare(const ProfileOptions& o, std::string* path, std::string* before, std
 
 }  // namespace
 
+bool write_atomically(const std::string& path, const std::string& text, mode_t mode,
+                      std::string* err) {
+  std::string tmp = path + ".tmp." + std::to_string(getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  if (fd < 0) {
+    *err = tmp + ": cannot create: " + std::strerror(errno);
+    return false;
+  }
+  fchmod(fd, mode);
+  size_t done = 0;
+  while (done < text.size()) {
+    ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      *err = tmp + ": cannot write: " + std::strerror(errno);
+      close(fd);
+      unlink(tmp.c_str());
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    *err = tmp + ": cannot write: " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    *err = path + ": cannot replace: " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
 bool write_atomically_with_backup(const std::string& path, const std::string& old_text,
                                   const std::string& text, std::string* err) {
   struct stat st;
   mode_t mode = stat(path.c_str(), &st) == 0 ? (st.st_mode & 07777) : 0644;
-  if (!write_file(path + ".bak", old_text, mode, err)) return false;
-  return write_file(path, text, mode, err);
+  if (!write_atomically(path + ".bak", old_text, mode, err)) return false;
+  return write_atomically(path, text, mode, err);
 }
 
 int profile_list() {

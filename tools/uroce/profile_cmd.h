@@ -8,6 +8,8 @@
  */
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace uroce::tool {
@@ -22,6 +24,14 @@ int profile_list();
 int profile_show(const ProfileOptions& o);
 int profile_apply(const ProfileOptions& o);
 int profile_diff(const ProfileOptions& o);
+
+/// The whole file at path in *out; false when it cannot be opened (errno says why).
+bool read_text(const std::string& path, std::string* out);
+
+/// Writes `text` to `path` atomically (a temporary file renamed over it) with `mode`.
+/// @return false with *err = one line.
+bool write_atomically(const std::string& path, const std::string& text, mode_t mode,
+                      std::string* err);
 
 /// Writes `text` to `path` atomically, first saving the current content as path + ".bak".
 /// @return false with *err = one line.
