@@ -3,7 +3,7 @@
  * @brief drivers/pipeline/port_pipeline.h over a fake FrameIo with injected time: scheduling
  * order (CNP class strict, DRR), PFC pause of a priority until its quanta expire, XOFF/XON from
  * the RX backlog, self-loopback, counters, the kMaxQueued refusal, and a TX queue that takes
- * part of a burst (every buffer comes back exactly once). References: reference/dcqcn.md §3.4.
+ * part of a burst (every buffer comes back exactly once). Priorities as rx_class.h classifies.
  */
 #include "pipeline/port_pipeline.h"
 
