@@ -12,6 +12,9 @@ Cases (one per run; ctest registers each as hostd.<case>):
             to its own MAC between its clients (counter `switched`), none reach the wire
   rping     rping A -> B and rping inside A at once: CM MADs (QP1) to every client, only the
             listening process answers
+  mpi       Open MPI over UCX (rc_verbs), four ranks, two per host: ping-pong across the router
+            and between the two ranks of a host, allreduce, MPI_Put/Get, every byte checked
+            (tests/e2e/mpi/pingpong_allreduce.c; the assertions of tests/e2e/lib/ucx_cases.py)
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -29,6 +32,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
 import links  # noqa: E402
 import pair as pairmod  # noqa: E402
+import ucx_cases  # noqa: E402
 
 DEVICE = pairmod.DEVICE
 A, B = 0, 1
@@ -204,14 +208,49 @@ def case_rping(h):
     ], 90)
 
 
+MPI_ITERS = 50
+
+
+def case_mpi(h):
+    """mpirun in A starts ranks 0 and 1 there and, through the rsh agent, an orted in B that
+    starts ranks 2 and 3; every rank is a client of its host's daemon."""
+    prog = os.path.join(h.build, "bin", "e2e_mpi_pingpong_allreduce")
+    if not os.path.exists(prog):
+        return f"{prog} is not built (needs libopenmpi-dev: scripts/install-deps.sh)"
+    sides = [A, A, B, B]
+    hosts = (ucx_cases.rsh_agent(os.path.join(h.dir, "rsh-agent"), h.link),
+             [h.link.roce_addr(s) for s in sides])
+    argv = ucx_cases.mpirun_argv(h.build, prog, [h.configs[s] for s in sides], "rc",
+                                 ["-n", str(MPI_ITERS), "-r"], hosts,
+                                 env={"UROCE_RUN_DIR": h.run_dir})
+    m = h.start(A, "mpirun", argv)
+    if m.wait(200) is None:
+        return "mpirun timed out"
+    if m.rc != 0:
+        return f"mpirun: exit code {m.rc}"
+    out = m.output()
+    problem = ucx_cases.check_mpi(out, nranks=len(sides))
+    if problem:
+        return problem
+    if "ok pingpong neighbour size 1048576 " not in ucx_cases.by_rank(out)[0]:
+        return "rank 0 did not finish the ping-pong with the rank on its own host"
+    return None
+
+
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
-         "rping": case_rping}
+         "rping": case_rping, "mpi": case_mpi}
 
 
 def check_daemons(case, outs):
     """The frames went through the daemons: A's clients sent to the wire (cross-host cases) or
     were switched (same host), B's received."""
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
+    if case == "mpi":  # two ranks per host, each to the other host and to its neighbour
+        for name, d, key in (("A", a, "to_wire"), ("B", b, "to_client"), ("A", a, "switched"),
+                             ("B", b, "switched")):
+            if len([s for s in d.values() if s.get(key, 0) > 0]) < 2:
+                return f"{name}'s daemon counted {key} for fewer than 2 clients: {d}"
+        return None
     if case == "samehost":
         if len([s for s in a.values() if s.get("switched", 0) > 0]) < 2:
             return f"A's daemon switched no frames between two clients: {a}"
@@ -246,6 +285,9 @@ def main():
             return 1
         print(f"PASS hostd.{args.case}")
         for p in h.procs:  # the clients' results (perftest's table, uroce_verify's line)
+            if p.label == "mpirun":
+                print("\n".join(ln for ln in ucx_cases.by_rank(p.output()).get(0, "").splitlines()
+                                if ln.startswith("ok")))
             if p.label.endswith("-client"):
                 rows = [ln for ln in p.output().splitlines()
                         if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln) or "uroce_verify" in ln]

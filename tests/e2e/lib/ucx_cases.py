@@ -245,36 +245,39 @@ def by_rank(text):
     return {r: "\n".join(lines) for r, lines in out.items()}
 
 
-def mpirun_argv(build, prog, configs, tls, args, hosts=None):
+def mpirun_argv(build, prog, configs, tls, args, hosts=None, env=None):
     """mpirun with one application context per rank, each with its own UROCE_CONFIG (Open MPI
-    applies -x only to the context it appears in, so every context repeats them). hosts: None,
-    both ranks on this host, mpirun under rdma-ns and the ranks inheriting its mount namespace;
-    or (rsh agent, host of rank 0, host of rank 1): a rank per host (see run_mpi), each under
-    rdma-ns of its own."""
+    applies -x only to the context it appears in, so every context repeats them) and the
+    variables of `env`. hosts: None, every rank on this host, mpirun under rdma-ns and the ranks
+    inheriting its mount namespace; or (rsh agent, [host of each rank]): ranks on hosts reached
+    through the agent (see run_mpi), each under rdma-ns of its own."""
     argv = ([] if hosts else rdma_ns(build)) + [
         "mpirun", "--allow-run-as-root", "--tag-output",
-        # A rank per host: each host's orted would bind its rank to core 0, the same core.
+        # Ranks on other hosts: each host's orted would bind its ranks from core 0 on.
         "--bind-to", "core" if (os.cpu_count() or 1) >= 2 and not hosts else "none",
         "--mca", "pml", "ucx", "--mca", "osc", "ucx", "--mca", "btl", "self",
         "--mca", "pml_ucx_devices", "uroce*", "--mca", "osc_ucx_devices", "uroce*"]
     if hosts:
         argv += ["--mca", "plm_rsh_agent", hosts[0], "--mca", "oob_tcp_if_include", ROUTED_NET]
-    env = dict(ucx_env(TLS[tls] + ",self"), LD_LIBRARY_PATH=os.path.join(build, "lib"))
+    env = dict(ucx_env(TLS[tls] + ",self"), LD_LIBRARY_PATH=os.path.join(build, "lib"),
+               **(env or {}))
     for rank, cfg in enumerate(configs):
         if rank:
             argv.append(":")
-        argv += ["-np", "1"] + (["--host", hosts[1 + rank]] if hosts else [])
+        argv += ["-np", "1"]
+        if hosts:
+            argv += ["--host", f"{hosts[1][rank]}:{hosts[1].count(hosts[1][rank])}"]
         for k, v in sorted(dict(env, UROCE_CONFIG=cfg).items()):
             argv += ["-x", f"{k}={v}"]
         argv += (rdma_ns(build) if hosts else []) + [prog] + args
     return argv
 
 
-def check_mpi(out):
+def check_mpi(out, nranks=2):
     """The assertions of an mpirun (module doc) on its --tag-output; None or the problem."""
     ranks = by_rank(out)
-    if sorted(ranks) != [0, 1]:
-        return f"output of ranks {sorted(ranks)}, expected 0 and 1"
+    if sorted(ranks) != list(range(nranks)):
+        return f"output of ranks {sorted(ranks)}, expected 0 to {nranks - 1}"
     for r, text in ranks.items():
         bad = bad_lines(text) + [ln for ln in text.splitlines() if "FAIL" in ln]
         if bad:
@@ -329,8 +332,8 @@ def run_mpi(case, link, build):
     # local orted: their PMIx client reaches its server on 127.0.0.1, the namespace's own lo.)
     hosts = None
     if link.wrap(0) != link.wrap(1):
-        hosts = (rsh_agent(os.path.join(p.dir, "rsh-agent"), link), link.roce_addr(0),
-                 link.roce_addr(1))
+        hosts = (rsh_agent(os.path.join(p.dir, "rsh-agent"), link),
+                 [link.roce_addr(0), link.roce_addr(1)])
     argv = mpirun_argv(build, prog, p.configs, case.kw["tls"], ["-n", str(MPI_ITERS), "-r"],
                        hosts)
     if hosts:

@@ -1,17 +1,20 @@
 /**
  * @file pingpong_allreduce.c
  * @brief A small MPI program whose every result is checked, for Open MPI over UCX over uroce
- * (issue #9; tests/e2e/ucx.py runs it with two ranks).
+ * (tests/e2e/lib/ucx_cases.py runs it with two ranks, tests/host/hostd_e2e.py with four).
  *
- *   ping-pong  rank 0 sends a patterned message of each size, rank 1 checks every byte and
- *              sends back a different pattern, rank 0 checks that; sizes 1 B .. 1 MiB
- *              (eager and rendezvous protocols). Prints a one-way latency and a bandwidth.
+ *   ping-pong  ranks pair up, r with r + N/2 (N ranks): the lower one sends a patterned
+ *              message of each size, its partner checks every byte and sends back a different
+ *              pattern, the sender checks that; sizes 1 B .. 1 MiB (eager and rendezvous
+ *              protocols). With more than two ranks a second round pairs r with r ^ 1 (ranks
+ *              placed by blocks, two per host: the first round crosses hosts, the second stays
+ *              on one). Rank 0 prints its pair's one-way latency and bandwidth.
  *   allreduce  MPI_SUM and MPI_MAX over 64-bit integers whose result each rank knows in
  *              advance; every element is checked on every rank.
- *   rma        (-r) MPI_Put of a pattern into the peer's window and MPI_Get of the peer's
- *              window, with fences; every byte is checked (osc ucx: RDMA WRITE and READ).
+ *   rma        (-r) MPI_Put of a pattern into the first-round partner's window and MPI_Get of
+ *              its window, with fences; every byte is checked (osc ucx: RDMA WRITE and READ).
  *
- * Usage: pingpong_allreduce [-n ITERS] [-r]. Needs exactly two ranks. Prints one "ok ..." line
+ * Usage: pingpong_allreduce [-n ITERS] [-r]. Needs an even number of ranks. Prints one "ok ..." line
  * per part, "rank R pingpong sent B bytes" per rank (for the harness's counter check) and "PASS" at
  * the end (rank 0); any mismatch prints where and exits 1 (MPI_Abort).
  * Units: bytes, microseconds, MB/s (10^6 bytes per second).
@@ -56,9 +59,10 @@ static void check(const uint8_t* buf, size_t n, uint64_t seed, const char* what)
   }
 }
 
-/** Returns the bytes this rank sent (= received) in the ping-pong. */
-static unsigned long long pingpong(uint8_t* buf, int iters) {
+/** Ping-pong with `partner`; returns the bytes this rank sent (= received). */
+static unsigned long long pingpong(uint8_t* buf, int iters, int partner, const char* round) {
   static const size_t sizes[] = {1, 64, 4096, 65536, 1u << 20};
+  const int pinger = g_rank < partner;
   unsigned long long bytes = 0;
   for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; ++s) {
     size_t size = sizes[s];
@@ -66,32 +70,33 @@ static unsigned long long pingpong(uint8_t* buf, int iters) {
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     for (int it = 0; it < n; ++it) {
-      if (g_rank == 0) {
+      if (pinger) {
         fill(buf, size, seed_of(size, it, 0));
-        MPI_Send(buf, (int)size, MPI_BYTE, 1, kTagPing, MPI_COMM_WORLD);
+        MPI_Send(buf, (int)size, MPI_BYTE, partner, kTagPing, MPI_COMM_WORLD);
         memset(buf, 0, size);
-        MPI_Recv(buf, (int)size, MPI_BYTE, 1, kTagPong, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Recv(buf, (int)size, MPI_BYTE, partner, kTagPong, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
         check(buf, size, seed_of(size, it, 1), "pong");
       } else {
         MPI_Status st;
         int got = -1;
         memset(buf, 0, size);
-        MPI_Recv(buf, (int)size, MPI_BYTE, 0, kTagPing, MPI_COMM_WORLD, &st);
+        MPI_Recv(buf, (int)size, MPI_BYTE, partner, kTagPing, MPI_COMM_WORLD, &st);
         MPI_Get_count(&st, MPI_BYTE, &got);
         if ((size_t)got != size) {
-          fprintf(stderr, "FAIL rank 1: ping size %zu arrived with %d bytes\n", size, got);
+          fprintf(stderr, "FAIL rank %d: ping size %zu arrived with %d bytes\n", g_rank, size,
+                  got);
           MPI_Abort(MPI_COMM_WORLD, 1);
         }
         check(buf, size, seed_of(size, it, 0), "ping");
         fill(buf, size, seed_of(size, it, 1));
-        MPI_Send(buf, (int)size, MPI_BYTE, 0, kTagPong, MPI_COMM_WORLD);
+        MPI_Send(buf, (int)size, MPI_BYTE, partner, kTagPong, MPI_COMM_WORLD);
       }
     }
     double dt = MPI_Wtime() - t0;
     bytes += (unsigned long long)size * (unsigned long long)n;
     if (g_rank == 0)
-      printf("ok pingpong size %zu iterations %d: %.2f us one-way, %.1f MB/s\n", size, n,
-             dt / n / 2 * 1e6, 2.0 * (double)size * n / dt / 1e6);
+      printf("ok pingpong%s size %zu iterations %d: %.2f us one-way, %.1f MB/s\n", round, size,
+             n, dt / n / 2 * 1e6, 2.0 * (double)size * n / dt / 1e6);
   }
   return bytes;
 }
@@ -128,14 +133,13 @@ static void allreduce(void) {
   free(out);
 }
 
-static void rma(void) {
+static void rma(int peer) {
   const size_t size = 256 * 1024;
   uint8_t* base = NULL;
   MPI_Win win;
   MPI_Win_allocate((MPI_Aint)size, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &base, &win);
   fill(base, size, seed_of(size, 100 + g_rank, 0));  // each window starts with its owner's pattern
   uint8_t* local = malloc(size);
-  int peer = 1 - g_rank;
   MPI_Win_fence(0, win);
   // Get the peer's window as it was filled.
   MPI_Get(local, (int)size, MPI_BYTE, peer, 0, (int)size, MPI_BYTE, win);
@@ -169,8 +173,9 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  if (size != 2 || iters < 1) {
-    if (g_rank == 0) fprintf(stderr, "FAIL: needs exactly 2 ranks (got %d) and -n >= 1\n", size);
+  if (size < 2 || size % 2 || iters < 1) {
+    if (g_rank == 0)
+      fprintf(stderr, "FAIL: needs an even number of ranks (got %d) and -n >= 1\n", size);
     MPI_Finalize();
     return 2;
   }
@@ -179,11 +184,13 @@ int main(int argc, char** argv) {
   printf("rank %d of %d on %s pid %d\n", g_rank, size, host, (int)getpid());
   fflush(stdout);
   uint8_t* buf = malloc(kMaxSize);
-  unsigned long long sent = pingpong(buf, iters);
+  const int partner = (g_rank + size / 2) % size;
+  unsigned long long sent = pingpong(buf, iters, partner, "");
+  if (size > 2) sent += pingpong(buf, iters, g_rank ^ 1, " neighbour");
   printf("rank %d pingpong sent %llu bytes\n", g_rank, sent);
   fflush(stdout);
   allreduce();
-  if (with_rma) rma();
+  if (with_rma) rma(partner);
   free(buf);
   MPI_Barrier(MPI_COMM_WORLD);
   if (g_rank == 0) printf("PASS\n");
