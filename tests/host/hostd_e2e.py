@@ -5,7 +5,8 @@ bound to the veths with `netdev =`). uroce-hostd runs in A and in B; the program
 socket and become its memif clients (shared mode, docs/host-mode.md).
 
 Cases (one per run; ctest registers each as hostd.<case>):
-  perftest  two ib_write_bw pairs at once, A -> B, on two TCP ports
+  perftest  two ib_write_bw pairs at once, A -> B, on two TCP ports; then `uroce show roce` in
+            A shows the netdev as a whole (the daemon's segment): at least both pairs' bytes
   verify    two uroce_verify pairs at once (RDMA WRITE, every byte checked), A -> B, one over
             IPv4 and one over IPv6
   samehost  uroce_verify and rping between two processes in A: the daemon switches the frames
@@ -21,9 +22,11 @@ are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rd
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
+import subprocess
 import signal
 import sys
 import tempfile
@@ -148,12 +151,31 @@ def perftest_ok(out):
     return any(float(r[4]) > 0 for r in rows if len(r) >= 5)
 
 
+PERFTEST_ITERS, PERFTEST_SIZE = 2000, 65536  # ib_write_bw's default size
+
+
+def nic_view(h, side):
+    """The daemon's device in `uroce show roce --json` of side: (tx bytes, rx bytes) summed over
+    the priorities, or a problem string."""
+    argv = h.link.wrap(side) + [os.path.join(h.build, "bin", "uroce"), "show", "roce", "--json"]
+    out = subprocess.run(argv, env=h.env(side), capture_output=True, text=True,
+                                 timeout=30)
+    if out.returncode != 0:
+        return f"uroce show roce: exit code {out.returncode}: {out.stderr.strip()}"
+    name = f"hostd-{h.link.ifs[side]}"
+    devs = [d for d in json.loads(out.stdout)["devices"] if d["device"] == name]
+    if len(devs) != 1:
+        return f"uroce show roce lists {len(devs)} devices {name}: {out.stdout[:400]}"
+    prios = devs[0]["priorities"]
+    return (sum(p["tx_prio_bytes"] for p in prios), sum(p["rx_prio_bytes"] for p in prios))
+
+
 def case_perftest(h):
     ports = [pairmod.free_tcp_port(), pairmod.free_tcp_port() + 1]
     pairs = []
     for i, port in enumerate(ports):
         base = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4),
-                "-p", str(port), "-n", "2000"]
+                "-p", str(port), "-n", str(PERFTEST_ITERS), "-s", str(PERFTEST_SIZE)]
         pairs.append((f"bw{i}", B, base, A, base + [h.link.addr[B]], port))
     problem = run_pairs(h, pairs, 150)
     if problem:
@@ -161,6 +183,16 @@ def case_perftest(h):
     for p in h.procs:
         if p.label.endswith("-client") and not perftest_ok(p.output()):
             return f"{p.label}: no result row"
+    # The clients are gone; the netdev's figures stay with its daemon.
+    payload = len(ports) * PERFTEST_ITERS * PERFTEST_SIZE
+    for side, direction in ((A, 0), (B, 1)):
+        view = nic_view(h, side)
+        if isinstance(view, str):
+            return view
+        print(f"uroce show roce, hostd-{h.link.ifs[side]}: tx {view[0]} rx {view[1]} bytes")
+        if view[direction] < payload:
+            return (f"the netdev of {'AB'[side]} shows {view} bytes (tx, rx), less than the "
+                    f"{payload} payload bytes both pairs moved")
     return None
 
 

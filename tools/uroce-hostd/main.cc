@@ -8,6 +8,10 @@
  * client slot; QP1 (CM MADs) goes to every client. A client frame to the netdev's own MAC is
  * same-host traffic and goes to the client of its QPN, never to the wire.
  *
+ * The netdev as a whole (per-priority traffic, PFC and ECN marks it received, queue depths) is
+ * published in a stats segment of its own, device "hostd-IF", every 100 ms: `uroce show roce`
+ * and the exporter list it beside each client's device.
+ *
  * Usage: uroce-hostd --netdev IF [--run-dir D] [--stats-every SECONDS]. Prints one "serving"
  * line when ready; SIGINT/SIGTERM stop it and print the counters ("final ...").
  */
@@ -33,6 +37,9 @@
 #include "dpdk/ethdev_io.h"
 #include "host/host_port.h"
 #include "host/hostd_share.h"
+#include "stats/port_publish.h"
+#include "stats/segment.h"
+#include "stats/summary.h"
 #include "uroce-hostd/frame_prio.h"
 
 namespace uroce::hostd {
@@ -67,7 +74,8 @@ struct Client {
 
 class Daemon final : public FrameHandler {
  public:
-  Daemon(std::unique_ptr<Port> net, MacAddr mac) : net_(std::move(net)), mac_(mac) {}
+  Daemon(std::unique_ptr<Port> net, MacAddr mac, std::unique_ptr<stats::StatsSegment> seg)
+      : net_(std::move(net)), mac_(mac), seg_(std::move(seg)) {}
 
   bool add_client(int slot, const std::string& socket, std::string* err) {
     config::Device d;
@@ -90,6 +98,7 @@ class Daemon final : public FrameHandler {
     unsigned idle = 0;
     Timestamp next_stats =
         stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
+    Timestamp next_publish = monotonic_now();
     while (!g_stop.load(std::memory_order_relaxed)) {
       const Timestamp now = monotonic_now();
       size_t work = net_->rx_burst(*this, 2 * dpdk::kBurst, now);
@@ -106,6 +115,10 @@ class Daemon final : public FrameHandler {
       if (now >= next_stats) {
         print("stats");
         next_stats = now + Duration::seconds(stats_every_s);
+      }
+      if (now >= next_publish) {
+        publish();
+        next_publish = now + kPublishEvery;
       }
       // Busy while frames flow; after a few empty rounds short sleeps, which give the CPU to
       // the clients (on a host with fewer cores than busy processes that is the throughput).
@@ -129,6 +142,14 @@ class Daemon final : public FrameHandler {
                   static_cast<unsigned long>(c.switched), static_cast<unsigned long>(c.dropped));
     }
     std::fflush(stdout);
+  }
+
+  /// The netdev's counters into the segment (also at exit, so the last figures are complete).
+  void publish() {
+    PortCounters c;
+    if (!seg_ || !net_ || !net_->read_counters(&c)) return;
+    stats::publish_port(c, seg_->port());
+    seg_->heartbeat();
   }
 
   /// Closes the clients' memif interfaces, then the netdev (the PMD detaches the program).
@@ -207,8 +228,11 @@ class Daemon final : public FrameHandler {
     c.out.clear();
   }
 
+  static constexpr Duration kPublishEvery = Duration::millis(100);  // as a device's segment
+
   std::unique_ptr<Port> net_;
   MacAddr mac_;
+  std::unique_ptr<stats::StatsSegment> seg_;  ///< null when segments are off (UROCE_STATS=0)
   std::array<Client, host::kHostdSlots> clients_;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
 };
@@ -272,7 +296,10 @@ int run_main(int argc, char** argv) {
     return 1;
   }
   const MacAddr mac = net->mac();
-  Daemon d(std::move(net), mac);
+  // Without a segment the daemon serves all the same; only `uroce show` lacks the netdev.
+  auto seg = stats::StatsSegment::create(dev.name, stats::summarize(dev, "uroce-hostd"), &err);
+  if (!seg && !err.empty()) std::fprintf(stderr, "uroce-hostd: no stats segment: %s\n", err.c_str());
+  Daemon d(std::move(net), mac, std::move(seg));
   for (int k = 0; k < host::kHostdSlots; ++k)
     if (!d.add_client(k, socket, &err)) {
       std::fprintf(stderr, "uroce-hostd: client slot %d: %s\n", k, err.c_str());
@@ -285,6 +312,7 @@ int run_main(int argc, char** argv) {
               host::kHostdSlots);
   std::fflush(stdout);
   d.run(o.stats_every_s);
+  d.publish();
   d.print("final");
   d.close();
   std::filesystem::remove(socket, ec);
