@@ -95,26 +95,28 @@ void Engine::Impl::complete_recv(Qp& qp, uint64_t wr_id, WcStatus st, WcOpcode o
 }
 
 void Engine::Impl::flush_sq(Qp& qp) {
-  while (!qp.sq.empty()) {
-    SendWqe w = qp.sq.front();
-    qp.sq.pop();
+  while (!qp.req.sq.empty()) {
+    SendWqe w = qp.req.sq.front();
+    qp.req.sq.pop();
     complete_send(qp, w, WcStatus::kWrFlushErr);
   }
-  qp.send_pos = qp.started_end = qp.sq.head_pos();
-  qp.send_off = 0;
-  qp.rd_atomic_out = 0;
-  qp.retrans_at = qp.rnr_until = qp.neigh_retry_at = qp.probe_at = Timestamp::never();
-  qp.force_ackreq = false;
+  qp.req.send_pos = qp.req.started_end = qp.req.sq.head_pos();
+  qp.req.send_off = 0;
+  qp.req.rd_atomic_out = 0;
+  qp.comp.retrans_at = qp.req.rnr_until = qp.req.neigh_retry_at = qp.req.probe_at =
+      Timestamp::never();
+  qp.req.force_ackreq = false;
 }
 
 void Engine::Impl::flush_rq(Qp& qp) {
-  if (qp.cur_recv) {
-    qp.cur_recv = false;
-    complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, false);
+  if (qp.resp.cur_recv) {
+    qp.resp.cur_recv = false;
+    complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0,
+                  false);
   }
-  while (!qp.rq.empty()) {
-    uint64_t id = qp.rq.front().wr_id;
-    qp.rq.pop();
+  while (!qp.resp.rq.empty()) {
+    uint64_t id = qp.resp.rq.front().wr_id;
+    qp.resp.rq.pop();
     complete_recv(qp, id, WcStatus::kWrFlushErr, WcOpcode::kRecv, 0, 0, 0, false);
   }
 }
@@ -122,23 +124,23 @@ void Engine::Impl::flush_rq(Qp& qp) {
 void Engine::Impl::qp_error(Qp& qp) {
   bool was_err = qp.state == QpState::kErr;
   qp.state = QpState::kErr;
-  if (was_err && qp.sq.empty() && qp.rq.empty() && !qp.cur_recv) return;
+  if (was_err && qp.req.sq.empty() && qp.resp.rq.empty() && !qp.resp.cur_recv) return;
   // Keep only a fatal NAK that still has to go out; drop other queued responses.
   RespItem fatal;
   bool have_fatal = false;
-  for (uint32_t i = 0; i < qp.resp_q.size(); ++i) {
-    if (qp.resp_q.at(i).fatal) {
-      fatal = qp.resp_q.at(i);
+  for (uint32_t i = 0; i < qp.resp.resp_q.size(); ++i) {
+    if (qp.resp.resp_q.at(i).fatal) {
+      fatal = qp.resp.resp_q.at(i);
       have_fatal = true;
     }
   }
-  qp.resp_q.clear();
-  qp.resp_rd_atomic = 0;
-  if (have_fatal) *qp.resp_q.push() = fatal;
-  qp.rx_msg = Qp::RxMsg::kNone;
+  qp.resp.resp_q.clear();
+  qp.resp.resp_rd_atomic = 0;
+  if (have_fatal) *qp.resp.resp_q.push() = fatal;
+  qp.resp.rx_msg = ResponderState::RxMsg::kNone;
   flush_sq(qp);
   flush_rq(qp);
-  if (qp.srq && !was_err) async_event(AsyncEventType::kQpLastWqeReached, qp.qpn);
+  if (qp.resp.srq && !was_err) async_event(AsyncEventType::kQpLastWqeReached, qp.qpn);
 }
 
 void Engine::Impl::raise_qp_error_event(Qp& qp, AsyncEventType t) {
@@ -153,11 +155,11 @@ void Engine::Impl::qp_sq_error(Qp& qp) {
 }
 
 const Sge* Engine::Impl::sq_sg(const Qp& qp, uint32_t pos) const {
-  return qp.sq_sges.data() + size_t{qp.sq.slot_of(pos)} * qp.init.max_send_sge;
+  return qp.req.sq_sges.data() + size_t{qp.req.sq.slot_of(pos)} * qp.init.max_send_sge;
 }
 
 const uint8_t* Engine::Impl::sq_inl(const Qp& qp, uint32_t pos) const {
-  return qp.sq_inline.data() + size_t{qp.sq.slot_of(pos)} * qp.init.max_inline_data;
+  return qp.req.sq_inline.data() + size_t{qp.req.sq.slot_of(pos)} * qp.init.max_inline_data;
 }
 
 namespace {

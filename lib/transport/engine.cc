@@ -280,18 +280,18 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   a.max_send_sge = std::max(a.max_send_sge, 1u);
   a.max_recv_sge = srq ? 0 : std::max(a.max_recv_sge, 1u);
   qp->init = a;
-  qp->sq.reset(a.max_send_wr);
-  qp->sq_sges.assign(size_t{a.max_send_wr} * a.max_send_sge, Sge{});
-  qp->sq_inline.assign(size_t{a.max_send_wr} * a.max_inline_data, 0);
+  qp->req.sq.reset(a.max_send_wr);
+  qp->req.sq_sges.assign(size_t{a.max_send_wr} * a.max_send_sge, Sge{});
+  qp->req.sq_inline.assign(size_t{a.max_send_wr} * a.max_inline_data, 0);
   if (!srq) {
-    qp->rq.reset(a.max_recv_wr);
-    qp->rq_sges.assign(size_t{a.max_recv_wr} * a.max_recv_sge, Sge{});
+    qp->resp.rq.reset(a.max_recv_wr);
+    qp->resp.rq_sges.assign(size_t{a.max_recv_wr} * a.max_recv_sge, Sge{});
   } else {
-    qp->srq = srq;
+    qp->resp.srq = srq;
     srq->users++;
   }
-  qp->resp_q.reset(kRespQueueDepth);
-  qp->replay.assign(1, AtomicReplay{});  // resized with max_dest_rd_atomic (modify_qp)
+  qp->resp.resp_q.reset(kRespQueueDepth);
+  qp->resp.replay.assign(1, AtomicReplay{});  // resized with max_dest_rd_atomic (modify_qp)
   qp->attr.max_send_wr = a.max_send_wr;
   qp->attr.max_recv_wr = a.max_recv_wr;
   qp->attr.max_send_sge = a.max_send_sge;
@@ -377,11 +377,11 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     // Responder resources for that many READs/atomics, allocated here, never per packet.
     // (IBA allows the attribute only on INIT->RTR and SQD->SQD, with nothing queued.)
     const uint32_t n = std::max<uint32_t>(a.max_dest_rd_atomic, 1);
-    if (qp->resp_q.empty() && qp->resp_q.capacity() < resp_queue_depth(n))
-      qp->resp_q.reset(resp_queue_depth(n));
-    if (qp->replay.size() != n) {
-      qp->replay.assign(n, AtomicReplay{});
-      qp->replay_next = 0;
+    if (qp->resp.resp_q.empty() && qp->resp.resp_q.capacity() < resp_queue_depth(n))
+      qp->resp.resp_q.reset(resp_queue_depth(n));
+    if (qp->resp.replay.size() != n) {
+      qp->resp.replay.assign(n, AtomicReplay{});
+      qp->resp.replay_next = 0;
     }
   }
   if (mask & kAttrMinRnrTimer) q.min_rnr_timer = a.min_rnr_timer;
@@ -389,16 +389,16 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   if (mask & kAttrEnSqdAsyncNotify) q.en_sqd_async_notify = a.en_sqd_async_notify;
   if (mask & kAttrRqPsn) {
     q.rq_psn = a.rq_psn & k24BitMask;
-    qp->epsn = Psn(q.rq_psn);
+    qp->resp.epsn = Psn(q.rq_psn);
   }
   if (mask & kAttrSqPsn) {
     q.sq_psn = a.sq_psn & k24BitMask;
-    qp->next_psn = qp->max_psn = qp->una = Psn(q.sq_psn);
-    qp->acked_psn = Psn(q.sq_psn) - 1;
+    qp->req.next_psn = qp->req.max_psn = qp->comp.una = Psn(q.sq_psn);
+    qp->comp.acked_psn = Psn(q.sq_psn) - 1;
   }
   if (mask & (kAttrRetryCnt | kAttrRnrRetry)) {
-    qp->retry_left = q.retry_cnt;
-    qp->rnr_left = q.rnr_retry;
+    qp->comp.retry_left = q.retry_cnt;
+    qp->comp.rnr_left = q.rnr_retry;
   }
   if (mask & (kAttrAv | kAttrDestQpn)) {
     qp->udp_sport = q.av.udp_sport ? q.av.udp_sport : hash_sport(qp->qpn, q.dest_qp_num);
@@ -411,22 +411,23 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
     switch (next) {
       case QpState::kReset: {
         // Back to the initial state: queues emptied without completions.
-        qp->sq.clear();
-        qp->rq.clear();
-        qp->resp_q.clear();
-        qp->send_pos = qp->started_end = qp->sq.head_pos();
-        qp->send_off = 0;
-        qp->rd_atomic_out = qp->resp_rd_atomic = 0;
-        qp->cur_recv = false;
-        qp->rx_msg = Qp::RxMsg::kNone;
-        qp->nak_sent = qp->any_ack = qp->comm_est = qp->cnp_pending = qp->cnp_target = false;
+        qp->req.sq.clear();
+        qp->resp.rq.clear();
+        qp->resp.resp_q.clear();
+        qp->req.send_pos = qp->req.started_end = qp->req.sq.head_pos();
+        qp->req.send_off = 0;
+        qp->req.rd_atomic_out = qp->resp.resp_rd_atomic = 0;
+        qp->resp.cur_recv = false;
+        qp->resp.rx_msg = ResponderState::RxMsg::kNone;
+        qp->resp.nak_sent = qp->comp.any_ack = qp->resp.comm_est = qp->cnp.cnp_pending =
+            qp->cnp.cnp_target = false;
         if (m.np) m.np->forget(qp->qpn);
         qp->fatal_raised = false;
-        qp->retrans_at = qp->rnr_until = qp->neigh_retry_at = Timestamp::never();
-        qp->probe_at = qp->dack_at = Timestamp::never();
-        qp->force_ackreq = false;
-        qp->msn = Msn(0);
-        for (auto& r : qp->replay) r.valid = false;
+        qp->comp.retrans_at = qp->req.rnr_until = qp->req.neigh_retry_at = Timestamp::never();
+        qp->req.probe_at = qp->resp.dack_at = Timestamp::never();
+        qp->req.force_ackreq = false;
+        qp->resp.msn = Msn(0);
+        for (auto& r : qp->resp.replay) r.valid = false;
         break;
       }
       case QpState::kErr:
@@ -434,12 +435,12 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         m.qp_error(*qp);
         break;
       case QpState::kRts:
-        qp->retry_left = q.retry_cnt;
-        qp->rnr_left = q.rnr_retry;
+        qp->comp.retry_left = q.retry_cnt;
+        qp->comp.rnr_left = q.rnr_retry;
         m.activate(*qp);
         break;
       case QpState::kSqd:
-        qp->sqd_notified = false;
+        qp->req.sqd_notified = false;
         m.activate(*qp);
         break;
       default: break;
@@ -454,9 +455,10 @@ Status Engine::query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init) {
   if (attr) {
     *attr = qp->attr;
     attr->qp_state = attr->cur_qp_state = qp->state;
-    attr->sq_psn = qp->next_psn.value();
-    attr->rq_psn = qp->epsn.value();
-    attr->sq_draining = qp->state == QpState::kSqd && qp->sq.head_pos() != qp->started_end ? 1 : 0;
+    attr->sq_psn = qp->req.next_psn.value();
+    attr->rq_psn = qp->resp.epsn.value();
+    attr->sq_draining =
+        qp->state == QpState::kSqd && qp->req.sq.head_pos() != qp->req.started_end ? 1 : 0;
   }
   if (init) *init = qp->init;
   return Status::ok();
@@ -489,7 +491,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (!qp) return Status::not_found();
   if (Cq* c = m.find_cq(qp->init.send_cq)) c->users--;
   if (Cq* c = m.find_cq(qp->init.recv_cq)) c->users--;
-  if (qp->srq) qp->srq->users--;
+  if (qp->resp.srq) qp->resp.srq->users--;
   m.pds[qp->init.pd - 1].users--;
   std::erase(m.active, qp);
   if (m.np) m.np->forget(qpn);
@@ -534,8 +536,8 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
   if (qp->type == QpType::kUd && wr.ah && wr.ah->sgid_index >= m.cfg.gids.size())
     return Status::invalid();
 
-  uint32_t pos = qp->sq.tail_pos();
-  SendWqe* w = qp->sq.push();
+  uint32_t pos = qp->req.sq.tail_pos();
+  SendWqe* w = qp->req.sq.push();
   if (!w) return Status::no_memory();
   *w = SendWqe{};
   w->wr_id = wr.wr_id;
@@ -559,16 +561,16 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
     total = 0;
   }
   w->length = static_cast<uint32_t>(total);
-  uint32_t slot = qp->sq.slot_of(pos);
+  uint32_t slot = qp->req.sq.slot_of(pos);
   if (inl) {
     // Inline: the bytes are copied now; no lkey needed (ibv_post_send(3), IBV_SEND_INLINE).
-    uint8_t* dst = qp->sq_inline.data() + size_t{slot} * qp->init.max_inline_data;
+    uint8_t* dst = qp->req.sq_inline.data() + size_t{slot} * qp->init.max_inline_data;
     for (uint32_t i = 0; i < wr.num_sge; ++i) {
       std::memcpy(dst, reinterpret_cast<const void*>(wr.sg[i].addr), wr.sg[i].length);
       dst += wr.sg[i].length;
     }
   } else {
-    std::copy_n(wr.sg, wr.num_sge, qp->sq_sges.data() + size_t{slot} * qp->init.max_send_sge);
+    std::copy_n(wr.sg, wr.num_sge, qp->req.sq_sges.data() + size_t{slot} * qp->init.max_send_sge);
   }
   if (wr.opcode == WrOpcode::kRdmaRead) {
     // length is what is read into the SGEs.
@@ -593,15 +595,15 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
   Impl& m = *impl_;
   Qp* qp = m.find_qp(qpn);
   if (!qp) return Status::not_found();
-  if (qp->srq || qp->state == QpState::kReset) return Status::invalid();
+  if (qp->resp.srq || qp->state == QpState::kReset) return Status::invalid();
   if (wr.num_sge > qp->init.max_recv_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
-  uint32_t pos = qp->rq.tail_pos();
-  RecvWqe* w = qp->rq.push();
+  uint32_t pos = qp->resp.rq.tail_pos();
+  RecvWqe* w = qp->resp.rq.push();
   if (!w) return Status::no_memory();
   w->wr_id = wr.wr_id;
   w->num_sge = wr.num_sge;
   std::copy_n(wr.sg, wr.num_sge,
-              qp->rq_sges.data() + size_t{qp->rq.slot_of(pos)} * qp->init.max_recv_sge);
+              qp->resp.rq_sges.data() + size_t{qp->resp.rq.slot_of(pos)} * qp->init.max_recv_sge);
   if (qp->state == QpState::kErr) m.flush_rq(*qp);
   return Status::ok();
 }

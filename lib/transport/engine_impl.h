@@ -1,8 +1,9 @@
 /**
  * @file engine_impl.h
- * @brief Internal state of the engine: PDs, CQs, SRQs, QPs with their send/receive queues,
- * requester, responder and completer state. Shared by engine.cc (control path), requester.cc,
- * responder.cc, completer.cc, rx.cc and tx.cc; not part of the contract.
+ * @brief Internal state of the engine: PDs, CQs, SRQs, the QP table (a QP's state by role is
+ * in qp.h) and the functions of each role. Shared by engine.cc (control path), rx.cc,
+ * requester.cc, completer.cc, responder.cc, responder_tx.cc, notification.cc and tx.cc; not
+ * part of the contract.
  *
  * Units: PSNs are 24-bit serial numbers (IBA Vol 1 §9.7.1), lengths in bytes, times in ns.
  * Data-path structures are fixed-size rings allocated by create_*; nothing on the data path
@@ -26,6 +27,7 @@
 #include "transport/engine.h"
 #include "transport/gsi.h"
 #include "transport/memory_table.h"
+#include "transport/qp.h"
 #include "transport/ring.h"
 #include "transport/verbs_types.h"
 #include "transport/wire/build.h"
@@ -74,6 +76,11 @@ inline uint32_t imm_to_net(uint32_t v) {
 }
 inline uint32_t imm_from_net(uint32_t v) { return imm_to_net(v); }
 
+/// Packets a message of len bytes takes at path MTU mtu (a zero-length message takes one).
+constexpr uint32_t packets_for(uint32_t len, uint32_t mtu) {
+  return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
 /// IBA Table 45: RNR NAK timer field -> delay.
 Duration rnr_timer_delay(uint8_t code);
 /// Local ACK timeout 4.096 us * 2^timeout (IBA 9.7.6.1.3); 0 means infinite (never()).
@@ -94,12 +101,6 @@ struct Cq {
   bool overflowed = false;  ///< a CQE was lost; kCqErr was raised
 };
 
-/// A posted receive: SGEs live in the owning queue's side array at the same slot.
-struct RecvWqe {
-  uint64_t wr_id = 0;
-  uint32_t num_sge = 0;
-};
-
 struct Srq {
   bool live = false;
   uint32_t id = 0;  ///< its handle (index + 1), for events
@@ -109,150 +110,6 @@ struct Srq {
   uint32_t users = 0;
   Ring<RecvWqe> ring;
   std::vector<Sge> sges;  ///< ring capacity * max_sge
-};
-
-/// A posted send. SGEs (or inline bytes) live in the QP's side arrays at the same ring slot.
-struct SendWqe {
-  uint64_t wr_id = 0;
-  uint64_t remote_addr = 0;
-  uint64_t compare_add = 0;
-  uint64_t swap = 0;
-  uint32_t length = 0;  ///< total payload bytes (READ: bytes to read; atomic: 8)
-  uint32_t rkey = 0;
-  uint32_t imm = 0;          ///< immediate data (network order as given) or invalidate rkey
-  uint32_t remote_qpn = 0;   ///< UD
-  uint32_t remote_qkey = 0;  ///< UD
-  uint32_t num_sge = 0;
-  WrOpcode opcode = WrOpcode::kSend;
-  uint32_t flags = 0;  ///< SendFlags
-  bool inline_data = false;
-  bool signaled = false;
-  // Progress (set when the first packet is built).
-  bool started = false;
-  Psn first_psn;
-  Psn last_psn;
-  uint32_t npkts = 0;      ///< PSNs the WQE occupies
-  uint32_t resp_pkts = 0;  ///< READ: response packets received in order; atomic: 0/1
-  WcStatus local_error = WcStatus::kSuccess;  ///< detected locally; reported when at head
-  AddressVector av;                           ///< UD only
-};
-
-/// READ and atomic WRs: answered by responses, limited by max_rd_atomic.
-inline bool is_rd_atomic(const SendWqe& w) {
-  return w.opcode == WrOpcode::kRdmaRead || w.opcode == WrOpcode::kAtomicCmpAndSwp ||
-         w.opcode == WrOpcode::kAtomicFetchAndAdd;
-}
-
-/// One entry of the responder's ordered response queue (IBA 9.7.5: responses in PSN order).
-struct RespItem {
-  enum class Kind : uint8_t { kAck, kNak, kRead, kAtomic };
-  Kind kind = Kind::kAck;
-  uint8_t syndrome = 0;  ///< AETH syndrome (ACK, RNR NAK, NAK)
-  Psn psn;               ///< AETH PSN / first response PSN
-  Msn msn;
-  bool fatal = false;  ///< NAK that takes the QP to ERR once sent
-  // READ
-  uint64_t va = 0;
-  uint32_t rkey = 0;
-  uint32_t len = 0;    ///< bytes still to send
-  uint32_t npkts = 0;  ///< total response packets of this stream
-  uint32_t sent = 0;   ///< response packets already sent
-  // Atomic
-  uint64_t orig = 0;
-};
-
-/// Atomic replay cache entry (IBA 9.4.5: duplicate atomics are answered, not re-executed).
-struct AtomicReplay {
-  bool valid = false;
-  Psn psn;
-  uint64_t orig = 0;
-};
-
-struct Qp {
-  // ---- Identity and attributes ----
-  uint32_t qpn = 0;
-  QpType type = QpType::kRc;
-  QpState state = QpState::kReset;
-  QpInitAttr init;
-  QpAttr attr;
-  uint32_t mtu = 1024;  ///< path MTU in bytes
-  uint16_t udp_sport = 0xc000;
-  std::unique_ptr<QpCongestion> cc;
-
-  // ---- Send queue ----
-  Ring<SendWqe> sq;
-  std::vector<Sge> sq_sges;        ///< capacity * max_send_sge
-  std::vector<uint8_t> sq_inline;  ///< capacity * max_inline_data
-  uint32_t send_pos = 0;           ///< absolute SQ position of the WQE being segmented
-  uint32_t send_off = 0;           ///< bytes (SEND/WRITE) or packets (READ) of it already sent
-  uint32_t started_end = 0;        ///< position after the last started WQE
-  Psn next_psn;                    ///< PSN of the next packet built
-  Psn max_psn;                     ///< one past the highest PSN ever sent (retransmission counter)
-  Psn una;                         ///< oldest unacknowledged PSN
-  Psn acked_psn;                   ///< highest PSN covered by an ACK (valid when any_ack)
-  bool any_ack = false;
-  uint32_t rd_atomic_out = 0;  ///< READ/atomic WQEs started and not completed
-  uint32_t pkts_since_ackreq = 0;
-  Timestamp last_ackreq{};    ///< when the last packet with AckReq went out
-  Timestamp last_sent{};      ///< when the last request packet went out
-  uint32_t burst_pkts = 0;    ///< request packets since a gap of kAckReqStreamGap
-  bool force_ackreq = false;  ///< the next request packet asks (a probe)
-  /// ACK probe (kAckProbeDelay): set while the last request packet is a SEND/WRITE packet
-  /// without AckReq.
-  Timestamp probe_at = Timestamp::never();
-  uint8_t retry_left = 7;
-  uint8_t rnr_left = 7;
-  Timestamp retrans_at = Timestamp::never();      ///< local ACK timer
-  Timestamp rnr_until = Timestamp::never();       ///< RNR wait: no request before
-  Timestamp neigh_retry_at = Timestamp::never();  ///< unresolved neighbour: retry then
-  bool rewind_guard = false;  ///< a rewind to rewind_psn happened with una == rewind_una
-  Psn rewind_psn, rewind_una;
-  bool sqd_notified = false;
-  bool fatal_raised = false;  ///< an affiliated QP error event was raised since RESET
-
-  // ---- Receive queue ----
-  Srq* srq = nullptr;
-  Ring<RecvWqe> rq;
-  std::vector<Sge> rq_sges;  ///< capacity * max_recv_sge
-
-  // ---- Responder ----
-  Psn epsn;  ///< expected request PSN
-  Msn msn;
-  bool nak_sent = false;  ///< PSN sequence NAK outstanding (IBA 9.7.5.2.2: one per episode)
-  Timestamp dack_at = Timestamp::never();  ///< delayed ACK of packets without AckReq
-  Psn dack_psn;                            ///< the newest of them
-  enum class RxMsg : uint8_t { kNone, kSend, kWrite };
-  RxMsg rx_msg = RxMsg::kNone;
-  bool uc_drop = false;  ///< UC: dropping until the next FIRST/ONLY
-  uint64_t wr_va = 0;    ///< WRITE in progress: next address
-  uint32_t wr_rkey = 0;
-  uint32_t wr_resid = 0;  ///< bytes still expected
-  uint32_t wr_len = 0;    ///< DMA length of the WRITE in progress
-  bool cur_recv = false;  ///< a receive WQE is being filled
-  RecvWqe cur_rwqe;
-  std::array<Sge, kMaxSge> cur_sg{};
-  uint32_t cur_off = 0;  ///< bytes placed into it
-  Ring<RespItem> resp_q;
-  uint32_t resp_rd_atomic = 0;       ///< READ/atomic items queued
-  std::vector<AtomicReplay> replay;  ///< max(max_dest_rd_atomic, 1) entries
-  uint32_t replay_next = 0;
-  bool comm_est = false;  ///< kCommEst already raised
-
-  // ---- Congestion notification point ----
-  bool cnp_pending = false;
-  bool cnp_target = false;  ///< cnp_dqpn/dip/dmac are set (a CE packet arrived)
-  uint32_t cnp_dqpn = 0;
-  Gid cnp_dip;
-  MacAddr cnp_dmac;
-
-  // ---- Counts for tools ----
-  QpTraffic traffic;
-
-  // ---- Scheduling ----
-  bool in_active = false;
-  MacAddr dmac;
-  bool dmac_valid = false;
-  wire::FrameSpec tmpl;  ///< L2..BTH fields fixed per QP (RC/UC)
 };
 
 struct Engine::Impl {
@@ -326,6 +183,8 @@ struct Engine::Impl {
   void queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal = false);
   /// Responder-detected error (IBA 9.9.3.1 class B/C/D): NAK + async event + QP ERR.
   void responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev, WcStatus recv_status);
+  /// The delayed ACK (kDelayedAck).
+  void responder_timers(Qp& qp, Timestamp now);
 
   // completer.cc
   void completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
@@ -340,25 +199,38 @@ struct Engine::Impl {
   /// Completes the head with an error and takes the QP to ERR.
   void requester_fatal(Qp& qp, WcStatus st);
   void check_head_error(Qp& qp);
-  void on_timers(Qp& qp, Timestamp now);
+  /// The local ACK timer (retry_cnt).
+  void completer_timers(Qp& qp, Timestamp now);
 
-  // requester.cc / tx.cc
+  // notification.cc
+  /// A CE-marked packet for qp: counts it and schedules (or coalesces) a CNP to its sender.
+  void note_ce(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
+  int send_cnp(Qp& qp, TxSink& sink);
+
+  // tx.cc (scheduler) / requester.cc / responder_tx.cc
   size_t poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now);
   Timestamp next_deadline() const;
   /// Earliest time the QP can transmit (last_now when now); never() when it has nothing.
   Timestamp qp_tx_time(const Qp& qp) const;
   Timestamp qp_timer_time(const Qp& qp) const;
   bool requester_has_packet(const Qp& qp) const;
+  /// The ACK probe (kAckProbeDelay), the end of an RNR wait, a neighbour retry.
+  void requester_timers(Qp& qp, Timestamp now);
+  /// Every timer of the QP's roles and of its congestion control.
+  void on_timers(Qp& qp, Timestamp now);
   /// Whether a SEND/WRITE packet asks for an ACK (kAckReqInterval, kAckReqStreamGap).
   bool wants_ackreq(const Qp& qp, const SendWqe& w, bool last, uint32_t pos, Timestamp now) const;
   /// Builds and sends at most one frame for the QP; returns 1 sent, 0 nothing to send,
   /// -1 sink full.
   int service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
   int service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
-  int send_cnp(Qp& qp, TxSink& sink);
   bool resolve(Qp& qp, NeighborResolver& neigh);
   void fill_template(Qp& qp);
   uint8_t prio_of(uint8_t dscp) const { return cfg.dscp_to_prio[dscp & 63] & 7; }
+  /// DSCP of a flow: the AV's traffic class, else the device's roce_dscp.
+  uint8_t dscp_of(const AddressVector& av) const {
+    return av.traffic_class ? static_cast<uint8_t>(av.traffic_class >> 2) : cfg.roce_dscp;
+  }
   /// Adds the configured 802.1Q tag (cfg.vlan) to a frame whose DSCP is set: PCP = priority.
   void tag(wire::FrameSpec& s) const {
     if (!cfg.vlan) return;

@@ -28,7 +28,6 @@ using wire::OpFlag;
 
 namespace {
 constexpr uint8_t nak(uint8_t code) { return wire::aeth_syndrome(wire::kAethTypeNak, code); }
-uint32_t pkts_for(uint32_t len, uint32_t mtu) { return len == 0 ? 1 : (len + mtu - 1) / mtu; }
 }  // namespace
 
 void Engine::Impl::responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
@@ -41,63 +40,64 @@ void Engine::Impl::responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
 
 bool Engine::Impl::pop_recv(Qp& qp) {
   const Sge* sg;
-  if (qp.srq) {
-    Srq& s = *qp.srq;
+  if (qp.resp.srq) {
+    Srq& s = *qp.resp.srq;
     if (s.ring.empty()) return false;
-    qp.cur_rwqe = s.ring.front();
+    qp.resp.cur_rwqe = s.ring.front();
     sg = s.sges.data() + size_t{s.ring.slot_of(s.ring.head_pos())} * s.max_sge;
-    std::copy_n(sg, qp.cur_rwqe.num_sge, qp.cur_sg.data());
+    std::copy_n(sg, qp.resp.cur_rwqe.num_sge, qp.resp.cur_sg.data());
     s.ring.pop();
     if (s.limit && s.ring.size() < s.limit) {
       s.limit = 0;  // one-shot (ibv_modify_srq(3))
       async_event(AsyncEventType::kSrqLimitReached, s.id);
     }
   } else {
-    if (qp.rq.empty()) return false;
-    qp.cur_rwqe = qp.rq.front();
-    sg = qp.rq_sges.data() + size_t{qp.rq.slot_of(qp.rq.head_pos())} * qp.init.max_recv_sge;
-    std::copy_n(sg, qp.cur_rwqe.num_sge, qp.cur_sg.data());
-    qp.rq.pop();
+    if (qp.resp.rq.empty()) return false;
+    qp.resp.cur_rwqe = qp.resp.rq.front();
+    sg = qp.resp.rq_sges.data() +
+         size_t{qp.resp.rq.slot_of(qp.resp.rq.head_pos())} * qp.init.max_recv_sge;
+    std::copy_n(sg, qp.resp.cur_rwqe.num_sge, qp.resp.cur_sg.data());
+    qp.resp.rq.pop();
   }
-  qp.cur_recv = true;
-  qp.cur_off = 0;
+  qp.resp.cur_recv = true;
+  qp.resp.cur_off = 0;
   return true;
 }
 
 namespace {
 uint32_t recv_len(const Qp& qp) {
   uint64_t n = 0;
-  for (uint32_t i = 0; i < qp.cur_rwqe.num_sge; ++i) n += qp.cur_sg[i].length;
+  for (uint32_t i = 0; i < qp.resp.cur_rwqe.num_sge; ++i) n += qp.resp.cur_sg[i].length;
   return static_cast<uint32_t>(std::min<uint64_t>(n, kMaxMsgSize));
 }
-uint32_t recv_pd(const Qp& qp) { return qp.srq ? qp.srq->pd : qp.init.pd; }
+uint32_t recv_pd(const Qp& qp) { return qp.resp.srq ? qp.resp.srq->pd : qp.init.pd; }
 }  // namespace
 
 void Engine::Impl::queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal) {
-  qp.dack_at = Timestamp::never();  // every ACK/NAK covers the PSNs before the expected one
-  if (!qp.resp_q.empty()) {
-    RespItem& t = qp.resp_q.back();
+  qp.resp.dack_at = Timestamp::never();  // every ACK/NAK covers the PSNs before the expected one
+  if (!qp.resp.resp_q.empty()) {
+    RespItem& t = qp.resp.resp_q.back();
     if ((t.kind == RespItem::Kind::kAck || t.kind == RespItem::Kind::kNak) && !t.fatal) {
       if (diff(psn, t.psn) >= 0 || fatal) {
         t.kind = (syndrome & wire::kAethTypeMask) == wire::kAethTypeAck ? RespItem::Kind::kAck
                                                                         : RespItem::Kind::kNak;
         t.syndrome = syndrome;
         t.psn = psn;
-        t.msn = qp.msn;
+        t.msn = qp.resp.msn;
         t.fatal = fatal;
       }
       activate(qp);
       return;
     }
   }
-  RespItem* it = qp.resp_q.push();
+  RespItem* it = qp.resp.resp_q.push();
   if (!it) return;  // full: the requester's timer recovers
   *it = RespItem{};
   it->kind = (syndrome & wire::kAethTypeMask) == wire::kAethTypeAck ? RespItem::Kind::kAck
                                                                     : RespItem::Kind::kNak;
   it->syndrome = syndrome;
   it->psn = psn;
-  it->msn = qp.msn;
+  it->msn = qp.resp.msn;
   it->fatal = fatal;
   activate(qp);
 }
@@ -106,13 +106,13 @@ void Engine::Impl::responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev,
                                    WcStatus recv_status) {
   if (nak_code == wire::kAethNakRemoteAccessError) inc(Counter::resp_remote_access_errors);
   if (nak_code == wire::kAethNakInvalidRequest) inc(Counter::resp_remote_invalid_request);
-  if (qp.cur_recv && recv_status != WcStatus::kSuccess) {
-    qp.cur_recv = false;
-    complete_recv(qp, qp.cur_rwqe.wr_id, recv_status, WcOpcode::kRecv, 0, 0, 0, false);
+  if (qp.resp.cur_recv && recv_status != WcStatus::kSuccess) {
+    qp.resp.cur_recv = false;
+    complete_recv(qp, qp.resp.cur_rwqe.wr_id, recv_status, WcOpcode::kRecv, 0, 0, 0, false);
   }
-  qp.resp_q.clear();
-  qp.resp_rd_atomic = 0;
-  queue_ack(qp, nak(nak_code), qp.epsn, /*fatal=*/true);
+  qp.resp.resp_q.clear();
+  qp.resp.resp_rd_atomic = 0;
+  queue_ack(qp, nak(nak_code), qp.resp.epsn, /*fatal=*/true);
   raise_qp_error_event(qp, ev);
   qp_error(qp);
   activate(qp);
@@ -120,15 +120,15 @@ void Engine::Impl::responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev,
 
 void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   const wire::OpcodeInfo& info = *p.info;
-  const int32_t d = diff(p.psn, qp.epsn);
+  const int32_t d = diff(p.psn, qp.resp.epsn);
   const uint32_t pd = qp.init.pd;
 
   if (d > 0) {
     // Future PSN: a request was lost. NAK once per episode (IBA 9.7.5.1.2), then drop.
     inc(Counter::out_of_sequence);
-    if (!qp.nak_sent) {
-      qp.nak_sent = true;
-      queue_ack(qp, nak(wire::kAethNakPsnSeqError), qp.epsn);
+    if (!qp.resp.nak_sent) {
+      qp.resp.nak_sent = true;
+      queue_ack(qp, nak(wire::kAethNakPsnSeqError), qp.resp.epsn);
     }
     return;
   }
@@ -137,53 +137,54 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     // from memory; an atomic is answered from the replay cache.
     inc(Counter::duplicate_request);
     if (info.is(OpFlag::kReadRequest)) {
-      uint32_t n = pkts_for(p.reth.dma_len, qp.mtu);
-      if (diff(p.psn + (n - 1), qp.epsn) >= 0) return;  // not inside what we answered
-      if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+      uint32_t n = packets_for(p.reth.dma_len, qp.mtu);
+      if (diff(p.psn + (n - 1), qp.resp.epsn) >= 0) return;  // not inside what we answered
+      if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
       if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead) !=
           AccessCheck::kOk)
         return;
-      RespItem* it = qp.resp_q.push();
+      RespItem* it = qp.resp.resp_q.push();
       if (!it) return;
       *it = RespItem{};
       it->kind = RespItem::Kind::kRead;
       it->psn = p.psn;
-      it->msn = qp.msn;
+      it->msn = qp.resp.msn;
       it->va = p.reth.va;
       it->rkey = p.reth.rkey;
       it->len = p.reth.dma_len;
       it->npkts = n;
-      qp.resp_rd_atomic++;
+      qp.resp.resp_rd_atomic++;
       activate(qp);
     } else if (info.is(OpFlag::kAtomic)) {
-      for (const AtomicReplay& r : qp.replay) {
+      for (const AtomicReplay& r : qp.resp.replay) {
         if (r.valid && r.psn == p.psn) {
-          if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
-          RespItem* it = qp.resp_q.push();
+          if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+          RespItem* it = qp.resp.resp_q.push();
           if (!it) return;
           *it = RespItem{};
           it->kind = RespItem::Kind::kAtomic;
           it->psn = p.psn;
-          it->msn = qp.msn;
+          it->msn = qp.resp.msn;
           it->orig = r.orig;
-          qp.resp_rd_atomic++;
+          qp.resp.resp_rd_atomic++;
           activate(qp);
           return;
         }
       }
     } else {
-      queue_ack(qp, kSynAck, qp.epsn - 1);
+      queue_ack(qp, kSynAck, qp.resp.epsn - 1);
     }
     return;
   }
 
   // ---- In order ----
-  qp.nak_sent = false;
+  qp.resp.nak_sent = false;
   const bool cont = info.is(OpFlag::kMiddle) || info.is(OpFlag::kLast);
   // Opcode sequence (IBA 9.7.5.1.3, C9-?): MIDDLE/LAST only continue the same operation.
-  bool seq_ok = qp.rx_msg == Qp::RxMsg::kSend    ? (info.is(OpFlag::kSend) && cont)
-                : qp.rx_msg == Qp::RxMsg::kWrite ? (info.is(OpFlag::kWrite) && cont)
-                                                 : !cont;
+  bool seq_ok = qp.resp.rx_msg == ResponderState::RxMsg::kSend ? (info.is(OpFlag::kSend) && cont)
+                : qp.resp.rx_msg == ResponderState::RxMsg::kWrite
+                    ? (info.is(OpFlag::kWrite) && cont)
+                    : !cont;
   if (!seq_ok) {
     responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                     WcStatus::kRemInvReqErr);
@@ -208,32 +209,33 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
 
   if (info.is(OpFlag::kSend)) {
     if (info.is_start()) {
-      if (!qp.cur_recv && !pop_recv(qp)) {
+      if (!qp.resp.cur_recv && !pop_recv(qp)) {
         // No receive WQE: RNR NAK, ePSN unchanged (IBA 9.7.5.2.8).
         inc(Counter::out_of_buffer);
-        queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer), qp.epsn);
-        qp.nak_sent = true;  // the rest of the message is dropped silently until the retry
+        queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer),
+                  qp.resp.epsn);
+        qp.resp.nak_sent = true;  // the rest of the message is dropped silently until the retry
         return;
       }
-      qp.cur_off = 0;
+      qp.resp.cur_off = 0;
     }
-    if (uint64_t{qp.cur_off} + len > recv_len(qp)) {
+    if (uint64_t{qp.resp.cur_off} + len > recv_len(qp)) {
       inc(Counter::resp_local_length_error);
       responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                       WcStatus::kLocLenErr);
       return;
     }
-    if (len && scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, recv_pd(qp), qp.cur_off,
-                       p.payload.data(), len) != AccessCheck::kOk) {
+    if (len && scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, recv_pd(qp),
+                       qp.resp.cur_off, p.payload.data(), len) != AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteOperationalError, AsyncEventType::kQpFatal,
                       WcStatus::kLocProtErr);
       return;
     }
-    qp.cur_off += len;
+    qp.resp.cur_off += len;
     if (info.is_end()) {
-      qp.rx_msg = Qp::RxMsg::kNone;
-      qp.cur_recv = false;
-      qp.msn = qp.msn + 1;
+      qp.resp.rx_msg = ResponderState::RxMsg::kNone;
+      qp.resp.cur_recv = false;
+      qp.resp.msn = qp.resp.msn + 1;
       uint32_t flags = 0, imm = 0;
       if (info.is(OpFlag::kImm)) {
         flags = kWcWithImm;
@@ -242,10 +244,10 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
         flags = kWcWithInv;
         imm = p.ieth_rkey;
       }
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.cur_off, imm,
-                    flags, p.se);
+      complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecv,
+                    qp.resp.cur_off, imm, flags, p.se);
     } else {
-      qp.rx_msg = Qp::RxMsg::kSend;
+      qp.resp.rx_msg = ResponderState::RxMsg::kSend;
     }
   } else if (info.is(OpFlag::kWrite)) {
     if (info.is_start()) {
@@ -255,74 +257,76 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
                         WcStatus::kSuccess);
         return;
       }
-      qp.wr_va = p.reth.va;
-      qp.wr_rkey = p.reth.rkey;
-      qp.wr_resid = qp.wr_len = p.reth.dma_len;
+      qp.resp.wr_va = p.reth.va;
+      qp.resp.wr_rkey = p.reth.rkey;
+      qp.resp.wr_resid = qp.resp.wr_len = p.reth.dma_len;
     }
-    if (len > qp.wr_resid || (info.is_end() && len != qp.wr_resid)) {
+    if (len > qp.resp.wr_resid || (info.is_end() && len != qp.resp.wr_resid)) {
       responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                       WcStatus::kSuccess);
       return;
     }
     const bool imm = info.is(OpFlag::kImm);
-    if (imm && !qp.cur_recv && !pop_recv(qp)) {
+    if (imm && !qp.resp.cur_recv && !pop_recv(qp)) {
       // WRITE_WITH_IMM consumes a receive WQE at its last packet; none -> RNR NAK.
       inc(Counter::out_of_buffer);
-      queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer), qp.epsn);
-      qp.nak_sent = true;
+      queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer),
+                qp.resp.epsn);
+      qp.resp.nak_sent = true;
       return;
     }
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
-      if (mrs.check_remote(qp.wr_rkey, pd, qp.wr_va, len, kAccessRemoteWrite) != AccessCheck::kOk) {
+      if (mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len, kAccessRemoteWrite) !=
+          AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return;
       }
-      std::memcpy(reinterpret_cast<void*>(qp.wr_va), p.payload.data(), len);
+      std::memcpy(reinterpret_cast<void*>(qp.resp.wr_va), p.payload.data(), len);
     }
-    qp.wr_va += len;
-    qp.wr_resid -= len;
+    qp.resp.wr_va += len;
+    qp.resp.wr_resid -= len;
     if (info.is_start()) inc(Counter::rx_write_requests);
     if (info.is_end()) {
-      qp.rx_msg = Qp::RxMsg::kNone;
-      qp.msn = qp.msn + 1;
+      qp.resp.rx_msg = ResponderState::RxMsg::kNone;
+      qp.resp.msn = qp.resp.msn + 1;
       if (imm) {
-        qp.cur_recv = false;
-        complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
-                      qp.wr_len, imm_to_net(p.imm), kWcWithImm, p.se);
+        qp.resp.cur_recv = false;
+        complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                      qp.resp.wr_len, imm_to_net(p.imm), kWcWithImm, p.se);
       }
     } else {
-      qp.rx_msg = Qp::RxMsg::kWrite;
+      qp.resp.rx_msg = ResponderState::RxMsg::kWrite;
     }
   } else if (info.is(OpFlag::kReadRequest)) {
-    if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
-    if (qp.resp_q.size() + 1 >= qp.resp_q.capacity()) return;
+    if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+    if (qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity()) return;
     if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead) !=
         AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                       WcStatus::kSuccess);
       return;
     }
-    uint32_t n = pkts_for(p.reth.dma_len, qp.mtu);
-    qp.msn = qp.msn + 1;
-    RespItem* it = qp.resp_q.push();
+    uint32_t n = packets_for(p.reth.dma_len, qp.mtu);
+    qp.resp.msn = qp.resp.msn + 1;
+    RespItem* it = qp.resp.resp_q.push();
     *it = RespItem{};
     it->kind = RespItem::Kind::kRead;
     it->psn = p.psn;
-    it->msn = qp.msn;
+    it->msn = qp.resp.msn;
     it->va = p.reth.va;
     it->rkey = p.reth.rkey;
     it->len = p.reth.dma_len;
     it->npkts = n;
-    qp.resp_rd_atomic++;
-    qp.epsn = qp.epsn + n;
+    qp.resp.resp_rd_atomic++;
+    qp.resp.epsn = qp.resp.epsn + n;
     inc(Counter::rx_read_requests);
     activate(qp);
     return;
   } else if (info.is(OpFlag::kAtomic)) {
-    if (qp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
-    if (qp.resp_q.size() + 1 >= qp.resp_q.capacity()) return;
+    if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+    if (qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity()) return;
     const auto& a = p.atomic_eth;
     if (a.va % 8 != 0) {
       // Misaligned atomic: invalid request (IBA 9.4.5 / C9-? "8-byte aligned").
@@ -343,59 +347,68 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     } else {
       orig = target.fetch_add(a.swap_add);
     }
-    AtomicReplay& r = qp.replay[qp.replay_next];
-    qp.replay_next = (qp.replay_next + 1) % std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1);
+    AtomicReplay& r = qp.resp.replay[qp.resp.replay_next];
+    qp.resp.replay_next =
+        (qp.resp.replay_next + 1) % std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1);
     r = AtomicReplay{true, p.psn, orig};
-    qp.msn = qp.msn + 1;
-    RespItem* it = qp.resp_q.push();
+    qp.resp.msn = qp.resp.msn + 1;
+    RespItem* it = qp.resp.resp_q.push();
     *it = RespItem{};
     it->kind = RespItem::Kind::kAtomic;
     it->psn = p.psn;
-    it->msn = qp.msn;
+    it->msn = qp.resp.msn;
     it->orig = orig;
-    qp.resp_rd_atomic++;
-    qp.epsn = qp.epsn + 1;
+    qp.resp.resp_rd_atomic++;
+    qp.resp.epsn = qp.resp.epsn + 1;
     inc(Counter::rx_atomic_requests);
     activate(qp);
     return;
   }
-  qp.epsn = qp.epsn + 1;
+  qp.resp.epsn = qp.resp.epsn + 1;
   if (p.ackreq) {
     queue_ack(qp, kSynAck, p.psn);
   } else {
     // Delayed ACK (kDelayedAck): a requester that stopped without asking still hears back.
-    if (qp.dack_at.is_never()) qp.dack_at = now + kDelayedAck;
-    qp.dack_psn = p.psn;
+    if (qp.resp.dack_at.is_never()) qp.resp.dack_at = now + kDelayedAck;
+    qp.resp.dack_psn = p.psn;
     activate(qp);
   }
+}
+
+void Engine::Impl::responder_timers(Qp& qp, Timestamp now) {
+  if (qp.resp.dack_at > now) return;
+  qp.resp.dack_at = Timestamp::never();
+  if (qp.state != QpState::kErr && qp.state != QpState::kReset)
+    queue_ack(qp, kSynAck, qp.resp.dack_psn);
 }
 
 void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
   const wire::OpcodeInfo& info = *p.info;
   const uint32_t len = static_cast<uint32_t>(p.payload.size());
   auto drop_message = [&] {
-    qp.rx_msg = Qp::RxMsg::kNone;
-    qp.uc_drop = true;
-    qp.epsn = p.psn + 1;
+    qp.resp.rx_msg = ResponderState::RxMsg::kNone;
+    qp.resp.uc_drop = true;
+    qp.resp.epsn = p.psn + 1;
   };
-  if (p.psn != qp.epsn || qp.uc_drop) {
+  if (p.psn != qp.resp.epsn || qp.resp.uc_drop) {
     // UC loss (IBA 9.7.5 for UC): the message in progress is dropped; a FIRST/ONLY resyncs.
-    if (p.psn != qp.epsn) inc(Counter::out_of_sequence);
+    if (p.psn != qp.resp.epsn) inc(Counter::out_of_sequence);
     if (!info.is_start()) {
       drop_message();
       return;
     }
-    qp.rx_msg = Qp::RxMsg::kNone;
-    qp.uc_drop = false;
-    qp.epsn = p.psn;
+    qp.resp.rx_msg = ResponderState::RxMsg::kNone;
+    qp.resp.uc_drop = false;
+    qp.resp.epsn = p.psn;
   }
   const bool cont = info.is(OpFlag::kMiddle) || info.is(OpFlag::kLast);
-  bool seq_ok = qp.rx_msg == Qp::RxMsg::kSend    ? (info.is(OpFlag::kSend) && cont)
-                : qp.rx_msg == Qp::RxMsg::kWrite ? (info.is(OpFlag::kWrite) && cont)
-                                                 : !cont;
+  bool seq_ok = qp.resp.rx_msg == ResponderState::RxMsg::kSend ? (info.is(OpFlag::kSend) && cont)
+                : qp.resp.rx_msg == ResponderState::RxMsg::kWrite
+                    ? (info.is(OpFlag::kWrite) && cont)
+                    : !cont;
   if (!seq_ok && info.is_start()) {
     // A new message while one was in progress: the old one was cut short; start over.
-    qp.rx_msg = Qp::RxMsg::kNone;
+    qp.resp.rx_msg = ResponderState::RxMsg::kNone;
     seq_ok = true;
   }
   if (!seq_ok || len > qp.mtu ||
@@ -405,35 +418,37 @@ void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
   }
   if (info.is(OpFlag::kSend)) {
     if (info.is_start()) {
-      if (!qp.cur_recv && !pop_recv(qp)) {
+      if (!qp.resp.cur_recv && !pop_recv(qp)) {
         inc(Counter::out_of_buffer);
         drop_message();
         return;
       }
-      qp.cur_off = 0;
+      qp.resp.cur_off = 0;
     }
-    if (uint64_t{qp.cur_off} + len > recv_len(qp)) {
+    if (uint64_t{qp.resp.cur_off} + len > recv_len(qp)) {
       inc(Counter::resp_local_length_error);
-      qp.cur_recv = false;
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, 0, false);
+      qp.resp.cur_recv = false;
+      complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kLocLenErr, WcOpcode::kRecv, 0, 0, 0,
+                    false);
       drop_message();
       return;
     }
-    if (len && scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, recv_pd(qp), qp.cur_off,
-                       p.payload.data(), len) != AccessCheck::kOk) {
-      qp.cur_recv = false;
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, 0, 0, 0, false);
+    if (len && scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, recv_pd(qp),
+                       qp.resp.cur_off, p.payload.data(), len) != AccessCheck::kOk) {
+      qp.resp.cur_recv = false;
+      complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kLocProtErr, WcOpcode::kRecv, 0, 0, 0,
+                    false);
       drop_message();
       return;
     }
-    qp.cur_off += len;
-    qp.rx_msg = info.is_end() ? Qp::RxMsg::kNone : Qp::RxMsg::kSend;
+    qp.resp.cur_off += len;
+    qp.resp.rx_msg = info.is_end() ? ResponderState::RxMsg::kNone : ResponderState::RxMsg::kSend;
     if (info.is_end()) {
-      qp.cur_recv = false;
+      qp.resp.cur_recv = false;
       uint32_t flags = info.is(OpFlag::kImm) ? uint32_t{kWcWithImm} : 0u;
       uint32_t imm = info.is(OpFlag::kImm) ? imm_to_net(p.imm) : 0;
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecv, qp.cur_off, imm,
-                    flags, p.se);
+      complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecv,
+                    qp.resp.cur_off, imm, flags, p.se);
     }
   } else {  // WRITE
     if (info.is_start()) {
@@ -444,40 +459,40 @@ void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
         drop_message();
         return;
       }
-      qp.wr_va = p.reth.va;
-      qp.wr_rkey = p.reth.rkey;
-      qp.wr_resid = qp.wr_len = p.reth.dma_len;
+      qp.resp.wr_va = p.reth.va;
+      qp.resp.wr_rkey = p.reth.rkey;
+      qp.resp.wr_resid = qp.resp.wr_len = p.reth.dma_len;
       inc(Counter::rx_write_requests);
     }
-    if (len > qp.wr_resid || (info.is_end() && len != qp.wr_resid)) {
+    if (len > qp.resp.wr_resid || (info.is_end() && len != qp.resp.wr_resid)) {
       drop_message();
       return;
     }
     const bool imm = info.is(OpFlag::kImm);
-    if (imm && !qp.cur_recv && !pop_recv(qp)) {
+    if (imm && !qp.resp.cur_recv && !pop_recv(qp)) {
       inc(Counter::out_of_buffer);
       drop_message();
       return;
     }
     if (len) {
-      if (mrs.check_remote(qp.wr_rkey, qp.init.pd, qp.wr_va, len, kAccessRemoteWrite) !=
+      if (mrs.check_remote(qp.resp.wr_rkey, qp.init.pd, qp.resp.wr_va, len, kAccessRemoteWrite) !=
           AccessCheck::kOk) {
         inc(Counter::resp_remote_access_errors);
         drop_message();
         return;
       }
-      std::memcpy(reinterpret_cast<void*>(qp.wr_va), p.payload.data(), len);
+      std::memcpy(reinterpret_cast<void*>(qp.resp.wr_va), p.payload.data(), len);
     }
-    qp.wr_va += len;
-    qp.wr_resid -= len;
-    qp.rx_msg = info.is_end() ? Qp::RxMsg::kNone : Qp::RxMsg::kWrite;
+    qp.resp.wr_va += len;
+    qp.resp.wr_resid -= len;
+    qp.resp.rx_msg = info.is_end() ? ResponderState::RxMsg::kNone : ResponderState::RxMsg::kWrite;
     if (info.is_end() && imm) {
-      qp.cur_recv = false;
-      complete_recv(qp, qp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
-                    qp.wr_len, imm_to_net(p.imm), kWcWithImm, p.se);
+      qp.resp.cur_recv = false;
+      complete_recv(qp, qp.resp.cur_rwqe.wr_id, WcStatus::kSuccess, WcOpcode::kRecvRdmaWithImm,
+                    qp.resp.wr_len, imm_to_net(p.imm), kWcWithImm, p.se);
     }
   }
-  qp.epsn = p.psn + 1;
+  qp.resp.epsn = p.psn + 1;
 }
 
 void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
@@ -486,15 +501,15 @@ void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
     inc(Counter::rx_qkey_violation);
     return;
   }
-  if (!qp.cur_recv && !pop_recv(qp)) {
+  if (!qp.resp.cur_recv && !pop_recv(qp)) {
     inc(Counter::out_of_buffer);
     return;
   }
-  qp.cur_recv = false;
+  qp.resp.cur_recv = false;
   const uint32_t len = static_cast<uint32_t>(p.payload.size());
   constexpr uint32_t kGrh = 40;
   Cqe e;
-  e.wr_id = qp.cur_rwqe.wr_id;
+  e.wr_id = qp.resp.cur_rwqe.wr_id;
   e.opcode = WcOpcode::kRecv;
   e.qp_num = qp.qpn;
   e.src_qp = p.deth.src_qpn.value();
@@ -519,15 +534,16 @@ void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
   }
   const uint32_t pd = recv_pd(qp);
   // Check the whole destination before moving a byte, then copy the two parts.
-  AccessCheck c = check_scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, pd, 0, kGrh + len);
+  AccessCheck c = check_scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, 0, kGrh + len);
   if (c != AccessCheck::kOk) {
     inc(Counter::resp_cqe_error);
     e.status = WcStatus::kLocProtErr;
     push_cqe(qp.init.recv_cq, e, false);
     return;
   }
-  scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, pd, 0, grh, kGrh);
-  if (len) scatter(qp.cur_sg.data(), qp.cur_rwqe.num_sge, pd, kGrh, p.payload.data(), len);
+  scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, 0, grh, kGrh);
+  if (len)
+    scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, kGrh, p.payload.data(), len);
   e.status = WcStatus::kSuccess;
   e.byte_len = kGrh + len;
   e.wc_flags = kWcGrh;

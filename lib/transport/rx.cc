@@ -75,24 +75,10 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
   }
   qp->traffic.rx_packets++;
   qp->traffic.rx_bytes += frame.size();
-  if (p.ecn == wire::kEcnCe) {
-    inc(Counter::np_ecn_marked_roce_packets);
-    qp->traffic.np_ecn_marked++;
-    if (np) {
-      // Where a CNP for this QP goes, now or when a coalesced one falls due (poll_transmit).
-      qp->cnp_dqpn = qp->type == QpType::kUd ? p.deth.src_qpn.value() : qp->attr.dest_qp_num;
-      qp->cnp_dip = p.src_ip;
-      qp->cnp_dmac = p.src_mac;
-      qp->cnp_target = true;
-      if (np->on_ce_marked(qp->qpn, now)) {
-        qp->cnp_pending = true;
-        activate(*qp);
-      }
-    }
-  }
-  if (qp->state == QpState::kRtr && !qp->comm_est) {
+  if (p.ecn == wire::kEcnCe) note_ce(*qp, p, now);
+  if (qp->state == QpState::kRtr && !qp->resp.comm_est) {
     // IBA 11.6.3: first packet on a QP in RTR -> Communication Established.
-    qp->comm_est = true;
+    qp->resp.comm_est = true;
     async_event(AsyncEventType::kCommEst, qp->qpn);
   }
   if (request) {

@@ -3,8 +3,8 @@
  * @brief The port block of the device's stats segment (lib/stats layout.h PortStats, read by
  * `uroce show` and the exporter): what the port counts below the engine (PMD frames and drops,
  * PFC received and sent, per-priority TX), copied from Port::read_counters() by the progress
- * thread (stats::publish_port) every 100 ms and once at open. Single writer: runs under the engine lock. Without a
- * segment (or UROCE_STATS=0), or on a port that keeps no counters, it does nothing.
+ * thread (stats::publish_port) every 100 ms and once at open. Single writer: runs under the engine
+ * lock. Without a segment (or UROCE_STATS=0), or on a port that keeps no counters, it does nothing.
  */
 #include <unistd.h>
 

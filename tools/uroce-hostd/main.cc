@@ -298,7 +298,8 @@ int run_main(int argc, char** argv) {
   const MacAddr mac = net->mac();
   // Without a segment the daemon serves all the same; only `uroce show` lacks the netdev.
   auto seg = stats::StatsSegment::create(dev.name, stats::summarize(dev, "uroce-hostd"), &err);
-  if (!seg && !err.empty()) std::fprintf(stderr, "uroce-hostd: no stats segment: %s\n", err.c_str());
+  if (!seg && !err.empty())
+    std::fprintf(stderr, "uroce-hostd: no stats segment: %s\n", err.c_str());
   Daemon d(std::move(net), mac, std::move(seg));
   for (int k = 0; k < host::kHostdSlots; ++k)
     if (!d.add_client(k, socket, &err)) {

@@ -1,0 +1,86 @@
+/**
+ * @file responder_tx.cc
+ * @brief The responder's transmit half: its ordered response queue (resp_q) to the wire, one
+ * frame per call: ACK/NAK (AETH with the MSN), RDMA READ response packets read from memory as
+ * they leave (the region is checked again per packet), atomic ACKs with the original value
+ * (IBA Vol 1 §9.7.5.1.1, §9.7.5.1.6, §9.7.5.2). Responses are not paced by congestion control.
+ */
+#include <algorithm>
+#include <cstring>
+
+#include "transport/engine_impl.h"
+
+namespace uroce::transport {
+
+using wire::Opcode;
+
+int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp) {
+  if (!resolve(qp, neigh)) {
+    // No MAC for the peer: the responses are lost; the requester's timer recovers.
+    inc(Counter::tx_no_neighbor);
+    qp.resp.resp_q.clear();
+    qp.resp.resp_rd_atomic = 0;
+    return 0;
+  }
+  RespItem& it = qp.resp.resp_q.front();
+  wire::FrameSpec s = qp.tmpl;
+  const uint8_t prio = prio_of(s.dscp);
+  s.aeth.msn = it.msn;
+  auto none = [](uint8_t*) { return true; };
+  int r;
+  switch (it.kind) {
+    case RespItem::Kind::kAck:
+    case RespItem::Kind::kNak: {
+      s.opcode = Opcode::kRcAcknowledge;
+      s.psn = it.psn;
+      s.aeth.syndrome = it.syndrome;
+      r = emit(sink, qp, s, 0, prio, false, none);
+      if (r > 0) qp.resp.resp_q.pop();
+      return r > 0 ? 1 : r;
+    }
+    case RespItem::Kind::kAtomic: {
+      s.opcode = Opcode::kRcAtomicAcknowledge;
+      s.psn = it.psn;
+      s.aeth.syndrome = kSynAck;
+      s.atomic_ack_orig = it.orig;
+      r = emit(sink, qp, s, 0, prio, false, none);
+      if (r > 0) {
+        qp.resp.resp_q.pop();
+        qp.resp.resp_rd_atomic--;
+      }
+      return r > 0 ? 1 : r;
+    }
+    case RespItem::Kind::kRead: {
+      const uint32_t idx = it.sent;
+      const uint32_t off = idx * qp.mtu;
+      const uint32_t chunk = std::min(qp.mtu, it.len - std::min(it.len, off));
+      const bool first = idx == 0, last = idx + 1 == it.npkts;
+      s.opcode = first && last ? Opcode::kRcRdmaReadResponseOnly
+                 : first       ? Opcode::kRcRdmaReadResponseFirst
+                 : last        ? Opcode::kRcRdmaReadResponseLast
+                               : Opcode::kRcRdmaReadResponseMiddle;
+      s.psn = it.psn + idx;
+      s.aeth.syndrome = kSynAck;
+      // The region may have gone since the request was checked: check again per packet.
+      if (chunk && mrs.check_remote(it.rkey, qp.init.pd, it.va + off, chunk, kAccessRemoteRead) !=
+                       AccessCheck::kOk) {
+        responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                        WcStatus::kSuccess);
+        return 0;
+      }
+      const uint64_t src = it.va + off;
+      r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
+        if (chunk) std::memcpy(dst, reinterpret_cast<const void*>(src), chunk);
+        return true;
+      });
+      if (r > 0 && ++it.sent == it.npkts) {
+        qp.resp.resp_q.pop();
+        qp.resp.resp_rd_atomic--;
+      }
+      return r > 0 ? 1 : r;
+    }
+  }
+  return 0;
+}
+
+}  // namespace uroce::transport
