@@ -7,7 +7,8 @@
  *
  * Usage: bench_sim --fabric16 [SIM_MS]   (16-host 2-tier topology, see run_fabric16)
  *        bench_sim [--bytes N] [--msg BYTES] [--window WRS] [--mtu IBV_MTU] [--loss P]
- *                  [--timeout T] [--seed S] [--txq FRAMES]
+ *                  [--timeout T] [--seed S] [--txq FRAMES] [--recovery go-back-n|selective]
+ *                  [--rto-low-us US]
  * Goodput = payload bytes / (last completion - first post) in simulated time. The wall clock
  * is read here only, to time the simulator itself. Units: bytes, Gb/s, ns.
  */
@@ -41,6 +42,8 @@ struct Options {
   uint8_t timeout = 8;
   uint64_t seed = 1;
   uint32_t txq = 256;  // host TX queue, frames
+  transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
+  int64_t rto_low_us = 0;  ///< selective repeat's short timeout; 0: the engine's default
 };
 
 struct RunResult {
@@ -51,6 +54,8 @@ struct RunResult {
   uint64_t retrans = 0;
   uint64_t naks = 0;
   uint64_t timeouts = 0;
+  uint64_t rto_low = 0;  ///< selective repeat: short timeouts
+  uint64_t sacks = 0;    ///< selective repeat: ACKs with SACK ranges (responder)
   std::string error;
 };
 
@@ -70,6 +75,8 @@ RunResult run(const Options& o, double loss) {
     cfg.gids = {gid(i)};
     cfg.link_speed_bps = lp.rate_bps;
     cfg.key_seed = 99 + static_cast<uint64_t>(i);
+    cfg.loss_recovery = o.recovery;
+    if (o.rto_low_us > 0) cfg.sr_rto_low = Duration::micros(o.rto_low_us);
     h[i] = std::make_unique<EngineHost>(sim, cfg, i ? "B" : "A");
     h[i]->neighbors().add(gid(1 - i), mac(1 - i));
   }
@@ -152,6 +159,8 @@ RunResult run(const Options& o, double loss) {
   r.retrans = h[0]->counters().get(Counter::roce_adp_retrans);
   r.naks = h[0]->counters().get(Counter::packet_seq_err);
   r.timeouts = h[0]->counters().get(Counter::local_ack_timeout_err);
+  r.rto_low = h[0]->counters().get(Counter::sr_rto_low);
+  r.sacks = h[1]->counters().get(Counter::sr_sacks_sent);
   return r;
 }
 
@@ -302,6 +311,11 @@ int main(int argc, char** argv) {
       o.seed = std::strtoull(v, nullptr, 0);
     else if (k == "--txq")
       o.txq = static_cast<uint32_t>(std::strtoul(v, nullptr, 0));
+    else if (k == "--recovery" && (std::string(v) == "go-back-n" || std::string(v) == "selective"))
+      o.recovery = std::string(v) == "selective" ? transport::LossRecovery::kSelective
+                                                 : transport::LossRecovery::kGoBackN;
+    else if (k == "--rto-low-us")
+      o.rto_low_us = std::strtoll(v, nullptr, 0);
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -309,8 +323,10 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "RC WRITE, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
-      "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames\n",
-      128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout, o.txq);
+      "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames, "
+      "recovery %s\n",
+      128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout, o.txq,
+      o.recovery == transport::LossRecovery::kSelective ? "selective" : "go-back-n");
   RunResult base = run(o, 0.0);
   RunResult lossy = run(o, o.loss);
   for (auto* r : {&base, &lossy}) {
@@ -323,12 +339,13 @@ int main(int argc, char** argv) {
     std::printf(
         "%-10s goodput %7.2f Gb/s  frames %9llu  retrans %8llu  nak_seq %6llu  "
         "timeouts %5llu  wall %6.2f s  cpu %6.2f s  %5.3f M frames/wall-s  "
-        "%5.3f M frames/cpu-s\n",
+        "%5.3f M frames/cpu-s  rto_low %llu  sacks %llu\n",
         name, r.goodput_gbps, static_cast<unsigned long long>(r.frames),
         static_cast<unsigned long long>(r.retrans), static_cast<unsigned long long>(r.naks),
         static_cast<unsigned long long>(r.timeouts), r.wall_s, r.cpu_s,
         static_cast<double>(r.frames) / r.wall_s / 1e6,
-        static_cast<double>(r.frames) / r.cpu_s / 1e6);
+        static_cast<double>(r.frames) / r.cpu_s / 1e6, static_cast<unsigned long long>(r.rto_low),
+        static_cast<unsigned long long>(r.sacks));
   };
   line("lossless", base);
   char name[32];

@@ -64,6 +64,10 @@ void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
   qp.comp.rewind_guard = false;
   qp.comp.retrans_at =
       outstanding(qp) ? now + local_ack_timeout(qp.attr.timeout) : Timestamp::never();
+  if (qp.selective) {
+    sr_after_progress(qp);
+    qp.req.sr.rto_low_at = outstanding(qp) ? now + cfg.sr_rto_low : Timestamp::never();
+  }
   if (qp.state == QpState::kSqd && !qp.req.sqd_notified &&
       qp.req.sq.head_pos() == qp.req.started_end) {
     qp.req.sqd_notified = true;
@@ -118,6 +122,10 @@ void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, Timestamp now) {
   qp.comp.rewind_guard = true;
   qp.comp.rewind_psn = psn;
   qp.comp.rewind_una = qp.comp.una;
+  if (qp.selective) {
+    sr_force_resend(qp, psn);  // the request that covers psn goes again, before new packets
+    return;
+  }
   rewind(qp, psn);
 }
 
@@ -226,6 +234,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
   const wire::AethValue& a = p.aeth;
   if (a.is_ack()) {
     ack_through(qp, q, now);
+    if (qp.selective && qp.state != QpState::kErr) sr_on_ack(qp, p);
     return;
   }
   // Every NAK acknowledges the PSNs before it.
@@ -285,7 +294,12 @@ void Engine::Impl::completer_timers(Qp& qp, Timestamp now) {
   qp.traffic.local_ack_timeouts++;
   qp.comp.rewind_guard = false;
   qp.dmac_valid = false;  // the neighbour may have moved
-  rewind(qp, qp.comp.una);
+  if (qp.selective) {
+    sack_forget_below(qp);
+    sr_declare_lost(qp, now, qp.comp.una);  // resends only what the peer does not hold
+  } else {
+    rewind(qp, qp.comp.una);
+  }
   qp.comp.retrans_at = now + local_ack_timeout(qp.attr.timeout);
 }
 

@@ -34,6 +34,7 @@ Duration local_ack_timeout(uint8_t timeout) {
 Engine::Impl::Impl(const EngineConfig& c, CounterBlock* k, EngineObserver* o)
     : cfg(c), ctr(k), obs(o), mrs(c.key_seed), gsi(cfg, k, o) {
   if (cfg.cc) np = cfg.cc->make_np();
+  cfg.sr_window = std::bit_ceil(std::clamp<uint32_t>(cfg.sr_window, 16, 32 * wire::kSackMaxWords));
   qps.resize(kFirstQpSlot);
   qp_gen.resize(kFirstQpSlot);
 }
@@ -292,6 +293,8 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   }
   qp->resp.resp_q.reset(kRespQueueDepth);
   qp->resp.replay.assign(1, AtomicReplay{});  // resized with max_dest_rd_atomic (modify_qp)
+  if (a.type == QpType::kRc && m.cfg.loss_recovery == LossRecovery::kSelective)
+    m.sr_setup(*qp, true);
   qp->attr.max_send_wr = a.max_send_wr;
   qp->attr.max_recv_wr = a.max_recv_wr;
   qp->attr.max_send_sge = a.max_send_sge;
@@ -428,6 +431,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->req.force_ackreq = false;
         qp->resp.msn = Msn(0);
         for (auto& r : qp->resp.replay) r.valid = false;
+        m.sr_setup(*qp, qp->selective);
         break;
       }
       case QpState::kErr:
@@ -483,6 +487,20 @@ bool Engine::qp_traffic(uint32_t qpn, QpTraffic* out) const {
   if (!qp) return false;
   *out = qp->traffic;
   return true;
+}
+
+Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
+  Qp* qp = impl_->find_qp(qpn);
+  if (!qp) return Status::not_found();
+  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
+    return Status::invalid();
+  impl_->sr_setup(*qp, on);
+  return Status::ok();
+}
+
+bool Engine::selective_repeat(uint32_t qpn) const {
+  const Qp* qp = impl_->find_qp(qpn);
+  return qp && qp->selective;
 }
 
 Status Engine::destroy_qp(uint32_t qpn) {

@@ -52,6 +52,21 @@ struct EngineConfig {
   std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();
   /// RC go-back-N window: most PSNs sent and not yet acknowledged per QP (rxe uses 128).
   uint32_t max_unacked_psns = 128;
+  /// Loss recovery of RC QPs created from now on (docs/loss-recovery.md). kSelective is
+  /// uroce's extension: use it only when the peer agreed (both devices' configs, or ECE);
+  /// set_selective_repeat() changes one QP before it leaves INIT.
+  LossRecovery loss_recovery = LossRecovery::kGoBackN;
+  /// Selective repeat: PSNs after the oldest unacknowledged one that the requester tracks and
+  /// the responder holds out of order (a power of two, 16..512: a SACKETH's bitmap).
+  uint32_t sr_window = 512;
+  /// Selective repeat: request packets in flight (sent, neither acknowledged nor selectively
+  /// acknowledged) per QP, near the path's bandwidth-delay product (IRN's BDP-FC). 0: the
+  /// link's bytes in kSrDefaultBdpRtt, at least 16 packets.
+  uint32_t sr_max_inflight = 0;
+  /// Selective repeat: the short retransmission timeout, used while at most kSrFewInFlight
+  /// packets are in flight (a lost tail or a lost retransmission); the QP's local ACK timeout
+  /// applies otherwise and alone spends retry_cnt.
+  Duration sr_rto_low = Duration::micros(100);
   /// Congestion control (lib/dcqcn's adapter); nullptr = no pacing, no CNPs sent.
   /// Not owned; must outlive the engine.
   CongestionFactory* cc = nullptr;
@@ -67,6 +82,11 @@ struct EngineConfig {
     return m;
   }
 };
+
+/// Selective repeat: the round trip the default in-flight cap assumes (a data-centre path).
+inline constexpr Duration kSrDefaultBdpRtt = Duration::micros(8);
+/// Selective repeat: at most this many packets in flight use the short timeout (IRN's N).
+inline constexpr uint32_t kSrFewInFlight = 3;
 
 /// Receives engine notifications (called from inside engine calls, engine lock held).
 class EngineObserver {
@@ -176,6 +196,11 @@ class Engine {
   Status query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init);
   /// Destroys the QP (any state).
   Status destroy_qp(uint32_t qpn);
+  /// Selective repeat on (or off) for one RC QP in RESET or INIT, e.g. after ECE agreed it
+  /// with the peer. EINVAL: not RC, or past INIT.
+  Status set_selective_repeat(uint32_t qpn, bool on);
+  /// Whether the QP recovers loss by selective repeat.
+  bool selective_repeat(uint32_t qpn) const;
   /// The QP's current congestion-control rate in bit/s (0: unlimited, no CC, or unknown QPN),
   /// for tools (lib/stats QP records).
   uint64_t qp_rate_bps(uint32_t qpn) const;

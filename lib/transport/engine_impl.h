@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -177,6 +178,9 @@ struct Engine::Impl {
   // responder.cc
   void responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
   void rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
+  /// An RC request at the expected PSN: checks, execution, ePSN, ACK. held: a packet that
+  /// selective repeat placed earlier (its bytes are in place; only the bookkeeping runs).
+  void rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now, const HeldPacket* held);
   void uc_responder(Qp& qp, const wire::ParsedPacket& p);
   void ud_responder(Qp& qp, const wire::ParsedPacket& p);
   bool pop_recv(Qp& qp);
@@ -185,6 +189,47 @@ struct Engine::Impl {
   void responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev, WcStatus recv_status);
   /// The delayed ACK (kDelayedAck).
   void responder_timers(Qp& qp, Timestamp now);
+
+  // sr_responder.cc (selective repeat)
+  /// Selective repeat on or off for qp, its windows sized and emptied.
+  void sr_setup(Qp& qp, bool on);
+  /// Places a request ahead of the expected PSN where its SRETH says; false: not taken.
+  bool sr_place(Qp& qp, const wire::ParsedPacket& p);
+  /// A request ahead of the expected PSN: placed and held, or dropped; an ACK with SACK follows.
+  void sr_hold(Qp& qp, const wire::ParsedPacket& p);
+  /// Retires the held packets the expected PSN (which was `before`) has reached.
+  void sr_drain(Qp& qp, Psn before, Timestamp now);
+  /// The SACKETH of an ACK of qp: a bitmap of the held PSNs (nothing when none is held).
+  void sr_fill_sack(const Qp& qp, wire::FrameSpec& s);
+
+  // sr_requester.cc (selective repeat)
+  /// Packets in flight a selective-repeat QP may have (EngineConfig::sr_max_inflight).
+  uint32_t sr_cap(const Qp& qp) const;
+  /// psn arrived: its send time is evidence against everything sent before it.
+  void sr_delivered(Qp& qp, Psn psn);
+  /// Clears the SACK board below una (what una passed counts as delivered).
+  void sack_forget_below(Qp& qp);
+  /// Whether the peer holds psn (a SACKETH said so); psn >= una.
+  bool sack_held(const Qp& qp, Psn psn) const;
+  /// Sent, neither acknowledged nor held by the peer.
+  uint32_t sr_in_flight(const Qp& qp) const;
+  /// The lowest lost PSN from `from` on into req.sr.hole (has_hole false: none).
+  void sr_find_hole(Qp& qp, Psn from);
+  /// A timeout: everything outstanding from `from` that the peer does not hold is lost.
+  void sr_declare_lost(Qp& qp, Timestamp now, Psn from);
+  /// An ACK of a selective-repeat QP, after ack_through(): its SACKETH onto the board.
+  void sr_on_ack(Qp& qp, const wire::ParsedPacket& p);
+  /// una moved: the board follows, the lost PSN is looked for again if it was passed.
+  void sr_after_progress(Qp& qp);
+  /// Records the send time of PSNs [first, after) (a READ request covers all its PSNs).
+  void sr_note_sent(Qp& qp, Psn first, Psn after, Timestamp now);
+  /// psn must go again (a READ response or an atomic ACK went missing).
+  void sr_force_resend(Qp& qp, Psn psn);
+  /// Resends the lost PSN req.sr.hole (a READ/atomic: its request from there); returns as
+  /// service_requester().
+  int sr_resend(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
+  /// The short retransmission timeout (sr_rto_low).
+  void sr_timers(Qp& qp, Timestamp now);
 
   // completer.cc
   void completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
@@ -214,6 +259,10 @@ struct Engine::Impl {
   Timestamp qp_tx_time(const Qp& qp) const;
   Timestamp qp_timer_time(const Qp& qp) const;
   bool requester_has_packet(const Qp& qp) const;
+  /// requester_has_packet() or, selective repeat, a PSN to resend.
+  bool requester_ready(const Qp& qp) const;
+  /// service_requester(), or first a selective-repeat resend.
+  int service_requester_any(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
   /// The ACK probe (kAckProbeDelay), the end of an RNR wait, a neighbour retry.
   void requester_timers(Qp& qp, Timestamp now);
   /// Every timer of the QP's roles and of its congestion control.
@@ -256,7 +305,7 @@ struct Engine::Impl {
 template <typename Fill>
 int Engine::Impl::emit(TxSink& sink, Qp& qp, const wire::FrameSpec& spec, uint32_t payload_len,
                        uint8_t prio, bool cnp, Fill&& fill) {
-  size_t max_len = wire::kMaxFrameOverhead + payload_len;
+  size_t max_len = wire::kMaxFrameOverhead + wire::ext_len(spec.ext, spec.sack) + payload_len;
   uint8_t* buf = sink.begin_frame(max_len);
   if (!buf) return -1;
   std::span<uint8_t> b(buf, max_len);

@@ -24,6 +24,7 @@
 #include "transport/ring.h"
 #include "transport/verbs_types.h"
 #include "transport/wire/build.h"
+#include "transport/wire/ext_headers.h"
 
 namespace uroce::transport {
 
@@ -47,6 +48,7 @@ struct SendWqe {
   uint32_t remote_qpn = 0;   ///< UD
   uint32_t remote_qkey = 0;  ///< UD
   uint32_t num_sge = 0;
+  uint32_t recv_seq = 0;  ///< selective repeat: index among receive-consuming messages
   WrOpcode opcode = WrOpcode::kSend;
   uint32_t flags = 0;  ///< SendFlags
   bool inline_data = false;
@@ -92,6 +94,45 @@ struct AtomicReplay {
   uint64_t orig = 0;
 };
 
+/// Selective repeat, requester side (sr_requester.cc): when each PSN was last sent, and the
+/// newest send time among packets known to have arrived; an unacknowledged PSN the peer does
+/// not hold that was sent before that time is lost (no reordering on a path: one UDP flow).
+struct SrSendState {
+  uint32_t recv_seq = 0;           ///< next receive-consuming message's index (SRETH recv_seq)
+  std::vector<Timestamp> sent_at;  ///< by PSN modulo the window
+  Timestamp delivered{0};          ///< newest send time of a packet known to have arrived
+  bool has_hole = false;           ///< `hole` is the lowest lost PSN
+  Psn hole;
+  Timestamp rto_low_at = Timestamp::never();
+};
+
+/// Selective repeat, completer side: which PSNs in [una, una + window) the peer holds
+/// (SACKETH ranges), by PSN modulo the window.
+struct SackBoard {
+  std::vector<uint8_t> held;
+  uint32_t count = 0;  ///< entries set
+  Psn base;            ///< entries below it are cleared (it follows una)
+  bool based = false;  ///< base is set
+};
+
+/// One request packet a selective-repeat responder placed ahead of the expected PSN, kept
+/// until the PSNs before it arrive (then retired in order: completions, MSN, receive WQEs).
+struct HeldPacket {
+  bool valid = false;
+  uint8_t opcode = 0;
+  bool se = false;
+  uint32_t len = 0;      ///< payload bytes (already placed)
+  uint32_t imm = 0;      ///< ImmDt or IETH
+  wire::RethValue reth;  ///< WRITE FIRST/ONLY
+};
+
+/// Selective repeat, responder side.
+struct SrRecvState {
+  std::vector<HeldPacket> win;  ///< by PSN modulo the window
+  uint32_t held = 0;            ///< valid entries
+  uint32_t recv_popped = 0;     ///< receive WQEs taken in order (the next message's index)
+};
+
 struct RequesterState {
   Ring<SendWqe> sq;
   std::vector<Sge> sq_sges;        ///< capacity * max_send_sge
@@ -113,6 +154,7 @@ struct RequesterState {
   Timestamp rnr_until = Timestamp::never();       ///< RNR wait: no request before
   Timestamp neigh_retry_at = Timestamp::never();  ///< unresolved neighbour: retry then
   bool sqd_notified = false;
+  SrSendState sr;
 };
 
 struct CompleterState {
@@ -124,6 +166,7 @@ struct CompleterState {
   Timestamp retrans_at = Timestamp::never();  ///< local ACK timer
   bool rewind_guard = false;  ///< a rewind to rewind_psn happened with una == rewind_una
   Psn rewind_psn, rewind_una;
+  SackBoard sack;
 };
 
 struct ResponderState {
@@ -151,6 +194,7 @@ struct ResponderState {
   std::vector<AtomicReplay> replay;  ///< max(max_dest_rd_atomic, 1) entries
   uint32_t replay_next = 0;
   bool comm_est = false;  ///< kCommEst already raised
+  SrRecvState sr;
 };
 
 /// Notification point (DCQCN NP, Annex 17 §A17.9.3): the CNP target of a CE-marked flow.
@@ -173,6 +217,8 @@ struct Qp {
   uint16_t udp_sport = 0xc000;
   std::unique_ptr<QpCongestion> cc;
   bool fatal_raised = false;  ///< an affiliated QP error event was raised since RESET
+  bool selective = false;     ///< RC loss recovery by selective repeat (uroce's extension)
+  uint32_t sr_mask = 0;       ///< selective repeat: window - 1
 
   RequesterState req;
   CompleterState comp;

@@ -71,10 +71,31 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
       if ((w.flags & kSendFence) && qp.req.rd_atomic_out > 0) return false;
     }
   }
+  if (qp.selective) {
+    // New packets (the cursor at max_psn): within the tracked window and the in-flight cap.
+    if (qp.req.next_psn != qp.req.max_psn) return true;
+    return diff(qp.req.max_psn, qp.comp.una) < static_cast<int32_t>(cfg.sr_window) - 1 &&
+           sr_in_flight(qp) < sr_cap(qp);
+  }
   if (qp.type == QpType::kRc &&
       diff(qp.req.next_psn, qp.comp.una) >= static_cast<int32_t>(cfg.max_unacked_psns))
     return false;
   return true;
+}
+
+bool Engine::Impl::requester_ready(const Qp& qp) const {
+  if (qp.selective && qp.req.sr.has_hole &&
+      (qp.state == QpState::kRts || qp.state == QpState::kSqd))
+    return true;
+  return requester_has_packet(qp);
+}
+
+int Engine::Impl::service_requester_any(Qp& qp, TxSink& sink, NeighborResolver& neigh,
+                                        Timestamp now) {
+  if (qp.selective && qp.req.sr.has_hole &&
+      (qp.state == QpState::kRts || qp.state == QpState::kSqd))
+    return sr_resend(qp, sink, neigh, now);
+  return service_requester(qp, sink, neigh, now);
 }
 
 bool Engine::Impl::wants_ackreq(const Qp& qp, const SendWqe& w, bool last, uint32_t pos,
@@ -159,6 +180,9 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     qp.req.next_psn = qp.req.max_psn;
     qp.req.started_end = pos + 1;
     if (is_rd_atomic(w)) qp.req.rd_atomic_out++;
+    const bool rwqe = w.opcode == WrOpcode::kSend || w.opcode == WrOpcode::kSendWithImm ||
+                      w.opcode == WrOpcode::kSendWithInv || w.opcode == WrOpcode::kRdmaWriteWithImm;
+    w.recv_seq = rwqe ? qp.req.sr.recv_seq++ : qp.req.sr.recv_seq;
   } else {
     // Re-sending (go-back-N): the PSN follows from the WQE and the cursor, never from a
     // running counter, so segmentation is identical to the first transmission.
@@ -216,6 +240,12 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
         s.imm = imm_from_net(w.imm);
       if (last && w.opcode == WrOpcode::kSendWithInv) s.ieth_rkey = w.imm;
       s.se = last && (w.flags & kSendSolicited);
+      if (qp.selective) {
+        const bool write =
+            w.opcode == WrOpcode::kRdmaWrite || w.opcode == WrOpcode::kRdmaWriteWithImm;
+        s.ext = wire::UroceExt::kSreth;
+        s.sreth = {w.recv_seq, write ? w.rkey : 0u, write ? w.remote_addr + off : uint64_t{off}};
+      }
       if (qp.type == QpType::kRc) s.ackreq = wants_ackreq(qp, w, last, pos, now);
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
@@ -248,6 +278,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     inc(Counter::roce_adp_retrans);
     qp.traffic.retransmits++;
   }
+  if (qp.selective) sr_note_sent(qp, s.psn, after, now);
   if (diff(after, qp.req.max_psn) > 0) qp.req.max_psn = after;
   qp.req.next_psn = after;
   qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
@@ -267,6 +298,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   if (qp.type == QpType::kRc) {
     if (qp.comp.retrans_at.is_never())
       qp.comp.retrans_at = now + local_ack_timeout(qp.attr.timeout);
+    if (qp.selective) qp.req.sr.rto_low_at = now + cfg.sr_rto_low;
   } else if (last_of_wqe) {
     // UC/UD: the WR is complete once its last packet is on the wire.
     qp.comp.una = qp.req.next_psn;
@@ -276,6 +308,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
 }
 
 void Engine::Impl::requester_timers(Qp& qp, Timestamp now) {
+  if (qp.selective) sr_timers(qp, now);
   if (qp.req.probe_at <= now) {
     qp.req.probe_at = Timestamp::never();
     // ACK probe (kAckProbeDelay): the stream stopped with its last packets never asked to be

@@ -61,6 +61,7 @@ bool Engine::Impl::pop_recv(Qp& qp) {
   }
   qp.resp.cur_recv = true;
   qp.resp.cur_off = 0;
+  qp.resp.sr.recv_popped++;
   return true;
 }
 
@@ -123,6 +124,10 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
   const int32_t d = diff(p.psn, qp.resp.epsn);
   const uint32_t pd = qp.init.pd;
 
+  if (d > 0 && qp.selective) {
+    sr_hold(qp, p);  // placed and held, or dropped (sr_responder.cc)
+    return;
+  }
   if (d > 0) {
     // Future PSN: a request was lost. NAK once per episode (IBA 9.7.5.1.2), then drop.
     inc(Counter::out_of_sequence);
@@ -177,7 +182,19 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     return;
   }
 
-  // ---- In order ----
+  if (!qp.selective || qp.resp.sr.held == 0) {
+    rc_execute(qp, p, now, nullptr);
+    return;
+  }
+  const Psn before = qp.resp.epsn;
+  rc_execute(qp, p, now, nullptr);
+  if (qp.resp.epsn != before) sr_drain(qp, before, now);
+}
+
+void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now,
+                              const HeldPacket* held) {
+  const wire::OpcodeInfo& info = *p.info;
+  const uint32_t pd = qp.init.pd;
   qp.resp.nak_sent = false;
   const bool cont = info.is(OpFlag::kMiddle) || info.is(OpFlag::kLast);
   // Opcode sequence (IBA 9.7.5.1.3, C9-?): MIDDLE/LAST only continue the same operation.
@@ -200,7 +217,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     return;
   }
   // Payload length vs path MTU (IBA 9.7.5.1.5): FIRST/MIDDLE exactly one MTU.
-  const uint32_t len = static_cast<uint32_t>(p.payload.size());
+  const uint32_t len = held ? held->len : static_cast<uint32_t>(p.payload.size());
   if (((info.is(OpFlag::kFirst) || info.is(OpFlag::kMiddle)) && len != qp.mtu) || len > qp.mtu) {
     responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                     WcStatus::kRemInvReqErr);
@@ -225,8 +242,9 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
                       WcStatus::kLocLenErr);
       return;
     }
-    if (len && scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, recv_pd(qp),
-                       qp.resp.cur_off, p.payload.data(), len) != AccessCheck::kOk) {
+    if (len && !held &&
+        scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, recv_pd(qp), qp.resp.cur_off,
+                p.payload.data(), len) != AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteOperationalError, AsyncEventType::kQpFatal,
                       WcStatus::kLocProtErr);
       return;
@@ -283,7 +301,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
                         WcStatus::kSuccess);
         return;
       }
-      std::memcpy(reinterpret_cast<void*>(qp.resp.wr_va), p.payload.data(), len);
+      if (!held) std::memcpy(reinterpret_cast<void*>(qp.resp.wr_va), p.payload.data(), len);
     }
     qp.resp.wr_va += len;
     qp.resp.wr_resid -= len;

@@ -34,7 +34,9 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.opcode = Opcode::kRcAcknowledge;
       s.psn = it.psn;
       s.aeth.syndrome = it.syndrome;
+      if (it.kind == RespItem::Kind::kAck) sr_fill_sack(qp, s);
       r = emit(sink, qp, s, 0, prio, false, none);
+      if (r > 0 && s.ext == wire::UroceExt::kSack) inc(Counter::sr_sacks_sent);
       if (r > 0) qp.resp.resp_q.pop();
       return r > 0 ? 1 : r;
     }

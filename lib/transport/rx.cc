@@ -73,6 +73,10 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
     inc(Counter::rx_bad_qp_state);
     return;
   }
+  if (p.ext != wire::UroceExt::kNone && !qp->selective) {
+    inc(Counter::sr_unnegotiated);  // uroce's extension from a peer this QP did not agree with
+    return;
+  }
   qp->traffic.rx_packets++;
   qp->traffic.rx_bytes += frame.size();
   if (p.ecn == wire::kEcnCe) note_ce(*qp, p, now);

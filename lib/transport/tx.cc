@@ -56,7 +56,7 @@ bool Engine::Impl::resolve(Qp& qp, NeighborResolver& neigh) {
 
 Timestamp Engine::Impl::qp_tx_time(const Qp& qp) const {
   if (!qp.resp.resp_q.empty() || qp.cnp.cnp_pending) return last_now;
-  if (!requester_has_packet(qp)) return Timestamp::never();
+  if (!requester_ready(qp)) return Timestamp::never();
   Timestamp t = last_now;
   if (!qp.req.rnr_until.is_never()) t = std::max(t, qp.req.rnr_until);
   if (!qp.req.neigh_retry_at.is_never()) t = std::max(t, qp.req.neigh_retry_at);
@@ -65,7 +65,8 @@ Timestamp Engine::Impl::qp_tx_time(const Qp& qp) const {
 }
 
 Timestamp Engine::Impl::qp_timer_time(const Qp& qp) const {
-  return std::min({qp.comp.retrans_at, qp.req.probe_at, qp.resp.dack_at, qp.cc->next_deadline()});
+  return std::min({qp.comp.retrans_at, qp.req.probe_at, qp.resp.dack_at, qp.req.sr.rto_low_at,
+                   qp.cc->next_deadline()});
 }
 
 Timestamp Engine::Impl::next_deadline() const {
@@ -111,9 +112,9 @@ size_t Engine::Impl::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timest
         int r = 0;
         if (!qp.resp.resp_q.empty()) r = service_responder(qp, sink, neigh, now);
         if (r == 0 && qp.cnp.cnp_pending) r = send_cnp(qp, sink);
-        if (r == 0 && requester_has_packet(qp) && qp.req.rnr_until.is_never() &&
+        if (r == 0 && requester_ready(qp) && qp.req.rnr_until.is_never() &&
             qp.req.neigh_retry_at.is_never() && qp.cc->next_send_time(qp.mtu + 80, now) <= now)
-          r = service_requester(qp, sink, neigh, now);
+          r = service_requester_any(qp, sink, neigh, now);
         if (r < 0) {
           full = true;
           break;

@@ -15,6 +15,8 @@
 namespace uroce::transport {
 
 enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };  // IBV_QPT_*
+/// How an RC QP repairs loss: IBA go-back-N, or uroce's selective repeat between agreeing peers.
+enum class LossRecovery : uint8_t { kGoBackN, kSelective };
 
 enum class QpState : uint8_t {  // IBV_QPS_*
   kReset = 0,

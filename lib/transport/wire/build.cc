@@ -64,7 +64,8 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   uint16_t ipv4_sum_partial = 0;
   const size_t l2 = sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0);
   const size_t l3 = ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
-  const size_t need = l2 + l3 + sizeof(UdpHdr) + info.length;
+  const size_t xlen = ext_len(spec.ext, spec.sack);
+  const size_t need = l2 + l3 + sizeof(UdpHdr) + info.length + xlen;
   if (buf.size() < need) return FrameLayout{};
   uint8_t* p = buf.data();
 
@@ -122,7 +123,8 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   store_be16(bth + 2, spec.pkey);
   store_be32(bth + 4, (spec.fecn ? kBthFecnMask : 0) | (spec.becn ? kBthBecnMask : 0) |
                           spec.dest_qpn.value());
-  store_be32(bth + 8, (spec.ackreq ? kBthAckReqMask : 0) | spec.psn.value());
+  store_be32(bth + 8,
+             (spec.ackreq ? kBthAckReqMask : 0) | (xlen ? kBthUroceExtMask : 0) | spec.psn.value());
 
   // Extended headers at the table's offsets.
   const HdrMask h = info.hdrs;
@@ -156,9 +158,19 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   if (h.has(ExtHdr::kCnpReserved)) {
     std::memset(bth + info.offset_of(ExtHdr::kCnpReserved), 0, sizeof(CnpReserved));
   }
+  if (spec.ext == UroceExt::kSreth) {
+    uint8_t* x = bth + info.length;
+    store_be32(x, spec.sreth.recv_seq);
+    store_be32(x + 4, spec.sreth.rkey);
+    store_be64(x + 8, spec.sreth.place);
+  } else if (spec.ext == UroceExt::kSack) {
+    uint8_t* x = bth + info.length;
+    store_be32(x, (uint32_t{spec.sack.nwords} << kSackWordsShift) | spec.sack.base.value());
+    for (size_t k = 0; k < spec.sack.nwords; ++k) store_be32(x + 4 + 4 * k, spec.sack.bits[k]);
+  }
   return make_layout(static_cast<uint16_t>(l2), static_cast<uint16_t>(l2 + l3),
                      static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr)),
-                     static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr) + info.length),
+                     static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr) + info.length + xlen),
                      ipv4_sum_partial, ipv6);
 }
 

@@ -25,6 +25,7 @@
 #include "common/types.h"
 #include "transport/wire/ext_headers.h"
 #include "transport/wire/opcode.h"
+#include "transport/wire/sr_ext.h"
 
 namespace uroce::wire {
 
@@ -66,6 +67,10 @@ struct FrameSpec {
   uint32_t imm = 0;
   uint32_t ieth_rkey = 0;
   DethValue deth;
+  // uroce's selective-repeat extension (sr_ext.h): kNone on every frame to an IBA peer.
+  UroceExt ext = UroceExt::kNone;
+  SrethValue sreth;
+  SackValue sack;
 };
 
 /// Where build_headers() put things. Offsets from the start of the frame, bytes.
@@ -83,8 +88,15 @@ struct FrameLayout {
 };
 static_assert(sizeof(FrameLayout) == 16);
 
-/// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header a frame can have.
+/// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header an IBA frame can
+/// have (a frame with uroce's extension adds ext_len()).
 inline constexpr size_t kMaxHeadersLen = 14 + 4 + 40 + 8 + kMaxTransportHeaderLen;
+/// Bytes of uroce's extension header a frame carries (sr_ext.h).
+constexpr size_t ext_len(UroceExt e, const SackValue& sack = {}) {
+  return e == UroceExt::kSreth  ? sizeof(Sreth)
+         : e == UroceExt::kSack ? 4 + 4 * size_t{sack.nwords}
+                                : 0;
+}
 /// Bytes a frame needs besides the payload: headers, up to 3 pad bytes and the ICRC.
 inline constexpr size_t kMaxFrameOverhead = kMaxHeadersLen + 3 + 4;
 

@@ -130,8 +130,27 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
   const uint8_t b1 = bth[1];
   out->tver = b1 & kBthTverMask;
   if (out->tver != 0) return DropReason::kBadTver;
-  if (roce_len < info.length + kIcrcLen) return DropReason::kHeaderTruncated;
-  const size_t data_len = roce_len - info.length - kIcrcLen;  // payload + pad
+  // uroce's extension header (sr_ext.h) sits after the IBA extended headers.
+  const uint32_t w2 = load_be32(bth + 8);
+  size_t ext_len = 0;
+  out->ext = UroceExt::kNone;
+  if (w2 & kBthUroceExtMask) {
+    if (info.is(OpFlag::kRc) && info.is(OpFlag::kRequest) &&
+        (info.is(OpFlag::kSend) || info.is(OpFlag::kWrite))) {
+      out->ext = UroceExt::kSreth;
+      ext_len = sizeof(Sreth);
+    } else if (bth[0] == static_cast<uint8_t>(Opcode::kRcAcknowledge)) {
+      out->ext = UroceExt::kSack;
+      if (roce_len < info.length + 4 + kIcrcLen) return DropReason::kHeaderTruncated;
+      const uint32_t nwords = load_be32(bth + info.length) >> kSackWordsShift;
+      if (nwords == 0 || nwords > kSackMaxWords) return DropReason::kBadExtension;
+      ext_len = 4 + 4 * nwords;
+    } else {
+      return DropReason::kBadExtension;
+    }
+  }
+  if (roce_len < info.length + ext_len + kIcrcLen) return DropReason::kHeaderTruncated;
+  const size_t data_len = roce_len - info.length - ext_len - kIcrcLen;  // payload + pad
   out->padcnt = static_cast<uint8_t>((b1 & kBthPadCntMask) >> kBthPadCntShift);
   if (info.has_payload()) {
     if (out->padcnt > data_len || (data_len & 3) != 0) return DropReason::kBadPad;
@@ -148,7 +167,6 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
   out->fecn = (w1 & kBthFecnMask) != 0;
   out->becn = (w1 & kBthBecnMask) != 0;
   out->dest_qpn = Qpn(w1 & kBthQpnMask);
-  const uint32_t w2 = load_be32(bth + 8);
   out->ackreq = (w2 & kBthAckReqMask) != 0;
   out->psn = Psn(w2 & kBthPsnMask);
 
@@ -183,7 +201,20 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
   if (h.has(ExtHdr::kImmDt)) out->imm = load_be32(bth + info.offset_of(ExtHdr::kImmDt));
   if (h.has(ExtHdr::kIeth)) out->ieth_rkey = load_be32(bth + info.offset_of(ExtHdr::kIeth));
 
-  out->payload = std::span<const uint8_t>(bth + info.length, data_len - out->padcnt);
+  if (out->ext == UroceExt::kSreth) {
+    const uint8_t* x = bth + info.length;
+    out->sreth.recv_seq = load_be32(x);
+    out->sreth.rkey = load_be32(x + 4);
+    out->sreth.place = load_be64(x + 8);
+  } else if (out->ext == UroceExt::kSack) {
+    const uint8_t* x = bth + info.length;
+    const uint32_t w = load_be32(x);
+    out->sack.nwords = static_cast<uint8_t>(w >> kSackWordsShift);
+    out->sack.base = Psn(w & kBthPsnMask);
+    out->sack.bits = {};
+    for (size_t k = 0; k < out->sack.nwords; ++k) out->sack.bits[k] = load_be32(x + 4 + 4 * k);
+  }
+  out->payload = std::span<const uint8_t>(bth + info.length + ext_len, data_len - out->padcnt);
   out->bth_offset = static_cast<uint16_t>(bth - p);
   out->ip_packet_len = static_cast<uint16_t>(ip_hdr_len + l4_len);
   return DropReason::kOk;

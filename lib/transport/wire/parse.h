@@ -4,7 +4,8 @@
  *
  * Checks, in order: Ethernet (+ optional 802.1Q), EtherType IPv4/IPv6, IP version / IHL /
  * lengths / checksum (IPv4) / no fragments, protocol UDP, UDP length, destination port 4791,
- * BTH opcode in the table, TVer 0, header length from the table, pad count vs payload, ICRC.
+ * BTH opcode in the table, TVer 0, header length from the table, uroce's extension header
+ * (sr_ext.h: only on RC SEND/WRITE requests and RC Acknowledge), pad count vs payload, ICRC.
  * It never reads outside `frame`. Bytes after the IP packet (Ethernet padding) are ignored.
  * References: IBA Annex 17 (RoCEv2), IBA Vol 1 §9.2-9.3 (BTH, extended headers).
  * Units: bytes.
@@ -19,6 +20,7 @@
 #include "common/types.h"
 #include "transport/wire/ext_headers.h"
 #include "transport/wire/opcode.h"
+#include "transport/wire/sr_ext.h"
 
 namespace uroce::wire {
 
@@ -43,6 +45,8 @@ namespace uroce::wire {
   X(kHeaderTruncated, rx_malformed)    /* extended headers run past the packet */              \
   X(kBadPad, rx_malformed)             /* pad count > payload, or payload+pad not 4-aligned */ \
   X(kUnexpectedPayload, rx_malformed)  /* payload on an opcode that carries none */            \
+  X(kBadExtension, rx_malformed)       /* uroce extension bit on an opcode without one, or */  \
+                                       /* a SACKETH of 0 or more than 16 words */              \
   X(kBadIcrc, rx_icrc_encapsulated)    /* ICRC mismatch */
 
 enum class DropReason : uint8_t {
@@ -93,6 +97,10 @@ struct ParsedPacket {
   Qpn dest_qpn;
   bool ackreq = false;
   Psn psn;
+  /// uroce's selective-repeat extension (sr_ext.h): which header, and its value.
+  UroceExt ext = UroceExt::kNone;
+  SrethValue sreth;
+  SackValue sack;
   /// The opcode's table row (never null after a successful parse).
   const OpcodeInfo* info = nullptr;
   // Extended headers: valid when info->has(ExtHdr::k...).

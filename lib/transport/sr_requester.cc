@@ -1,0 +1,162 @@
+/**
+ * @file sr_requester.cc
+ * @brief Selective repeat, requester and completer side (uroce's extension,
+ * docs/loss-recovery.md). The SACKETH ranges of the peer's ACKs fill a board of the PSNs it
+ * holds after the cumulative ACK. Loss is found by time, as TCP's RACK does: every PSN keeps
+ * when it was last sent, and a PSN neither acknowledged nor held that was sent before a packet
+ * known to have arrived is lost (a path carries one UDP flow in order), so it is resent, once
+ * per such evidence, before any new packet; a lost resend is found the same way. New packets
+ * wait while the packets in flight (sent, neither acknowledged nor held) reach the cap near
+ * the bandwidth-delay product (IRN's BDP-FC). Timers: the QP's local ACK timeout (spends
+ * retry_cnt) and, while at most kSrFewInFlight packets are in flight, the short sr_rto_low;
+ * both declare everything outstanding lost, and only what the peer does not hold is resent.
+ */
+#include <algorithm>
+
+#include "transport/engine_impl.h"
+
+namespace uroce::transport {
+
+uint32_t Engine::Impl::sr_cap(const Qp& qp) const {
+  if (cfg.sr_max_inflight) return cfg.sr_max_inflight;
+  const uint64_t bdp =
+      cfg.link_speed_bps / 8 * static_cast<uint64_t>(kSrDefaultBdpRtt.ns) / 1'000'000'000ull;
+  return static_cast<uint32_t>(std::max<uint64_t>(16, bdp / std::max(qp.mtu, 1u)));
+}
+
+void Engine::Impl::sr_delivered(Qp& qp, Psn psn) {
+  const Timestamp t = qp.req.sr.sent_at[psn.value() & qp.sr_mask];
+  if (t > qp.req.sr.delivered) qp.req.sr.delivered = t;
+}
+
+void Engine::Impl::sack_forget_below(Qp& qp) {
+  SackBoard& b = qp.comp.sack;
+  if (!b.based) {
+    b.base = qp.comp.una;
+    b.based = true;
+    return;
+  }
+  // Everything below una arrived: its send times are evidence too.
+  int32_t n = std::min(diff(qp.comp.una, b.base), static_cast<int32_t>(cfg.sr_window));
+  for (; n > 0; --n, b.base = b.base + 1) {
+    sr_delivered(qp, b.base);
+    uint8_t& e = b.held[b.base.value() & qp.sr_mask];
+    if (e) {
+      e = 0;
+      b.count--;
+    }
+  }
+  b.base = qp.comp.una;
+}
+
+bool Engine::Impl::sack_held(const Qp& qp, Psn psn) const {
+  return qp.comp.sack.count && qp.comp.sack.held[psn.value() & qp.sr_mask];
+}
+
+uint32_t Engine::Impl::sr_in_flight(const Qp& qp) const {
+  const int32_t out = diff(qp.req.max_psn, qp.comp.una);
+  if (out <= 0) return 0;
+  return static_cast<uint32_t>(out) - std::min<uint32_t>(qp.comp.sack.count, out);
+}
+
+void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
+  SrSendState& sr = qp.req.sr;
+  const bool had = sr.has_hole;
+  sr.has_hole = false;
+  for (Psn x = diff(from, qp.comp.una) < 0 ? qp.comp.una : from; diff(x, qp.req.max_psn) < 0;
+       x = x + 1) {
+    if (!sack_held(qp, x) && sr.sent_at[x.value() & qp.sr_mask] < sr.delivered) {
+      sr.has_hole = true;
+      sr.hole = x;
+      if (!had) inc(Counter::sr_loss_events);
+      activate(qp);
+      return;
+    }
+  }
+}
+
+void Engine::Impl::sr_declare_lost(Qp& qp, Timestamp now, Psn from) {
+  // Everything sent before now counts as lost from `from` on, unless the peer holds it.
+  if (now > qp.req.sr.delivered) qp.req.sr.delivered = now;
+  qp.req.sr.has_hole = false;  // a new loss event
+  sr_find_hole(qp, from);
+}
+
+void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p) {
+  sack_forget_below(qp);
+  SackBoard& b = qp.comp.sack;
+  if (p.ext == wire::UroceExt::kSack) {
+    bool bad = false;
+    for (uint32_t j = 0; j < 32u * p.sack.nwords; ++j) {
+      if (!p.sack.has(j)) continue;
+      const Psn x = p.sack.base + j;
+      // Only PSNs sent and not yet acknowledged; the rest is forged.
+      if (diff(x, qp.comp.una) < 0 || diff(x, qp.req.max_psn) >= 0 ||
+          diff(x, qp.comp.una) >= static_cast<int32_t>(cfg.sr_window)) {
+        bad = true;
+        continue;
+      }
+      uint8_t& e = b.held[x.value() & qp.sr_mask];
+      if (!e) {
+        e = 1;
+        b.count++;
+        sr_delivered(qp, x);
+      }
+    }
+    if (bad) inc(Counter::sr_bad_sack);
+  }
+  sr_find_hole(qp, qp.comp.una);
+}
+
+void Engine::Impl::sr_after_progress(Qp& qp) {
+  sack_forget_below(qp);
+  SrSendState& sr = qp.req.sr;
+  if (!sr.has_hole || diff(sr.hole, qp.comp.una) < 0) sr_find_hole(qp, qp.comp.una);
+}
+
+void Engine::Impl::sr_note_sent(Qp& qp, Psn first, Psn after, Timestamp now) {
+  SrSendState& sr = qp.req.sr;
+  int32_t n = std::min(diff(after, first), static_cast<int32_t>(cfg.sr_window));
+  for (Psn x = first; n > 0; --n, x = x + 1) sr.sent_at[x.value() & qp.sr_mask] = now;
+}
+
+void Engine::Impl::sr_force_resend(Qp& qp, Psn psn) {
+  if (diff(psn, qp.comp.una) < 0 || diff(psn, qp.req.max_psn) >= 0) return;
+  qp.req.sr.sent_at[psn.value() & qp.sr_mask] = Timestamp{0};
+  if (qp.req.sr.delivered <= Timestamp{0}) qp.req.sr.delivered = Timestamp{1};
+  if (!qp.req.sr.has_hole || diff(psn, qp.req.sr.hole) < 0) sr_find_hole(qp, psn);
+}
+
+int Engine::Impl::sr_resend(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now) {
+  RequesterState& rq = qp.req;
+  const Psn h = rq.sr.hole;
+  const uint32_t save_pos = rq.send_pos, save_off = rq.send_off;
+  const Psn save_next = rq.next_psn;
+  const uint32_t pkts_since = rq.pkts_since_ackreq;
+  rewind(qp, h);
+  const int r = service_requester(qp, sink, neigh, now);
+  if (qp.state == QpState::kErr) return r;  // a local error retired and flushed the queue
+  // Back to where first transmissions stand.
+  rq.send_pos = save_pos;
+  rq.send_off = save_off;
+  rq.next_psn = save_next;
+  rq.pkts_since_ackreq = pkts_since;
+  if (r > 0) {
+    rq.sr.has_hole = true;  // still in the same loss event
+    sr_find_hole(qp, h + 1);
+  }
+  return r;
+}
+
+void Engine::Impl::sr_timers(Qp& qp, Timestamp now) {
+  SrSendState& sr = qp.req.sr;
+  if (sr.rto_low_at > now) return;
+  sr.rto_low_at = Timestamp::never();
+  if (!outstanding(qp) || sr_in_flight(qp) > kSrFewInFlight || !qp.req.rnr_until.is_never() ||
+      (qp.state != QpState::kRts && qp.state != QpState::kSqd))
+    return;
+  inc(Counter::sr_rto_low);
+  sr_declare_lost(qp, now, qp.comp.una);
+}
+
+}  // namespace uroce::transport
