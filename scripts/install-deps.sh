@@ -16,6 +16,8 @@ PKGS=(
   ibverbs-utils perftest rdma-core rdmacm-utils qperf librdmacm-dev
   # UCX and Open MPI over uroce (tests/e2e/ucx.py): ucx_perftest, mpirun with pml ucx, mpicc
   ucx-utils libucx0 openmpi-bin libopenmpi-dev
+  # rdma-core's own test suite (pyverbs), run against uroce (tests/conformance)
+  python3-pyverbs
   python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 iputils-ping curl procps
 )
 

@@ -174,6 +174,19 @@ UROCE_EXPORT ibv_context* uroce_open_device_1_1(ibv_device* d) {
     errno = saved;
     return nullptr;
   }
+  // cmd_fd: there is no kernel uverbs device, but programs dup(), poll() or fstat() the
+  // context's command fd (rdma-core's suite dups it to try ibv_import_device), so each context
+  // owns an open /dev/null, as `uroce rdma-ns` makes /dev/infiniband/uverbs<i>. Nothing is
+  // ever read from or written to it; ibv_close_device closes it.
+  int cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (cmd_fd < 0) {
+    int saved = errno;
+    close(fds[0]);
+    close(fds[1]);
+    release_runtime(rt);
+    errno = saved;
+    return nullptr;
+  }
   fcntl(fds[1], F_SETFL, O_NONBLOCK);
   auto* ctx = new Context();
   std::memset(&ctx->vctx, 0, sizeof ctx->vctx);
@@ -184,7 +197,7 @@ UROCE_EXPORT ibv_context* uroce_open_device_1_1(ibv_device* d) {
   ctx->vctx.sz = sizeof(verbs_context);
   ibv_context* c = ctx->ibv();
   c->device = d;
-  c->cmd_fd = -1;
+  c->cmd_fd = cmd_fd;
   c->async_fd = fds[0];
   c->num_comp_vectors = 1;
   c->abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -252,6 +265,7 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
   release_runtime(rt);
   close(c->async_fd);
   close(ctx->async_wr);
+  close(c->cmd_fd);
   pthread_mutex_destroy(&c->mutex);
   delete ctx;
   return 0;

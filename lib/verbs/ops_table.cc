@@ -41,7 +41,14 @@ void fill_ops(Context* ctx) {
   o._compat_reg_mr = compat_stub;
   o._compat_rereg_mr = compat_stub;
   o._compat_dereg_mr = compat_stub;
-  o.alloc_mw = [](ibv_pd*, ibv_mw_type) { return fail_null<ibv_mw>(); };
+  // No memory windows; a type that does not exist is refused as bad input first (EINVAL).
+  o.alloc_mw = [](ibv_pd*, ibv_mw_type type) {
+    if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
+      errno = EINVAL;
+      return static_cast<ibv_mw*>(nullptr);
+    }
+    return fail_null<ibv_mw>();
+  };
   o.bind_mw = [](ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; };
   o.dealloc_mw = [](ibv_mw*) { return EOPNOTSUPP; };
   o._compat_create_cq = compat_stub;

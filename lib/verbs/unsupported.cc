@@ -18,6 +18,9 @@ UROCE_DEFAULT_VERSION(uroce_attach_mcast_1_1, ibv_attach_mcast, "IBVERBS_1.1");
 UROCE_EXPORT int uroce_detach_mcast_1_1(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
 UROCE_DEFAULT_VERSION(uroce_detach_mcast_1_1, ibv_detach_mcast, "IBVERBS_1.1");
 
+/// A context lives in the process that opened it (its engine and port are in that process's
+/// memory), so there is nothing another fd could share: importing fails with EOPNOTSUPP (what
+/// rdma-core's suite takes as "not supported") and leaves the caller's fd open.
 UROCE_EXPORT ibv_context* ibv_import_device(int) {
   errno = EOPNOTSUPP;
   return nullptr;

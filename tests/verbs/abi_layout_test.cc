@@ -2,12 +2,15 @@
  * @file abi_layout_test.cc
  * @brief The ABI facts of shared/reference/abi.md against the rdma-core 44 headers this builds
  * with, and the context our ibv_open_device returns: verbs_context layout and sz, abi_compat,
- * every op filled, verbs_get_ctx_op finding the extended ops, EOPNOTSUPP from dummy ops.
+ * every op filled, verbs_get_ctx_op finding the extended ops, EOPNOTSUPP from dummy ops; the
+ * device identity (vendor_id, cmd_fd, ibv_import_device).
  */
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstddef>
@@ -75,6 +78,9 @@ TEST_F(AbiContext, UnsupportedOpsFailWithEopnotsupp) {
     errno = 0;
     EXPECT_EQ(ibv_alloc_mw(pd, IBV_MW_TYPE_1), nullptr);
     EXPECT_EQ(errno, EOPNOTSUPP);
+    errno = 0;
+    EXPECT_EQ(ibv_alloc_mw(pd, static_cast<ibv_mw_type>(3)), nullptr);
+    EXPECT_EQ(errno, EINVAL);
     ibv_td_init_attr td{};
     errno = 0;
     EXPECT_EQ(ibv_alloc_td(ctx_, &td), nullptr);
@@ -186,6 +192,50 @@ TEST_F(AbiContext, DeviceAndPortQueries) {
   ASSERT_EQ(ibv_query_pkey(ctx_, 1, 0, &pkey), 0);
   EXPECT_EQ(be16toh(pkey), 0xffff);
   EXPECT_EQ(ibv_get_pkey_index(ctx_, 1, htobe16(0xffff)), 0);
+}
+
+TEST_F(AbiContext, VendorIdIsRxesNonOui) {
+  // 0xFFFFFF (query.cc): non-zero, not Mellanox's 0x02c9 nor any other vendor's table entry.
+  ibv_device_attr da;
+  ASSERT_EQ(ibv_query_device(ctx_, &da), 0);
+  EXPECT_EQ(da.vendor_id, 0xFFFFFFu);
+  EXPECT_EQ(da.vendor_part_id, 1u);
+  ibv_device_attr_ex dx;
+  ASSERT_EQ(ibv_query_device_ex(ctx_, nullptr, &dx), 0);
+  EXPECT_EQ(dx.orig_attr.vendor_id, 0xFFFFFFu);
+  EXPECT_EQ(dx.orig_attr.vendor_part_id, 1u);
+}
+
+TEST(AbiIdentity, CmdFdIsAnOpenDescriptorPerContextClosedAtClose) {
+  ibv_context* a = open_builtin();
+  ASSERT_NE(a, nullptr);
+  ibv_context* b = open_builtin();
+  ASSERT_NE(b, nullptr);
+  // Expect: each context has its own open descriptor, close-on-exec, distinct from async_fd.
+  ASSERT_GE(a->cmd_fd, 0);
+  ASSERT_GE(b->cmd_fd, 0);
+  EXPECT_NE(a->cmd_fd, b->cmd_fd);
+  EXPECT_NE(a->cmd_fd, a->async_fd);
+  int flags = fcntl(a->cmd_fd, F_GETFD);
+  ASSERT_GE(flags, 0);
+  EXPECT_TRUE(flags & FD_CLOEXEC);
+  // Expect: the descriptor can be duplicated (rdma-core's suite does it to try an import).
+  int dup_fd = dup(a->cmd_fd);
+  ASSERT_GE(dup_fd, 0);
+  // Expect: importing a context fails with EOPNOTSUPP and leaves the caller's fd open.
+  errno = 0;
+  EXPECT_EQ(ibv_import_device(dup_fd), nullptr);
+  EXPECT_EQ(errno, EOPNOTSUPP);
+  EXPECT_GE(fcntl(dup_fd, F_GETFD), 0);
+  EXPECT_EQ(close(dup_fd), 0);
+  // Expect: ibv_close_device closes the context's cmd_fd and only that one.
+  int a_fd = a->cmd_fd;
+  ASSERT_EQ(ibv_close_device(a), 0);
+  errno = 0;
+  EXPECT_EQ(fcntl(a_fd, F_GETFD), -1);
+  EXPECT_EQ(errno, EBADF);
+  EXPECT_GE(fcntl(b->cmd_fd, F_GETFD), 0);
+  EXPECT_EQ(ibv_close_device(b), 0);
 }
 
 TEST_F(AbiContext, PortActiveAsyncEventOnPollableFd) {
