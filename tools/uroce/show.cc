@@ -33,7 +33,8 @@ std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_hand
 /// What the reader found: readable snapshots, stale segments, and one line per failure.
 struct Found {
   std::vector<Snapshot> snaps;
-  std::vector<std::string> stale;   ///< one line each
+  std::string reaped;               ///< the summary of the stale segments removed, or empty
+  std::vector<std::string> stale;   ///< one line each: stale but not removable, or died just now
   std::vector<std::string> errors;  ///< one line each
   std::string dir;
 };
@@ -41,6 +42,7 @@ struct Found {
 Found collect(const ShowOptions& o) {
   Found f;
   f.dir = stats::run_dir(o.run_dir);
+  f.reaped = stats::reap_summary(stats::reap_stale(f.dir), f.dir);
   for (const stats::SegmentInfo& info : stats::list_segments(f.dir)) {
     if (!o.device.empty() && info.device != o.device) continue;
     if (o.pid && info.pid != o.pid) continue;
@@ -67,8 +69,9 @@ Found collect(const ShowOptions& o) {
   return f;
 }
 
-/// Prints the stale notes and errors; returns the exit status.
+/// Prints the reap summary, stale notes and errors; returns the exit status.
 int finish(const Found& f) {
+  if (!f.reaped.empty()) std::fprintf(stderr, "uroce: %s\n", f.reaped.c_str());
   for (const std::string& s : f.stale) std::fprintf(stderr, "uroce: %s\n", s.c_str());
   for (const std::string& e : f.errors) std::fprintf(stderr, "uroce: %s\n", e.c_str());
   return f.errors.empty() ? 0 : 1;
