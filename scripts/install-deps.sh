@@ -9,7 +9,9 @@ PKGS=(
   # libraries
   libdpdk-dev dpdk libibverbs-dev libboost-dev libtomlplusplus-dev libcli11-dev
   libfmt-dev libspdlog-dev libisal-dev prometheus-cpp-dev libgtest-dev libgmock-dev
-  libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev
+  libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev nlohmann-json3-dev
+  # the Debian package (cpack -G DEB) and its check
+  dpkg-dev lintian
   # host mode: netlink (addresses, routes, neighbours) and the XDP program (clang -target bpf)
   libnl-3-dev libnl-route-3-dev libbpf-dev libxdp-dev linux-libc-dev
   # the real RDMA programs that run over uroce, and tools the tests use

@@ -8,8 +8,10 @@
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
+#include <link.h>
 #include <linux/if_link.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -25,12 +27,31 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 
 namespace uroce::xdp {
 
 namespace {
 
 std::string errno_text(int e) { return std::strerror(e < 0 ? -e : e); }
+
+/// The file this code was loaded from: the shared library that links uroce_xdp
+/// (libibverbs.so.1), or the program itself.
+std::string this_module() {
+  static const char anchor = 0;
+  Dl_info info{};
+  link_map* lm = nullptr;
+  if (dladdr1(&anchor, &info, reinterpret_cast<void**>(&lm), RTLD_DL_LINKMAP) != 0 && lm &&
+      lm->l_name && lm->l_name[0]) {
+    std::error_code ec;
+    std::filesystem::path p = std::filesystem::canonical(lm->l_name, ec);
+    return ec ? std::string(lm->l_name) : p.string();
+  }
+  // The main program has no name in its link map.
+  std::error_code ec;
+  std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.string();
+}
 
 /// A file descriptor closed on scope exit.
 struct Fd {
@@ -142,17 +163,25 @@ Outcome remove_unused(std::string_view ifname, const char* why) {
 
 }  // namespace
 
+std::vector<std::string> object_candidates(const std::string& module) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(module).parent_path();
+  const char* name = "roce_steer.bpf.o";
+  return {(dir / name).lexically_normal(),            // installed library: <prefix>/lib/uroce/
+          (dir / "uroce" / name).lexically_normal(),  // library in the build tree: build/lib/
+          (dir / ".." / "lib" / "uroce" / name).lexically_normal()};  // program: bin/
+}
+
 std::string object_path() {
   if (const char* env = std::getenv("UROCE_XDP_PROG"); env && *env) return env;
   std::error_code ec;
+  const std::vector<std::string> near = object_candidates(this_module());
+  for (const std::string& c : near)
+    if (std::filesystem::exists(c, ec)) return c;
 #ifdef UROCE_XDP_OBJECT
   if (std::filesystem::exists(UROCE_XDP_OBJECT, ec)) return UROCE_XDP_OBJECT;
 #endif
-#ifdef UROCE_XDP_INSTALLED
-  return UROCE_XDP_INSTALLED;
-#else
-  return "/usr/local/lib/uroce/roce_steer.bpf.o";
-#endif
+  return near.back();  // not found: the error names where a program looks first
 }
 
 const char* to_string(Mode m) {

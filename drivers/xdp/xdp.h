@@ -24,9 +24,17 @@ inline constexpr std::string_view kProgName = "uroce_roce";
 /// Its per-CPU counter map, indices as in Counts.
 inline constexpr std::string_view kCountsMap = "uroce_counts";
 
-/// The program's object file: $UROCE_XDP_PROG if set, else the build tree's copy when it
-/// exists, else the installed one (lib/uroce/roce_steer.bpf.o under the install prefix).
+/// The program's object file: $UROCE_XDP_PROG if set, else the first of
+/// object_candidates(<the file this code runs from>) that exists, else the build tree's copy
+/// when it exists (programs built elsewhere). Found so in the build tree and wherever
+/// `cmake --install` or the Debian package put uroce.
 std::string object_path();
+
+/// Where the object lies relative to `module`, the library or program that links uroce_xdp:
+/// <dir>/roce_steer.bpf.o (libibverbs.so.1 installed in <prefix>/lib/uroce),
+/// <dir>/uroce/roce_steer.bpf.o (build/lib/libibverbs.so.1), and
+/// <dir>/../lib/uroce/roce_steer.bpf.o (a program in bin/, built or installed).
+std::vector<std::string> object_candidates(const std::string& module);
 
 enum class Mode { kNone, kNative, kGeneric, kOffload, kMulti };
 const char* to_string(Mode m);

@@ -137,6 +137,42 @@ std::vector<SegmentInfo> list_segments(const std::string& dir) {
   return out;
 }
 
+int reap_stale(const std::string& dir) {
+  int removed = 0;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  while (dirent* e = readdir(d)) {
+    std::string device;
+    pid_t pid = 0;
+    if (!parse_segment_name(e->d_name, &device, &pid)) continue;
+    const std::string path = dir + "/" + e->d_name;
+    struct stat checked;
+    if (lstat(path.c_str(), &checked) != 0 || !S_ISREG(checked.st_mode)) continue;
+    Mapping m;
+    SegmentHeader h;
+    std::string ignored;
+    // Only a valid header names an owner; anything else is left for the reader to report.
+    if (!map_segment(path, &m, &h, &ignored)) continue;
+    if (process_alive(h.pid, h.start_time)) continue;
+    // A new owner with the same pid may have replaced the file meanwhile (create() replaces a
+    // leftover of its own name): remove only the file that was checked.
+    struct stat now;
+    if (lstat(path.c_str(), &now) != 0 || now.st_dev != checked.st_dev ||
+        now.st_ino != checked.st_ino || unlink(path.c_str()) != 0)
+      continue;
+    unlink((path + ".baseline").c_str());
+    ++removed;
+  }
+  closedir(d);
+  return removed;
+}
+
+std::string reap_summary(int removed, const std::string& dir) {
+  if (removed == 0) return {};
+  return "removed " + std::to_string(removed) + " stale segment" + (removed == 1 ? "" : "s") +
+         " in " + dir + " (their processes are gone)";
+}
+
 ReadStatus read_segment(const std::string& path, Snapshot* out, std::string* err,
                         const ReadHooks* hooks) {
   std::string local_err;

@@ -38,6 +38,19 @@ struct SegmentInfo {
 /// A missing directory gives an empty list.
 std::vector<SegmentInfo> list_segments(const std::string& dir);
 
+/// Removes the segments in `dir` whose owner is gone, with their baselines, and returns how
+/// many. A segment is removed only when its header is valid and its owner (pid and start time
+/// from the header) is not alive, as process_alive() decides: the pid is free, or it belongs to
+/// a process that started at another time; a segment whose pid exists while its start time is
+/// unknown (0, or /proc unreadable) is kept. The name is unlinked only while it still refers
+/// to the file that was checked. Files that cannot be removed (another user's, in a sticky
+/// folder) stay, and list_segments() reports them as stale.
+int reap_stale(const std::string& dir);
+
+/// The one line that reports a reap, "removed 2 stale segments in /dev/shm (their processes
+/// are gone)"; empty when none was removed.
+std::string reap_summary(int removed, const std::string& dir);
+
 /// A consistent copy of one segment.
 struct Snapshot {
   std::string path;

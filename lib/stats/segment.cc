@@ -10,12 +10,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <set>
 
 #include "stats/proc.h"
+#include "stats/reader.h"
 
 namespace uroce::stats {
 
@@ -33,6 +35,14 @@ std::mutex& live_mu() {
 std::set<StatsSegment*>& live() {
   static auto* s = new std::set<StatsSegment*>();
   return *s;
+}
+
+/// True the first time this process names `dir`.
+bool first_in(const std::string& dir) {
+  static std::mutex mu;
+  static auto* seen = new std::set<std::string>();
+  std::lock_guard<std::mutex> g(mu);
+  return seen->insert(dir).second;
 }
 
 }  // namespace
@@ -70,6 +80,12 @@ std::unique_ptr<StatsSegment> StatsSegment::create(std::string_view device,
   off = align_up(off + sizeof(ConfigSummary));
   size_t qps_off = off;
   size_t total = align_up(off + size_t{opts.qp_capacity} * sizeof(QpRecord));
+
+  // A process's first segment in a run dir clears what killed processes left there.
+  if (first_in(dir)) {
+    if (std::string line = reap_summary(reap_stale(dir), dir); !line.empty())
+      std::fprintf(stderr, "uroce: %s\n", line.c_str());
+  }
 
   // A file of this name belongs to a dead process that had our pid: replace it.
   unlink(path.c_str());

@@ -4,7 +4,8 @@
  * a device, written without locks by its engine and driver, removed when it is destroyed or
  * the process exits normally (atexit: the file is unlinked but stays mapped, so threads that
  * still write at exit write into valid memory). A segment of a process that was killed stays
- * behind; readers (reader.h) report it as stale.
+ * behind until the next process creates its first segment in that run dir, or `uroce show`
+ * runs: both remove it (reader.h reap_stale()) and print one summary line.
  *
  * Typical use in the composition root of a device (lib/verbs):
  *   auto seg = stats::StatsSegment::create(cfg.name, stats::summarize(cfg), &err);
@@ -34,7 +35,10 @@ struct CreateOptions {
 class StatsSegment {
  public:
   /// Creates <run dir>/uroce.<device>.<pid> (replacing a leftover of the same name, which can
-  /// only be a dead process's), fills header, names and config, and publishes it.
+  /// only be a dead process's), fills header, names and config, and publishes it. The first
+  /// call of a process in a run dir first removes that dir's stale segments (reap_stale())
+  /// and, when there were any, writes one line on stderr: "uroce: removed N stale segments
+  /// in DIR ...".
   /// $UROCE_STATS=0 (or "off") disables segments: create() then always fails.
   /// @return nullptr with *err set to one line (the path and the system error) on failure.
   static std::unique_ptr<StatsSegment> create(std::string_view device, const ConfigSummary& config,

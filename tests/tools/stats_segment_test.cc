@@ -1,9 +1,11 @@
 /**
  * @file stats_segment_test.cc
  * @brief lib/stats: segment creation, lock-free writes seen by a reader, QP slots, removal at
- * destruction and at exit, stale detection (dead owner, reused pid), an owner that exits while
- * being read, unreadable files, and counter baselines.
+ * destruction and at exit, stale detection (dead owner, reused pid), stale segments removed
+ * (reap_stale(), and by a process's first segment) while live ones stay, an owner that exits
+ * while being read, unreadable files, and counter baselines.
  */
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -13,6 +15,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "stats/baseline.h"
@@ -195,6 +198,74 @@ TEST_F(StatsSegmentTest, StaleWhenPidReused) {
   auto list = list_segments(dir_);
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0].state, SegmentState::kStale);
+}
+
+TEST_F(StatsSegmentTest, ReapRemovesOnlySegmentsWhoseOwnerIsGone) {
+  std::string err;
+  auto live = StatsSegment::create("live0", cfg_, &err, opts_);  // this process
+  ASSERT_TRUE(live) << err;
+  CreateOptions init = opts_;  // another live process: pid 1, its start time read from /proc
+  init.pid = 1;
+  auto other = StatsSegment::create("init0", cfg_, &err, init);
+  ASSERT_TRUE(other) << err;
+  CreateOptions dead = opts_;  // a fake owner that is gone
+  dead.pid = dead_pid();
+  dead.start_time = 12345;
+  auto gone = StatsSegment::create("gone0", cfg_, &err, dead);
+  ASSERT_TRUE(gone) << err;
+  std::ofstream(gone->path() + ".baseline") << "x";
+  CreateOptions reused = opts_;  // our pid, another start time: the pid was reused
+  reused.start_time = process_start_time(getpid()) + 1;
+  auto reused_seg = StatsSegment::create("reused0", cfg_, &err, reused);
+  ASSERT_TRUE(reused_seg) << err;
+  std::ofstream(dir_ + "/uroce.junk.1") << std::string(4096, 'x');  // no valid header: kept
+
+  EXPECT_EQ(reap_stale(dir_), 2);
+  EXPECT_TRUE(fs::exists(live->path()));
+  EXPECT_TRUE(fs::exists(other->path()));
+  EXPECT_TRUE(fs::exists(dir_ + "/uroce.junk.1"));
+  EXPECT_FALSE(fs::exists(gone->path()));
+  EXPECT_FALSE(fs::exists(gone->path() + ".baseline"));
+  EXPECT_FALSE(fs::exists(reused_seg->path()));
+  EXPECT_EQ(reap_stale(dir_), 0);
+  EXPECT_EQ(reap_summary(2, "/dev/shm"),
+            "removed 2 stale segments in /dev/shm (their processes are gone)");
+  EXPECT_EQ(reap_summary(1, "/x"), "removed 1 stale segment in /x (their processes are gone)");
+  EXPECT_EQ(reap_summary(0, "/x"), "");
+}
+
+TEST_F(StatsSegmentTest, FirstSegmentOfAProcessReaps) {
+  // A dead owner's segment, made in another folder and moved here, so that this process has
+  // not yet created a segment in dir_ (and neither has the child it forks).
+  char tmpl[] = "/tmp/uroce-stats-test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string aside = tmpl;
+  CreateOptions dead = opts_;
+  dead.run_dir = aside;
+  dead.pid = dead_pid();
+  dead.start_time = 12345;
+  std::string err;
+  auto gone = StatsSegment::create("gone0", cfg_, &err, dead);
+  ASSERT_TRUE(gone) << err;
+  const std::string moved = dir_ + "/" + fs::path(gone->path()).filename().string();
+  fs::rename(gone->path(), moved);
+  const std::string log = aside + "/stderr";
+  pid_t c = fork();
+  if (c == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(2);
+    auto seg = StatsSegment::create("child0", cfg_, &err, opts_);
+    _exit(seg ? 0 : 3);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(c, &st, 0), c);
+  ASSERT_TRUE(WIFEXITED(st));
+  EXPECT_EQ(WEXITSTATUS(st), 0);
+  EXPECT_FALSE(fs::exists(moved));
+  std::ifstream in(log);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "uroce: removed 1 stale segment in " + dir_ + " (their processes are gone)\n");
+  fs::remove_all(aside);
 }
 
 TEST_F(StatsSegmentTest, OwnerExitsWhileRead) {

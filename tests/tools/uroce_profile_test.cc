@@ -4,7 +4,8 @@
  * written with comments, everything else is kept, the write is atomic with a .bak, the result
  * validates with lib/config; unknown profiles, malformed files and inline tables are refused
  * with one line and nothing written. Also `uroce doctor` on broken environments, and its UCX
- * check, and `uroce rdma-ns` (the /dev/infiniband nodes and sysfs GID types UCX reads).
+ * check, and `uroce rdma-ns` (the /dev/infiniband nodes and sysfs GID types UCX reads), and
+ * `uroce run` (the library path, the config and rdma-ns's files, for one program).
  */
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -466,6 +467,40 @@ TEST_F(DoctorTest, MalformedConfigFails) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("      fix: edit " + cfg_), std::string::npos) << r.out;
+}
+
+TEST_F(RdmaNsTest, RunSetsLibraryPathConfigAndKernelFiles) {
+  ASSERT_EQ(geteuid(), 0u) << "the kernel files need root (a mount namespace)";
+  write_file(cfg_, kTwoDevices);
+  write_file(dir_.path + "/other.toml",
+             "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.9/15\"]\n");
+  // The build tree's libibverbs.so.1 first, before what LD_LIBRARY_PATH had; --config (a path
+  // relative to the working folder) as an absolute UROCE_CONFIG; rdma-ns's files for its
+  // devices; the program's own exit status.
+  const std::string inside = dir_.path + "/inside.txt";
+  RunResult r = run_uroce(dir_.path,
+                          "run --config other.toml -- sh -c 'echo \"$LD_LIBRARY_PATH\" > " +
+                              inside + " && echo \"$UROCE_CONFIG\" >> " + inside +
+                              " && cat /sys/class/infiniband/b/ports/1/gids/0 >> " + inside +
+                              " && test -c /dev/infiniband/uverbs0 && exit 5'",
+                          "LD_LIBRARY_PATH=/x/keep UROCE_CONFIG=" + cfg_);
+  EXPECT_EQ(r.status, 5) << r.out << r.err;
+  const std::string lib =
+      std::filesystem::canonical(std::filesystem::path(UROCE_BIN).parent_path() / ".." / "lib");
+  EXPECT_EQ(read_file(inside), lib + ":/x/keep\n" + dir_.path +
+                                   "/other.toml\n0000:0000:0000:0000:0000:ffff:c612:0009\n");
+  EXPECT_FALSE(std::filesystem::exists("/dev/infiniband"));
+  EXPECT_FALSE(leftovers());
+  // A config file that is not there, a program that is not there: one line each.
+  r = run_uroce(dir_.path, "run --config nope.toml -- true", "UROCE_CONFIG=" + cfg_);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.err, "uroce run: --config nope.toml: no such file\n");
+  r = run_uroce(dir_.path, "run -- /nonexistent/program", "UROCE_CONFIG=" + cfg_);
+  EXPECT_EQ(r.status, 127);
+  EXPECT_NE(r.err.find("uroce run: /nonexistent/program: No such file or directory"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(leftovers());
 }
 
 }  // namespace

@@ -10,8 +10,9 @@
  *   uroce profile list | show NAME | apply NAME [--config FILE] | diff NAME [--config FILE]
  *   uroce doctor                                what is wrong on this host, and the fix
  *   uroce rdma-ns [-- PROGRAM ARGS...]          the kernel RDMA files UCX looks for
- *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
- *   uroce link add NAME netdev IF | del NAME | show [NAME]   devices on kernel netdevs
+ *   uroce run [--config F] -- PROGRAM ARGS...   a program over uroce (library path, config,
+ * rdma-ns) uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics uroce link add NAME
+ * netdev IF | del NAME | show [NAME]   devices on kernel netdevs
  */
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "link_cmd.h"
 #include "profile_cmd.h"
 #include "rdma_ns.h"
+#include "run_cmd.h"
 #include "show.h"
 
 int main(int argc, char** argv) {
@@ -118,6 +120,15 @@ int main(int argc, char** argv) {
       "mount namespace where they exist");
   rdma_ns_cmd->add_option("program", rno.argv, "The program and its arguments, after --");
 
+  RunOptions ro;
+  auto* run_cmd = app.add_subcommand(
+      "run",
+      "Run a program (after --) over uroce: uroce's libibverbs.so.1 and librdmacm.so.1 first in "
+      "LD_LIBRARY_PATH, UROCE_CONFIG, and the kernel RDMA files UCX reads (as rdma-ns)");
+  run_cmd->add_option("--config,-c", ro.config,
+                      "Config file, exported as UROCE_CONFIG (default: as programs find it)");
+  run_cmd->add_option("program", ro.argv, "The program and its arguments, after --")->required();
+
   LinkOptions lo;
   std::string netdev_word;
   auto* link = app.add_subcommand(
@@ -163,6 +174,7 @@ int main(int argc, char** argv) {
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
   if (capture_cmd->parsed()) return capture(co);
   if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
+  if (run_cmd->parsed()) return run(ro);
   if (ladd->parsed()) return link_add(lo);
   if (ldel->parsed()) return link_del(lo);
   if (lshow->parsed()) return link_show(lo);

@@ -94,11 +94,15 @@ std::vector<std::string> submounts(const std::string& dir) {
   return outer;
 }
 
+/// The prefix of error lines: the command that runs ("uroce rdma-ns", "uroce run").
+const char* g_who = "uroce rdma-ns";
+
 int fail(const std::string& what) {
-  std::fprintf(stderr, "uroce rdma-ns: %s: %s\n", what.c_str(), std::strerror(errno));
+  std::fprintf(stderr, "%s: %s: %s\n", g_who, what.c_str(), std::strerror(errno));
   std::fprintf(stderr,
-               "uroce rdma-ns: this needs root (CAP_SYS_ADMIN, CAP_MKNOD); or create the device "
-               "nodes on the host once: see `uroce rdma-ns`\n");
+               "%s: this needs root (CAP_SYS_ADMIN, CAP_MKNOD); or create the device nodes on "
+               "the host once: see `uroce rdma-ns`\n",
+               g_who);
   return 1;
 }
 
@@ -145,7 +149,7 @@ class PrivateView {
         std::string err;
         host = netlink::query(d.netdev, &err);
         if (!host) {
-          std::fprintf(stderr, "uroce rdma-ns: device %s: %s\n", d.name.c_str(), err.c_str());
+          std::fprintf(stderr, "%s: device %s: %s\n", g_who, d.name.c_str(), err.c_str());
           return 1;
         }
       }
@@ -230,48 +234,80 @@ std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Devic
   return out;
 }
 
-int rdma_ns(const RdmaNsOptions& o) {
+namespace {
+
+/// The configuration, its device nodes, and whether every node and sysfs folder exists.
+struct Present {
+  config::Config cfg;
+  std::vector<std::string> nodes;
+  bool complete = true;
+};
+
+std::optional<Present> look(const char* who) {
   std::string err;
   auto cfg = config::load(&err);
   if (!cfg) {
-    std::fprintf(stderr, "uroce rdma-ns: %s\n", err.c_str());
-    return 1;
+    std::fprintf(stderr, "%s: %s\n", who, err.c_str());
+    return std::nullopt;
   }
-  const std::vector<std::string> nodes = devnode_paths(static_cast<int>(cfg->devices.size()));
-  bool complete = true;
-  for (const auto& p : nodes) complete &= usable(p);
-  for (const auto& d : cfg->devices) complete &= exists(std::string(kSysDir) + "/" + d.name);
+  Present p{std::move(*cfg), {}, true};
+  p.nodes = devnode_paths(static_cast<int>(p.cfg.devices.size()));
+  for (const auto& n : p.nodes) p.complete &= usable(n);
+  for (const auto& d : p.cfg.devices) p.complete &= exists(std::string(kSysDir) + "/" + d.name);
+  return p;
+}
 
-  if (o.argv.empty()) {
-    for (const auto& p : nodes)
-      std::printf("%s %s\n", usable(p) ? "ok     " : "missing", p.c_str());
-    for (const auto& d : cfg->devices) {
-      const std::string p = std::string(kSysDir) + "/" + d.name;
-      std::printf("%s %s\n", exists(p) ? "ok     " : "missing", p.c_str());
-    }
-    if (!complete) {
-      std::printf(
-          "UCX lists a uroce device only when its node exists (a character device it may read "
-          "and write),\nand reads its GIDs' RoCE version from sysfs (without it: RoCE v1).\n"
-          "Run a program with both: uroce rdma-ns -- PROGRAM ARGS...\n"
-          "or create the nodes on this host (as root; gone at reboot; sysfs cannot be "
-          "written):\n  mkdir -p %s\n",
-          kDevDir);
-      for (const auto& p : nodes)
-        if (!usable(p))
-          std::printf("  mknod -m 666 %s c %u %u\n", p.c_str(), kNullMajor, kNullMinor);
-    }
-    return 0;
-  }
-  if (!complete) {
-    if (int r = make_private_view(cfg->devices)) return r;
-  }
+int exec_program(const std::vector<std::string>& argv, const char* who) {
   std::vector<char*> args;
-  for (const auto& a : o.argv) args.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   execvp(args[0], args.data());
-  std::fprintf(stderr, "uroce rdma-ns: %s: %s\n", args[0], std::strerror(errno));
+  std::fprintf(stderr, "%s: %s: %s\n", who, args[0], std::strerror(errno));
   return 127;
+}
+
+}  // namespace
+
+int exec_with_rdma_files(const std::vector<std::string>& argv, const char* who,
+                         bool unprivileged_ok) {
+  g_who = who;
+  std::optional<Present> p = look(who);
+  if (!p) return 1;
+  if (!p->complete) {
+    if (unprivileged_ok && geteuid() != 0) {
+      std::fprintf(stderr,
+                   "%s: not root: running without the kernel RDMA files UCX reads (see `uroce "
+                   "rdma-ns`); verbs and RDMA CM programs do not need them\n",
+                   who);
+    } else if (int r = make_private_view(p->cfg.devices)) {
+      return r;
+    }
+  }
+  return exec_program(argv, who);
+}
+
+int rdma_ns(const RdmaNsOptions& o) {
+  if (!o.argv.empty()) return exec_with_rdma_files(o.argv, "uroce rdma-ns", false);
+  std::optional<Present> p = look("uroce rdma-ns");
+  if (!p) return 1;
+  for (const auto& n : p->nodes)
+    std::printf("%s %s\n", usable(n) ? "ok     " : "missing", n.c_str());
+  for (const auto& d : p->cfg.devices) {
+    const std::string s = std::string(kSysDir) + "/" + d.name;
+    std::printf("%s %s\n", exists(s) ? "ok     " : "missing", s.c_str());
+  }
+  if (!p->complete) {
+    std::printf(
+        "UCX lists a uroce device only when its node exists (a character device it may read "
+        "and write),\nand reads its GIDs' RoCE version from sysfs (without it: RoCE v1).\n"
+        "Run a program with both: uroce rdma-ns -- PROGRAM ARGS...\n"
+        "or create the nodes on this host (as root; gone at reboot; sysfs cannot be "
+        "written):\n  mkdir -p %s\n",
+        kDevDir);
+    for (const auto& n : p->nodes)
+      if (!usable(n)) std::printf("  mknod -m 666 %s c %u %u\n", n.c_str(), kNullMajor, kNullMinor);
+  }
+  return 0;
 }
 
 }  // namespace uroce::tool

@@ -53,4 +53,11 @@ std::vector<std::pair<std::string, std::string>> sysfs_files(
 /// command replaces this process).
 int rdma_ns(const RdmaNsOptions& o);
 
+/// Runs argv (execvp) where the configured devices' nodes and sysfs files exist: as it is when
+/// they all do, else in the private mount namespace described above. `who` starts every error
+/// line. unprivileged_ok: when not root, say so in one line and run the program without them
+/// (`uroce run`; verbs programs do not read them). Returns only on failure: the exit status.
+int exec_with_rdma_files(const std::vector<std::string>& argv, const char* who,
+                         bool unprivileged_ok);
+
 }  // namespace uroce::tool

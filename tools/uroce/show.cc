@@ -9,11 +9,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <string_view>
 #include <vector>
 
 #include "config/config.h"
-#include "json.h"
 #include "stats/baseline.h"
 #include "stats/proc.h"
 #include "stats/reader.h"
@@ -24,11 +24,17 @@ namespace uroce::tool {
 namespace {
 
 using stats::Snapshot;
+/// Insertion-ordered: keys come out in the order written.
+using Json = nlohmann::ordered_json;
+
+/// Compact JSON text; bytes that are not UTF-8 become U+FFFD instead of failing.
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
 
 /// What the reader found: readable snapshots, stale segments, and one line per failure.
 struct Found {
   std::vector<Snapshot> snaps;
-  std::vector<std::string> stale;   ///< one line each
+  std::string reaped;               ///< the summary of the stale segments removed, or empty
+  std::vector<std::string> stale;   ///< one line each: stale but not removable, or died just now
   std::vector<std::string> errors;  ///< one line each
   std::string dir;
 };
@@ -36,6 +42,7 @@ struct Found {
 Found collect(const ShowOptions& o) {
   Found f;
   f.dir = stats::run_dir(o.run_dir);
+  f.reaped = stats::reap_summary(stats::reap_stale(f.dir), f.dir);
   for (const stats::SegmentInfo& info : stats::list_segments(f.dir)) {
     if (!o.device.empty() && info.device != o.device) continue;
     if (o.pid && info.pid != o.pid) continue;
@@ -62,8 +69,9 @@ Found collect(const ShowOptions& o) {
   return f;
 }
 
-/// Prints the stale notes and errors; returns the exit status.
+/// Prints the reap summary, stale notes and errors; returns the exit status.
 int finish(const Found& f) {
+  if (!f.reaped.empty()) std::fprintf(stderr, "uroce: %s\n", f.reaped.c_str());
   for (const std::string& s : f.stale) std::fprintf(stderr, "uroce: %s\n", s.c_str());
   for (const std::string& e : f.errors) std::fprintf(stderr, "uroce: %s\n", e.c_str());
   return f.errors.empty() ? 0 : 1;
@@ -115,66 +123,56 @@ Snapshot from_config(const config::Device& dev, const std::string& source) {
   return s;
 }
 
-void roce_json(JsonWriter& j, const Snapshot& s, bool running) {
+Json roce_json(const Snapshot& s, bool running) {
   const stats::ConfigSummary& c = s.config;
-  j.begin_object();
-  j.kv("device", s.device);
-  j.kv("state", running ? "running" : "configured");
-  j.kv("pid", static_cast<int64_t>(s.pid));
-  j.kv("port", stats::get_text(c.port));
-  j.kv("config", stats::get_text(c.source));
-  j.kv("mtu", c.mtu);
-  j.kv("profile", stats::get_text(c.profile));
-  j.kv("lossless", c.lossless != 0);
-  j.kv("trust", stats::get_text(c.trust));
-  if (c.vlan >= 0) j.kv("vlan", int64_t{c.vlan});  // absent: untagged frames
-  j.kv("roce_dscp", int{c.roce_dscp});
-  j.kv("roce_priority", int{c.dscp_to_prio[c.roce_dscp & 63]});
-  j.kv("cnp_dscp", int{c.cnp_dscp});
-  j.kv("cnp_priority", int{c.dscp_to_prio[c.cnp_dscp & 63]});
-  j.kv("ecn", c.ecn != 0);
-  j.key("pfc").begin_object();
-  j.kv("xoff_bytes", c.pfc_xoff_bytes).kv("xon_bytes", c.pfc_xon_bytes);
-  j.kv("watchdog_detect_ms", c.pfc_watchdog_detect_ms);
-  j.kv("watchdog_restore_ms", c.pfc_watchdog_restore_ms);
-  j.kv("rx_global_pause", s.port.rx_global_pause);
-  j.kv("tx_pause_storm_warning_events", s.port.tx_pause_storm_warning_events);
-  j.kv("tx_pause_storm_error_events", s.port.tx_pause_storm_error_events);
-  j.end_object();
-  j.key("priorities").begin_array();
+  Json j;
+  j["device"] = s.device;
+  j["state"] = running ? "running" : "configured";
+  j["pid"] = static_cast<int64_t>(s.pid);
+  j["port"] = stats::get_text(c.port);
+  j["config"] = stats::get_text(c.source);
+  j["mtu"] = c.mtu;
+  j["profile"] = stats::get_text(c.profile);
+  j["lossless"] = c.lossless != 0;
+  j["trust"] = stats::get_text(c.trust);
+  if (c.vlan >= 0) j["vlan"] = int64_t{c.vlan};  // absent: untagged frames
+  j["roce_dscp"] = int{c.roce_dscp};
+  j["roce_priority"] = int{c.dscp_to_prio[c.roce_dscp & 63]};
+  j["cnp_dscp"] = int{c.cnp_dscp};
+  j["cnp_priority"] = int{c.dscp_to_prio[c.cnp_dscp & 63]};
+  j["ecn"] = c.ecn != 0;
+  Json& pfc = j["pfc"];
+  pfc["xoff_bytes"] = c.pfc_xoff_bytes;
+  pfc["xon_bytes"] = c.pfc_xon_bytes;
+  pfc["watchdog_detect_ms"] = c.pfc_watchdog_detect_ms;
+  pfc["watchdog_restore_ms"] = c.pfc_watchdog_restore_ms;
+  pfc["rx_global_pause"] = s.port.rx_global_pause;
+  pfc["tx_pause_storm_warning_events"] = s.port.tx_pause_storm_warning_events;
+  pfc["tx_pause_storm_error_events"] = s.port.tx_pause_storm_error_events;
+  Json& prios = j["priorities"] = Json::array();
   for (int p = 0; p < stats::kNumPriorities; ++p) {
-    j.begin_object();
-    j.kv("priority", p);
-    j.key("dscp").begin_array();
-    for (int d : list_for(c.dscp_to_prio, 64, p)) j.value(d);
-    j.end_array();
-    j.key("pcp").begin_array();
-    for (int d : list_for(c.pcp_to_prio, 8, p)) j.value(d);
-    j.end_array();
-    j.kv("tx_queue", int{c.prio_to_txq[p]});
-    j.kv("pfc", bit(c.pfc_enabled_mask, p));
-    j.kv("ecn", bit(c.ecn_enabled_mask, p));
-    for (const stats::StatDesc& d : stats::kPrioStats)
-      j.kv(d.name, stats::prio_value(s.port, d, p));
-    j.end_object();
+    Json e;
+    e["priority"] = p;
+    e["dscp"] = list_for(c.dscp_to_prio, 64, p);
+    e["pcp"] = list_for(c.pcp_to_prio, 8, p);
+    e["tx_queue"] = int{c.prio_to_txq[p]};
+    e["pfc"] = bit(c.pfc_enabled_mask, p);
+    e["ecn"] = bit(c.ecn_enabled_mask, p);
+    for (const stats::StatDesc& d : stats::kPrioStats) e[d.name] = stats::prio_value(s.port, d, p);
+    prios.push_back(std::move(e));
   }
-  j.end_array();
-  j.key("dcqcn").begin_object();
-  j.kv("mode", stats::get_text(c.dcqcn_mode));
-  j.kv("enabled", c.dcqcn_enabled != 0);
-  j.key("params").begin_object();
+  Json& dcqcn = j["dcqcn"];
+  dcqcn["mode"] = stats::get_text(c.dcqcn_mode);
+  dcqcn["enabled"] = c.dcqcn_enabled != 0;
+  Json& params = dcqcn["params"] = Json::object();
   for (uint32_t i = 0; i < c.dcqcn_param_count && i < stats::kMaxDcqcnParams; ++i)
-    j.kv(stats::get_text(c.dcqcn_params[i].name), c.dcqcn_params[i].value);
-  j.end_object();
-  j.end_object();
-  j.key("congestion").begin_object();
-  for (std::string_view n : kCongestion) j.kv(n, s.counter(n));
-  j.end_object();
-  j.key("reliability").begin_object();
-  for (std::string_view n : kReliability) j.kv(n, s.counter(n));
-  j.end_object();
-  j.kv("qps", static_cast<uint64_t>(s.qps.size()));
-  j.end_object();
+    params[stats::get_text(c.dcqcn_params[i].name)] = c.dcqcn_params[i].value;
+  Json& congestion = j["congestion"];
+  for (std::string_view n : kCongestion) congestion[n] = s.counter(n);
+  Json& reliability = j["reliability"];
+  for (std::string_view n : kReliability) reliability[n] = s.counter(n);
+  j["qps"] = static_cast<uint64_t>(s.qps.size());
+  return j;
 }
 
 void roce_table(std::string& out, const Snapshot& s, bool running) {
@@ -280,18 +278,13 @@ int show_roce(const ShowOptions& o) {
       }
     }
     if (o.json) {
-      JsonWriter j;
-      j.begin_object().key("devices").begin_array();
-      for (const Snapshot& s : f.snaps) roce_json(j, s, true);
-      for (const Snapshot& s : configured) roce_json(j, s, false);
-      j.end_array();
-      j.key("stale").begin_array();
-      for (const auto& s : f.stale) j.value(s);
-      j.end_array();
-      j.key("errors").begin_array();
-      for (const auto& e : f.errors) j.value(e);
-      j.end_array().end_object();
-      std::printf("%s\n", j.str().c_str());
+      Json j;
+      Json& devices = j["devices"] = Json::array();
+      for (const Snapshot& s : f.snaps) devices.push_back(roce_json(s, true));
+      for (const Snapshot& s : configured) devices.push_back(roce_json(s, false));
+      j["stale"] = f.stale;
+      j["errors"] = f.errors;
+      std::printf("%s\n", dump(j).c_str());
     } else {
       std::string out;
       for (const Snapshot& s : f.snaps) roce_table(out, s, true);
@@ -305,49 +298,49 @@ int show_roce(const ShowOptions& o) {
 int show_counters(const ShowOptions& o) {
   return repeat(o, [&] {
     Found f = collect(o);
-    JsonWriter j;
+    Json j;
+    Json& devices = j["devices"] = Json::array();
     std::string out;
     bool qp_found = false;
-    j.begin_object().key("devices").begin_array();
     for (const Snapshot& s : f.snaps) {
-      j.begin_object().kv("device", s.device).kv("pid", static_cast<int64_t>(s.pid));
+      Json dev;
+      dev["device"] = s.device;
+      dev["pid"] = static_cast<int64_t>(s.pid);
       out += fmt::format("{} pid {}\n", s.device, s.pid);
       if (o.qp >= 0) {
         for (const stats::QpRecord& q : s.qps) {
           if (q.qpn != static_cast<uint64_t>(o.qp)) continue;
           qp_found = true;
-          j.kv("qp", q.qpn).key("counters").begin_object();
+          dev["qp"] = q.qpn;
+          Json& counters = dev["counters"] = Json::object();
           out += fmt::format("  qp {:#x}\n", q.qpn);
           for (size_t i = 0; i < stats::kQpCounterCount; ++i) {
-            j.kv(stats::kQpStats[i].name, q.counters[i]);
+            counters[stats::kQpStats[i].name] = q.counters[i];
             out += fmt::format("  {:<40} {}\n", stats::kQpStats[i].name, q.counters[i]);
           }
-          j.end_object();
         }
       } else {
-        j.key("counters").begin_object();
+        Json& counters = dev["counters"] = Json::object();
         for (size_t i = 0; i < s.counters.size(); ++i) {
-          j.kv(s.counter_names[i], s.counters[i]);
+          counters[s.counter_names[i]] = s.counters[i];
           out += fmt::format("  {:<40} {}\n", s.counter_names[i], s.counters[i]);
         }
         for (const stats::StatDesc& d : stats::kPrioStats)
           for (int p = 0; p < stats::kNumPriorities; ++p) {
             uint64_t v = stats::prio_value(s.port, d, p);
             std::string name = stats::prio_stat_name(d.name, p);
-            j.kv(name, v);
+            counters[name] = v;
             if (v || o.all) out += fmt::format("  {:<40} {}\n", name, v);
           }
         for (const stats::StatDesc& d : stats::kPortStats) {
           uint64_t v = stats::prio_value(s.port, d, 0);
-          j.kv(d.name, v);
+          counters[d.name] = v;
           out += fmt::format("  {:<40} {}\n", d.name, v);
         }
-        j.end_object();
       }
-      j.end_object();
+      devices.push_back(std::move(dev));
     }
-    j.end_array().end_object();
-    std::fputs(o.json ? (j.str() + "\n").c_str() : out.c_str(), stdout);
+    std::fputs(o.json ? (dump(j) + "\n").c_str() : out.c_str(), stdout);
     int rc = finish(f);
     if (o.qp >= 0 && !qp_found) {
       std::fprintf(stderr, "uroce: no QP %lld in any running program%s\n",
@@ -362,12 +355,12 @@ int show_counters(const ShowOptions& o) {
 int show_qp(const ShowOptions& o) {
   return repeat(o, [&] {
     Found f = collect(o);
-    JsonWriter j;
     std::string out = fmt::format(
         "{:<10} {:>7} {:>8} {:<4} {:<5} {:<24} {:>8} {:>8} {:>8} {:>10} {:>10} {:>6} {:>8}\n",
         "device", "pid", "qpn", "type", "state", "peer gid", "peer qp", "sq psn", "rq psn",
         "rate Mb/s", "target", "alpha", "retrans");
-    j.begin_object().key("qps").begin_array();
+    Json j;
+    Json& qps = j["qps"] = Json::array();
     for (const Snapshot& s : f.snaps)
       for (const stats::QpRecord& q : s.qps) {
         Gid g;
@@ -383,17 +376,25 @@ int show_qp(const ShowOptions& o) {
             "{:>6.3f} {:>8}\n",
             s.device, s.pid, q.qpn, type, state, gid, q.peer_qpn, q.sq_psn, q.rq_psn, rate, target,
             alpha, retrans);
-        j.begin_object().kv("device", s.device).kv("pid", static_cast<int64_t>(s.pid));
-        j.kv("qpn", q.qpn).kv("type", type).kv("state", state).kv("peer_gid", gid);
-        j.kv("peer_qpn", q.peer_qpn).kv("sq_psn", q.sq_psn).kv("rq_psn", q.rq_psn);
-        j.kv("rate_mbps", rate).kv("target_mbps", target).kv("alpha", alpha);
-        j.key("counters").begin_object();
+        Json e;
+        e["device"] = s.device;
+        e["pid"] = static_cast<int64_t>(s.pid);
+        e["qpn"] = q.qpn;
+        e["type"] = type;
+        e["state"] = state;
+        e["peer_gid"] = gid;
+        e["peer_qpn"] = q.peer_qpn;
+        e["sq_psn"] = q.sq_psn;
+        e["rq_psn"] = q.rq_psn;
+        e["rate_mbps"] = rate;
+        e["target_mbps"] = target;
+        e["alpha"] = alpha;
+        Json& counters = e["counters"] = Json::object();
         for (size_t i = 0; i < stats::kQpCounterCount; ++i)
-          j.kv(stats::kQpStats[i].name, q.counters[i]);
-        j.end_object().end_object();
+          counters[stats::kQpStats[i].name] = q.counters[i];
+        qps.push_back(std::move(e));
       }
-    j.end_array().end_object();
-    std::fputs(o.json ? (j.str() + "\n").c_str() : out.c_str(), stdout);
+    std::fputs(o.json ? (dump(j) + "\n").c_str() : out.c_str(), stdout);
     return finish(f);
   });
 }

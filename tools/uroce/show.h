@@ -4,7 +4,9 @@
  * segments (lib/stats) of running programs and print them for people (tables) or scripts
  * (`--json`). Return the process exit status: 0, or 1 when a segment could not be read or
  * its owner exited while it was read (one line on stderr each). Stale segments (owner gone)
- * are reported on stderr with the command that removes them, and do not fail the command.
+ * are removed first (lib/stats reap_stale()), reported by one summary line on stderr; one
+ * that cannot be removed is reported with the command that removes it. Neither fails the
+ * command.
  */
 #pragma once
 
