@@ -10,7 +10,12 @@
  * the requests named (canaries around them never change); every work request completes at most
  * once, and the completions come in the order the requests were posted.
  *
- * Input: records, each a tag byte then fields (see the loop). Units: bytes, ns.
+ * With the first input byte odd, the QP uses selective repeat (uroce's extension) and ACKs may
+ * carry a forged SACKETH bitmap: the board, the loss detection and the resends must hold the
+ * same invariants.
+ *
+ * Input: one mode byte, then records, each a tag byte then fields (see the loop). Units: bytes,
+ * ns.
  */
 #include <cstddef>
 #include <cstdint>
@@ -51,7 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Engine& e = f.e;
   MrKeys k = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(buf), kBuf, 0xf).value();
 
+  fuzz::Reader in{data, size};
+  const bool selective = in.u8() & 1;
   const uint32_t rc = f.create_qp(QpType::kRc);
+  if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
   fuzz::rc_to_rts(e, rc, f.peer, kSqPsn);
 
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicCmpAndSwp,
@@ -70,7 +78,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   wire::FrameSpec base = f.from_peer();
   base.dest_qpn = Qpn(rc);
-  fuzz::Reader in{data, size};
   Cqe cqes[32];
   uint64_t next_wr = 0;  // completions arrive in posting order
   while (in.n) {
@@ -88,6 +95,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.atomic_ack_orig = uint64_t{in.u32()} << 32 | in.u32();
       s.ecn = in.u8() & 3;
       size_t plen = (tag & 32) ? in.u16() % 600 : 256;  // a full MTU, or any length
+      if (selective && (tag & 128) && s.opcode == wire::Opcode::kRcAcknowledge) {
+        s.ext = wire::UroceExt::kSack;
+        s.sack.base = Psn(kSqPsn + in.u8() % 32 - 4);
+        s.sack.nwords = static_cast<uint8_t>(1 + in.u8() % wire::kSackMaxWords);
+        for (size_t w = 0; w < s.sack.nwords; ++w) s.sack.bits[w] = in.u32();
+        plen = 0;
+      }
       f.deliver(s, in, plen, now);
     }
     now.ns += (tag & 64) ? 40'000'000 : 1000;  // sometimes past the retransmission timer

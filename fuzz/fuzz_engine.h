@@ -135,7 +135,8 @@ struct Fixture {
   }
 
  private:
-  std::vector<uint8_t> frame_ = std::vector<uint8_t>(wire::kMaxFrameOverhead + 4096);
+  std::vector<uint8_t> frame_ =
+      std::vector<uint8_t>(wire::kMaxFrameOverhead + 4 + 4 * wire::kSackMaxWords + 4096);
 };
 
 /// Moves RC QP `qpn` to RTS: path MTU 256 (many packets per message), peer QPN 0x55, expected

@@ -27,31 +27,43 @@ def u32(v):
 
 
 def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=False,
-                     compare=0, swap=0):
+                     compare=0, swap=0, recv_seq=None):
     """One structured record of responder_rx: valid keys, address rw+off-64, RETH length as
-    is (sel bit 3), DETH Q_Key 0x1234 (sel bit 5), default P_Key."""
+    is (sel bit 3), DETH Q_Key 0x1234 (sel bit 5), default P_Key; with recv_seq an SRETH
+    (sel bit 7: selective repeat, VA or offset from off)."""
     tag = 1 | (4 if ud else 0) | (32 if ackreq else 0)
-    sel = 8 | 32
+    sel = 8 | 32 | (128 if recv_seq is not None else 0)
     rec = u8(tag) + u8(opcode) + u8(psn) + u8(sel) + u16(off + 64) + u16(length)
     rec += u32(compare) + u32(swap)                 # AtomicETH compare / swap-add
     rec += u8(0) + u8(0) + u32(0) + u32(0x11223344) + u32(0)  # AETH, atomic orig, imm, IETH
     rec += u16(7)                                   # DETH source QPN
     rec += u8(2)                                    # ECT(0)
-    return rec + u16(len(payload)) + payload
+    rec += u16(len(payload))
+    if recv_seq is not None:
+        rec += u8(recv_seq)                         # SRETH recv_seq
+    return rec + payload
 
 
-def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0):
+def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0, sack=None):
     """One structured record of completer_rx: kind indexes its kResponses table, rel_psn counts
-    from the QP's first send PSN."""
-    tag = 1 | 32 | (16 if syndrome is not None else 0)
+    from the QP's first send PSN; sack (base relative to the first send PSN, [bitmap words])
+    adds a SACKETH (tag bit 7, selective repeat)."""
+    tag = 1 | 32 | (16 if syndrome is not None else 0) | (128 if sack else 0)
     rec = u8(tag) + u8(kind) + u8(rel_psn + 4)
     if syndrome is not None:
         rec += u8(syndrome)
     rec += u8(msn) + u32(orig >> 32) + u32(orig) + u8(0)
-    return rec + u16(len(payload)) + payload
+    rec += u16(len(payload))
+    if sack:
+        rec += u8(sack[0] + 4) + u8(len(sack[1]) - 1) + b"".join(u32(w) for w in sack[1])
+        return rec
+    return rec + payload
 
 
-def write(folder, name, data):
+def write(folder, name, data, mode=None):
+    """mode: the engine targets' first input byte (1: selective repeat, 0: go-back-N)."""
+    if folder in ("responder_rx", "completer_rx"):
+        data = u8(mode or 0) + data
     path = os.path.join(HERE, "corpus", folder)
     os.makedirs(path, exist_ok=True)
     with open(os.path.join(path, name), "wb") as f:
@@ -77,6 +89,15 @@ def responder_seeds():
     write("responder_rx", "duplicate_and_gap",
           responder_record(0x04, 0, payload=b"a") + responder_record(0x04, 0, payload=b"a") +
           responder_record(0x04, 3, payload=b"b"))
+    # Selective repeat: packets ahead of the expected PSN placed, then the gap filled.
+    write("responder_rx", "sr_write_out_of_order",
+          responder_record(0x06, 0, 0, 600, p256, ackreq=False, recv_seq=0) +
+          responder_record(0x08, 2, 512, payload=p256[:88], recv_seq=0) +
+          responder_record(0x07, 1, 256, payload=p256, ackreq=False, recv_seq=0), mode=1)
+    write("responder_rx", "sr_send_out_of_order",
+          responder_record(0x02, 1, 256, payload=p256[:10], recv_seq=0) +
+          responder_record(0x04, 2, 0, payload=b"x", recv_seq=1) +
+          responder_record(0x00, 0, 0, payload=p256, ackreq=False, recv_seq=0), mode=1)
 
 
 def completer_seeds():
@@ -94,6 +115,11 @@ def completer_seeds():
     write("completer_rx", "remote_access_nak", completer_record(4, 0, syndrome=0x62, msn=0))
     write("completer_rx", "duplicate_ack", read0 + completer_record(4, 7, msn=2) +
           completer_record(4, 7, msn=2))
+    # Selective repeat: the peer holds PSNs 5..7 and 9 (WRITE and CAS), 4 is missing.
+    write("completer_rx", "sr_sack", read0 + completer_record(4, 3, msn=1, sack=(5, [0xe8000000])),
+          mode=1)
+    write("completer_rx", "sr_sack_forged",
+          completer_record(4, 0, msn=0, sack=(2, [0xffffffff] * 16)), mode=1)
 
 
 CONFIGS = {

@@ -11,6 +11,9 @@
  *                 ICRC addressed to one of the QPs is built with the wire builder, so the
  *                 fuzzer reaches the responder's and completer's logic past the gate.
  * After each record the engine transmits (into a discarding sink) and fake time advances.
+ * With the first input byte odd, the RC QP uses selective repeat (uroce's extension) and
+ * structured SEND/WRITE requests may carry an SRETH (recv_seq, R_Key, VA or offset from the
+ * input): out-of-order placement must keep to the same regions.
  * Units: bytes, ns.
  */
 #include <cstddef>
@@ -54,7 +57,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MrKeys krw = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(rw), kRw, 0xf).value();
   MrKeys kro = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
 
+  Reader in{data, size};
+  const bool selective = in.u8() & 1;
   const uint32_t rc = f.create_qp(QpType::kRc);
+  if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
   fuzz::rc_to_rts(e, rc, f.peer, 1000);
   const uint32_t ud = f.create_qp(QpType::kUd);
   QpAttr u;
@@ -87,7 +93,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.poll_transmit(sink, neigh, now);
 
   const wire::FrameSpec base = f.from_peer();
-  Reader in{data, size};
   Cqe cqes[32];
   while (in.n) {
     uint8_t tag = in.u8();
@@ -119,6 +124,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.pkey = (sel & 64) ? in.u16() : uint16_t{0xffff};
       s.ecn = in.u8() & 3;
       size_t plen = in.u16() % 1100;
+      const wire::OpcodeInfo& oi = wire::opcode_info(s.opcode);
+      if (selective && (sel & 128) && oi.is(wire::OpFlag::kRc) && oi.is(wire::OpFlag::kRequest) &&
+          (oi.is(wire::OpFlag::kSend) || oi.is(wire::OpFlag::kWrite))) {
+        s.ext = wire::UroceExt::kSreth;
+        s.sreth = {in.u8() % 16u, rkey, oi.is(wire::OpFlag::kWrite) ? va : off};
+      }
       f.deliver(s, in, plen, now);
     }
     now.ns += (tag >> 7) ? 20'000'000 : 1000;  // sometimes jump past every timer

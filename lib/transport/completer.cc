@@ -296,7 +296,7 @@ void Engine::Impl::completer_timers(Qp& qp, Timestamp now) {
   qp.dmac_valid = false;  // the neighbour may have moved
   if (qp.selective) {
     sack_forget_below(qp);
-    sr_declare_lost(qp, now, qp.comp.una);  // resends only what the peer does not hold
+    sr_declare_lost(qp, qp.comp.una);  // resends only what the peer does not hold
   } else {
     rewind(qp, qp.comp.una);
   }

@@ -216,13 +216,13 @@ struct Engine::Impl {
   /// The lowest lost PSN from `from` on into req.sr.hole (has_hole false: none).
   void sr_find_hole(Qp& qp, Psn from);
   /// A timeout: everything outstanding from `from` that the peer does not hold is lost.
-  void sr_declare_lost(Qp& qp, Timestamp now, Psn from);
+  void sr_declare_lost(Qp& qp, Psn from);
   /// An ACK of a selective-repeat QP, after ack_through(): its SACKETH onto the board.
   void sr_on_ack(Qp& qp, const wire::ParsedPacket& p);
   /// una moved: the board follows, the lost PSN is looked for again if it was passed.
   void sr_after_progress(Qp& qp);
   /// Records the send time of PSNs [first, after) (a READ request covers all its PSNs).
-  void sr_note_sent(Qp& qp, Psn first, Psn after, Timestamp now);
+  void sr_note_sent(Qp& qp, Psn first, Psn after);
   /// psn must go again (a READ response or an atomic ACK went missing).
   void sr_force_resend(Qp& qp, Psn psn);
   /// Resends the lost PSN req.sr.hole (a READ/atomic: its request from there); returns as

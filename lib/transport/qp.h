@@ -94,14 +94,16 @@ struct AtomicReplay {
   uint64_t orig = 0;
 };
 
-/// Selective repeat, requester side (sr_requester.cc): when each PSN was last sent, and the
-/// newest send time among packets known to have arrived; an unacknowledged PSN the peer does
-/// not hold that was sent before that time is lost (no reordering on a path: one UDP flow).
+/// Selective repeat, requester side (sr_requester.cc): the transmission order of each PSN's
+/// last send, and the latest transmission known to have arrived; an unacknowledged PSN the
+/// peer does not hold that went out before that one is lost (no reordering on a path: one UDP
+/// flow). Order, not time: a burst leaves within one clock reading.
 struct SrSendState {
-  uint32_t recv_seq = 0;           ///< next receive-consuming message's index (SRETH recv_seq)
-  std::vector<Timestamp> sent_at;  ///< by PSN modulo the window
-  Timestamp delivered{0};          ///< newest send time of a packet known to have arrived
-  bool has_hole = false;           ///< `hole` is the lowest lost PSN
+  uint32_t recv_seq = 0;       ///< next receive-consuming message's index (SRETH recv_seq)
+  uint64_t tx_seq = 0;         ///< transmissions so far
+  std::vector<uint64_t> sent;  ///< by PSN modulo the window: tx_seq of its last send
+  uint64_t delivered = 0;      ///< the latest transmission known to have arrived
+  bool has_hole = false;       ///< `hole` is the lowest lost PSN
   Psn hole;
   Timestamp rto_low_at = Timestamp::never();
 };

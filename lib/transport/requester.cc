@@ -278,7 +278,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     inc(Counter::roce_adp_retrans);
     qp.traffic.retransmits++;
   }
-  if (qp.selective) sr_note_sent(qp, s.psn, after, now);
+  if (qp.selective) sr_note_sent(qp, s.psn, after);
   if (diff(after, qp.req.max_psn) > 0) qp.req.max_psn = after;
   qp.req.next_psn = after;
   qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);

@@ -2,13 +2,13 @@
  * @file sr_requester.cc
  * @brief Selective repeat, requester and completer side (uroce's extension,
  * docs/loss-recovery.md). The SACKETH ranges of the peer's ACKs fill a board of the PSNs it
- * holds after the cumulative ACK. Loss is found by time, as TCP's RACK does: every PSN keeps
- * when it was last sent, and a PSN neither acknowledged nor held that was sent before a packet
- * known to have arrived is lost (a path carries one UDP flow in order), so it is resent, once
- * per such evidence, before any new packet; a lost resend is found the same way. New packets
- * wait while the packets in flight (sent, neither acknowledged nor held) reach the cap near
- * the bandwidth-delay product (IRN's BDP-FC). Timers: the QP's local ACK timeout (spends
- * retry_cnt) and, while at most kSrFewInFlight packets are in flight, the short sr_rto_low;
+ * holds after the cumulative ACK. Loss is found by transmission order, as TCP's RACK does by
+ * time: every PSN keeps when (in order) it was last sent, and a PSN neither acknowledged nor held
+ * that was sent before a packet known to have arrived is lost (a path carries one UDP flow in
+ * order), so it is resent, once per such evidence, before any new packet; a lost resend is found
+ * the same way. New packets wait while the packets in flight (sent, neither acknowledged nor held)
+ * reach the cap near the bandwidth-delay product (IRN's BDP-FC). Timers: the QP's local ACK timeout
+ * (spends retry_cnt) and, while at most kSrFewInFlight packets are in flight, the short sr_rto_low;
  * both declare everything outstanding lost, and only what the peer does not hold is resent.
  */
 #include <algorithm>
@@ -25,8 +25,7 @@ uint32_t Engine::Impl::sr_cap(const Qp& qp) const {
 }
 
 void Engine::Impl::sr_delivered(Qp& qp, Psn psn) {
-  const Timestamp t = qp.req.sr.sent_at[psn.value() & qp.sr_mask];
-  if (t > qp.req.sr.delivered) qp.req.sr.delivered = t;
+  qp.req.sr.delivered = std::max(qp.req.sr.delivered, qp.req.sr.sent[psn.value() & qp.sr_mask]);
 }
 
 void Engine::Impl::sack_forget_below(Qp& qp) {
@@ -65,7 +64,7 @@ void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
   sr.has_hole = false;
   for (Psn x = diff(from, qp.comp.una) < 0 ? qp.comp.una : from; diff(x, qp.req.max_psn) < 0;
        x = x + 1) {
-    if (!sack_held(qp, x) && sr.sent_at[x.value() & qp.sr_mask] < sr.delivered) {
+    if (!sack_held(qp, x) && sr.sent[x.value() & qp.sr_mask] < sr.delivered) {
       sr.has_hole = true;
       sr.hole = x;
       if (!had) inc(Counter::sr_loss_events);
@@ -75,9 +74,9 @@ void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
   }
 }
 
-void Engine::Impl::sr_declare_lost(Qp& qp, Timestamp now, Psn from) {
-  // Everything sent before now counts as lost from `from` on, unless the peer holds it.
-  if (now > qp.req.sr.delivered) qp.req.sr.delivered = now;
+void Engine::Impl::sr_declare_lost(Qp& qp, Psn from) {
+  // Everything sent so far counts as lost from `from` on, unless the peer holds it.
+  qp.req.sr.delivered = qp.req.sr.tx_seq + 1;
   qp.req.sr.has_hole = false;  // a new loss event
   sr_find_hole(qp, from);
 }
@@ -114,16 +113,17 @@ void Engine::Impl::sr_after_progress(Qp& qp) {
   if (!sr.has_hole || diff(sr.hole, qp.comp.una) < 0) sr_find_hole(qp, qp.comp.una);
 }
 
-void Engine::Impl::sr_note_sent(Qp& qp, Psn first, Psn after, Timestamp now) {
+void Engine::Impl::sr_note_sent(Qp& qp, Psn first, Psn after) {
   SrSendState& sr = qp.req.sr;
+  ++sr.tx_seq;
   int32_t n = std::min(diff(after, first), static_cast<int32_t>(cfg.sr_window));
-  for (Psn x = first; n > 0; --n, x = x + 1) sr.sent_at[x.value() & qp.sr_mask] = now;
+  for (Psn x = first; n > 0; --n, x = x + 1) sr.sent[x.value() & qp.sr_mask] = sr.tx_seq;
 }
 
 void Engine::Impl::sr_force_resend(Qp& qp, Psn psn) {
   if (diff(psn, qp.comp.una) < 0 || diff(psn, qp.req.max_psn) >= 0) return;
-  qp.req.sr.sent_at[psn.value() & qp.sr_mask] = Timestamp{0};
-  if (qp.req.sr.delivered <= Timestamp{0}) qp.req.sr.delivered = Timestamp{1};
+  qp.req.sr.sent[psn.value() & qp.sr_mask] = 0;
+  qp.req.sr.delivered = std::max<uint64_t>(qp.req.sr.delivered, 1);
   if (!qp.req.sr.has_hole || diff(psn, qp.req.sr.hole) < 0) sr_find_hole(qp, psn);
 }
 
@@ -156,7 +156,7 @@ void Engine::Impl::sr_timers(Qp& qp, Timestamp now) {
       (qp.state != QpState::kRts && qp.state != QpState::kSqd))
     return;
   inc(Counter::sr_rto_low);
-  sr_declare_lost(qp, now, qp.comp.una);
+  sr_declare_lost(qp, qp.comp.una);
 }
 
 }  // namespace uroce::transport

@@ -31,7 +31,7 @@ void Engine::Impl::sr_setup(Qp& qp, bool on) {
   if (!on) return;
   qp.resp.sr.win.assign(cfg.sr_window, HeldPacket{});
   qp.comp.sack.held.assign(cfg.sr_window, 0);
-  qp.req.sr.sent_at.assign(cfg.sr_window, Timestamp{0});
+  qp.req.sr.sent.assign(cfg.sr_window, 0);
 }
 
 namespace {

@@ -40,6 +40,7 @@ struct FabricOptions {
   bool via_switch = false;
   SwitchConfig sw;
   uint32_t max_mtu = 4096;
+  transport::LossRecovery loss_recovery = transport::LossRecovery::kGoBackN;  ///< both hosts
 };
 
 /// Two hosts, A (index 0) and B (index 1).
@@ -53,6 +54,7 @@ class TwoHostFabric {
       cfg.max_mtu = o.max_mtu;
       cfg.link_speed_bps = o.link.rate_bps;
       cfg.key_seed = 0x1234 + static_cast<uint64_t>(i);
+      cfg.loss_recovery = o.loss_recovery;
       host[i] = std::make_unique<EngineHost>(sim, cfg, i == 0 ? "A" : "B");
       host[i]->neighbors().add(host_gid(1 - i), host_mac(1 - i));
     }

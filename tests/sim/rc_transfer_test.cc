@@ -8,7 +8,9 @@
  * The amount moved is UROCE_SIM_BYTES (default 32 MiB; the `long` ctest variant sets 1 GiB);
  * atomics count operations: UROCE_SIM_BYTES / 4096. Link: 100 Gb/s, 1 us propagation, a
  * 256-frame host queue; path MTU 1024; local ACK timeout 4.096 us * 2^8. Deterministic:
- * every impairment is seeded. Units: bytes, ns.
+ * every impairment is seeded. The same streams run with selective repeat on both hosts
+ * (uroce's extension): the same checks, and the responder placed packets out of order.
+ * Units: bytes, ns.
  */
 #include <gtest/gtest.h>
 
@@ -29,9 +31,11 @@ class RcTransferTest : public ::testing::TestWithParam<std::tuple<StreamOp, int>
 /// Runs one stream A -> B and returns the stream's error (empty on success).
 std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
                        uint32_t psn_a = 0x100, uint32_t psn_b = 0x200, bool via_switch = false,
-                       uint64_t* sim_ns = nullptr) {
+                       uint64_t* sim_ns = nullptr,
+                       transport::LossRecovery rec = transport::LossRecovery::kGoBackN) {
   FabricOptions fo;
   fo.via_switch = via_switch;
+  fo.loss_recovery = rec;
   TwoHostFabric f(fo);
   double loss = loss_pct / 100.0;
   for (int dir = 0; dir < 2; ++dir) {
@@ -70,7 +74,9 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
       for (Counter k :
            {Counter::local_ack_timeout_err, Counter::packet_seq_err, Counter::implied_nak_seq_err,
             Counter::roce_adp_retrans, Counter::out_of_sequence, Counter::duplicate_request,
-            Counter::rnr_nak_retry_err, Counter::rx_icrc_encapsulated})
+            Counter::rnr_nak_retry_err, Counter::rx_icrc_encapsulated, Counter::sr_ooo_placed,
+            Counter::sr_ooo_dropped, Counter::sr_sacks_sent, Counter::sr_loss_events,
+            Counter::sr_rto_low})
         if (cb.get(k)) out += " " + std::string(counter_name(k)) + "=" + std::to_string(cb.get(k));
     }
     return out + "]";
@@ -99,6 +105,20 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
   } else if (st.bytes_completed() != bytes) {
     return "moved " + std::to_string(st.bytes_completed()) + " bytes";
   }
+  CounterBlock& ca = f.host[0]->counters();
+  CounterBlock& cb = f.host[1]->counters();
+  if (ca.get(Counter::sr_unnegotiated) + cb.get(Counter::sr_unnegotiated) +
+          ca.get(Counter::sr_bad_sack) + cb.get(Counter::sr_bad_sack) !=
+      0)
+    return "an extension frame was refused or a SACK was out of range" + counters();
+  const bool sr = rec == transport::LossRecovery::kSelective;
+  // Selective repeat acted: SENDs and WRITEs were placed out of order, ACKs carried SACKs; with
+  // go-back-N no extension frame was sent at all.
+  const bool placed = cb.get(Counter::sr_ooo_placed) > 0 && cb.get(Counter::sr_sacks_sent) > 0;
+  if (sr && loss > 0 && op != StreamOp::kRead && !is_atomic(op) && !placed)
+    return "no packet was placed out of order" + counters();
+  if (!sr && cb.get(Counter::sr_sacks_sent) + cb.get(Counter::sr_ooo_placed) != 0)
+    return "go-back-N QPs used the extension" + counters();
   return "";
 }
 
@@ -124,6 +144,32 @@ INSTANTIATE_TEST_SUITE_P(
                                          StreamOp::kCmpSwap, StreamOp::kFetchAdd),
                        ::testing::Values(0, 1, 5)),
     case_name);
+
+class RcSelectiveTest : public ::testing::TestWithParam<std::tuple<StreamOp, int>> {};
+
+TEST_P(RcSelectiveTest, EveryByteEveryCompletionOnceInOrder) {
+  auto [op, loss] = GetParam();
+  EXPECT_EQ(run_stream(op, loss, sim_bytes(), /*mtu 1024*/ 3, 0x100, 0x200, false, nullptr,
+                       transport::LossRecovery::kSelective),
+            "");
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Selective, RcSelectiveTest,
+    ::testing::Combine(::testing::Values(StreamOp::kSend, StreamOp::kSendWithImm, StreamOp::kWrite,
+                                         StreamOp::kWriteWithImm, StreamOp::kRead,
+                                         StreamOp::kCmpSwap, StreamOp::kFetchAdd),
+                       ::testing::Values(0, 1, 5)),
+    case_name);
+
+TEST(RcSelectiveWrapTest, StreamCrossesTwoTo24WithLoss) {
+  for (StreamOp op : {StreamOp::kSend, StreamOp::kWrite, StreamOp::kRead}) {
+    EXPECT_EQ(run_stream(op, 1, 4ull << 20, 3, 0xffffd8, 0xffffe0, /*via_switch=*/true, nullptr,
+                         transport::LossRecovery::kSelective),
+              "")
+        << stream_op_name(op);
+  }
+}
 
 // ---- PSN wrap and path MTU ---------------------------------------------------------------
 

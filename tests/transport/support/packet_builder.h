@@ -49,7 +49,7 @@ class PacketBuilder {
   }
   std::vector<uint8_t> build(const wire::FrameSpec& s,
                              std::span<const uint8_t> payload = {}) const {
-    std::vector<uint8_t> f(wire::kMaxFrameOverhead + payload.size());
+    std::vector<uint8_t> f(wire::kMaxFrameOverhead + wire::ext_len(s.ext, s.sack) + payload.size());
     wire::FrameLayout l = wire::build_headers(s, f);
     EXPECT_NE(l.payload_offset, 0);
     if (!payload.empty()) std::memcpy(f.data() + l.payload_offset, payload.data(), payload.size());
@@ -156,11 +156,14 @@ struct EngineUnderTest {
   static constexpr size_t kRegion = 65536;
 
   /// vlan: EngineConfig::vlan (802.1Q tag on every frame sent).
+  /// rec: EngineConfig::loss_recovery (selective repeat on the QP).
   explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr,
-                           std::optional<uint16_t> vlan = std::nullopt) {
+                           std::optional<uint16_t> vlan = std::nullopt,
+                           LossRecovery rec = LossRecovery::kGoBackN) {
     EngineConfig cfg;
     cfg.cc = cc;
     cfg.vlan = vlan;
+    cfg.loss_recovery = rec;
     cfg.mac = MacAddr{{0x02, 0, 0, 0, 0, 0x02}};
     cfg.gids = {Gid::from_ipv4(0xc6120002u)};
     cfg.key_seed = 77;
