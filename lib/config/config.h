@@ -80,6 +80,11 @@ struct Device {
   /// priority (dscp_to_prio of its DSCP). Unset: untagged frames.
   std::optional<uint16_t> vlan;
   bool ecn = true;  ///< send data as ECT(0)
+  /// RC loss recovery of QPs whose peer did not negotiate it through ECE: IBA go-back-N, or
+  /// uroce's selective repeat (docs/loss-recovery.md), which every peer must then speak: set it
+  /// on both ends. ECE (ibv_set_ece, rdma_set_local_ece) agrees on selective repeat per QP
+  /// whatever this says.
+  enum class LossRecovery : uint8_t { kGoBackN, kSelective } loss_recovery = LossRecovery::kGoBackN;
   Pfc pfc;
   Dcqcn dcqcn;
 };

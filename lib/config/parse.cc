@@ -27,7 +27,7 @@ namespace {
 constexpr std::string_view kDeviceKeys[] = {
     "name",        "port",      "eal",     "netdev",    "addresses", "mtu",          "queues",
     "mac",         "neighbors", "profile", "roce_dscp", "cnp_dscp",  "dscp_to_prio", "trust",
-    "pcp_to_prio", "vlan",      "ecn",     "pfc",       "dcqcn"};
+    "pcp_to_prio", "vlan",      "ecn",     "pfc",       "dcqcn",     "loss_recovery"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -283,6 +283,14 @@ class Parser {
     if (trust != "dscp" && trust != "pcp")
       return fail_b("trust", "\"" + trust + "\" is not a trust mode", kTrustAllowed);
     dev->trust = trust == "pcp" ? Device::Trust::kPcp : Device::Trust::kDscp;
+    constexpr std::string_view kRecoveryAllowed = "\"go-back-n\", \"selective\"";
+    std::string rec =
+        dev->loss_recovery == Device::LossRecovery::kSelective ? "selective" : "go-back-n";
+    if (!get_string(t, "loss_recovery", "loss_recovery", kRecoveryAllowed, &rec)) return false;
+    if (rec != "go-back-n" && rec != "selective")
+      return fail_b("loss_recovery", "\"" + rec + "\" is not a loss recovery", kRecoveryAllowed);
+    dev->loss_recovery =
+        rec == "selective" ? Device::LossRecovery::kSelective : Device::LossRecovery::kGoBackN;
     if (t.get("vlan")) {
       int64_t vid = 0;
       if (!get_int(t, "vlan", "vlan", 0, 4094, "0..4094 (0 = priority-tagged)", &vid)) return false;

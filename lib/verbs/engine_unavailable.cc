@@ -39,6 +39,8 @@ Result<uint32_t> Engine::create_qp(QpInitAttr&) { return Status::unsupported(); 
 Status Engine::modify_qp(uint32_t, const QpAttr&, uint32_t) { return Status::unsupported(); }
 Status Engine::query_qp(uint32_t, QpAttr*, QpInitAttr*) { return Status::unsupported(); }
 Status Engine::destroy_qp(uint32_t) { return Status::unsupported(); }
+Status Engine::set_selective_repeat(uint32_t, bool) { return Status::unsupported(); }
+bool Engine::selective_repeat(uint32_t) const { return false; }
 uint64_t Engine::qp_rate_bps(uint32_t) const { return 0; }
 bool Engine::qp_cc_state(uint32_t, Timestamp, QpCcState*) const { return false; }
 Status Engine::post_send(uint32_t, const SendWr&, Timestamp) { return Status::unsupported(); }

@@ -13,6 +13,7 @@
 
 #include "transport/memory_table.h"
 #include "transport/verbs_types.h"
+#include "verbs/identity.h"
 #include "verbs/objects.h"
 #include "verbs/symver.h"
 
@@ -32,13 +33,6 @@ constexpr int kMaxRdAtom = static_cast<int>(transport::kMaxRdAtomic);
 constexpr int kMaxSrq = 4096;
 constexpr int kMaxSrqWr = 16384;
 constexpr int kMaxAh = 1 << 16;
-/// 0xFFFFFF, as Linux rxe: not an IEEE OUI, so no vendor is claimed (rdma-core's suite wants a
-/// non-zero one). Programs keyed on vendor_id treat it as an unknown generic device: perftest's
-/// vendor checks (Chelsio 0x1425, Intel 0x8086; newer: 0x209b, 0x1f67, 0x1f0f, Pensando 0x1dd8,
-/// Mellanox 0x02c9 for its mlx5 paths) fall through to the part id, which no entry has; UCX
-/// matches its device table on the sysfs PCI id and tests vendor_id only for 0x02c9
-/// (ConnectX-3's path MTU).
-constexpr uint32_t kVendorId = 0xFFFFFF;
 constexpr uint32_t kVendorPart = 0x0001;  ///< in no part table of perftest or UCX
 
 /// IBTA width/speed encodings that multiply out to the port's speed: the first row whose

@@ -505,6 +505,9 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   ec.cnp_dscp = dev->cfg.cnp_dscp;
   ec.ecn = dev->cfg.ecn;
   ec.dscp_to_prio = dev->cfg.dscp_to_prio;
+  ec.loss_recovery = dev->cfg.loss_recovery == config::Device::LossRecovery::kSelective
+                         ? transport::LossRecovery::kSelective
+                         : transport::LossRecovery::kGoBackN;
   ec.vlan = dev->cfg.vlan;
 #ifdef UROCE_HAVE_DCQCN
   if (dev->cfg.dcqcn.enabled) {

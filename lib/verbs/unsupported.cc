@@ -51,9 +51,6 @@ UROCE_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) {
   return IBV_REREG_MR_ERR_INPUT;  // the old MR stays valid
 }
 
-UROCE_EXPORT int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
-UROCE_EXPORT int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
-
 // Kernel ABI struct conversions (ib_user_verbs.h): no kernel here; nothing to convert.
 UROCE_EXPORT void ibv_copy_ah_attr_from_kern(ibv_ah_attr* dst, void*) {
   std::memset(dst, 0, sizeof *dst);

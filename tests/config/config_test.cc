@@ -284,6 +284,26 @@ TEST(ConfigParse, QueuesDefaultToOneAndAreRead) {
   EXPECT_EQ(four->devices[0].queues, 4u);
 }
 
+TEST(ConfigParse, LossRecoveryDefaultsToGoBackN) {
+  std::string err;
+  auto d = parse(device(""), kSource, &err);
+  ASSERT_TRUE(d.has_value()) << err;
+  EXPECT_EQ(d->devices[0].loss_recovery, Device::LossRecovery::kGoBackN);
+  auto s = parse(device("loss_recovery = \"selective\""), kSource, &err);
+  ASSERT_TRUE(s.has_value()) << err;
+  EXPECT_EQ(s->devices[0].loss_recovery, Device::LossRecovery::kSelective);
+  // No profile switches it on: a peer that is not uroce could not refuse it.
+  auto lossy = parse(device("profile = \"lossy\""), kSource, &err);
+  ASSERT_TRUE(lossy.has_value()) << err;
+  EXPECT_EQ(lossy->devices[0].loss_recovery, Device::LossRecovery::kGoBackN);
+}
+
+TEST(ConfigErrors, LossRecoveryValue) {
+  EXPECT_EQ(refused(device("loss_recovery = \"sack\"")),
+            "test.toml: device[0].loss_recovery: \"sack\" is not a loss recovery; allowed: "
+            "\"go-back-n\", \"selective\"");
+}
+
 TEST(ConfigErrors, QueuesOutOfRange) {
   EXPECT_EQ(refused(device("queues = 0")),
             "test.toml: device[0].queues: 0 is out of range; allowed: 1..16");

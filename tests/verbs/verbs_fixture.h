@@ -167,9 +167,13 @@ class QpPairTest : public ::testing::Test {
     b_ = make_qp(type, cq_b_, srq_b, with_ex);
     ASSERT_NE(a_, nullptr);
     ASSERT_NE(b_, nullptr);
+    before_connect();
     ASSERT_EQ(connect_qp(ctx_, a_, b_->qp_num, 100, 200), 0);
     ASSERT_EQ(connect_qp(ctx_, b_, a_->qp_num, 200, 100), 0);
   }
+
+  /// Runs between creating the two QPs and connecting them (e.g. ECE).
+  virtual void before_connect() {}
 
   ibv_qp* make_qp(ibv_qp_type type, ibv_cq* cq, ibv_srq* srq, bool with_ex) {
     ibv_qp_init_attr_ex ia;
