@@ -305,7 +305,8 @@ struct Engine::Impl {
 template <typename Fill>
 int Engine::Impl::emit(TxSink& sink, Qp& qp, const wire::FrameSpec& spec, uint32_t payload_len,
                        uint8_t prio, bool cnp, Fill&& fill) {
-  size_t max_len = wire::kMaxFrameOverhead + wire::ext_len(spec.ext, spec.sack) + payload_len;
+  // Exactly the frame's length: a port refuses a request beyond its largest frame.
+  const size_t max_len = wire::frame_len_for(spec, payload_len);
   uint8_t* buf = sink.begin_frame(max_len);
   if (!buf) return -1;
   std::span<uint8_t> b(buf, max_len);

@@ -18,8 +18,12 @@ loss rate (0.1 %, 1 %, 5 %, each with 0.5 % duplication, 1 % reordering within 2
 Sizes: --bytes per op (default 16 MiB in 1 MiB messages; the long form 256 MiB). Goodput per
 run (payload bytes / client wall time) is printed. --case cut: the link cut for 200 ms
 (shorter than timeout x retries: the transfer recovers) and for 3 s (longer: RETRY_EXC_ERR,
-both programs exit). Usage: lossy_e2e.py --build B [--bytes N]
-[--rates 0.001,0.01,0.05] [--ops write,read,send,atomic] [--keep]
+both programs exit). --case recovery: WRITE and SEND at 1 % and 5 % loss, each once with
+go-back-N and once with selective repeat (`loss_recovery = "selective"` on both hosts) through
+the same impairment (same seed): both verify every byte; selective repeat shows in the counters
+(requests placed out of order at B, losses found at A; none with go-back-N), and the goodput
+of each pair is printed side by side. Usage: lossy_e2e.py --build B [--bytes N]
+[--rates 0.001,0.01,0.05] [--ops write,read,send,atomic] [--case loss|cut|recovery] [--keep]
 """
 import argparse
 import os
@@ -44,7 +48,7 @@ def counters_at_close(text):
     return {k: int(v) for k, v in (x.split("=") for x in m.group(1).split())} if m else None
 
 
-def through_switch(build, tmp, tag, spec, verify_args, deadline_s=600):
+def through_switch(build, tmp, tag, spec, verify_args, deadline_s=600, extra=""):
     """uroce_verify (client on host A = switch port 0, server on B = port 1) with verify_args
     through a switch that impairs with `spec`. Returns (client, server, seconds from the
     client's start to both exits, the switch's final counters per port)."""
@@ -58,7 +62,7 @@ def through_switch(build, tmp, tag, spec, verify_args, deadline_s=600):
     cfgs = []
     for i in (0, 1):
         cfgs.append(os.path.join(d, f"h{i}.toml"))
-        write_host_config(cfgs[i], "tests/switch/lossy_e2e.py", i, socks[i], ADDRS, MACS)
+        write_host_config(cfgs[i], "tests/switch/lossy_e2e.py", i, socks[i], ADDRS, MACS, extra)
     port = 20000 + (os.getpid() * 13 + len(tag) * 31) % 15000
     args = [os.path.join(build, "bin", "uroce_verify"), "-d", "uroce0", "-g", "0", "-p",
             str(port)] + verify_args
@@ -75,15 +79,19 @@ def through_switch(build, tmp, tag, spec, verify_args, deadline_s=600):
     return cli, srv, secs, stop_switches(d, {"switch": sw})["switch"]
 
 
-def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
+def one_run(build, tmp, tag, loss, op, nbytes, failures, results, recovery="go-back-n",
+            seed=None):
+    if seed is None:
+        seed = abs(hash(tag)) % 100000
     spec = (f"drop={loss},dup=0.005,reorder=0.01,reorder-window=200us,corrupt=0.0005,"
-            f"seed={abs(hash(tag)) % 100000}")
+            f"seed={seed}")
     size = 8 if op == "atomic" else MSG
     # atomic: 2 per iteration, one outstanding, so each lost request or response costs a
     # 67 ms ACK timeout: 512 iterations per 16 MiB of the other ops.
     iters = max(1, nbytes // (32 << 10)) if op == "atomic" else max(1, nbytes // MSG)
     cli, srv, secs, sw_counters = through_switch(
-        build, tmp, tag, spec, ["-o", op, "-s", str(size), "-n", str(iters), "-t", "30"])
+        build, tmp, tag, spec, ["-o", op, "-s", str(size), "-n", str(iters), "-t", "30"],
+        extra=f'loss_recovery = "{recovery}"')
     outs = [output(cli), output(srv)]
     c = [counters_at_close(o) for o in outs]  # [client A, server B]
     moved = iters * size * (2 if op == "write" else 1)
@@ -125,6 +133,14 @@ def one_run(build, tmp, tag, loss, op, nbytes, failures, results):
         failures.append(f"{tag}: requests were dropped but the responder saw no gap")
     if sw_counters[0]["imp_duplicated"] and c[1].get("duplicate_request", 0) == 0:
         failures.append(f"{tag}: requests were duplicated but the responder counted none")
+    placed, found = c[1].get("sr_ooo_placed", 0), c[0].get("sr_loss_events", 0)
+    if recovery == "selective" and sw_counters[0]["imp_dropped"] and (not placed or not found):
+        failures.append(f"{tag}: selective repeat did not act (B placed {placed} requests out of "
+                        f"order, A found {found} losses)")
+    if recovery == "go-back-n" and (placed or found or c[1].get("sr_sacks_sent", 0)):
+        failures.append(f"{tag}: go-back-N hosts used the selective-repeat extension")
+    if c[0].get("sr_unnegotiated", 0) + c[1].get("sr_unnegotiated", 0):
+        failures.append(f"{tag}: an extension frame reached a QP that did not agree to it")
 
 
 def cut_runs(build, tmp, failures):
@@ -164,7 +180,7 @@ def main():
     ap.add_argument("--rates", default="0.001,0.01,0.05")
     ap.add_argument("--ops", default="write,read,send,atomic")
     ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--case", choices=["loss", "cut"], default="loss")
+    ap.add_argument("--case", choices=["loss", "cut", "recovery"], default="loss")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
 
@@ -172,6 +188,18 @@ def main():
         if a.case == "cut":
             return cut_runs(build, tmp, failures)
         results = []
+        if a.case == "recovery":
+            for rate in (0.01, 0.05):
+                for op in ("write", "send"):
+                    for rec in ("go-back-n", "selective"):
+                        one_run(build, tmp, f"{op}-loss{rate * 100:g}pct-{rec}", rate, op,
+                                a.bytes, failures, results, rec, seed=int(rate * 1000) + len(op))
+            print("goodput (payload Mb/s), go-back-N -> selective repeat: " + ", ".join(
+                f"{results[i][0].removesuffix('-go-back-n')} "
+                f"{results[i][1] * 8 / results[i][2] / 1e6:.1f}"
+                f" -> {results[i + 1][1] * 8 / results[i + 1][2] / 1e6:.1f}"
+                for i in range(0, len(results), 2)))
+            return None
         for rate in a.rates.split(","):
             for op in a.ops.split(","):
                 one_run(build, tmp, f"{op}-loss{float(rate) * 100:g}pct", float(rate), op,

@@ -55,6 +55,14 @@ inline bool v4_mapped(const Gid& g) { return std::memcmp(g.raw.data(), kV4Mapped
 
 }  // namespace
 
+size_t frame_len_for(const FrameSpec& spec, size_t payload_len) {
+  const bool ipv6 = !(v4_mapped(spec.src_ip) && v4_mapped(spec.dst_ip));
+  return sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0) +
+         (ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr)) + sizeof(UdpHdr) +
+         opcode_info(spec.opcode).length + ext_len(spec.ext, spec.sack) + payload_len +
+         ((0u - payload_len) & 3u) + kIcrcLen;
+}
+
 FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   // The layout is assembled from locals at the end: filling a returned struct field by field
   // makes the caller's register load of it stall on store forwarding.

@@ -100,6 +100,10 @@ constexpr size_t ext_len(UroceExt e, const SackValue& sack = {}) {
 /// Bytes a frame needs besides the payload: headers, up to 3 pad bytes and the ICRC.
 inline constexpr size_t kMaxFrameOverhead = kMaxHeadersLen + 3 + 4;
 
+/// The length of the frame spec describes around payload_len payload bytes: headers, the
+/// extension header, up to 3 pad bytes and the ICRC (what a TX buffer must hold for it).
+size_t frame_len_for(const FrameSpec& spec, size_t payload_len);
+
 /// Writes the Ethernet, optional 802.1Q, IP, UDP, BTH and extended headers of spec into buf.
 /// Lengths, pad count, checksums and ICRC are left for finalize(). Returns the layout; its
 /// payload_offset is 0 if the opcode is unknown or buf is shorter than the headers.
