@@ -68,9 +68,19 @@ void post_process(Service& s, Event* e) {
 
 int get_event(Channel* ch, rdma_cm_event** out) {
   Service& s = Service::get();
+  bool woke = false;
   for (;;) {
     uint64_t v;
-    if (read(ch->ch.fd, &v, sizeof v) != sizeof v) return -1;  // errno: EAGAIN, EINTR ...
+    if (read(ch->ch.fd, &v, sizeof v) != sizeof v) {
+      // Woken for an event of an id destroyed meanwhile, then the program destroyed the
+      // channel too (rping: main destroys both while its CM thread waits). The kernel's
+      // channel never wakes a reader for such an event, so that thread stays blocked there
+      // until the program exits; so does this one.
+      if (woke && errno == EBADF)
+        for (;;) pause();
+      return -1;  // errno: EAGAIN, EINTR ...
+    }
+    woke = true;
     std::lock_guard<std::mutex> g(s.mu);
     if (ch->q.empty()) continue;
     Event* e = ch->q.front();

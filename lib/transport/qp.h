@@ -123,9 +123,11 @@ struct HeldPacket {
   bool valid = false;
   uint8_t opcode = 0;
   bool se = false;
-  uint32_t len = 0;      ///< payload bytes (already placed)
-  uint32_t imm = 0;      ///< ImmDt or IETH
-  wire::RethValue reth;  ///< WRITE FIRST/ONLY
+  uint32_t len = 0;       ///< payload bytes (already placed)
+  uint32_t imm = 0;       ///< ImmDt or IETH
+  wire::RethValue reth;   ///< WRITE FIRST/ONLY
+  uint32_t recv_seq = 0;  ///< SEND: the message whose receive WQE took the bytes
+  uint64_t place = 0;     ///< where the bytes went: WRITE the VA, SEND the offset in the message
 };
 
 /// Selective repeat, responder side.

@@ -236,6 +236,12 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
       }
       qp.resp.cur_off = 0;
     }
+    if (held && (qp.resp.sr.recv_popped - 1 != held->recv_seq || qp.resp.cur_off != held->place)) {
+      // Placed ahead where its SRETH said, which is not where this message stands in order.
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kRemInvReqErr);
+      return;
+    }
     if (uint64_t{qp.resp.cur_off} + len > recv_len(qp)) {
       inc(Counter::resp_local_length_error);
       responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
@@ -291,6 +297,12 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
       queue_ack(qp, wire::aeth_syndrome(wire::kAethTypeRnrNak, qp.attr.min_rnr_timer),
                 qp.resp.epsn);
       qp.resp.nak_sent = true;
+      return;
+    }
+    if (held && held->place != qp.resp.wr_va) {
+      // Placed ahead at the VA its SRETH said, which is not where this WRITE stands in order.
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kSuccess);
       return;
     }
     if (len) {

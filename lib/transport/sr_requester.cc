@@ -49,7 +49,8 @@ void Engine::Impl::sack_forget_below(Qp& qp) {
 }
 
 bool Engine::Impl::sack_held(const Qp& qp, Psn psn) const {
-  return qp.comp.sack.count && qp.comp.sack.held[psn.value() & qp.sr_mask];
+  return qp.comp.sack.count && diff(psn, qp.comp.una) < static_cast<int32_t>(cfg.sr_window) &&
+         qp.comp.sack.held[psn.value() & qp.sr_mask];
 }
 
 uint32_t Engine::Impl::sr_in_flight(const Qp& qp) const {
@@ -62,8 +63,12 @@ void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
   SrSendState& sr = qp.req.sr;
   const bool had = sr.has_hole;
   sr.has_hole = false;
-  for (Psn x = diff(from, qp.comp.una) < 0 ? qp.comp.una : from; diff(x, qp.req.max_psn) < 0;
-       x = x + 1) {
+  // Within the window: the board and the send order know nothing beyond it (a long READ's
+  // response PSNs can reach past it; they are asked again by sr_force_resend, not found here).
+  const Psn end = diff(qp.req.max_psn, qp.comp.una) < static_cast<int32_t>(cfg.sr_window)
+                      ? qp.req.max_psn
+                      : qp.comp.una + cfg.sr_window;
+  for (Psn x = diff(from, qp.comp.una) < 0 ? qp.comp.una : from; diff(x, end) < 0; x = x + 1) {
     if (!sack_held(qp, x) && sr.sent[x.value() & qp.sr_mask] < sr.delivered) {
       sr.has_hole = true;
       sr.hole = x;

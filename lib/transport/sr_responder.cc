@@ -109,6 +109,8 @@ void Engine::Impl::sr_hold(Qp& qp, const wire::ParsedPacket& p) {
   h.len = static_cast<uint32_t>(p.payload.size());
   h.imm = p.info->is(OpFlag::kImm) ? p.imm : p.info->is(OpFlag::kInv) ? p.ieth_rkey : 0;
   h.reth = p.reth;
+  h.recv_seq = p.sreth.recv_seq;
+  h.place = p.info->is(OpFlag::kWrite) && p.info->is_start() ? p.reth.va : p.sreth.place;
   sr.held++;
   inc(Counter::sr_ooo_placed);
   queue_ack(qp, kSynAck, qp.resp.epsn - 1);

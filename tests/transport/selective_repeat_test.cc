@@ -144,6 +144,33 @@ TEST_F(SelectiveRepeatTest, AWriteThatFailsItsChecksIsNotPlacedAndIsNakedInOrder
   EXPECT_TRUE(t.canaries_intact());
 }
 
+TEST_F(SelectiveRepeatTest, APacketPlacedElsewhereThanItsMessageSaysIsNakedWhenRetired) {
+  const uint64_t va = t.va(8192);
+  // Receive WRITE_FIRST psn 100 (in-order) of 3 packets at va
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 3 * kMtu));
+  // Receive WRITE_LAST psn 102 (future) whose SRETH names va + 5 MTU, not va + 2 MTU
+  // Expect: placed there (inside the MR: allowed), held
+  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 5 * kMtu, bytes(kMtu, 3)));
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
+  // Receive WRITE_MIDDLE psn 101 (in-order)
+  // Expect: retiring 102 finds it placed elsewhere than the WRITE stands: NAK invalid request
+  // at 102, the QP in ERR
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
+  t.tx();
+  bool nak = false;
+  while (!t.sink.empty()) {
+    Captured c = t.sink.pop();
+    if (c.p.aeth.syndrome ==
+        wire::aeth_syndrome(wire::kAethTypeNak, wire::kAethNakInvalidRequest)) {
+      nak = true;
+      EXPECT_EQ(c.p.psn, Psn(102));
+    }
+  }
+  EXPECT_TRUE(nak);
+  EXPECT_EQ(t.state(), QpState::kErr);
+  EXPECT_TRUE(t.canaries_intact());
+}
+
 TEST_F(SelectiveRepeatTest, BeyondTheWindowAndReadRequestsAreNotHeld) {
   const uint32_t window = t.e->config().sr_window;
   // Receive WRITE_ONLY at 100 + window (future, beyond the window); READ at 101 (future)
