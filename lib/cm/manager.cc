@@ -62,8 +62,9 @@ void Manager::send_once(const Gid& dst, uint64_t tid, const w::Message& m) {
   send_(dst, b);
 }
 
-void Manager::send(Conn& c, const w::Message& m, Timestamp now, bool expect_answer) {
-  w::build_cm_mad(w::Mad{{.tid = c.tid}, m}, c.last);
+void Manager::send(Conn& c, const w::Message& m, Timestamp now, bool expect_answer,
+                   uint32_t attr_mod) {
+  w::build_cm_mad(w::Mad{{.tid = c.tid, .attr_mod = attr_mod}, m}, c.last);
   send_(c.peer, c.last);
   c.retries_left = expect_answer ? cfg_.max_retries : 0;
   c.deadline = expect_answer ? now + cfg_.response_timeout : Timestamp::never();
@@ -121,8 +122,9 @@ uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
   r.primary.hop_limit = p.hop_limit;
   r.primary.traffic_class = p.traffic_class;
   r.primary.local_ack_timeout = p.local_ack_timeout;
+  r.vendor_id = p.ece_vendor & 0xffffff;
   r.private_data = p.private_data;
-  send(c, r, now, true);
+  send(c, r, now, true, p.ece_options);
   return id;
 }
 
@@ -139,9 +141,10 @@ Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
   r.rnr_retry_count = p.rnr_retry_count;
   r.srq = p.srq;
   r.local_ca_guid = cfg_.ca_guid;
+  r.vendor_id = p.ece_vendor & 0xffffff;
   r.private_data = p.private_data;
   c->state = State::kRepSent;
-  send(*c, r, now, true);
+  send(*c, r, now, true, p.ece_options);
   return Status::ok();
 }
 
@@ -193,9 +196,9 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
       [&](const auto& msg) {
         using T = std::decay_t<decltype(msg)>;
         if constexpr (std::is_same_v<T, w::Req>)
-          on_req(src, tid, msg, now);
+          on_req(src, tid, msg, m->hdr.attr_mod, now);
         else if constexpr (std::is_same_v<T, w::Rep>)
-          on_rep(tid, msg);
+          on_rep(tid, msg, m->hdr.attr_mod);
         else if constexpr (std::is_same_v<T, w::Rtu>)
           on_rtu(msg);
         else if constexpr (std::is_same_v<T, w::Rej>)
@@ -214,7 +217,7 @@ void Manager::on_mad(const Gid& src, std::span<const uint8_t> mad, Timestamp now
       m->msg);
 }
 
-void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
+void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, uint32_t attr_mod, Timestamp) {
   if (Conn* c = find_remote(src, m.local_comm_id)) {
     ++counters_.duplicate_req;
     if (c->state == State::kRepSent) {  // our REP was lost: send it again
@@ -239,10 +242,11 @@ void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, Timestamp) {
   c.tid = tid;
   Event e = event_of(EventType::kConnectRequest, c);
   e.req = m;
+  e.ece_options = attr_mod;
   emit(std::move(e));
 }
 
-void Manager::on_rep(uint64_t tid, const w::Rep& m) {
+void Manager::on_rep(uint64_t tid, const w::Rep& m, uint32_t attr_mod) {
   Conn* c = find(m.remote_comm_id);
   if (c && c->state == State::kReqSent && tid == c->tid) {
     c->remote_id = m.local_comm_id;
@@ -251,6 +255,7 @@ void Manager::on_rep(uint64_t tid, const w::Rep& m) {
     c->deadline = Timestamp::never();  // the application answers (ready_to_use / reject)
     Event e = event_of(EventType::kConnectResponse, *c);
     e.rep = m;
+    e.ece_options = attr_mod;
     emit(std::move(e));
     return;
   }

@@ -67,6 +67,7 @@ struct Event {
   std::optional<wire::cm::Rep> rep;
   std::optional<wire::cm::SidrReq> sidr_req;
   std::optional<wire::cm::SidrRep> sidr_rep;
+  uint32_t ece_options = 0;           ///< REQ/REP: the MAD's attribute modifier (ECE options)
   uint16_t reason = 0;                ///< kRejected: the REJ's reason
   std::vector<uint8_t> private_data;  ///< kRejected, kDisconnected: the peer's private data
 };
@@ -86,6 +87,8 @@ struct ConnectParams {
   uint8_t traffic_class = 0;
   uint8_t local_ack_timeout = 14;
   bool srq = false;
+  uint32_t ece_vendor = 0;   ///< ECE (IBA 1.4): the REQ's vendor id, 24 bits; 0: none
+  uint32_t ece_options = 0;  ///< and its options, carried as the MAD's attribute modifier
   std::array<uint8_t, wire::cm::kReqPrivateLen> private_data{};
 };
 
@@ -97,6 +100,8 @@ struct AcceptParams {
   uint8_t initiator_depth = 0;
   uint8_t rnr_retry_count = 7;
   bool srq = false;
+  uint32_t ece_vendor = 0;   ///< ECE: the REP's vendor id; 0: none
+  uint32_t ece_options = 0;  ///< the options agreed, as the MAD's attribute modifier
   std::array<uint8_t, wire::cm::kRepPrivateLen> private_data{};
 };
 
@@ -190,7 +195,8 @@ class Manager {
     Timestamp deadline = Timestamp::never();
   };
 
-  void send(Conn& c, const wire::cm::Message& m, Timestamp now, bool expect_answer);
+  void send(Conn& c, const wire::cm::Message& m, Timestamp now, bool expect_answer,
+            uint32_t attr_mod = 0);
   void send_once(const Gid& dst, uint64_t tid, const wire::cm::Message& m);
   void enter_timewait(Conn& c, Timestamp now);
   void emit(Event e) { events_.push_back(std::move(e)); }
@@ -201,8 +207,9 @@ class Manager {
   Conn* find(uint32_t local_id);
   Conn* find_remote(const Gid& peer, uint32_t remote_id);
 
-  void on_req(const Gid& src, uint64_t tid, const wire::cm::Req& m, Timestamp now);
-  void on_rep(uint64_t tid, const wire::cm::Rep& m);
+  void on_req(const Gid& src, uint64_t tid, const wire::cm::Req& m, uint32_t attr_mod,
+              Timestamp now);
+  void on_rep(uint64_t tid, const wire::cm::Rep& m, uint32_t attr_mod);
   void on_rtu(const wire::cm::Rtu& m);
   void on_rej(const Gid& src, const wire::cm::Rej& m, Timestamp now);
   void on_mra(const wire::cm::Mra& m, Timestamp now);

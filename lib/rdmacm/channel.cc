@@ -46,9 +46,11 @@ namespace {
 void post_process(Service& s, Event* e) {
   Id* id = e->owner;
   switch (e->post) {
-    case Event::Post::kConnResp:
+    case Event::Post::kConnResp: {
       if (!id->id.qp) return;  // the program moves its QP and calls rdma_establish
-      if (int err = modify_qp_rtr_rts(id); err || !id->dev->mgr->ready_to_use(id->conn, s.now())) {
+      int err = conn_resp_ece(id);
+      if (!err) err = modify_qp_rtr_rts(id);
+      if (err || !id->dev->mgr->ready_to_use(id->conn, s.now())) {
         e->ev.event = RDMA_CM_EVENT_CONNECT_ERROR;
         e->ev.status = -(err ? err : EINVAL);
         modify_qp_err(id);
@@ -59,6 +61,7 @@ void post_process(Service& s, Event* e) {
       id->state = IdState::kEstablished;
       e->ev.event = RDMA_CM_EVENT_ESTABLISHED;
       return;
+    }
     case Event::Post::kRejected: modify_qp_err(id); return;
     case Event::Post::kNone: return;
   }

@@ -114,7 +114,14 @@ struct Id {
   bool port_claimed = false;                     ///< sport is ours in Service's port table
   bool disconnected_event = false;               ///< DISCONNECTED was queued (once per connection)
   int unacked = 0;  ///< events taken by the program and not acked (destroy waits for them)
+  /// ECE (ece.cc): what this side offers or took, and what the peer's REQ or REP carried.
+  ibv_ece local_ece{}, remote_ece{};
 };
+
+/// ECE of a QP rdma_create_qp made for id (ece.cc): its offer, or what it takes of the REQ.
+int init_ece(Id* id, ibv_qp* qp);
+/// ECE of the REP: what the active side's QP takes before RTR.
+int conn_resp_ece(Id* id);
 
 inline Id* id_of(rdma_cm_id* p) { return reinterpret_cast<Id*>(p); }
 inline Channel* channel_of(rdma_event_channel* p) { return reinterpret_cast<Channel*>(p); }

@@ -97,6 +97,7 @@ UROCE_CM_EXPORT int rdma_create_qp_ex(rdma_cm_id* cid, ibv_qp_init_attr_ex* attr
   {
     std::lock_guard<std::mutex> g(Service::get().mu);
     e = init_qp(id_of(cid), qp);
+    if (!e) e = init_ece(id_of(cid), qp);
   }
   if (e) {
     ibv_destroy_qp(qp);

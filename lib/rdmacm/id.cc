@@ -326,6 +326,8 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
       cp.rnr_retry_count = static_cast<uint8_t>(std::min<int>(p ? p->rnr_retry_count : 7, 7));
       cp.traffic_class = id->tos;
       cp.local_ack_timeout = kLocalAckTimeout;
+      cp.ece_vendor = id->local_ece.vendor_id;
+      cp.ece_options = id->local_ece.options;
       if (int e = req_private(id, p, cp.private_data)) return fail(e);
       id->conn = id->dev->mgr->connect(cp, s.now());
     }
@@ -381,6 +383,8 @@ UROCE_CM_EXPORT int rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
     ap.responder_resources = id->responder_resources;
     ap.initiator_depth = id->initiator_depth;
     ap.rnr_retry_count = static_cast<uint8_t>(std::min<int>(p ? p->rnr_retry_count : 7, 7));
+    ap.ece_vendor = id->remote_ece.vendor_id;  // answered with the requester's vendor
+    ap.ece_options = id->local_ece.options;
     if (p && p->private_data && p->private_data_len) {
       if (p->private_data_len > ap.private_data.size()) return fail(EINVAL);
       std::memcpy(ap.private_data.data(), p->private_data, p->private_data_len);

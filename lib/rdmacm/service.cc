@@ -348,6 +348,8 @@ void Service::on_manager_event(Device* dev, cm::Event& e) {
       id->initiator_depth = std::min(id->initiator_depth, r.responder_resources);
       id->responder_resources = std::min(id->responder_resources, r.initiator_depth);
       id->rnr_retry = r.rnr_retry_count;
+      id->remote_ece.vendor_id = r.vendor_id;
+      id->remote_ece.options = e.ece_options;
       id->state = IdState::kConnResp;
       Event* ev = deliver(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
       copy_private(ev, r.private_data.data(), r.private_data.size());
@@ -475,6 +477,8 @@ void Service::on_connect_request(Device* dev, cm::Event& e) {
   c->initiator_depth = r.responder_resources;
   c->retry_count = r.retry_count;
   c->rnr_retry = r.rnr_retry_count;
+  c->remote_ece.vendor_id = r.vendor_id;
+  c->remote_ece.options = e.ece_options;
   if (r.path_mtu && r.path_mtu < c->path_mtu) c->path_mtu = r.path_mtu;
   c->state = IdState::kReqRcvd;
   map_conn(c);

@@ -165,6 +165,35 @@ TEST(CmMad, RepRejMraDreqFieldsSitWhereTheirTablesPutThem) {
   EXPECT_EQ(b[H + 12], 0x5a);
 }
 
+TEST(CmMad, EceVendorIdSitsWhereIba14PutsItAndTheOptionsInTheAttributeModifier) {
+  Req req = sample_req();
+  req.vendor_id = 0xfffffe;
+  Mad m = mad_of(req);
+  m.hdr.attr_mod = 1;
+  auto b = build(m);
+  EXPECT_EQ(b[H + 4], 0);  // reserved
+  EXPECT_EQ(load_be32(&b[H + 4]) & 0xffffff, 0xfffffeu);
+  EXPECT_EQ(load_be32(&b[20]), 1u);  // MAD header: attribute modifier
+  auto back = parse_cm_mad(b);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(back->hdr.attr_mod, 1u);
+  EXPECT_EQ(std::get<Req>(back->msg), req);
+
+  Rep rep;
+  rep.local_qpn = 0xabcdef;
+  rep.starting_psn = 0x123456;
+  rep.vendor_id = 0x0a0b0c;  // its three bytes sit beside the QPN, the EECN and the PSN
+  b = build(mad_of(rep));
+  EXPECT_EQ(b[H + 15], 0x0a);
+  EXPECT_EQ(b[H + 19], 0x0b);
+  EXPECT_EQ(b[H + 23], 0x0c);
+  EXPECT_EQ(load_be32(&b[H + 12]) >> 8, 0xabcdefu);
+  EXPECT_EQ(load_be32(&b[H + 20]) >> 8, 0x123456u);
+  back = parse_cm_mad(b);
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(std::get<Rep>(back->msg), rep);
+}
+
 TEST(CmMad, SidrFieldsSitWhereTables119And120PutThem) {
   SidrReq q;
   q.request_id = 0x01020304;

@@ -45,10 +45,10 @@ void set_bytes(uint8_t* p, size_t off, const std::array<uint8_t, N>& in) {
 }
 
 // REQ (Table 106).
-constexpr size_t kReqServiceId = 8, kReqCaGuid = 16, kReqQkey = 28, kReqQpn = 32, kReqRespRes = 35,
-                 kReqInitDepth = 39, kReqPsn = 44, kReqPkey = 48, kReqLocalLid = 52,
-                 kReqRemoteLid = 54, kReqLocalGid = 56, kReqRemoteGid = 72, kReqFlowLabel = 88,
-                 kReqTrafficClass = 92, kReqHopLimit = 93, kReqPrivate = 140;
+constexpr size_t kReqVendorId = 4, kReqServiceId = 8, kReqCaGuid = 16, kReqQkey = 28, kReqQpn = 32,
+                 kReqRespRes = 35, kReqInitDepth = 39, kReqPsn = 44, kReqPkey = 48,
+                 kReqLocalLid = 52, kReqRemoteLid = 54, kReqLocalGid = 56, kReqRemoteGid = 72,
+                 kReqFlowLabel = 88, kReqTrafficClass = 92, kReqHopLimit = 93, kReqPrivate = 140;
 constexpr Bits kReqRemoteCmTimeout{43, 0, 5}, kReqTransport{43, 5, 2}, kReqE2e{43, 7, 1},
     kReqLocalCmTimeout{47, 0, 5}, kReqRetry{47, 5, 3}, kReqMtu{50, 0, 4}, kReqRnrRetry{50, 5, 3},
     kReqMaxCmRetries{51, 0, 4}, kReqSrq{51, 4, 1}, kReqPacketRate{91, 2, 6}, kReqSl{94, 0, 4},
@@ -57,6 +57,7 @@ constexpr Bits kReqRemoteCmTimeout{43, 0, 5}, kReqTransport{43, 5, 2}, kReqE2e{4
 constexpr Bits kMraMsg{8, 0, 2}, kMraTimeout{9, 0, 5}, kRejMsg{8, 0, 2}, kRejAriLength{9, 0, 7};
 constexpr size_t kMraPrivate = 10, kRejReason = 10, kRejAri = 12, kRejPrivate = 84;
 // REP (Table 110).
+constexpr size_t kRepVendorH = 15, kRepVendorM = 19, kRepVendorL = 23;  // low bytes of dwords
 constexpr size_t kRepQkey = 8, kRepQpn = 12, kRepPsn = 20, kRepRespRes = 24, kRepInitDepth = 25,
                  kRepCaGuid = 28, kRepPrivate = 36;
 constexpr Bits kRepAckDelay{26, 0, 5}, kRepFailover{26, 5, 2}, kRepE2e{26, 7, 1},
@@ -74,6 +75,7 @@ uint32_t remote_id(const uint8_t* p) { return load_be32(p + 4); }
 Req parse_req(const uint8_t* p) {
   Req r;
   r.local_comm_id = local_id(p);
+  r.vendor_id = load_be32(p + kReqVendorId) & 0xffffff;
   r.service_id = load_be64(p + kReqServiceId);
   r.local_ca_guid = load_be64(p + kReqCaGuid);
   r.local_qkey = load_be32(p + kReqQkey);
@@ -109,6 +111,7 @@ Req parse_req(const uint8_t* p) {
 
 void build_req(const Req& r, uint8_t* p) {
   store_be32(p, r.local_comm_id);
+  store_be32(p + kReqVendorId, (uint32_t{p[kReqVendorId]} << 24) | (r.vendor_id & 0xffffff));
   store_be64(p + kReqServiceId, r.service_id);
   store_be64(p + kReqCaGuid, r.local_ca_guid);
   store_be32(p + kReqQkey, r.local_qkey);
@@ -156,6 +159,7 @@ Rep parse_rep(const uint8_t* p) {
   r.rnr_retry_count = kRepRnrRetry.get(p);
   r.srq = kRepSrq.get(p) != 0;
   r.local_ca_guid = load_be64(p + kRepCaGuid);
+  r.vendor_id = uint32_t{p[kRepVendorH]} << 16 | uint32_t{p[kRepVendorM]} << 8 | p[kRepVendorL];
   get_bytes(p, kRepPrivate, &r.private_data);
   return r;
 }
@@ -174,6 +178,9 @@ void build_rep(const Rep& r, uint8_t* p) {
   kRepRnrRetry.set(p, r.rnr_retry_count);
   kRepSrq.set(p, r.srq);
   store_be64(p + kRepCaGuid, r.local_ca_guid);
+  p[kRepVendorH] = static_cast<uint8_t>(r.vendor_id >> 16);
+  p[kRepVendorM] = static_cast<uint8_t>(r.vendor_id >> 8);
+  p[kRepVendorL] = static_cast<uint8_t>(r.vendor_id);
   set_bytes(p, kRepPrivate, r.private_data);
 }
 

@@ -132,6 +132,7 @@ struct Req {
   uint8_t rnr_retry_count = 0;  ///< 3 bits
   uint8_t max_cm_retries = 0;   ///< 4 bits
   bool srq = false;
+  uint32_t vendor_id = 0;  ///< 24 bits: the ECE vendor (IBA 1.4; its options are the attr_mod)
   Path primary;
   std::array<uint8_t, kReqPrivateLen> private_data{};
   friend bool operator==(const Req&, const Req&) = default;
@@ -174,6 +175,7 @@ struct Rep {
   uint8_t rnr_retry_count = 0;  ///< 3 bits
   bool srq = false;
   uint64_t local_ca_guid = 0;
+  uint32_t vendor_id = 0;  ///< 24 bits: the ECE vendor (IBA 1.4; its options are the attr_mod)
   std::array<uint8_t, kRepPrivateLen> private_data{};
   friend bool operator==(const Rep&, const Rep&) = default;
 };
