@@ -11,6 +11,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -80,6 +81,13 @@ inline uint32_t imm_from_net(uint32_t v) { return imm_to_net(v); }
 /// Packets a message of len bytes takes at path MTU mtu (a zero-length message takes one).
 constexpr uint32_t packets_for(uint32_t len, uint32_t mtu) {
   return len == 0 ? 1 : (len + mtu - 1) / mtu;
+}
+
+/// Bytes an SGE list holds (capped at the largest message): a receive WQE's length.
+inline uint32_t sge_list_len(const Sge* sg, uint32_t n) {
+  uint64_t len = 0;
+  for (uint32_t i = 0; i < n; ++i) len += sg[i].length;
+  return static_cast<uint32_t>(std::min<uint64_t>(len, kMaxMsgSize));
 }
 
 /// IBA Table 45: RNR NAK timer field -> delay.

@@ -109,7 +109,7 @@ struct SrSendState {
 };
 
 /// Selective repeat, completer side: which PSNs in [una, una + window) the peer holds
-/// (SACKETH ranges), by PSN modulo the window.
+/// (SACKETH bitmaps), by PSN modulo the window.
 struct SackBoard {
   std::vector<uint8_t> held;
   uint32_t count = 0;  ///< entries set

@@ -67,9 +67,7 @@ bool Engine::Impl::pop_recv(Qp& qp) {
 
 namespace {
 uint32_t recv_len(const Qp& qp) {
-  uint64_t n = 0;
-  for (uint32_t i = 0; i < qp.resp.cur_rwqe.num_sge; ++i) n += qp.resp.cur_sg[i].length;
-  return static_cast<uint32_t>(std::min<uint64_t>(n, kMaxMsgSize));
+  return sge_list_len(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge);
 }
 uint32_t recv_pd(const Qp& qp) { return qp.resp.srq ? qp.resp.srq->pd : qp.init.pd; }
 }  // namespace

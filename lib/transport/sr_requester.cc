@@ -1,7 +1,7 @@
 /**
  * @file sr_requester.cc
  * @brief Selective repeat, requester and completer side (uroce's extension,
- * docs/loss-recovery.md). The SACKETH ranges of the peer's ACKs fill a board of the PSNs it
+ * docs/loss-recovery.md). The SACKETH bitmaps of the peer's ACKs fill a board of the PSNs it
  * holds after the cumulative ACK. Loss is found by transmission order, as TCP's RACK does by
  * time: every PSN keeps when (in order) it was last sent, and a PSN neither acknowledged nor held
  * that was sent before a packet known to have arrived is lost (a path carries one UDP flow in

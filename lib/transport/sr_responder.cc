@@ -6,7 +6,7 @@
  * recv_seq at its offset) and held; when the PSNs before them arrive they are retired in order
  * through the same code as in-order packets, without copying again, so completions, MSNs and
  * receive WQEs stay in order and exactly once. Every ACK of such a QP carries the held PSNs as
- * SACKETH ranges.
+ * a SACKETH bitmap.
  *
  * Not taken out of order (dropped, then repaired by the requester's resend): READ and atomic
  * requests (executed in order: responses and the replay cache stay as IBA has them), packets
@@ -33,14 +33,6 @@ void Engine::Impl::sr_setup(Qp& qp, bool on) {
   qp.comp.sack.held.assign(cfg.sr_window, 0);
   qp.req.sr.sent.assign(cfg.sr_window, 0);
 }
-
-namespace {
-uint32_t wqe_len(const Sge* sg, uint32_t n) {
-  uint64_t len = 0;
-  for (uint32_t i = 0; i < n; ++i) len += sg[i].length;
-  return static_cast<uint32_t>(std::min<uint64_t>(len, kMaxMsgSize));
-}
-}  // namespace
 
 bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
   const wire::OpcodeInfo& info = *p.info;
@@ -77,7 +69,7 @@ bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
     return false;
   }
   const uint64_t off = p.sreth.place;
-  if (off + len > wqe_len(sg, nsge)) return false;
+  if (off + len > sge_list_len(sg, nsge)) return false;
   if (len == 0) return true;
   return scatter(sg, nsge, pd, static_cast<uint32_t>(off), p.payload.data(), len) ==
          AccessCheck::kOk;
