@@ -56,6 +56,16 @@ class SelectiveRepeatTest : public ::testing::Test {
     for (uint32_t x : held) s.sack.set(x - (psn + 2));
     return pb.build(s);
   }
+  /// The PSNs of the NAKs with `code` among the frames sent (captured earlier by tx()).
+  std::vector<uint32_t> nak_psns(uint8_t code) {
+    std::vector<uint32_t> out;
+    while (!t.sink.empty()) {
+      Captured c = t.sink.pop();
+      if (c.p.aeth.syndrome == wire::aeth_syndrome(wire::kAethTypeNak, code))
+        out.push_back(c.p.psn.value());
+    }
+    return out;
+  }
   /// Captures every frame sent now; returns their PSNs.
   std::vector<uint32_t> sent_psns() {
     t.tx();
@@ -129,16 +139,7 @@ TEST_F(SelectiveRepeatTest, AWriteThatFailsItsChecksIsNotPlacedAndIsNakedInOrder
   t.rx(write(Opcode::kRcRdmaWriteOnly, 100, t.va(1024), bytes(8, 7), 8, true));
   t.rx(write(Opcode::kRcRdmaWriteOnly, 101, t.va(), bytes(64, 9), 64, true, t.keys.rkey ^ 0x100));
   t.tx();
-  bool nak = false;
-  while (!t.sink.empty()) {
-    Captured c = t.sink.pop();
-    if (c.p.aeth.syndrome ==
-        wire::aeth_syndrome(wire::kAethTypeNak, wire::kAethNakRemoteAccessError)) {
-      nak = true;
-      EXPECT_EQ(c.p.psn, Psn(101));
-    }
-  }
-  EXPECT_TRUE(nak);
+  EXPECT_EQ(nak_psns(wire::kAethNakRemoteAccessError), std::vector<uint32_t>{101});
   EXPECT_EQ(t.state(), QpState::kErr);
   EXPECT_EQ(std::memcmp(t.mem(), before.data(), 1024), 0);
   EXPECT_TRUE(t.canaries_intact());
@@ -157,16 +158,7 @@ TEST_F(SelectiveRepeatTest, APacketPlacedElsewhereThanItsMessageSaysIsNakedWhenR
   // at 102, the QP in ERR
   t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
   t.tx();
-  bool nak = false;
-  while (!t.sink.empty()) {
-    Captured c = t.sink.pop();
-    if (c.p.aeth.syndrome ==
-        wire::aeth_syndrome(wire::kAethTypeNak, wire::kAethNakInvalidRequest)) {
-      nak = true;
-      EXPECT_EQ(c.p.psn, Psn(102));
-    }
-  }
-  EXPECT_TRUE(nak);
+  EXPECT_EQ(nak_psns(wire::kAethNakInvalidRequest), std::vector<uint32_t>{102});
   EXPECT_EQ(t.state(), QpState::kErr);
   EXPECT_TRUE(t.canaries_intact());
 }
