@@ -206,6 +206,7 @@ bool RcStream::post_next(Timestamp now) {
   }
   if (posted_ == 0) t_first_ = now;
   lens_.push_back(len);
+  posted_at_.push_back(now);
   ++posted_;
   bytes_posted_ += len;
   return true;
@@ -276,6 +277,7 @@ bool RcStream::step_a(Timestamp now) {
       ++completed_;
       bytes_done_ += len;
       t_last_ = now;
+      fct_.push_back(now - posted_at_[i]);
     }
     if (n < cq.size()) break;
   }

@@ -74,6 +74,8 @@ class RcStream {
   uint64_t bytes_completed() const { return bytes_done_; }
   Timestamp first_post_time() const { return t_first_; }
   Timestamp last_completion_time() const { return t_last_; }
+  /// Per completed message: its completion time minus its post time (message completion time).
+  const std::vector<Duration>& completion_times() const { return fct_; }
 
  private:
   bool step_a(Timestamp now);
@@ -97,7 +99,9 @@ class RcStream {
   std::vector<uint64_t> expect_counter_;
   std::vector<uint64_t> expect_result_;  ///< per window slot: the value the atomic returns
   std::vector<uint32_t> sizes_;
-  std::vector<uint32_t> lens_;  ///< length of every posted message (the last is truncated)
+  std::vector<uint32_t> lens_;        ///< length of every posted message (the last is truncated)
+  std::vector<Timestamp> posted_at_;  ///< when every message was posted
+  std::vector<Duration> fct_;         ///< completion - post of every completed message
 
   uint64_t posted_ = 0, completed_ = 0, bytes_posted_ = 0, bytes_done_ = 0;
   uint64_t recv_posted_ = 0, recv_done_ = 0;

@@ -19,8 +19,8 @@
 #include <ctime>
 #include <string>
 
+#include "cc/factory.h"
 #include "dcqcn/params.h"
-#include "sim/dcqcn_cc.h"
 #include "sim/engine_host.h"
 #include "sim/fabric.h"
 #include "sim/rc_stream.h"
@@ -184,11 +184,11 @@ int run_fabric16(double sim_ms) {
     leaf.push_back(fab.add_switch(sc));
     fab.connect_switches(leaf.back(), spine, lp);
   }
-  std::vector<std::unique_ptr<DcqcnFactory>> cc;
+  std::vector<std::unique_ptr<cc::Factory>> cc;
   std::vector<std::unique_ptr<EngineHost>> h;
   for (int i = 0; i < kHosts; ++i) {
     cc.push_back(
-        std::make_unique<DcqcnFactory>(dcqcn::hpcc_dcqcn_preset(static_cast<double>(kRate))));
+        std::make_unique<cc::Factory>(dcqcn::hpcc_dcqcn_preset(static_cast<double>(kRate))));
     transport::EngineConfig cfg;
     cfg.mac = mac(i);
     cfg.gids = {gid(i)};

@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/types.h"
@@ -35,6 +36,16 @@ struct Dcqcn {
   /// ibv_qp_rate_limit_attr.max_burst_sz). 0 spaces every frame; the default lets one 64 KiB
   /// message leave in one burst, so one progress call sends it whole.
   uint32_t max_burst_bytes = 65536;
+};
+
+/// The delay-based congestion control's knobs ([device.delay]; lib/cc/delay.h documents each).
+struct Delay {
+  double target_queue_us = 10;  ///< queueing delay allowed above the base round trip
+  double base_rtt_us = 0;       ///< the path's base round trip; 0: the smallest sample seen
+  double ai_mbps = 0;           ///< additive increase per round trip; 0: line rate / 200
+  double beta = 0.5;            ///< decrease gain
+  double max_mdf = 0.5;         ///< largest cut of one decision
+  double min_rate_mbps = 0;     ///< lowest rate; 0: line rate / 1000
 };
 
 /// PFC settings of a device.
@@ -85,9 +96,22 @@ struct Device {
   /// on both ends. ECE (ibv_set_ece, rdma_set_local_ece) agrees on selective repeat per QP
   /// whatever this says.
   enum class LossRecovery : uint8_t { kGoBackN, kSelective } loss_recovery = LossRecovery::kGoBackN;
+  /// How RC/UC senders react to congestion: DCQCN from CNPs (switches mark ECN), the
+  /// delay-based control from measured round trips (switches mark nothing), both (each QP sends
+  /// at the lower rate), or none. dcqcn.enabled = false takes DCQCN out of either choice.
+  enum class Cc : uint8_t { kDcqcn, kDelay, kDcqcnDelay, kOff } congestion_control = Cc::kDcqcn;
   Pfc pfc;
   Dcqcn dcqcn;
+  Delay delay;
 };
+
+/// "dcqcn", "delay", "dcqcn+delay", "off".
+std::string_view to_string(Device::Cc c);
+/// "go-back-n", "selective".
+std::string_view to_string(Device::LossRecovery r);
+/// The reaction the device's QPs run: congestion_control less DCQCN when dcqcn.enabled is
+/// false ("dcqcn" becomes "off", "dcqcn+delay" becomes "delay").
+Device::Cc cc_in_force(const Device& dev);
 
 /// The whole file.
 struct Config {

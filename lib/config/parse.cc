@@ -24,10 +24,14 @@ namespace uroce::config {
 
 namespace {
 
-constexpr std::string_view kDeviceKeys[] = {
-    "name",        "port",      "eal",     "netdev",    "addresses", "mtu",          "queues",
-    "mac",         "neighbors", "profile", "roce_dscp", "cnp_dscp",  "dscp_to_prio", "trust",
-    "pcp_to_prio", "vlan",      "ecn",     "pfc",       "dcqcn",     "loss_recovery"};
+constexpr std::string_view kDeviceKeys[] = {"name",         "port",          "eal",
+                                            "netdev",       "addresses",     "mtu",
+                                            "queues",       "mac",           "neighbors",
+                                            "profile",      "roce_dscp",     "cnp_dscp",
+                                            "dscp_to_prio", "trust",         "pcp_to_prio",
+                                            "vlan",         "ecn",           "pfc",
+                                            "dcqcn",        "loss_recovery", "congestion_control",
+                                            "delay"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -283,14 +287,6 @@ class Parser {
     if (trust != "dscp" && trust != "pcp")
       return fail_b("trust", "\"" + trust + "\" is not a trust mode", kTrustAllowed);
     dev->trust = trust == "pcp" ? Device::Trust::kPcp : Device::Trust::kDscp;
-    constexpr std::string_view kRecoveryAllowed = "\"go-back-n\", \"selective\"";
-    std::string rec =
-        dev->loss_recovery == Device::LossRecovery::kSelective ? "selective" : "go-back-n";
-    if (!get_string(t, "loss_recovery", "loss_recovery", kRecoveryAllowed, &rec)) return false;
-    if (rec != "go-back-n" && rec != "selective")
-      return fail_b("loss_recovery", "\"" + rec + "\" is not a loss recovery", kRecoveryAllowed);
-    dev->loss_recovery =
-        rec == "selective" ? Device::LossRecovery::kSelective : Device::LossRecovery::kGoBackN;
     if (t.get("vlan")) {
       int64_t vid = 0;
       if (!get_int(t, "vlan", "vlan", 0, 4094, "0..4094 (0 = priority-tagged)", &vid)) return false;
@@ -300,8 +296,76 @@ class Parser {
     apply_profile(dev->profile, dev);
 
     if (!get_bool(t, "ecn", "ecn", &dev->ecn)) return false;
+    if (!parse_recovery_and_cc(t, dev)) return false;
     if (!parse_pfc(t, dev)) return false;
+    if (!parse_delay(t, dev)) return false;
     return parse_dcqcn(t, dev);
+  }
+
+  /// loss_recovery and congestion_control: after the profile, which sets both.
+  bool parse_recovery_and_cc(const toml::table& t, Device* dev) {
+    constexpr std::string_view kRecoveryAllowed = "\"go-back-n\", \"selective\"";
+    std::string rec(to_string(dev->loss_recovery));
+    if (!get_string(t, "loss_recovery", "loss_recovery", kRecoveryAllowed, &rec)) return false;
+    if (rec != "go-back-n" && rec != "selective")
+      return fail_b("loss_recovery", "\"" + rec + "\" is not a loss recovery", kRecoveryAllowed);
+    dev->loss_recovery =
+        rec == "selective" ? Device::LossRecovery::kSelective : Device::LossRecovery::kGoBackN;
+    constexpr std::string_view kCcAllowed = "\"dcqcn\", \"delay\", \"dcqcn+delay\", \"off\"";
+    std::string cc(to_string(dev->congestion_control));
+    if (!get_string(t, "congestion_control", "congestion_control", kCcAllowed, &cc)) return false;
+    for (Device::Cc c :
+         {Device::Cc::kDcqcn, Device::Cc::kDelay, Device::Cc::kDcqcnDelay, Device::Cc::kOff})
+      if (cc == to_string(c)) {
+        dev->congestion_control = c;
+        return true;
+      }
+    return fail_b("congestion_control", "\"" + cc + "\" is not a congestion control", kCcAllowed);
+  }
+
+  /// [device.delay]: numbers, each in its range.
+  bool parse_delay(const toml::table& t, Device* dev) {
+    const toml::node* n = t.get("delay");
+    if (!n) return true;
+    const toml::table* dt = n->as_table();
+    if (!dt) return wrong_type("delay", *n, "a table [device.delay]");
+    struct Key {
+      std::string_view name;
+      double* out;
+      double lo, hi;
+      bool lo_open;
+      std::string_view allowed;
+    };
+    Delay& d = dev->delay;
+    const Key keys[] = {
+        {"target_queue_us", &d.target_queue_us, 0, 1e6, true, "a number of µs in (0, 1000000]"},
+        {"base_rtt_us", &d.base_rtt_us, 0, 1e6, false, "a number of µs in [0, 1000000]"},
+        {"ai_mbps", &d.ai_mbps, 0, 1e6, false, "a number of Mb/s in [0, 1000000]"},
+        {"beta", &d.beta, 0, 1, true, "a number in (0, 1]"},
+        {"max_mdf", &d.max_mdf, 0, 0.999, true, "a number in (0, 0.999]"},
+        {"min_rate_mbps", &d.min_rate_mbps, 0, 1e6, false, "a number of Mb/s in [0, 1000000]"}};
+    std::string allowed_keys;
+    for (const Key& k : keys)
+      allowed_keys += (allowed_keys.empty() ? "" : ", ") + std::string(k.name);
+    for (auto&& [k, v] : *dt) {
+      std::string ks(k.str());
+      const Key* key = nullptr;
+      for (const Key& c : keys)
+        if (c.name == ks) key = &c;
+      if (!key) return fail_b("delay." + ks, "unknown key", allowed_keys);
+      double x;
+      if (v.is_integer()) {
+        x = static_cast<double>(v.as_integer()->get());
+      } else if (v.is_floating_point()) {
+        x = v.as_floating_point()->get();
+      } else {
+        return wrong_type("delay." + ks, v, key->allowed);
+      }
+      if (!(key->lo_open ? x > key->lo : x >= key->lo) || !(x <= key->hi))
+        return fail_b("delay." + ks, "is out of range", key->allowed);
+      *key->out = x;
+    }
+    return true;
   }
 
   /// `netdev`: the device is bound to a kernel network interface (host mode). Its port,

@@ -38,7 +38,7 @@
 namespace uroce::stats {
 
 inline constexpr uint64_t kMagic = 0x314d4853454f5255ull;  ///< "UROESHM1" little-endian
-inline constexpr uint32_t kLayoutVersion = 2;              // 2: PMD counters (rx_packets_phy ...)
+inline constexpr uint32_t kLayoutVersion = 3;              // 3: congestion control, recovery
 inline constexpr int kNumPriorities = 8;                   ///< 802.1p priorities
 inline constexpr size_t kCounterNameLen = 48;              ///< bytes per entry of the names table
 inline constexpr size_t kDeviceNameLen = 64;
@@ -132,6 +132,12 @@ inline constexpr std::string_view kQpTypeNames[] = {"RC", "UC", "UD"};
 inline constexpr std::string_view kQpStateNames[] = {"RESET", "INIT", "RTR", "RTS",
                                                      "SQD",   "SQE",  "ERR"};
 
+/// QpRecord::cc: the QP's congestion control (lib/cc Algorithm order).
+inline constexpr std::string_view kCcNames[] = {"off", "dcqcn", "delay", "dcqcn+delay"};
+/// QpRecord::flags.
+inline constexpr uint32_t kQpFlagDelayInForce = 1;  ///< the delay-based rate limits the QP
+inline constexpr uint32_t kQpFlagSelective = 2;     ///< RC loss recovery by selective repeat
+
 /// One QP's slot in the fixed table. Identity fields (type .. peer_gid) change under the
 /// seqlock; PSNs, rates and counters are relaxed atomics that change at any time.
 struct QpRecord {
@@ -147,6 +153,11 @@ struct QpRecord {
   uint64_t rate_mbps;    ///< DCQCN current rate Rc, Mb/s (double bits; 0 = unlimited)
   uint64_t target_mbps;  ///< DCQCN target rate Rt, Mb/s (double bits)
   uint64_t alpha;        ///< DCQCN α, 0..1 (double bits)
+  uint64_t delay_mbps;   ///< the delay-based control's rate, Mb/s (double bits; 0 = not limiting)
+  uint64_t rtt_us;       ///< last round-trip sample, µs (double bits; 0 = none)
+  uint64_t target_us;    ///< the delay control's target delay, µs (double bits; 0 = none)
+  uint32_t cc;           ///< congestion control, index into kCcNames
+  uint32_t flags;        ///< kQpFlag*
   uint64_t counters[kQpCounterCount];  ///< qp_stats.def
 
   /// Writer: identity changes go between begin_update() and end_update().
@@ -175,6 +186,13 @@ struct QpRecord {
     store_double(target_mbps, rt_mbps);
     store_double(alpha, a);
   }
+  void set_cc(uint32_t algorithm, uint32_t fl, double delay_rate_mbps, double rtt, double target) {
+    __atomic_store_n(&cc, algorithm, __ATOMIC_RELAXED);
+    __atomic_store_n(&flags, fl, __ATOMIC_RELAXED);
+    store_double(delay_mbps, delay_rate_mbps);
+    store_double(rtt_us, rtt);
+    store_double(target_us, target);
+  }
   void inc(QpCounter c, uint64_t n = 1) { add(counters[static_cast<size_t>(c)], n); }
   void set(QpCounter c, uint64_t v) { store(counters[static_cast<size_t>(c)], v); }
 };
@@ -187,16 +205,18 @@ inline constexpr size_t kMaxDcqcnParams = 32;
 /// The effective configuration of the device, as `uroce show roce` prints it. Written once
 /// at creation. Strings are NUL-terminated and truncated to fit.
 struct ConfigSummary {
-  char profile[16];         ///< "", "lossless", "lossy", "hpc", "storage"
-  char trust[8];            ///< "dscp" (priority from the IP DSCP) or "pcp"
-  char dcqcn_mode[16];      ///< "nvidia", "paper" or "off"
-  char port[160];           ///< the DPDK vdev string, PCI address or "loopback"
-  char source[160];         ///< the configuration file, or "built-in"
-  char addresses[4][48];    ///< first addresses "a.b.c.d/len"
-  uint32_t mtu;             ///< RoCE path MTU, bytes
-  uint32_t num_tx_queues;   ///< TX queues of the port (priority -> queue below)
-  uint32_t pfc_xoff_bytes;  ///< RX backlog that sends XOFF
-  uint32_t pfc_xon_bytes;   ///< RX backlog that sends XON
+  char profile[16];             ///< "", "lossless", "lossy", "hpc", "storage"
+  char trust[8];                ///< "dscp" (priority from the IP DSCP) or "pcp"
+  char dcqcn_mode[16];          ///< "nvidia", "paper" or "off"
+  char congestion_control[16];  ///< "dcqcn", "delay", "dcqcn+delay" or "off" (in force)
+  char loss_recovery[16];       ///< "go-back-n" or "selective" (QPs not agreed through ECE)
+  char port[160];               ///< the DPDK vdev string, PCI address or "loopback"
+  char source[160];             ///< the configuration file, or "built-in"
+  char addresses[4][48];        ///< first addresses "a.b.c.d/len"
+  uint32_t mtu;                 ///< RoCE path MTU, bytes
+  uint32_t num_tx_queues;       ///< TX queues of the port (priority -> queue below)
+  uint32_t pfc_xoff_bytes;      ///< RX backlog that sends XOFF
+  uint32_t pfc_xon_bytes;       ///< RX backlog that sends XON
   uint32_t pfc_watchdog_detect_ms;
   uint32_t pfc_watchdog_restore_ms;
   uint8_t lossless;          ///< 1 when PFC is on for the RoCE data priority
@@ -216,6 +236,9 @@ struct ConfigSummary {
     char name[40];
     double value;
   } dcqcn_params[kMaxDcqcnParams];  ///< effective DCQCN parameters by NVIDIA name
+  struct {
+    double target_queue_us, base_rtt_us, ai_mbps, beta, max_mdf, min_rate_mbps;
+  } delay;  ///< [device.delay] as configured (0 = the default that follows the line rate)
 };
 static_assert(std::is_trivially_copyable_v<ConfigSummary> &&
               std::is_standard_layout_v<ConfigSummary>);

@@ -58,7 +58,30 @@ void Engine::Impl::check_head_error(Qp& qp) {
   if (w.local_error != WcStatus::kSuccess) requester_fatal(qp, w.local_error);
 }
 
+void Engine::Impl::rtt_on_sent(Qp& qp, Psn psn, bool first, bool prompt, Timestamp now) {
+  RequesterState& r = qp.req;
+  if (!first) {
+    // Go-back-N resends everything from psn on, the timed PSN too when it is not below;
+    // selective repeat resends single PSNs.
+    const bool covers = qp.selective ? psn == r.rtt_psn : diff(psn, r.rtt_psn) <= 0;
+    if (!r.rtt_sent.is_never() && covers) r.rtt_sent = Timestamp::never();
+    return;
+  }
+  if (prompt && r.rtt_sent.is_never()) {
+    r.rtt_psn = psn;
+    r.rtt_sent = now;
+  }
+}
+
+void Engine::Impl::rtt_on_arrived(Qp& qp, Psn psn, Timestamp now) {
+  RequesterState& r = qp.req;
+  if (r.rtt_sent.is_never() || diff(psn, r.rtt_psn) < 0) return;
+  qp.cc->on_rtt(now - r.rtt_sent, now);
+  r.rtt_sent = Timestamp::never();
+}
+
 void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
+  rtt_on_arrived(qp, qp.comp.una - 1, now);
   qp.comp.retry_left = qp.attr.retry_cnt;
   qp.comp.rnr_left = qp.attr.rnr_retry;
   qp.comp.rewind_guard = false;
@@ -117,8 +140,8 @@ void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, Timestamp now) {
   // from later responses) within one round trip. retry_cnt counts local ACK timeouts, which
   // keep running from the last forward progress, so a peer that never lets us progress still
   // ends in RETRY_EXC_ERR after (retry_cnt + 1) x timeout.
-  (void)now;
   if (why != Counter::kCount) inc(why);
+  qp.cc->on_loss(now);
   qp.comp.rewind_guard = true;
   qp.comp.rewind_psn = psn;
   qp.comp.rewind_una = qp.comp.una;
@@ -234,7 +257,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
   const wire::AethValue& a = p.aeth;
   if (a.is_ack()) {
     ack_through(qp, q, now);
-    if (qp.selective && qp.state != QpState::kErr) sr_on_ack(qp, p);
+    if (qp.selective && qp.state != QpState::kErr) sr_on_ack(qp, p, now);
     return;
   }
   // Every NAK acknowledges the PSNs before it.
@@ -292,6 +315,7 @@ void Engine::Impl::completer_timers(Qp& qp, Timestamp now) {
   qp.comp.retry_left--;
   inc(Counter::local_ack_timeout_err);
   qp.traffic.local_ack_timeouts++;
+  qp.cc->on_loss(now);
   qp.comp.rewind_guard = false;
   qp.dmac_valid = false;  // the neighbour may have moved
   if (qp.selective) {

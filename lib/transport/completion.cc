@@ -104,7 +104,7 @@ void Engine::Impl::flush_sq(Qp& qp) {
   qp.req.send_off = 0;
   qp.req.rd_atomic_out = 0;
   qp.comp.retrans_at = qp.req.rnr_until = qp.req.neigh_retry_at = qp.req.probe_at =
-      Timestamp::never();
+      qp.req.rtt_sent = Timestamp::never();
   qp.req.force_ackreq = false;
 }
 

@@ -427,7 +427,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         if (m.np) m.np->forget(qp->qpn);
         qp->fatal_raised = false;
         qp->comp.retrans_at = qp->req.rnr_until = qp->req.neigh_retry_at = Timestamp::never();
-        qp->req.probe_at = qp->resp.dack_at = Timestamp::never();
+        qp->req.probe_at = qp->resp.dack_at = qp->req.rtt_sent = Timestamp::never();
         qp->req.force_ackreq = false;
         qp->resp.msn = Msn(0);
         for (auto& r : qp->resp.replay) r.valid = false;
@@ -476,9 +476,7 @@ uint64_t Engine::qp_rate_bps(uint32_t qpn) const {
 bool Engine::qp_cc_state(uint32_t qpn, Timestamp now, QpCcState* out) const {
   const Qp* qp = impl_->find_qp(qpn);
   if (!qp || !qp->cc) return false;
-  out->rate_bps = qp->cc->rate_bps();
-  out->target_rate_bps = qp->cc->target_rate_bps();
-  out->alpha = qp->cc->alpha(now);
+  *out = qp->cc->state(now);
   return true;
 }
 

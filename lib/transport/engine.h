@@ -24,6 +24,7 @@
 #include <span>
 #include <vector>
 
+#include "cc/congestion.h"
 #include "common/counters.h"
 #include "common/packet_io.h"
 #include "common/status.h"
@@ -33,7 +34,12 @@
 
 namespace uroce::transport {
 
-class CongestionFactory;  // transport/congestion.h
+// The congestion-control seam lives in lib/cc; the engine uses its names.
+using cc::CongestionFactory;
+using cc::NoCongestion;
+using cc::NotificationPoint;
+using cc::QpCcState;
+using cc::QpCongestion;
 
 /// Device-wide settings the engine needs.
 struct EngineConfig {
@@ -116,13 +122,6 @@ struct QpInitAttr {
 struct MrKeys {
   uint32_t lkey = 0;
   uint32_t rkey = 0;
-};
-
-/// A QP's congestion-control state as tools show it. Rates in bit/s, 0 = unlimited.
-struct QpCcState {
-  uint64_t rate_bps = 0;         ///< current rate Rc
-  uint64_t target_rate_bps = 0;  ///< target rate Rt
-  double alpha = 0;              ///< DCQCN α
 };
 
 /// A QP's own traffic and event counts since it was created, as `uroce show counters --qp`

@@ -25,7 +25,6 @@
 #include "common/packet_io.h"
 #include "common/time.h"
 #include "common/types.h"
-#include "transport/congestion.h"
 #include "transport/engine.h"
 #include "transport/gsi.h"
 #include "transport/memory_table.h"
@@ -226,7 +225,7 @@ struct Engine::Impl {
   /// A timeout: everything outstanding from `from` that the peer does not hold is lost.
   void sr_declare_lost(Qp& qp, Psn from);
   /// An ACK of a selective-repeat QP, after ack_through(): its SACKETH onto the board.
-  void sr_on_ack(Qp& qp, const wire::ParsedPacket& p);
+  void sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
   /// una moved: the board follows, the lost PSN is looked for again if it was passed.
   void sr_after_progress(Qp& qp);
   /// Records the send time of PSNs [first, after) (a READ request covers all its PSNs).
@@ -244,6 +243,12 @@ struct Engine::Impl {
   /// Retires WQEs covered by an ACK through psn; returns true on progress.
   bool ack_through(Qp& qp, Psn psn, Timestamp now);
   void on_progress(Qp& qp, Timestamp now);
+  /// A request packet [psn] went out at now: times it when it is a first transmission that
+  /// draws a prompt answer and none is timed; a resend at or before the timed PSN voids it.
+  void rtt_on_sent(Qp& qp, Psn psn, bool first, bool prompt, Timestamp now);
+  /// The peer has psn (acknowledged, or held): the timed PSN's round trip goes to the QP's
+  /// congestion control.
+  void rtt_on_arrived(Qp& qp, Psn psn, Timestamp now);
   /// Go-back-N: the next packet built is psn (IBA 9.7.5.1.2 / 9.7.6.1.3).
   void rewind(Qp& qp, Psn psn);
   /// Rewind requested by a NAK/implied NAK/out-of-order response; applies retry_cnt.

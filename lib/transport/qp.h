@@ -20,7 +20,7 @@
 
 #include "common/time.h"
 #include "common/types.h"
-#include "transport/congestion.h"
+#include "transport/engine.h"
 #include "transport/ring.h"
 #include "transport/verbs_types.h"
 #include "transport/wire/build.h"
@@ -158,6 +158,11 @@ struct RequesterState {
   Timestamp rnr_until = Timestamp::never();       ///< RNR wait: no request before
   Timestamp neigh_retry_at = Timestamp::never();  ///< unresolved neighbour: retry then
   bool sqd_notified = false;
+  /// Round-trip timing for congestion control (completer.cc rtt_*): one first transmission at a
+  /// time, rtt_psn sent at rtt_sent (never: none timed). Resending it voids it (Karn's rule: the
+  /// ACK could answer either copy).
+  Psn rtt_psn;
+  Timestamp rtt_sent = Timestamp::never();
   SrSendState sr;
 };
 

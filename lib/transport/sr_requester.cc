@@ -72,7 +72,10 @@ void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
     if (!sack_held(qp, x) && sr.sent[x.value() & qp.sr_mask] < sr.delivered) {
       sr.has_hole = true;
       sr.hole = x;
-      if (!had) inc(Counter::sr_loss_events);
+      if (!had) {
+        inc(Counter::sr_loss_events);
+        qp.cc->on_loss(last_now);
+      }
       activate(qp);
       return;
     }
@@ -86,7 +89,7 @@ void Engine::Impl::sr_declare_lost(Qp& qp, Psn from) {
   sr_find_hole(qp, from);
 }
 
-void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p) {
+void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   sack_forget_below(qp);
   SackBoard& b = qp.comp.sack;
   if (p.ext == wire::UroceExt::kSack) {
@@ -105,6 +108,7 @@ void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p) {
         e = 1;
         b.count++;
         sr_delivered(qp, x);
+        if (x == qp.req.rtt_psn) rtt_on_arrived(qp, x, now);
       }
     }
     if (bad) inc(Counter::sr_bad_sack);

@@ -1,28 +1,54 @@
 /**
  * @file congestion.cc
- * @brief DCQCN parameters for the engine's CongestionFactory seam (the adapter itself is
- * transport/dcqcn_congestion.h): mode preset ("nvidia" firmware defaults or the SIGCOMM'15
- * "paper" values), then the [device.dcqcn] overrides by NVIDIA parameter name.
+ * @brief The device's congestion control from its configuration: the algorithm
+ * (congestion_control; dcqcn.enabled = false takes DCQCN out), the DCQCN parameters (mode
+ * preset, "nvidia" firmware defaults or the SIGCOMM'15 "paper" values, then the [device.dcqcn]
+ * overrides by NVIDIA name) and the [device.delay] knobs, built by cc::Factory.
  * Units: bit/s, bytes, ns.
  */
 #include "verbs/congestion.h"
 
+#include "cc/factory.h"
 #include "dcqcn/params.h"
-#include "transport/dcqcn_congestion.h"
 
 namespace uroce::verbs {
 
-std::unique_ptr<transport::CongestionFactory> make_congestion(const config::Device& dev,
-                                                              std::string* err) {
-  if (!dev.dcqcn.enabled) return nullptr;
-  dcqcn::DcqcnParams p =
-      dev.dcqcn.mode == "paper" ? dcqcn::paper_preset() : dcqcn::nvidia_firmware_preset();
+cc::Algorithm algorithm_of(const config::Device& dev) {
+  using C = config::Device::Cc;
+  switch (config::cc_in_force(dev)) {
+    case C::kDcqcn: return cc::Algorithm::kDcqcn;
+    case C::kDelay: return cc::Algorithm::kDelay;
+    case C::kDcqcnDelay: return cc::Algorithm::kDcqcnDelay;
+    case C::kOff: break;
+  }
+  return cc::Algorithm::kOff;
+}
+
+std::unique_ptr<cc::CongestionFactory> make_congestion(const config::Device& dev,
+                                                       std::string* err) {
+  cc::Settings s;
+  s.algorithm = algorithm_of(dev);
+  if (s.algorithm == cc::Algorithm::kOff) return nullptr;
+  s.dcqcn = dev.dcqcn.mode == "paper" ? dcqcn::paper_preset() : dcqcn::nvidia_firmware_preset();
   std::string why;
-  if (!dcqcn::apply_overrides(&p, dev.dcqcn.params, &why) || !dcqcn::validate(p, &why)) {
+  if (!dcqcn::apply_overrides(&s.dcqcn, dev.dcqcn.params, &why) ||
+      !dcqcn::validate(s.dcqcn, &why)) {
     if (err) *err = "dcqcn: " + why;
     return nullptr;
   }
-  return std::make_unique<transport::DcqcnCongestionFactory>(p, dev.dcqcn.max_burst_bytes);
+  const config::Delay& d = dev.delay;
+  s.delay.target_queue = Duration::nanos(static_cast<int64_t>(d.target_queue_us * 1e3));
+  s.delay.base_rtt = Duration::nanos(static_cast<int64_t>(d.base_rtt_us * 1e3));
+  s.delay.ai_bps = d.ai_mbps * 1e6;
+  s.delay.beta = d.beta;
+  s.delay.max_mdf = d.max_mdf;
+  s.delay.min_rate_bps = d.min_rate_mbps * 1e6;
+  if (!cc::validate(s.delay, &why)) {
+    if (err) *err = "delay: " + why;
+    return nullptr;
+  }
+  s.burst_bytes = dev.dcqcn.max_burst_bytes;
+  return std::make_unique<cc::Factory>(s);
 }
 
 }  // namespace uroce::verbs

@@ -26,10 +26,10 @@
 #include <unordered_set>
 #include <vector>
 
+#include "cc/congestion.h"
 #include "common/counters.h"
 #include "common/port.h"
 #include "config/config.h"
-#include "transport/congestion.h"
 #include "transport/engine.h"
 #include "verbs/port_health.h"
 #ifdef UROCE_HAVE_STATS
@@ -82,8 +82,8 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   DeviceEntry* dev;
   std::mutex mu;  ///< the engine lock
   std::unique_ptr<Port> port;
-  std::unique_ptr<transport::CongestionFactory> cc;  ///< DCQCN (null: disabled); outlives engine
-  CounterBlock counters;                             ///< used when there is no stats segment
+  std::unique_ptr<cc::CongestionFactory> cc;  ///< null: no congestion control; outlives engine
+  CounterBlock counters;                      ///< used when there is no stats segment
 #ifdef UROCE_HAVE_STATS
   std::unique_ptr<stats::StatsSegment> stats;     ///< shared-memory counters for `uroce show`
   std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs

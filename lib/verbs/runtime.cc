@@ -510,7 +510,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
                          : transport::LossRecovery::kGoBackN;
   ec.vlan = dev->cfg.vlan;
 #ifdef UROCE_HAVE_DCQCN
-  if (dev->cfg.dcqcn.enabled) {
+  if (algorithm_of(dev->cfg) != cc::Algorithm::kOff) {
     std::string cerr;
     rt->cc = make_congestion(dev->cfg, &cerr);
     if (!rt->cc) {

@@ -292,10 +292,59 @@ TEST(ConfigParse, LossRecoveryDefaultsToGoBackN) {
   auto s = parse(device("loss_recovery = \"selective\""), kSource, &err);
   ASSERT_TRUE(s.has_value()) << err;
   EXPECT_EQ(s->devices[0].loss_recovery, Device::LossRecovery::kSelective);
-  // No profile switches it on: a peer that is not uroce could not refuse it.
+  // The lossy profile switches it on (every peer must then be a uroce); an explicit key wins.
   auto lossy = parse(device("profile = \"lossy\""), kSource, &err);
   ASSERT_TRUE(lossy.has_value()) << err;
-  EXPECT_EQ(lossy->devices[0].loss_recovery, Device::LossRecovery::kGoBackN);
+  EXPECT_EQ(lossy->devices[0].loss_recovery, Device::LossRecovery::kSelective);
+  auto gbn = parse(device("profile = \"lossy\"\nloss_recovery = \"go-back-n\""), kSource, &err);
+  ASSERT_TRUE(gbn.has_value()) << err;
+  EXPECT_EQ(gbn->devices[0].loss_recovery, Device::LossRecovery::kGoBackN);
+}
+
+TEST(ConfigParse, CongestionControlAndDelayKnobs) {
+  std::string err;
+  auto d = parse(device(""), kSource, &err);
+  ASSERT_TRUE(d.has_value()) << err;
+  EXPECT_EQ(d->devices[0].congestion_control, Device::Cc::kDcqcn);
+  EXPECT_EQ(cc_in_force(d->devices[0]), Device::Cc::kDcqcn);
+  // The lossy profile: DCQCN where switches mark ECN, the delay-based control otherwise.
+  auto lossy = parse(device("profile = \"lossy\""), kSource, &err);
+  ASSERT_TRUE(lossy.has_value()) << err;
+  EXPECT_EQ(lossy->devices[0].congestion_control, Device::Cc::kDcqcnDelay);
+  auto c = parse(device("congestion_control = \"delay\"\n[device.delay]\ntarget_queue_us = "
+                        "25\nbase_rtt_us = 8.5\nai_mbps = 100\nbeta = 0.5\nmax_mdf = 0.25\n"
+                        "min_rate_mbps = 10"),
+                 kSource, &err);
+  ASSERT_TRUE(c.has_value()) << err;
+  const Device& dev = c->devices[0];
+  EXPECT_EQ(dev.congestion_control, Device::Cc::kDelay);
+  EXPECT_DOUBLE_EQ(dev.delay.target_queue_us, 25);
+  EXPECT_DOUBLE_EQ(dev.delay.base_rtt_us, 8.5);
+  EXPECT_DOUBLE_EQ(dev.delay.ai_mbps, 100);
+  EXPECT_DOUBLE_EQ(dev.delay.beta, 0.5);
+  EXPECT_DOUBLE_EQ(dev.delay.max_mdf, 0.25);
+  EXPECT_DOUBLE_EQ(dev.delay.min_rate_mbps, 10);
+  // dcqcn.enabled = false takes DCQCN out of the choice.
+  auto off = parse(device("congestion_control = \"dcqcn+delay\"\n[device.dcqcn]\nenabled = false"),
+                   kSource, &err);
+  ASSERT_TRUE(off.has_value()) << err;
+  EXPECT_EQ(cc_in_force(off->devices[0]), Device::Cc::kDelay);
+  auto none = parse(device("[device.dcqcn]\nenabled = false"), kSource, &err);
+  ASSERT_TRUE(none.has_value()) << err;
+  EXPECT_EQ(cc_in_force(none->devices[0]), Device::Cc::kOff);
+}
+
+TEST(ConfigErrors, CongestionControlValues) {
+  EXPECT_EQ(refused(device("congestion_control = \"timely\"")),
+            "test.toml: device[0].congestion_control: \"timely\" is not a congestion control; "
+            "allowed: \"dcqcn\", \"delay\", \"dcqcn+delay\", \"off\"");
+  EXPECT_EQ(refused(device("[device.delay]\nbeta = 0")),
+            "test.toml: device[0].delay.beta: is out of range; allowed: a number in (0, 1]");
+  EXPECT_EQ(refused(device("[device.delay]\nrtt = 5")),
+            "test.toml: device[0].delay.rtt: unknown key; allowed: target_queue_us, base_rtt_us, "
+            "ai_mbps, beta, max_mdf, min_rate_mbps");
+  EXPECT_EQ(refused(device("[device.delay]\ntarget_queue_us = \"5\"")).substr(0, 46),
+            "test.toml: device[0].delay.target_queue_us: is");
 }
 
 TEST(ConfigErrors, LossRecoveryValue) {

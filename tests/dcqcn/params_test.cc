@@ -135,5 +135,15 @@ TEST(DcqcnParams, ParseMode) {
   EXPECT_FALSE(parse_mode("dctcp").is_ok());
 }
 
+TEST(DcqcnParams, ValidateStruct) {
+  std::string err;
+  EXPECT_TRUE(validate(paper_preset(), &err)) << err;
+  EXPECT_TRUE(validate(nvidia_firmware_preset(), &err)) << err;
+  DcqcnParams bad;
+  bad.rpg_time_reset = 0;
+  EXPECT_EQ(validate(bad, &err), Status::invalid());
+  EXPECT_NE(err.find("rpg_time_reset"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace uroce::dcqcn

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "tests/sim/dcqcn_scenario.h"
+#include "sim/incast.h"
 
 namespace uroce::sim::test {
 namespace {
@@ -164,7 +164,7 @@ TEST(DcqcnIncastTest, FlowJoinCutsDeepAndRecoversSlowly) {
 
 TEST(DcqcnIncastTest, WithoutDcqcnIncastTriggersPfcPauses) {
   IncastSpec s;
-  s.dcqcn = false;
+  s.algorithm = cc::Algorithm::kOff;
   s.run = Duration::millis(20);
   s.csv_name = "incast_2to1_40g_no_dcqcn.csv";
   IncastRun r(s);
@@ -213,10 +213,10 @@ VictimResult run_victim(bool with_dcqcn, const std::string& csv_name) {
   uint32_t leaf[2] = {fab.add_switch(sc), fab.add_switch(sc)};
   fab.connect_switches(leaf[0], spine, lp);
   fab.connect_switches(leaf[1], spine, lp);
-  std::vector<std::unique_ptr<DcqcnFactory>> cc;
+  std::vector<std::unique_ptr<cc::Factory>> cc;
   std::vector<std::unique_ptr<EngineHost>> h;
   for (int i = 0; i < kHosts; ++i) {
-    cc.push_back(std::make_unique<DcqcnFactory>(dcqcn::paper_preset()));
+    cc.push_back(std::make_unique<cc::Factory>(dcqcn::paper_preset()));
     transport::EngineConfig cfg;
     cfg.mac = host_mac(i);
     cfg.gids = {host_gid(i)};

@@ -19,7 +19,7 @@
 #include <tuple>
 
 #include "sim/rc_stream.h"
-#include "tests/sim/engine_fabric.h"
+#include "sim/testbed.h"
 
 namespace uroce::sim::test {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "sim/frame_bytes.h"
 #include "sim/rc_stream.h"
-#include "tests/sim/engine_fabric.h"
+#include "sim/testbed.h"
 
 namespace uroce::sim::test {
 namespace {

@@ -9,9 +9,9 @@
 
 #include <vector>
 
+#include "cc/congestion.h"
+#include "cc/factory.h"
 #include "support/packet_builder.h"
-#include "transport/congestion.h"
-#include "transport/dcqcn_congestion.h"
 
 namespace uroce::transport::testing {
 namespace {
@@ -28,6 +28,7 @@ class FakeQpCc final : public QpCongestion {
     if (pace.ns) gate = now + pace;  // a fixed rate: the next packet `pace` after this one
   }
   void on_cnp(Timestamp) override { ++cnps; }
+  void on_rtt(Duration rtt, Timestamp) override { rtts.push_back(rtt); }
   Timestamp next_deadline() const override { return Timestamp::never(); }
   void on_timer(Timestamp) override {}
   uint64_t rate_bps() const override { return 0; }
@@ -35,6 +36,7 @@ class FakeQpCc final : public QpCongestion {
   Duration pace{0};
   uint64_t sent_bytes = 0;
   int cnps = 0;
+  std::vector<Duration> rtts;
 };
 
 class AlwaysNp final : public NotificationPoint {
@@ -136,7 +138,7 @@ TEST(Congestion, CeInsideTheIntervalSendsOneCoalescedCnpWhenItEnds) {
   // sent when N ends, and nothing more after.
   dcqcn::DcqcnParams p;
   p.min_time_between_cnps = 50;
-  DcqcnCongestionFactory f(p);
+  cc::Factory f(p);
   EngineUnderTest t(QpType::kRc, &f);
   const Timestamp t0 = t.now;
   auto ce_write = [&](uint32_t psn) {
@@ -283,7 +285,7 @@ TEST(Congestion, CnpsBypassAClosedSendTimeGate) {
 /// Frames one poll_transmit sends of a 16 KiB WRITE (16 packets at MTU 1024) at line rate,
 /// with the DCQCN pacer's bucket `burst` bytes deep.
 size_t frames_in_one_poll(uint64_t burst) {
-  DcqcnCongestionFactory f(dcqcn::nvidia_firmware_preset(), burst);
+  cc::Factory f(dcqcn::nvidia_firmware_preset(), burst);
   EngineUnderTest t(QpType::kRc, &f);
   EXPECT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 16384));
   return t.tx();
@@ -346,6 +348,44 @@ TEST(Gate, DropsAreCountedByReason) {
   // None of them reached the responder.
   EXPECT_EQ(t.tx(), 0u);
   EXPECT_EQ(t.counters.get(Counter::rx_vport_rdma_unicast_packets), 3u);
+}
+
+TEST(Congestion, RoundTripOfAFirstTransmissionGoesToTheQp) {
+  // The requester times one packet that asks for an ACK and hands the round trip to the QP's
+  // congestion control when the ACK covers it; one sample per ACK.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 1024));
+  ASSERT_EQ(t.tx(), 1u);
+  t.now = t.now + Duration::micros(7);
+  t.rx(t.pb.ack(EngineUnderTest::kSqPsn));
+  ASSERT_EQ(f.last->rtts.size(), 1u);
+  EXPECT_EQ(f.last->rtts[0], Duration::micros(7));
+  // A second message: a new sample, the first not repeated.
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 1024));
+  ASSERT_EQ(t.tx(), 1u);
+  t.now = t.now + Duration::micros(3);
+  t.rx(t.pb.ack(EngineUnderTest::kSqPsn + 1));
+  ASSERT_EQ(f.last->rtts.size(), 2u);
+  EXPECT_EQ(f.last->rtts[1], Duration::micros(3));
+}
+
+TEST(Congestion, NoRoundTripFromAResentPacket) {
+  // Karn's rule: once the timed packet went again, its ACK may answer either copy.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 1024));
+  ASSERT_EQ(t.tx(), 1u);
+  t.sink.pop();
+  // A sequence NAK for it: resent.
+  t.now = t.now + Duration::micros(5);
+  t.rx(t.pb.ack(EngineUnderTest::kSqPsn, wire::kAethTypeNak | wire::kAethNakPsnSeqError));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.pop().p.psn, Psn(EngineUnderTest::kSqPsn));
+  t.now = t.now + Duration::micros(5);
+  t.rx(t.pb.ack(EngineUnderTest::kSqPsn));
+  EXPECT_TRUE(f.last->rtts.empty());
+  EXPECT_EQ(t.cqes().size(), 1u);
 }
 
 }  // namespace

@@ -62,6 +62,8 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
   info.push_back({"lossless", c.lossless ? "1" : "0"});
   info.push_back({"trust", std::string(stats::get_text(c.trust))});
   info.push_back({"dcqcn_mode", std::string(stats::get_text(c.dcqcn_mode))});
+  info.push_back({"congestion_control", std::string(stats::get_text(c.congestion_control))});
+  info.push_back({"loss_recovery", std::string(stats::get_text(c.loss_recovery))});
   f.add("rdma_device_info", "Effective RoCE configuration of the device (value 1)",
         MetricType::Gauge, info, 1);
   for (size_t i = 0; i < s.counters.size(); ++i) {
@@ -126,6 +128,16 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
           stats::load_double(q.alpha));
     f.add("rdma_qp_state", "QP state (0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 SQD, 5 SQE, 6 ERR)",
           MetricType::Gauge, ql, q.state);
+    f.add("rdma_qp_selective_repeat", "1 when the QP recovers loss by selective repeat",
+          MetricType::Gauge, ql, (q.flags & stats::kQpFlagSelective) ? 1 : 0);
+    f.add("rdma_qp_delay_in_force",
+          "1 when the delay-based control's rate limits the QP (below DCQCN's)", MetricType::Gauge,
+          ql, (q.flags & stats::kQpFlagDelayInForce) ? 1 : 0);
+    f.add("rdma_qp_delay_rate_mbps",
+          "The delay-based control's rate of the QP, Mb/s (0 = not limiting)", MetricType::Gauge,
+          ql, stats::load_double(q.delay_mbps));
+    f.add("rdma_qp_rtt_us", "Last round-trip sample of the QP, microseconds (0 = none)",
+          MetricType::Gauge, ql, stats::load_double(q.rtt_us));
   }
 }
 

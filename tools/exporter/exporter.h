@@ -11,9 +11,11 @@
  *   rdma_tx_prio_queue_depth_bytes, _high_water_bytes  gauge {.., priority}
  *   rdma_<port stat>_total, rdma_link_speed_mbps {device, port, pid}
  *   rdma_qp_<qp counter>_total                   counter  {device, port, pid, qp}
- *   rdma_rp_current_rate_mbps, rdma_rp_target_rate_mbps, rdma_rp_alpha, rdma_qp_state
+ *   rdma_rp_current_rate_mbps, rdma_rp_target_rate_mbps, rdma_rp_alpha, rdma_qp_state,
+ *   rdma_qp_selective_repeat, rdma_qp_delay_in_force, rdma_qp_delay_rate_mbps, rdma_qp_rtt_us
  *                                                gauge    {device, port, pid, qp}
- *   rdma_device_info{device, port, pid, profile, lossless, trust, dcqcn_mode} 1
+ *   rdma_device_info{device, port, pid, profile, lossless, trust, dcqcn_mode,
+ *                    congestion_control, loss_recovery} 1
  *   rdma_qps{device, port, pid}, rdma_exporter_segments{state}
  *   compatibility names of other exporters: rdma_cc_{rx_ce,rx_cnp,tx_cnp}_pkts_total,
  *   rdma_port_{xmit,rcv}_data_total (4-byte words), rdma_roce_pfc_pause_duration_total{direction}

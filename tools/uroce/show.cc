@@ -123,6 +123,21 @@ Snapshot from_config(const config::Device& dev, const std::string& source) {
   return s;
 }
 
+/// How many of the device's QPs recover by selective repeat, and how many the delay-based
+/// control limits now.
+struct QpSummary {
+  uint64_t selective = 0;
+  uint64_t delay_limited = 0;
+};
+QpSummary summarize_qps(const Snapshot& s) {
+  QpSummary q;
+  for (const stats::QpRecord& r : s.qps) {
+    if (r.flags & stats::kQpFlagSelective) ++q.selective;
+    if (r.flags & stats::kQpFlagDelayInForce) ++q.delay_limited;
+  }
+  return q;
+}
+
 Json roce_json(const Snapshot& s, bool running) {
   const stats::ConfigSummary& c = s.config;
   Json j;
@@ -167,6 +182,19 @@ Json roce_json(const Snapshot& s, bool running) {
   Json& params = dcqcn["params"] = Json::object();
   for (uint32_t i = 0; i < c.dcqcn_param_count && i < stats::kMaxDcqcnParams; ++i)
     params[stats::get_text(c.dcqcn_params[i].name)] = c.dcqcn_params[i].value;
+  Json& control = j["congestion_control"];
+  control["algorithm"] = stats::get_text(c.congestion_control);
+  Json& delay = control["delay"];
+  delay["target_queue_us"] = c.delay.target_queue_us;
+  delay["base_rtt_us"] = c.delay.base_rtt_us;
+  delay["ai_mbps"] = c.delay.ai_mbps;
+  delay["beta"] = c.delay.beta;
+  delay["max_mdf"] = c.delay.max_mdf;
+  delay["min_rate_mbps"] = c.delay.min_rate_mbps;
+  const QpSummary qs = summarize_qps(s);
+  control["qps_delay_limited"] = qs.delay_limited;
+  j["loss_recovery"] = stats::get_text(c.loss_recovery);
+  j["qps_selective_repeat"] = qs.selective;
   Json& congestion = j["congestion"];
   for (std::string_view n : kCongestion) congestion[n] = s.counter(n);
   Json& reliability = j["reliability"];
@@ -209,6 +237,20 @@ void roce_table(std::string& out, const Snapshot& s, bool running) {
         ps.rx_prio_pause_duration[p], ps.tx_prio_pause[p], ps.tx_prio_pause_duration[p],
         ps.rx_prio_marked[p], ps.rx_prio_bytes[p], ps.tx_prio_bytes[p]);
   }
+  const QpSummary qs = summarize_qps(s);
+  out += fmt::format(
+      "  congestion control {}  loss recovery {}  QPs: selective repeat {}, delay-limited {}\n",
+      stats::get_text(c.congestion_control), stats::get_text(c.loss_recovery), qs.selective,
+      qs.delay_limited);
+  const std::string_view algo = stats::get_text(c.congestion_control);
+  if (algo == "delay" || algo == "dcqcn+delay")
+    out += fmt::format(
+        "  delay: target queue {:g} us  base rtt {}  ai {}  beta {:g}  max_mdf {:g}  min rate {}\n",
+        c.delay.target_queue_us,
+        c.delay.base_rtt_us > 0 ? fmt::format("{:g} us", c.delay.base_rtt_us) : "learnt",
+        c.delay.ai_mbps > 0 ? fmt::format("{:g} Mb/s", c.delay.ai_mbps) : "line/200", c.delay.beta,
+        c.delay.max_mdf,
+        c.delay.min_rate_mbps > 0 ? fmt::format("{:g} Mb/s", c.delay.min_rate_mbps) : "line/1000");
   out += fmt::format("  congestion: ECN marked {}  CNP sent {}  CNP handled {}  CNP ignored {}\n",
                      s.counter("np_ecn_marked_roce_packets"), s.counter("np_cnp_sent"),
                      s.counter("rp_cnp_handled"), s.counter("rp_cnp_ignored"));
@@ -356,9 +398,10 @@ int show_qp(const ShowOptions& o) {
   return repeat(o, [&] {
     Found f = collect(o);
     std::string out = fmt::format(
-        "{:<10} {:>7} {:>8} {:<4} {:<5} {:<24} {:>8} {:>8} {:>8} {:>10} {:>10} {:>6} {:>8}\n",
+        "{:<10} {:>7} {:>8} {:<4} {:<5} {:<24} {:>8} {:>8} {:>8} {:>10} {:>10} {:>6} {:>8} {:<4} "
+        "{:<12} {:>8}\n",
         "device", "pid", "qpn", "type", "state", "peer gid", "peer qp", "sq psn", "rq psn",
-        "rate Mb/s", "target", "alpha", "retrans");
+        "rate Mb/s", "target", "alpha", "retrans", "rec", "cc", "rtt us");
     Json j;
     Json& qps = j["qps"] = Json::array();
     for (const Snapshot& s : f.snaps)
@@ -371,11 +414,15 @@ int show_qp(const ShowOptions& o) {
         double rate = stats::load_double(q.rate_mbps), target = stats::load_double(q.target_mbps),
                alpha = stats::load_double(q.alpha);
         uint64_t retrans = q.counters[static_cast<size_t>(stats::QpCounter::retransmits)];
+        const bool selective = q.flags & stats::kQpFlagSelective;
+        std::string cc(q.cc < std::size(stats::kCcNames) ? stats::kCcNames[q.cc] : "?");
+        if (q.flags & stats::kQpFlagDelayInForce) cc += "*";  // the delay rate limits it
+        const double rtt = stats::load_double(q.rtt_us);
         out += fmt::format(
             "{:<10} {:>7} {:>#8x} {:<4} {:<5} {:<24} {:>#8x} {:>8} {:>8} {:>10.1f} {:>10.1f} "
-            "{:>6.3f} {:>8}\n",
+            "{:>6.3f} {:>8} {:<4} {:<12} {:>8.1f}\n",
             s.device, s.pid, q.qpn, type, state, gid, q.peer_qpn, q.sq_psn, q.rq_psn, rate, target,
-            alpha, retrans);
+            alpha, retrans, selective ? "sr" : "gbn", cc, rtt);
         Json e;
         e["device"] = s.device;
         e["pid"] = static_cast<int64_t>(s.pid);
@@ -389,6 +436,12 @@ int show_qp(const ShowOptions& o) {
         e["rate_mbps"] = rate;
         e["target_mbps"] = target;
         e["alpha"] = alpha;
+        e["loss_recovery"] = selective ? "selective" : "go-back-n";
+        e["congestion_control"] = q.cc < std::size(stats::kCcNames) ? stats::kCcNames[q.cc] : "?";
+        e["delay_in_force"] = (q.flags & stats::kQpFlagDelayInForce) != 0;
+        e["delay_rate_mbps"] = stats::load_double(q.delay_mbps);
+        e["rtt_us"] = rtt;
+        e["target_delay_us"] = stats::load_double(q.target_us);
         Json& counters = e["counters"] = Json::object();
         for (size_t i = 0; i < stats::kQpCounterCount; ++i)
           counters[stats::kQpStats[i].name] = q.counters[i];

@@ -16,9 +16,9 @@
 #include <span>
 #include <vector>
 
+#include "cc/congestion.h"
 #include "common/counters.h"
 #include "common/packet_io.h"
-#include "transport/congestion.h"
 #include "transport/engine.h"
 #include "transport/wire/build.h"
 #include "transport/wire/ipv4.h"

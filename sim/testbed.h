@@ -1,7 +1,7 @@
 /**
- * @file engine_fabric.h
- * @brief Test support for scenarios on the real engine: two EngineHosts joined by a pair of
- * links (or through a Switch), QP creation and the RESET -> INIT -> RTR -> RTS transitions
+ * @file testbed.h
+ * @brief Scenario set-up on the real engine (tests and benchmarks): two EngineHosts joined by a
+ * pair of links (or through a Switch), QP creation and the RESET -> INIT -> RTR -> RTS transitions
  * with the attribute masks ibv_modify_qp(3) lists per QP type, and the byte-count knob.
  *
  * Addresses: MACs 02:00:00:00:00:0N, IPv4 198.18.0.N (GID ::ffff:198.18.0.N).
@@ -22,7 +22,7 @@
 #include "sim/switch.h"
 #include "transport/engine.h"
 
-namespace uroce::sim::test {
+namespace uroce::sim {
 
 inline MacAddr host_mac(int i) { return MacAddr{{0x02, 0, 0, 0, 0, static_cast<uint8_t>(i + 1)}}; }
 inline Gid host_gid(int i) { return Gid::from_ipv4(0xc6120001u + static_cast<uint32_t>(i)); }
@@ -245,4 +245,4 @@ inline int64_t first_mismatch(std::span<const uint8_t> b, uint64_t msg) {
   return -1;
 }
 
-}  // namespace uroce::sim::test
+}  // namespace uroce::sim

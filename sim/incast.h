@@ -1,6 +1,6 @@
 /**
- * @file dcqcn_scenario.h
- * @brief N:1 incast scenario runner for the DCQCN tests (issue #5): N sender hosts and one
+ * @file incast.h
+ * @brief N:1 incast scenario runner (the DCQCN tests, bench/tradeoff): N sender hosts and one
  * receiver on one switch (RED/ECN, optional PFC), one RC WRITE stream per sender (64 KiB
  * messages, 16 outstanding), lib/dcqcn on every host, sampled every `sample` into a time
  * series (optionally a CSV for bench/plot). Units: bytes, bit/s, ns; series in Gb/s and bytes.
@@ -13,14 +13,15 @@
 #include <string>
 #include <vector>
 
+#include "cc/factory.h"
 #include "dcqcn/params.h"
-#include "sim/dcqcn_cc.h"
 #include "sim/fabric.h"
 #include "sim/rc_stream.h"
 #include "sim/sampler.h"
-#include "tests/sim/engine_fabric.h"
+#include "sim/testbed.h"
+#include "transport/engine.h"
 
-namespace uroce::sim::test {
+namespace uroce::sim {
 
 struct IncastSpec {
   int senders = 2;
@@ -38,8 +39,15 @@ struct IncastSpec {
                 .xoff_bytes = 400 * 1024,
                 .xon_bytes = 300 * 1024,
                 .headroom_bytes = 256 * 1024};
-  bool dcqcn = true;
+  /// Congestion control on every host (kOff: none).
+  cc::Algorithm algorithm = cc::Algorithm::kDcqcn;
   dcqcn::DcqcnParams params = dcqcn::paper_preset();
+  cc::DelayParams delay;  ///< kDelay, kDcqcnDelay
+  transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
+  uint64_t buffer_bytes = 12ull << 20;  ///< the switch's shared buffer
+  /// Short flows beside the long ones: one more sender posting `short_bytes` WRITEs one at a
+  /// time (each posted when the last completed); 0: none. completion_times() measures them.
+  uint32_t short_bytes = 0;
   uint8_t path_mtu = 3;  ///< 1 KB packets, as the reference model
   /// Engine go-back-N window: large, so that senders are rate-limited by DCQCN (or the
   /// link) and not window-limited as the engine's default of 128 PSNs would make them.
@@ -60,36 +68,44 @@ class IncastRun {
     SwitchConfig sc;
     sc.ecn = s.ecn;
     sc.pfc = s.pfc;
+    sc.buffer_bytes = s.buffer_bytes;
     sw_ = fab_.add_switch(sc);
     LinkParams lp{.rate_bps = s.rate_bps, .propagation = s.propagation, .max_frames = 64};
-    const int n = s.senders + 1;
+    const int senders = s.senders + (s.short_bytes ? 1 : 0);
+    const int n = senders + 1;  // the receiver is the last host
     for (int i = 0; i < n; ++i) {
-      cc_.push_back(std::make_unique<DcqcnFactory>(s.params));
+      cc::Settings cs;
+      cs.algorithm = s.algorithm;
+      cs.dcqcn = s.params;
+      cs.delay = s.delay;
+      cc_.push_back(std::make_unique<cc::Factory>(cs));
       transport::EngineConfig cfg;
       cfg.mac = host_mac(i);
       cfg.gids = {host_gid(i)};
       cfg.link_speed_bps = s.rate_bps;
       cfg.key_seed = 500 + static_cast<uint64_t>(i);
-      cfg.cc = s.dcqcn ? cc_.back().get() : nullptr;
+      cfg.cc = s.algorithm != cc::Algorithm::kOff ? cc_.back().get() : nullptr;
       cfg.max_unacked_psns = s.max_unacked_psns;
+      cfg.loss_recovery = s.recovery;
       hosts_.push_back(std::make_unique<EngineHost>(sim_, cfg, "h" + std::to_string(i)));
       for (int j = 0; j < n; ++j)
         if (j != i) hosts_.back()->neighbors().add(host_gid(j), host_mac(j));
       fab_.add_host(hosts_.back().get(), host_mac(i), sw_, lp);
     }
     fab_.build_routes();
-    EngineHost& rx = *hosts_[static_cast<size_t>(s.senders)];
-    for (int k = 0; k < s.senders; ++k) {
+    EngineHost& rx = *hosts_[static_cast<size_t>(senders)];
+    for (int k = 0; k < senders; ++k) {
       Endpoint a = make_endpoint(*hosts_[static_cast<size_t>(k)], k, transport::QpType::kRc);
-      Endpoint b = make_endpoint(rx, s.senders, transport::QpType::kRc);
+      Endpoint b = make_endpoint(rx, senders, transport::QpType::kRc);
       ConnParams c;
       c.path_mtu = s.path_mtu;
       if (!connect(a, b, c)) error_ = "connect failed";
+      const bool short_flow = k == s.senders;
       StreamConfig st;
       st.op = StreamOp::kWrite;
       st.total_bytes = 1ull << 40;
-      st.sizes = {65536};
-      st.window = 16;
+      st.sizes = {short_flow ? s.short_bytes : 65536u};
+      st.window = short_flow ? 1 : 16;
       st.verify = false;
       flows_.push_back(std::make_unique<RcStream>(st, *hosts_[static_cast<size_t>(k)], a.pd, a.qpn,
                                                   a.scq, rx, b.pd, b.qpn, b.rcq));
@@ -102,7 +118,7 @@ class IncastRun {
     std::string path =
         dir && !spec_.csv_name.empty() ? std::string(dir) + "/" + spec_.csv_name : std::string();
     smp_ = std::make_unique<Sampler>(sim_, spec_.sample, Timestamp{} + spec_.run, path);
-    Link& bn = fab_.downlink(static_cast<uint32_t>(spec_.senders));
+    Link& bn = fab_.downlink(static_cast<uint32_t>(flows_.size()));
     const double cap_bits = static_cast<double>(spec_.rate_bps) * spec_.sample.secs();
     smp_->add("util", [this, &bn, cap_bits] {
       uint64_t wire = bn.stats().sent_bytes + bn.stats().sent * (kFcsBytes + kPreambleIfgBytes);
@@ -162,16 +178,26 @@ class IncastRun {
   /// Jain's fairness index of the flows' mean rates over t >= from_us.
   double jain(double from_us) const {
     double s = 0, s2 = 0;
-    for (size_t k = 0; k < flows_.size(); ++k) {
+    const size_t n = static_cast<size_t>(spec_.senders);  // the long flows
+    for (size_t k = 0; k < n; ++k) {
       double x = mean(kFlow0 + k, from_us);
       s += x;
       s2 += x * x;
     }
-    return s2 > 0 ? s * s / (static_cast<double>(flows_.size()) * s2) : 0;
+    return s2 > 0 ? s * s / (static_cast<double>(n) * s2) : 0;
   }
 
   const std::vector<std::vector<double>>& rows() const { return smp_->rows(); }
-  EngineHost& receiver() { return *hosts_[static_cast<size_t>(spec_.senders)]; }
+  EngineHost& receiver() { return *hosts_.back(); }
+  /// Flow k: the long flows 0..senders-1, then the short flow (IncastSpec::short_bytes).
+  const RcStream& flow(size_t k) const { return *flows_[k]; }
+  size_t flow_count() const { return flows_.size(); }
+  /// A counter summed over every host (senders and receiver).
+  uint64_t total(Counter c) const {
+    uint64_t n = 0;
+    for (const auto& h : hosts_) n += h->counters().get(c);
+    return n;
+  }
   EngineHost& sender(int k) { return *hosts_[static_cast<size_t>(k)]; }
   Switch& sw() { return fab_.sw(sw_); }
   const std::string& error() const { return error_; }
@@ -181,7 +207,7 @@ class IncastRun {
   Simulator sim_;
   Fabric fab_;
   uint32_t sw_ = 0;
-  std::vector<std::unique_ptr<DcqcnFactory>> cc_;
+  std::vector<std::unique_ptr<cc::Factory>> cc_;
   std::vector<std::unique_ptr<EngineHost>> hosts_;
   std::vector<std::unique_ptr<RcStream>> flows_;
   std::unique_ptr<Sampler> smp_;
@@ -190,4 +216,4 @@ class IncastRun {
   std::string error_;
 };
 
-}  // namespace uroce::sim::test
+}  // namespace uroce::sim

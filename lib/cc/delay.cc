@@ -1,0 +1,74 @@
+/**
+ * @file delay.cc
+ * @brief The delay-based control's AIMD (delay.h). Units: bit/s, ns.
+ */
+#include "cc/delay.h"
+
+#include <algorithm>
+
+namespace uroce::cc {
+
+bool validate(const DelayParams& p, std::string* err) {
+  auto fail = [&](const char* what) {
+    if (err) *err = what;
+    return false;
+  };
+  if (p.target_queue.ns <= 0) return fail("target_queue_us: must be > 0");
+  if (p.base_rtt.ns < 0) return fail("base_rtt_us: must be >= 0");
+  if (p.ai_bps < 0) return fail("ai_mbps: must be >= 0");
+  if (!(p.beta > 0 && p.beta <= 1)) return fail("beta: must be in (0, 1]");
+  if (!(p.max_mdf > 0 && p.max_mdf < 1)) return fail("max_mdf: must be in (0, 1)");
+  if (p.min_rate_bps < 0) return fail("min_rate_mbps: must be >= 0");
+  return true;
+}
+
+DelayControl::DelayControl(const DelayParams& p, double line_bps)
+    : p_(p),
+      line_(line_bps),
+      ai_(p.ai_bps > 0 ? p.ai_bps : line_bps / 200),
+      min_rate_(std::min(line_bps, p.min_rate_bps > 0 ? p.min_rate_bps : line_bps / 1000)),
+      rate_(line_bps),
+      base_(p.base_rtt) {}
+
+Duration DelayControl::target_delay() const {
+  return base_.ns > 0 ? base_ + p_.target_queue : Duration{};
+}
+
+void DelayControl::on_rtt(Duration rtt, Timestamp now) {
+  if (rtt.ns <= 0) return;
+  ++stats_.samples;
+  last_rtt_ = rtt;
+  if (p_.base_rtt.ns == 0 && (base_.ns == 0 || rtt < base_)) base_ = rtt;
+  const Duration target = target_delay();
+  if (rtt < target) {
+    if (rate_ < line_) {
+      rate_ = std::min(line_, rate_ + ai_);
+      ++stats_.increases;
+    }
+    return;
+  }
+  if (!may_cut(rtt, now)) return;
+  const double over = static_cast<double>((rtt - target).ns) / static_cast<double>(rtt.ns);
+  const double factor = std::max(1 - p_.beta * over, 1 - p_.max_mdf);
+  rate_ = std::max(min_rate_, rate_ * factor);
+  last_cut_ = now;
+  ++stats_.cuts;
+}
+
+void DelayControl::on_loss(Timestamp now) {
+  // The round trip to wait between cuts: the last sample, else the target; none yet: cut.
+  const Duration rtt = last_rtt_.ns > 0 ? last_rtt_ : target_delay();
+  if (!may_cut(rtt, now)) return;
+  rate_ = std::max(min_rate_, rate_ * (1 - p_.max_mdf));
+  last_cut_ = now;
+  ++stats_.loss_cuts;
+}
+
+void DelayControl::reset() {
+  rate_ = line_;
+  base_ = p_.base_rtt;
+  last_rtt_ = {};
+  last_cut_ = Timestamp::never();
+}
+
+}  // namespace uroce::cc
