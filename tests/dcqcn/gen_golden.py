@@ -25,8 +25,7 @@ traces = {
     'kG4': m.mlx_rp(t_alpha=50e-6, t_dec=50e-6, t_inc=55e-6, R_AI=20e6, R_HAI=200e6, Rmin=1e9),
 }
 # Irregular CNP sequences (seeded), to cover more paths than docs/dcqcn-pfc.md §1.6: several
-# CNPs per monitor
-# period (α +g, coalescing), CNPs after increases (clamp after time increase), deep cuts (R_min).
+# CNPs per monitor period (α +g, coalescing), CNPs after increases (clamp after time increase), deep cuts (R_min).
 # Times are whole ns, and no CNP lies within 3 ns of a model timer (the model breaks float ties
 # by event name; we break exact ties by a documented order, so ties are kept out of the data).
 import random
