@@ -1,7 +1,7 @@
 /**
  * @file runtime.cc
  * @brief The composition root of one device: opens the port, builds the engine, reads the
- * clock, and runs the progress model of DESIGN.md "Progress and threads".
+ * clock, and runs the progress model of docs/design.md, "Threads and progress".
  *
  * Progress comes from two places, both under the engine lock (Runtime::mu):
  *  - the application's own calls (post_send, post_recv, poll_cq, cq_ex start_poll) run

@@ -1,8 +1,8 @@
 /**
  * @file qp_congestion_test.cc
  * @brief The per-QP bundle the transport calls: the pacer follows the RP rate after a CNP cut
- * and its recovery; CNP pacing goes through the NP; kOff leaves data unpaced (dcqcn.md §1.3,
- * §1.5, §6 item 2).
+ * and its recovery; CNP pacing goes through the NP; kOff leaves data unpaced (docs/dcqcn-pfc.md
+ * §1.3, §1.5, §6 item 2).
  */
 #include "dcqcn/qp_congestion.h"
 

@@ -34,7 +34,7 @@ TEST(DcqcnCongestion, CnpCutsTheQpRateAndIsCounted) {
 }
 
 TEST(DcqcnCongestion, TargetRateAndAlphaAreVisibleForTools) {
-  // Paper mode (dcqcn.md §1.2): a CNP sets Rt = Rc (line rate), cuts Rc to Rc(1 - α/2) and
+  // Paper mode (docs/dcqcn-pfc.md §1.2): a CNP sets Rt = Rc (line rate), cuts Rc to Rc(1 - α/2) and
   // raises α; the seam reports all three for `uroce show qp`.
   dcqcn::DcqcnParams p;
   p.mode = dcqcn::RpMode::kPaper;
