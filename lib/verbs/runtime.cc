@@ -61,9 +61,9 @@ constexpr Duration kDeepIdle = Duration::millis(10);  ///< no work for this long
 constexpr Duration kDeepSleep = Duration::micros(250);
 constexpr Duration kDeeperIdle = Duration::seconds(1);
 /// Every wakeup of a sleeping thread costs CPU (on a VM, timer programming exits), so after a
-/// second of silence the thread wakes rarely: an idle process's CPU share halves from 1 ms
-/// sleeps (bench/RESULTS.md, "idle process, 1024 QPs"). The price is up to 2 ms more for the
-/// first frame after a second of silence.
+/// second of silence the thread wakes rarely, and an idle process costs little (bench/RESULTS.md,
+/// "idle process, 1024 QPs"). The price is up to 2 ms more for the first frame after a second
+/// of silence.
 constexpr Duration kDeeperSleep = Duration::millis(2);
 /// The application called within this: it is polling, and its calls make progress.
 constexpr Duration kAppDriving = Duration::micros(20);
