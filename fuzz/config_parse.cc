@@ -1,8 +1,8 @@
 /**
  * @file config_parse.cc
  * @brief libFuzzer target: arbitrary text as a uroce.toml. config::parse() must either return a
- * configuration whose values are within the ranges DESIGN.md allows, or refuse with exactly one
- * line naming the file; it never throws, crashes or trips a sanitizer.
+ * configuration whose values are within the ranges docs/configuration.md gives, or refuse with
+ * exactly one line naming the file; it never throws, crashes or trips a sanitizer.
  */
 #include <cstddef>
 #include <cstdint>

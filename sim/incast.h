@@ -27,7 +27,7 @@ struct IncastSpec {
   int senders = 2;
   uint64_t rate_bps = 40'000'000'000ull;
   Duration propagation = Duration::nanos(1000);
-  /// CP as the reference model (dcqcn.md §2.3): Kmin 5 KB, Kmax 200 KB, Pmax 1 %, dequeue.
+  /// CP as the reference model (docs/dcqcn-pfc.md §2.3): Kmin 5 KB, Kmax 200 KB, Pmax 1 %, dequeue.
   EcnConfig ecn{.enabled = true,
                 .kmin_bytes = 5 * 1024,
                 .kmax_bytes = 200 * 1024,

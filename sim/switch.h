@@ -6,7 +6,7 @@
  * ingress priority with headroom.
  *
  * Classification: the 802.1Q PCP when tagged, else dscp_to_priority[DSCP] (default DSCP >> 3,
- * which gives RoCE DSCP 26 -> 3 and CNP DSCP 48 -> 6 as reference/dcqcn.md §3.4), else 0.
+ * which gives RoCE DSCP 26 -> 3 and CNP DSCP 48 -> 6 as docs/dcqcn-pfc.md §3.4), else 0.
  * Buffer: lossy priorities are admitted while the shared buffer has room; lossless priorities
  * (PFC enabled) may also use headroom_bytes per ingress port; anything else is dropped and
  * counted. ECN (RFC 3168 / DCQCN RED): the instantaneous egress queue of the frame's priority q

@@ -4,7 +4,7 @@
  * (configured devices, hugepages, CPUs, environment), so it is unit-tested without starting
  * EAL (tests/dpdk/eal_args_test.cc).
  *
- * Rules (reference/dpdk.md, DESIGN.md "Configuration"):
+ * Rules (DPDK 22.11's EAL; drivers/dpdk/PMDS.md, docs/configuration.md):
  *  - `--file-prefix=<unique>` always: two programs on one machine never share EAL files;
  *  - `--no-pci` unless a device's port is a PCI address; then `-a <addr>` for each such port;
  *  - `--vdev=<port string>` for each vdev known at init (the driver passes none and probes

@@ -4,9 +4,9 @@
  *
  * Two QPs on one device in one process talk to each other through it: every frame the engine
  * writes is queued as bytes, handed back by the next rx_burst() after flush(), and parsed
- * again by the engine (STYLE.md §5: serialise to bytes and re-parse). Every IP address
- * resolves to the port's own MAC. Bounded: at most `capacity` frames in flight; begin_frame()
- * returns nullptr when full (the engine retries on its next poll).
+ * again by the engine (serialised to bytes and re-parsed: docs/design.md, "Principles"). Every IP
+ * address resolves to the port's own MAC. Bounded: at most `capacity` frames in flight;
+ * begin_frame() returns nullptr when full (the engine retries on its next poll).
  *
  * Thread-safety: none; the engine lock holder calls it. Units: bytes, bits per second.
  */

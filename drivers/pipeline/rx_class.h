@@ -6,7 +6,7 @@
  * with `mlnx_qos --trust pcp`). Non-IP frames are priority 0 with ECN 0 either way.
  * Also is_rocev2(): whether a frame is RoCEv2 (UDP to port 4791, IBA Annex 17 §A17.2), which
  * the port loops back when it is addressed to the port's own MAC (port_pipeline.h).
- * References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3 (PCP), RFC 3168 §5 (ECN field).
+ * References: docs/dcqcn-pfc.md §3.4, IEEE 802.1Q §6.9.3 (PCP), RFC 3168 §5 (ECN field).
  */
 #pragma once
 

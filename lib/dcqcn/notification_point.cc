@@ -1,6 +1,6 @@
 /**
  * @file notification_point.cc
- * @brief CNP pacing per QP (dcqcn.md §1.3). Units: ns.
+ * @brief CNP pacing per QP (docs/dcqcn-pfc.md §1.3). Units: ns.
  */
 #include "dcqcn/notification_point.h"
 

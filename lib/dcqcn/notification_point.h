@@ -1,7 +1,7 @@
 /**
  * @file notification_point.h
  * @brief DCQCN notification point of one QP: when to send a CNP for CE-marked packets
- * (dcqcn.md §1.3). Units: ns (Timestamp/Duration).
+ * (docs/dcqcn-pfc.md §1.3). Units: ns (Timestamp/Duration).
  *
  * A CE-marked RoCE packet sends a CNP at once if none was sent in the last
  * min_time_between_cnps (N); otherwise the CNP is coalesced: one pending CNP goes out when the
@@ -18,7 +18,7 @@
 
 namespace uroce::dcqcn {
 
-/// NP counters of one QP (names as mlx5 hw_counters, dcqcn.md §5.2).
+/// NP counters of one QP (names as mlx5 hw_counters, docs/dcqcn-pfc.md §5.2).
 struct NpStats {
   uint64_t np_ecn_marked_roce_packets = 0;  ///< CE-marked packets seen
   uint64_t np_cnp_sent = 0;                 ///< CNPs the caller was told to send

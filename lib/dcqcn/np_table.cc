@@ -1,6 +1,7 @@
 /**
  * @file np_table.cc
- * @brief Device-wide CNP pacing over per-QP notification points (dcqcn.md §1.3). Units: ns.
+ * @brief Device-wide CNP pacing over per-QP notification points (docs/dcqcn-pfc.md §1.3). Units:
+ * ns.
  */
 #include "dcqcn/np_table.h"
 

@@ -2,12 +2,12 @@
  * @file np_table.h
  * @brief The notification points of one device, keyed by local QPN: the device-wide NP the
  * transport's seam asks (`on_ce_marked(qpn, now)`), with the timer for coalesced CNPs
- * (dcqcn.md §1.3). Units: ns.
+ * (docs/dcqcn-pfc.md §1.3). Units: ns.
  *
  * Each QP has its own NotificationPoint (per-QP interval, the paper's and htsim's reading).
  * With `per_port` set, one interval is shared by every QP (mstconfig's "from the port"
- * reading, dcqcn.md §7): a CE inside the port's interval then waits for the interval end, and
- * the pending CNP goes to the QP whose CE came first.
+ * reading, docs/dcqcn-pfc.md §7): a CE inside the port's interval then waits for the interval end,
+ * and the pending CNP goes to the QP whose CE came first.
  */
 #pragma once
 

@@ -1,6 +1,7 @@
 /**
  * @file nvidia_rp.cc
- * @brief DCQCN reaction point, NVIDIA firmware form (dcqcn.md §1.5). Units: bit/s, bytes, ns.
+ * @brief DCQCN reaction point, NVIDIA firmware form (docs/dcqcn-pfc.md §1.5). Units: bit/s, bytes,
+ * ns.
  */
 #include "dcqcn/nvidia_rp.h"
 
@@ -62,7 +63,7 @@ void NvidiaRp::on_cnp(Timestamp now) {
   on_timer(now);  // α updates, decrease checks and increases due at `now` come first
   ++stats_.rp_cnp_handled;
   if (!active_) {
-    // First CNP (dcqcn.md §1.5): α from initial_alpha_value, no +g for this CNP.
+    // First CNP (docs/dcqcn-pfc.md §1.5): α from initial_alpha_value, no +g for this CNP.
     active_ = true;
     epoch_ = now;
     alpha_ = p_.initial_alpha_value / 1024.0;

@@ -1,7 +1,7 @@
 /**
  * @file nvidia_rp.h
- * @brief DCQCN reaction point, NVIDIA firmware form (`mode = nvidia`), dcqcn.md §1.5: the HPCC
- * simulator's "Mellanox version" (rdma-hw.cc cnp_received_mlx, UpdateAlphaMlx,
+ * @brief DCQCN reaction point, NVIDIA firmware form (`mode = nvidia`), docs/dcqcn-pfc.md §1.5: the
+ * HPCC simulator's "Mellanox version" (rdma-hw.cc cnp_received_mlx, UpdateAlphaMlx,
  * CheckRateDecreaseMlx, RateIncEventTimerMlx) with the firmware parameter semantics.
  *
  * Units: rates bit/s (double), bytes, ns; parameters as DcqcnParams documents them.

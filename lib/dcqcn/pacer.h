@@ -7,7 +7,8 @@
  * A frame of b bytes may start at earliest_send_time(b, now); on_sent(b, now) then charges
  * b·8/rate. Up to `burst_bytes` may go back to back after an idle period (the bucket depth).
  * Rate changes apply from the next on_sent (the debt already charged stands). CNPs and other
- * control frames do not go through the pacer (dcqcn.md §1.3: the CNP bypasses the limiter).
+ * control frames do not go through the pacer (docs/dcqcn-pfc.md §1.3: the CNP bypasses the
+ * limiter).
  */
 #pragma once
 

@@ -1,6 +1,6 @@
 /**
  * @file paper_rp.cc
- * @brief DCQCN reaction point, SIGCOMM'15 form (dcqcn.md §1.4). Units: bit/s, bytes, ns.
+ * @brief DCQCN reaction point, SIGCOMM'15 form (docs/dcqcn-pfc.md §1.4). Units: bit/s, bytes, ns.
  */
 #include "dcqcn/paper_rp.h"
 

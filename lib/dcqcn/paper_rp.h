@@ -1,6 +1,6 @@
 /**
  * @file paper_rp.h
- * @brief DCQCN reaction point, SIGCOMM'15 form (`mode = paper`), dcqcn.md §1.4.
+ * @brief DCQCN reaction point, SIGCOMM'15 form (`mode = paper`), docs/dcqcn-pfc.md §1.4.
  *
  * Units: rates bit/s (double), bytes, ns. State per QP: current rate Rc, target rate Rt, α,
  * timer count Tcnt, byte count BCcnt, bytes since the last byte-counter event.

@@ -1,6 +1,6 @@
 /**
  * @file params.cc
- * @brief DCQCN presets and the lookup of parameters by NVIDIA name (dcqcn.md §1.1).
+ * @brief DCQCN presets and the lookup of parameters by NVIDIA name (docs/dcqcn-pfc.md §1.1).
  *
  * The name table is one X-macro list so names, fields and ranges cannot drift.
  */

@@ -4,7 +4,7 @@
  * with presets and a lookup by name for the config's `[device.dcqcn]` overrides.
  *
  * Units: each field states its own (µs, bytes, Mb/s, Q10 fixed point = value/1024, percent).
- * References: shared/reference/dcqcn.md §1.1 (parameter table), §1.4 (paper RP and the choices
+ * References: docs/dcqcn-pfc.md §1.1 (parameter table), §1.4 (paper RP and the choices
  * the references disagree on), §1.5 (NVIDIA firmware RP), §1.3 (NP).
  *
  * One struct serves both RP modes. In `paper` mode the NVIDIA names carry the paper's symbols:
@@ -28,23 +28,23 @@ namespace uroce::dcqcn {
 /// Which reaction-point algorithm runs.
 enum class RpMode : uint8_t {
   kOff,     ///< no congestion control (NoCc): the QP sends at line rate
-  kPaper,   ///< SIGCOMM'15 form, dcqcn.md §1.4
-  kNvidia,  ///< ConnectX firmware form (HPCC "Mellanox version"), dcqcn.md §1.5
+  kPaper,   ///< SIGCOMM'15 form, docs/dcqcn-pfc.md §1.4
+  kNvidia,  ///< ConnectX firmware form (HPCC "Mellanox version"), docs/dcqcn-pfc.md §1.5
 };
 
-/// Paper mode: order of the α update and the rate cut on a CNP (dcqcn.md §1.4 choice 1).
+/// Paper mode: order of the α update and the rate cut on a CNP (docs/dcqcn-pfc.md §1.4 choice 1).
 enum class AlphaOrder : uint8_t {
   kCutThenUpdate,  ///< cut with the old α, then update α (paper, htsim) — default
   kUpdateThenCut,  ///< update α first, then cut (ns3-rdma rpr_cnm_received)
 };
 
-/// Paper mode: which increase events are fast recovery (dcqcn.md §1.4 choice 2).
+/// Paper mode: which increase events are fast recovery (docs/dcqcn-pfc.md §1.4 choice 2).
 enum class FrCount : uint8_t {
   kInclusive,  ///< events 1..F are FR: max(Tcnt, BCcnt) <= F (htsim) — default
   kExclusive,  ///< events 1..F-1 are FR: max(Tcnt, BCcnt) < F (QCN / ns3-rdma)
 };
 
-/// Paper mode: the amount added to Rt per hyper-increase event (dcqcn.md §1.4 choice 3).
+/// Paper mode: the amount added to Rt per hyper-increase event (docs/dcqcn-pfc.md §1.4 choice 3).
 enum class HaiAmount : uint8_t {
   kLinear,         ///< (min(Tcnt,BCcnt) − F) · R_HAI (htsim) — default
   kLinearPlusOne,  ///< (min(Tcnt,BCcnt) − F + 1) · R_HAI (ns3-rdma)
@@ -52,7 +52,7 @@ enum class HaiAmount : uint8_t {
 };
 
 /// Every knob of one QP's DCQCN. Defaults are the NVIDIA ConnectX-6 Dx firmware values
-/// (dcqcn.md §1.1 "NVIDIA FW default"); use the preset functions below for the others.
+/// (docs/dcqcn-pfc.md §1.1, nvidia preset); use the preset functions below for the others.
 struct DcqcnParams {
   RpMode mode = RpMode::kNvidia;  ///< algorithm; default nvidia
 
@@ -62,7 +62,7 @@ struct DcqcnParams {
   uint32_t rpg_time_reset = 300;    ///< µs; rate-increase timer period (paper T). 1..131071
   uint32_t rpg_byte_reset = 32767;  ///< bytes sent per byte-counter increase event
                                     ///< (paper B); 0 = byte counter off. NB: the unit
-                                    ///< on real firmware is unverified (dcqcn.md §1.5)
+                                    ///< on real firmware is unverified (docs/dcqcn-pfc.md §1.5)
   uint32_t rpg_threshold = 1;       ///< increase events spent in fast recovery (paper F). 1..31
   uint32_t rpg_ai_rate = 5;         ///< Mb/s; additive increase step (paper R_AI). 1..1e6
   uint32_t rpg_hai_rate = 50;       ///< Mb/s; hyper increase step (paper R_HAI). 1..1e6
@@ -74,7 +74,7 @@ struct DcqcnParams {
   uint32_t dce_tcp_g = 1019;        ///< Q10 retention of α per update: α ← (G/1024)·α
                                     ///< (+ (1 − G/1024) with a CNP), i.e. the EWMA gain
                                     ///< g = (1024 − G)/1024; 1019 → 5/1024, 1020 → 1/256.
-                                    ///< Reading of NVIDIA community doc v19 (dcqcn.md
+                                    ///< Reading of NVIDIA community doc v19 (docs/dcqcn-pfc.md
                                     ///< §1.1 note). 0..1024
   uint32_t dce_tcp_rtt = 1;         ///< µs; α update period (paper K). 1..131071
   uint32_t initial_alpha_value = 1023;        ///< Q10 α set on the first CNP (nvidia). 0..1024
@@ -87,7 +87,7 @@ struct DcqcnParams {
   uint32_t min_time_between_cnps = 4;         ///< µs; NP: at most one CNP per QP per interval
                                               ///< (paper N = 50). 0..131071
 
-  // ---- Choices the references disagree on (paper mode; dcqcn.md §1.4) ----
+  // ---- Choices the references disagree on (paper mode; docs/dcqcn-pfc.md §1.4) ----
   AlphaOrder alpha_order = AlphaOrder::kCutThenUpdate;  ///< §1.4 choice 1
   FrCount fr_count = FrCount::kInclusive;               ///< §1.4 choice 2
   HaiAmount hai_amount = HaiAmount::kLinear;            ///< §1.4 choice 3
@@ -108,21 +108,22 @@ struct DcqcnParams {
                                      ///< again in nvidia mode)
 };
 
-/// The NVIDIA ConnectX firmware defaults (mstconfig dump, dcqcn.md §1.1). Same as DcqcnParams{}.
+/// The NVIDIA ConnectX firmware defaults (mstconfig dump, docs/dcqcn-pfc.md §1.1). Same as
+/// DcqcnParams{}.
 DcqcnParams nvidia_firmware_preset();
 
-/// SIGCOMM'15 paper values (dcqcn.md §1.1 "Paper" column, [P]): g 1/256, K = T = 55 µs,
+/// SIGCOMM'15 paper values (docs/dcqcn-pfc.md §1.1, paper preset): g 1/256, K = T = 55 µs,
 /// B 10 MB, F 5, R_AI 40 Mb/s, R_HAI 200 Mb/s (ns3-rdma sample; the paper's is unconfirmed),
 /// R_min 10 Mb/s, N 50 µs; mode paper.
 DcqcnParams paper_preset();
 
-/// HPCC simulator `run.py --cc dcqcn` at the given line rate (dcqcn.md §2.2 R2): nvidia mode,
-/// t_alpha 1 µs, t_dec 4 µs, t_inc 300 µs, g 1/256, F 1, AI 5·bw/25 Mb/s, HAI 50·bw/25 Mb/s,
+/// HPCC simulator `run.py --cc dcqcn` at the given line rate (docs/dcqcn-pfc.md §2.2 R2): nvidia
+/// mode, t_alpha 1 µs, t_dec 4 µs, t_inc 300 µs, g 1/256, F 1, AI 5·bw/25 Mb/s, HAI 50·bw/25 Mb/s,
 /// min rate 1000 Mb/s, α₀ = 1.0, byte counter off, no min_dec_fac, CNP on every CE (N = 0).
 DcqcnParams hpcc_dcqcn_preset(double line_rate_bps);
 
 /// HPCC `run.py --cc dcqcn_paper`: as hpcc_dcqcn_preset but t_alpha 50 µs, t_dec 50 µs,
-/// t_inc 55 µs (dcqcn.md §1.1, §1.6 G4).
+/// t_inc 55 µs (docs/dcqcn-pfc.md §1.1, §1.6 G4).
 DcqcnParams hpcc_dcqcn_paper_preset(double line_rate_bps);
 
 /// Parses "paper", "nvidia" or "off".

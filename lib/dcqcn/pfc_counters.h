@@ -1,8 +1,9 @@
 /**
  * @file pfc_counters.h
  * @brief PFC counters of one port, per priority, named as mlx5 ethtool names them
- * (dcqcn.md §5.2): rx_prio{p}_pause, rx_prio{p}_pause_duration, rx_prio{p}_pause_transition,
- * tx_prio{p}_pause, tx_prio{p}_pause_duration, tx_pause_storm_{warning,error}_events.
+ * (docs/dcqcn-pfc.md §5.2): rx_prio{p}_pause, rx_prio{p}_pause_duration,
+ * rx_prio{p}_pause_transition, tx_prio{p}_pause, tx_prio{p}_pause_duration,
+ * tx_pause_storm_{warning,error}_events.
  *
  * Units: frames, events, µs (durations). Plain uint64_t, trivially copyable, so the block can be
  * placed in shared memory; one writer (the port's owner).

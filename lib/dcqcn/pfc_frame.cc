@@ -1,6 +1,6 @@
 /**
  * @file pfc_frame.cc
- * @brief 802.1Qbb / 802.3x pause frames (dcqcn.md §3.3). Units: bytes, quanta, ns.
+ * @brief 802.1Qbb / 802.3x pause frames (docs/dcqcn-pfc.md §3.3). Units: bytes, quanta, ns.
  */
 #include "dcqcn/pfc_frame.h"
 

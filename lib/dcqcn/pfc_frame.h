@@ -1,7 +1,7 @@
 /**
  * @file pfc_frame.h
  * @brief IEEE 802.1Qbb PFC and 802.3x PAUSE MAC-control frames: parse and build
- * (dcqcn.md §3.3). Units: pause times in quanta of 512 bit times; frames in bytes.
+ * (docs/dcqcn-pfc.md §3.3). Units: pause times in quanta of 512 bit times; frames in bytes.
  *
  * Layout: DA 01:80:C2:00:00:01 | SA | EtherType 0x8808 | opcode (0x0101 PFC, 0x0001 PAUSE) |
  * PFC: class-enable vector (2 octets: 0x00, then e7..e0, bit 0 = priority 0) and 8 × uint16 BE

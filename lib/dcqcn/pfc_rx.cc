@@ -1,6 +1,6 @@
 /**
  * @file pfc_rx.cc
- * @brief Honouring received PFC/PAUSE frames and the pause-storm watchdog (dcqcn.md §4.2,
+ * @brief Honouring received PFC/PAUSE frames and the pause-storm watchdog (docs/dcqcn-pfc.md §4.2,
  * §4.3). Units: ns; counters in µs.
  */
 #include "dcqcn/pfc_rx.h"

@@ -1,8 +1,8 @@
 /**
  * @file pfc_rx.h
  * @brief How a port honours received PFC (802.1Qbb) and PAUSE (802.3x) frames, with the
- * pause-storm watchdog (dcqcn.md §4.2, §4.3). Units: ns (Timestamp/Duration), bit/s; counters
- * in µs as PfcCounters says.
+ * pause-storm watchdog (docs/dcqcn-pfc.md §4.2, §4.3). Units: ns (Timestamp/Duration), bit/s;
+ * counters in µs as PfcCounters says.
  *
  * - A PFC frame pauses exactly the priorities in its class-enable vector for
  *   quanta × 512 bit times at the port speed; a new frame replaces the timer (never

@@ -1,6 +1,7 @@
 /**
  * @file pfc_tx.cc
- * @brief XOFF/XON generation from the RX backlog (dcqcn.md §4.1). Units: bytes, ns; µs counters.
+ * @brief XOFF/XON generation from the RX backlog (docs/dcqcn-pfc.md §4.1). Units: bytes, ns; µs
+ * counters.
  */
 #include "dcqcn/pfc_tx.h"
 

@@ -1,6 +1,6 @@
 /**
  * @file pfc_tx.h
- * @brief When this host, as a receiver, sends PFC XOFF/XON (dcqcn.md §4.1, §4.3 item 2).
+ * @brief When this host, as a receiver, sends PFC XOFF/XON (docs/dcqcn-pfc.md §4.1, §4.3 item 2).
  * Units: bytes (backlog, thresholds), ns, quanta of 512 bit times; counters in µs.
  *
  * Per PFC-enabled priority: when the RX backlog reaches xoff_bytes, send XOFF (pause_quanta)
@@ -24,7 +24,7 @@ namespace uroce::dcqcn {
 
 /// XOFF/XON generation settings.
 struct PfcTxConfig {
-  uint8_t enabled_mask = 1u << 3;  ///< priorities with PFC on (default: 3, dcqcn.md §3.4)
+  uint8_t enabled_mask = 1u << 3;  ///< priorities with PFC on (default: 3, docs/dcqcn-pfc.md §3.4)
   uint64_t xoff_bytes = 0;         ///< backlog that sends XOFF; 0 = never send XOFF
   uint64_t xon_bytes = 0;          ///< backlog at or below which XON is sent (< xoff_bytes)
   uint16_t pause_quanta = 0xFFFF;  ///< quanta in each XOFF

@@ -2,7 +2,7 @@
  * @file tx_scheduler.h
  * @brief Which of a port's 8 software TX queues starts the next frame: strict priority for the
  * CNP class, deficit-weighted round robin (byte-fair WRR) for the rest, skipping priorities
- * PFC has paused (dcqcn.md §3.4: CNP prio 6 strict, RoCE prio 3 and the others WRR; §4.2).
+ * PFC has paused (docs/dcqcn-pfc.md §3.4: CNP prio 6 strict, RoCE prio 3 and the others WRR; §4.2).
  * Units: bytes, ns.
  *
  * The scheduler owns no queues: the caller passes the head frame size of each queue (0 = empty)

@@ -10,7 +10,7 @@
  * addresses is served by that address. With a source address given (bound or passed), only
  * that address may serve. uroce knows no gateways: a destination no prefix covers is
  * unreachable (ENETUNREACH).
- * GID form: IPv4 a.b.c.d is ::ffff:a.b.c.d, the RoCEv2 GID of DESIGN.md.
+ * GID form: IPv4 a.b.c.d is ::ffff:a.b.c.d, the IPv4-mapped RoCEv2 GID (IBA Annex A17).
  */
 #pragma once
 

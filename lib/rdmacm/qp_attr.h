@@ -11,8 +11,8 @@
  *
  * PSNs: the Starting PSN of a REQ or REP is where its SENDER's receive queue starts (the
  * kernel CM sets its own rq_psn from the REQ/REP it sends and its sq_psn from the one it
- * receives): so RTR's rq_psn is our local_psn and RTS's sq_psn the peer's remote_psn. Found
- * against Linux rxe (tests/interop): the other way round both sides disagree by the PSNs.
+ * receives): so RTR's rq_psn is our local_psn and RTS's sq_psn the peer's remote_psn.
+ * tests/interop checks it against Linux rxe, with which swapped PSNs do not connect.
  */
 #pragma once
 

@@ -2,8 +2,7 @@
  * @file layout.h
  * @brief The byte layout of a uroce statistics segment: one shared-memory file per device and
  * process, `<run dir>/uroce.<device>.<pid>` (run dir: $UROCE_RUN_DIR or /dev/shm), that the
- * `uroce` command and the Prometheus exporter read while the program runs (DESIGN.md
- * "Counters", reference/dcqcn.md §5).
+ * `uroce` command and the Prometheus exporter read while the program runs (docs/counters.md).
  *
  * Layout (every block 64-byte aligned, offsets in the header):
  *   SegmentHeader | CounterBlock (engine counters, counters.def) | counter names table |

@@ -3,9 +3,9 @@
  * @brief The sans-IO RoCEv2 transport engine of one device: QPs (RC/UC/UD), memory regions,
  * CQs, SRQs, and the packet interface. This is the contract lib/verbs and sim/ program against.
  *
- * Sans-IO (shared/STYLE.md §3): frames come in through on_frame(), go out through a TxSink in
- * poll_transmit(), and time is always an argument. The engine never reads a clock, sleeps,
- * spawns threads or touches a socket or mbuf. Memory regions are addresses in the caller's
+ * Sans-IO (docs/design.md, "Principles"): frames come in through on_frame(), go out through a
+ * TxSink in poll_transmit(), and time is always an argument. The engine never reads a clock,
+ * sleeps, spawns threads or touches a socket or mbuf. Memory regions are addresses in the caller's
  * address space; the engine copies payload to and from them directly after checking bounds and
  * access rights.
  *

@@ -2,7 +2,7 @@
  * @file rx.cc
  * @brief The receive gate after wire::parse(): CNP handling, ECN-CE accounting, QP lookup and
  * the QP type/state checks, then dispatch to the responder (requests) or the completer
- * (responses). shared/STYLE.md §7: parse once, at one gate, then trust.
+ * (responses). Parse once, at one gate, then trust (docs/design.md, "Principles").
  *
  * References: IBA Vol 1 §9.6 (packet transport header checks, C9-? order), Annex 17 §A17.9.3
  * (CNP), RFC 3168 (CE codepoint).

@@ -5,7 +5,8 @@
  *
  * Every object embeds its rdma-core struct as its FIRST member, so the pointer a program holds
  * (ibv_pd*, ibv_cq*, ...) converts back with from_ibv(). The context embeds struct
- * verbs_context, whose last member is the struct ibv_context programs see (abi.md).
+ * verbs_context, whose last member is the struct ibv_context programs see (docs/design.md, "The
+ * ABI contract").
  *
  * Locking: Runtime::mu is the engine lock (the engine is not thread-safe). Every engine call
  * and every change to the Runtime's object maps happen under it. Channel and async queues have

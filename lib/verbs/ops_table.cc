@@ -6,7 +6,7 @@
  * ibv_query_device_ex, ...) jump through these pointers. Every pointer is set: to the real
  * operation, or to a stub that fails like rdma-core's dummy ops (EOPNOTSUPP, or NULL with
  * errno = EOPNOTSUPP). verbs_get_ctx_op() finds an op only when vctx->sz covers it, so the
- * context sets sz to sizeof(struct verbs_context) (abi.md).
+ * context sets sz to sizeof(struct verbs_context) (docs/design.md, "The ABI contract").
  */
 #include <cerrno>
 

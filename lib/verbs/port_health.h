@@ -1,8 +1,8 @@
 /**
  * @file port_health.h
- * @brief The PFC pause-storm watchdog as an application sees it (dcqcn.md §4.3): the port's
- * watchdog (lib/dcqcn PfcRx) counts tx_pause_storm_warning_events / _error_events; this turns
- * a rise of those counters into one log line each and, for an error (a priority paused for
+ * @brief The PFC pause-storm watchdog as an application sees it (docs/dcqcn-pfc.md §4.3): the
+ * port's watchdog (lib/dcqcn PfcRx) counts tx_pause_storm_warning_events / _error_events; this
+ * turns a rise of those counters into one log line each and, for an error (a priority paused for
  * the whole detection time), an IBV_EVENT_PORT_ERR async event on every context of the
  * device. Checked by the progress thread every 100 ms. Pure logic, no I/O.
  */

@@ -1,7 +1,7 @@
 /**
  * @file runtime.cc
  * @brief The composition root of one device: opens the port, builds the engine, reads the
- * clock, and runs the progress model of DESIGN.md "Progress and threads".
+ * clock, and runs the progress model of docs/design.md, "Threads and progress".
  *
  * Progress comes from two places, both under the engine lock (Runtime::mu):
  *  - the application's own calls (post_send, post_recv, poll_cq, cq_ex start_poll) run
@@ -60,18 +60,19 @@ constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest sleep while r
 constexpr Duration kDeepIdle = Duration::millis(10);  ///< no work for this long: deep idle
 constexpr Duration kDeepSleep = Duration::micros(250);
 constexpr Duration kDeeperIdle = Duration::seconds(1);
-/// Each wakeup of a sleeping thread costs ~30 us of CPU in this VM (timer programming exits):
-/// 1 ms sleeps made an idle process cost 3.3-4.9 % of a core, 2 ms halves that. The price is
-/// up to 2 ms more for the first frame after a second of silence.
+/// Every wakeup of a sleeping thread costs CPU (on a VM, timer programming exits), so after a
+/// second of silence the thread wakes rarely, and an idle process costs little (bench/RESULTS.md,
+/// "idle process, 1024 QPs"). The price is up to 2 ms more for the first frame after a second
+/// of silence.
 constexpr Duration kDeeperSleep = Duration::millis(2);
 /// The application called within this: it is polling, and its calls make progress.
 constexpr Duration kAppDriving = Duration::micros(20);
 /// The application stopped calling within this: the peer's reply is probably due.
 constexpr Duration kFollowUp = Duration::micros(500);
 /// Between polls in the follow-up phase, and the first look-again while the application drives.
-/// A requested 8 us lasts 20-50 us here (timer and wakeup cost of the VM); ib_write_lat over
-/// memif measured 44 us one-way with 64 us sleeps, 13 us with 8 us, and 2000 us with 2 us
-/// sleeps (the thread then lost its wakeup preemption of the spinning application).
+/// Longer sleeps add their length to a latency test's round trip; much shorter ones make the
+/// thread lose its wakeup preemption of the spinning application, which then keeps the core
+/// for a whole time slice (ib_write_lat in bench/RESULTS.md).
 constexpr Duration kFollowUpSleep = Duration::micros(8);
 /// Longest look-again interval while the application keeps calling.
 constexpr Duration kDrivingMaxSleep = Duration::millis(1);
@@ -312,9 +313,8 @@ void sleep_for(Duration d) {
 
 /// The sleep after the n-th look in a row that found the application driving: from
 /// kFollowUpSleep, doubling every 4 looks up to kDrivingMaxSleep. A throughput loop that calls
-/// in for milliseconds is looked at ~1000 times a second; each look costs ~10 us of the
-/// application's core here (a wakeup in this VM): 64 us looks took 17 % of an ib_write_bw
-/// client's core.
+/// in for milliseconds is then looked at about 1000 times a second: each look is a wakeup that
+/// takes CPU from the application's core, so frequent looks slow the loop they watch.
 constexpr int kDrivingLooksMax = 32;
 Duration driving_sleep(int n) {
   return std::min(kFollowUpSleep * (int64_t{1} << (n / 4)), kDrivingMaxSleep);

@@ -1,7 +1,7 @@
 /**
  * @file config_test.cc
- * @brief lib/config: the happy path of DESIGN.md's example file, the built-in device, the
- * lookup order, and one test per class of bad entry (each must name file, key and allowed).
+ * @brief lib/config: the happy path of docs/configuration.md's example file, the built-in device,
+ * the lookup order, and one test per class of bad entry (each must name file, key and allowed).
  */
 #include "config/config.h"
 

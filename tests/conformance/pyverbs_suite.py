@@ -8,7 +8,7 @@ modules link libibverbs.so.1, so they get uroce's), records every test's outcome
 only when:
   - no test failed or errored (unittest's own verdict, subtests included);
   - every skip is another vendor's feature (the mlx5/EFA/CUDA modules, dmabuf, ...) or a known
-    uroce limit of KNOWN_LIMITS, each listed with its reason in README.md ("Known limits"), and
+    uroce limit of KNOWN_LIMITS, each listed with its reason in docs/limits.md ("Known limits"), and
     no known limit skips more tests than it is allowed (a regression hiding behind a limit);
   - the suite ran at least --min-tests tests and passed at least --min-passed of them;
   - the libibverbs.so.1 the suite mapped is the build's.
@@ -33,7 +33,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-README = os.path.join(HERE, "..", "..", "README.md")
+LIMITS_DOC = os.path.join(HERE, "..", "..", "docs", "limits.md")
 SUITE_SRC = "/usr/share/doc/rdma-core/tests"
 PYTHON = "/usr/bin/python3"
 DEVICE = "uroce0"
@@ -44,9 +44,9 @@ OTHER_VENDOR_MODULES = re.compile(r"^tests\.test_(mlx5_|efa|cuda_)")
 OTHER_VENDOR_REASONS = re.compile(r"(?i)\bmlx5\b|\bEFA\b|\bCUDA\b|\bdma-?buf\b|/dev/dri/")
 
 # Known uroce limits: key -> (skips it may explain: (reason regex, test id regex or None), the
-# most tests it may skip, its reason). README.md's "Known limits" table lists every key with the
-# same reason; a limit that skips more tests than its count fails the run (a regression hiding
-# behind a limit), one that skips fewer means a feature arrived (lower the count).
+# most tests it may skip, its reason). docs/limits.md's "Known limits" table lists every key
+# with the same reason; a limit that skips more tests than its count fails the run (a regression
+# hiding behind a limit), one that skips fewer means a feature arrived (lower the count).
 KNOWN_LIMITS = {
     "mw": ([(r"Create MW is not supported", None),
             (r"Extended QP is not supported on this device", r"\.test_qp_ex_rc_bind_mw$")], 7,
@@ -179,18 +179,18 @@ def classify(rec):
     return "unexpected", None
 
 
-def readme_problems():
-    """KNOWN_LIMITS and the rows `| \`key\` | ...` of README.md's "Known limits" section must
-    name the same limits."""
-    with open(README) as f:
+def limits_doc_problems():
+    """KNOWN_LIMITS and the rows `| \`key\` | ...` of docs/limits.md's "Known limits" section
+    must name the same limits."""
+    with open(LIMITS_DOC) as f:
         text = f.read()
     m = re.search(r"^## Known limits\n(.*?)(?=^## |\Z)", text, re.M | re.S)
     if not m:
-        return ["README.md has no '## Known limits' section"]
+        return ["docs/limits.md has no '## Known limits' section"]
     listed = set(re.findall(r"^\| `([a-z_0-9]+)` \|", m.group(1), re.M))
-    problems = [f"known limit {k!r} is not in README.md's Known limits table"
+    problems = [f"known limit {k!r} is not in docs/limits.md's Known limits table"
                 for k in KNOWN_LIMITS if k not in listed]
-    problems += [f"README.md's Known limits table lists {k!r}, which KNOWN_LIMITS does not"
+    problems += [f"docs/limits.md's Known limits table lists {k!r}, which KNOWN_LIMITS does not"
                  for k in sorted(listed - set(KNOWN_LIMITS))]
     return problems
 
@@ -198,7 +198,7 @@ def readme_problems():
 def check(result, build, min_tests, min_passed):
     """Prints the summary; returns the list of problems (empty: pass)."""
     records = result["records"]
-    problems = readme_problems()
+    problems = limits_doc_problems()
     lib_dir = os.path.realpath(os.path.join(build, "lib"))
     libs = result["libibverbs"]
     if not libs or any(os.path.dirname(os.path.realpath(p)) != lib_dir for p in libs):
@@ -219,7 +219,7 @@ def check(result, build, min_tests, min_passed):
                 per_limit.setdefault(key, []).append(r["id"])
             else:
                 problems.append(f"unexpected skip: {r['id']}: {r['detail']!r} (neither another "
-                                "vendor's feature nor a known limit in KNOWN_LIMITS/README.md)")
+                                "vendor's feature nor a known limit in KNOWN_LIMITS/docs/limits.md)")
     for key, (_skips, most, _text) in KNOWN_LIMITS.items():
         ids = per_limit.get(key, [])
         if len(ids) > most:

@@ -1,6 +1,6 @@
 /**
  * @file golden.h
- * @brief Test support: the reference model's golden traces (dcqcn.md §1.6, generated into
+ * @brief Test support: the reference model's golden traces (docs/dcqcn-pfc.md §1.6, generated into
  * golden_traces.inc by gen_golden.py) and a driver that replays CNPs into an RP on injected
  * time and records its events. Units: µs in the table, bit/s, ns for Timestamps.
  */

@@ -1,6 +1,6 @@
 /**
  * @file notification_point_test.cc
- * @brief NP CNP pacing, dcqcn.md §1.3 and §6 item 3 (exact CNP counts and times).
+ * @brief NP CNP pacing, docs/dcqcn-pfc.md §1.3 and §6 item 3 (exact CNP counts and times).
  */
 #include "dcqcn/notification_point.h"
 

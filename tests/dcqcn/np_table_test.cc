@@ -1,6 +1,6 @@
 /**
  * @file np_table_test.cc
- * @brief Device-wide CNP pacing (dcqcn.md §1.3): per-QP intervals are independent; the
+ * @brief Device-wide CNP pacing (docs/dcqcn-pfc.md §1.3): per-QP intervals are independent; the
  * coalesced CNP of each QP comes out of on_timer; the per-port reading shares one interval.
  */
 #include "dcqcn/np_table.h"

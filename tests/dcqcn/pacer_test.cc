@@ -1,7 +1,8 @@
 /**
  * @file pacer_test.cc
  * @brief The per-QP token-bucket pacer: sends at the RP's rate on injected time, no drift,
- * burst allowance, unlimited mode (dcqcn.md §1.3 "bypasses the DCQCN limiter" is the caller's).
+ * burst allowance, unlimited mode (docs/dcqcn-pfc.md §1.3 "bypasses the DCQCN limiter" is the
+ * caller's).
  */
 #include "dcqcn/pacer.h"
 

@@ -1,7 +1,7 @@
 /**
  * @file params_test.cc
- * @brief DcqcnParams presets (dcqcn.md §1.1) and the lookup by NVIDIA name used by the config's
- * `[device.dcqcn]` overrides: unknown names and out-of-range values are refused clearly.
+ * @brief DcqcnParams presets (docs/dcqcn-pfc.md §1.1) and the lookup by NVIDIA name used by the
+ * config's `[device.dcqcn]` overrides: unknown names and out-of-range values are refused clearly.
  */
 #include "dcqcn/params.h"
 

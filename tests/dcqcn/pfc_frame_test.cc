@@ -1,7 +1,7 @@
 /**
  * @file pfc_frame_test.cc
- * @brief 802.1Qbb / 802.3x frames byte for byte against dcqcn.md §3.3 (including the FCS), and
- * the per-speed quantum table of §3.3.
+ * @brief 802.1Qbb / 802.3x frames byte for byte against docs/dcqcn-pfc.md §3.3 (including the FCS),
+ * and the per-speed quantum table of §3.3.
  */
 #include "dcqcn/pfc_frame.h"
 

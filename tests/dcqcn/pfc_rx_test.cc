@@ -1,7 +1,7 @@
 /**
  * @file pfc_rx_test.cc
- * @brief Honouring PFC on TX and the pause-storm watchdog: the exact timings of dcqcn.md §6
- * item 5 and the semantics of §4.2 / §4.3, on injected time.
+ * @brief Honouring PFC on TX and the pause-storm watchdog: the exact timings of docs/dcqcn-pfc.md
+ * §6 item 5 and the semantics of §4.2 / §4.3, on injected time.
  */
 #include "dcqcn/pfc_rx.h"
 

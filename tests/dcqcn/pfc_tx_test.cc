@@ -1,6 +1,6 @@
 /**
  * @file pfc_tx_test.cc
- * @brief XOFF/XON generation from the RX backlog per priority (dcqcn.md §4.1, §4.3 item 2):
+ * @brief XOFF/XON generation from the RX backlog per priority (docs/dcqcn-pfc.md §4.1, §4.3):
  * thresholds, refresh, XON, give-up, counters tx_prio{p}_pause / tx_prio{p}_pause_duration.
  */
 #include "dcqcn/pfc_tx.h"

@@ -1,8 +1,8 @@
 /**
  * @file rp_golden_test.cc
- * @brief Golden traces G1, G1b, G2 (paper RP) and G3, G3b, G4 (nvidia RP) of dcqcn.md §1.6,
- * checked to 1e-9 relative (§6 items 1 and 2) against the reference model's own numbers
- * (golden_traces.inc, regenerated from dcqcn-model/dcqcn_golden.py by gen_golden.py).
+ * @brief Golden traces G1, G1b, G2 (paper RP) and G3, G3b, G4 (nvidia RP) of docs/dcqcn-pfc.md
+ * §1.6, checked to 1e-9 relative (§6 items 1 and 2) against the reference model's own numbers
+ * (golden_traces.inc, regenerated from tests/dcqcn/model/dcqcn_golden.py by gen_golden.py).
  */
 #include <gtest/gtest.h>
 
@@ -49,7 +49,7 @@ void expect_matches(const std::vector<RpEvent>& all, const std::vector<GoldenRow
   }
 }
 
-// dcqcn.md §1.6 G1: paper RP, 40G, one CNP at 0, htsim FR convention (events 1..5 are FR).
+// docs/dcqcn-pfc.md §1.6 G1: paper RP, 40G, one CNP at 0, htsim FR convention (events 1..5 are FR).
 TEST(PaperRpGolden, G1SingleCnpHtsimConvention) {
   PaperRp rp(model_paper_params(), 40e9);
   auto trace = testing::replay(rp, {Timestamp{0}}, testing::at_us(6000));
@@ -129,7 +129,7 @@ TEST(PaperRpGolden, G1ByteCounterWithTraffic) {
   EXPECT_EQ(rp.byte_count(), 1u);
 }
 
-/// dcqcn.md §1.6 G3: "NVIDIA-default-like, HPCC model": firmware defaults with the byte
+/// docs/dcqcn-pfc.md §1.6 G3: "NVIDIA-default-like, HPCC model": firmware defaults with the byte
 /// counter off, g = 1/256 (dce_tcp_g 1020), α₀ = 1 exactly, R_min 100 Mb/s — set by name as a
 /// `[device.dcqcn]` table would.
 DcqcnParams g3_params(uint32_t dce_tcp_g) {

@@ -2,7 +2,7 @@
  * @file rp_test.cc
  * @brief Reaction-point behaviour beyond the golden traces: the documented §1.4 options, the
  * nvidia clamp / min_dec_fac / first-CNP rules of §1.5, the byte counter, release, reset,
- * late timers, NoCc and the factory (dcqcn.md §1.4, §1.5).
+ * late timers, NoCc and the factory (docs/dcqcn-pfc.md §1.4, §1.5).
  */
 #include <gtest/gtest.h>
 

@@ -1,7 +1,7 @@
 /**
  * @file tx_scheduler_test.cc
  * @brief The 8-queue TX scheduler: strict priority for the CNP class first, WRR weights honoured
- * (byte-fair DRR), paused priorities skipped (dcqcn.md §3.4, §4.2).
+ * (byte-fair DRR), paused priorities skipped (docs/dcqcn-pfc.md §3.4, §4.2).
  */
 #include "dcqcn/tx_scheduler.h"
 

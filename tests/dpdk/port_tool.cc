@@ -1,8 +1,8 @@
 /**
  * @file port_tool.cc
  * @brief A small program that drives one uroce DpdkPort, for two-process tests and the raw
- * frame-rate measurement through the Port interface (compare reference/dpdk.md's testpmd
- * figure and bench/raw).
+ * frame-rate measurement through the Port interface (compare testpmd's figure in
+ * drivers/dpdk/PMDS.md and bench/raw).
  *
  * Roles:
  *   rx       receives test frames, checks sequence and payload byte for byte, stops at an end

@@ -337,7 +337,7 @@ def RDMACM_CASES_TEMPLATE():
                                       "-T", "b"),
         "riostream.verify": rstream_case("riostream", "-S", "65536", "-C", "200", "-T", "v"),
         # Round trips where each side spins on the last byte of its iomapped buffer (riowrite
-        # of 64 B, inline). Few: each costs a scheduler slice here (README, rsockets).
+        # of 64 B, inline). Few: only the progress thread places each write (docs/design.md).
         "riostream.lat": rstream_case("riostream", "-S", "64", "-C", "1", "-I", "20", "-T", "v"),
         # A connect to a port nobody listens on: the CM's REJ makes rstream's non-blocking
         # rconnect fail (rpoll, then SO_ERROR = ECONNREFUSED); it must not hang.

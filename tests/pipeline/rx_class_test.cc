@@ -3,7 +3,7 @@
  * @brief drivers/pipeline/rx_class.h: a received frame's priority under trust dscp (the IP DSCP
  * through dscp_to_prio) and trust pcp (the 802.1Q PCP through pcp_to_prio, untagged frames on
  * priority 0), and its ECN field; is_rocev2() (UDP to port 4791 over IPv4/IPv6, tagged or
- * not). References: reference/dcqcn.md §3.4, IEEE 802.1Q §6.9.3, IBA Annex 17 §A17.2.
+ * not). References: docs/dcqcn-pfc.md §3.4, IEEE 802.1Q §6.9.3, IBA Annex 17 §A17.2.
  */
 #include "pipeline/rx_class.h"
 

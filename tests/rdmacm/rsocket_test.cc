@@ -75,7 +75,7 @@ bool send_all(int s, const uint8_t* p, size_t n) {
 class RsocketTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // The built-in device: no configuration file (DESIGN.md "Configuration").
+    // The built-in device: no configuration file (docs/configuration.md).
     unsetenv("UROCE_CONFIG");
   }
 };

@@ -3,11 +3,11 @@
  * @brief DCQCN scenarios on the simulator (issue #5), real engines with lib/dcqcn plugged into
  * their congestion-control seam, one switch with RED/ECN (reference-model CP: Kmin 5 KB,
  * Kmax 200 KB, Pmax 1 %, dequeue marking) and PFC on priority 3 with XOFF above Kmax, 40 Gb/s,
- * 1 us links, 1 KB packets, SIGCOMM'15 paper RP/NP parameters (dcqcn.md §1.1, §2.3):
+ * 1 us links, 1 KB packets, SIGCOMM'15 paper RP/NP parameters (docs/dcqcn-pfc.md §1.1, §2.3):
  *  - 2:1 incast: utilisation >= 0.99, Jain >= 0.99, queue mostly <= 100 KB, no PFC pause;
  *  - 2:1, 4:1, 8:1: the queue grows with N, same order as the reference model;
  *  - flow join: the second flow's arrival cuts both deeply, utilisation takes ~14 ms to pass
- *    97 % again (the known weakness, dcqcn.md §2.3 S1);
+ *    97 % again (the known weakness, docs/dcqcn-pfc.md §2.3 S1);
  *  - without DCQCN the same incast fills the queue to XOFF and PFC pauses the senders.
  * UROCE_SIM_CSV_DIR=<dir> writes each scenario's time series (t_us, util, queue_bytes, CNPs,
  * XOFFs, per-flow Gb/s). Units: bytes, bit/s, ns, us in the series.
@@ -55,8 +55,9 @@ TEST(DcqcnIncastTest, TwoToOneAt40GFullFairShortQueueNoPause) {
 }
 
 TEST(DcqcnIncastTest, TwoToOneAt100GWithHpccThresholdsNvidiaMode) {
-  // dcqcn.md §2.2 R2: HPCC production ECN (Kmin 400 KB, Kmax 1.6 MB, Pmax 0.2), nvidia-mode
-  // RP with HPCC's parameters; expected ~50 Gb/s per flow, queue within Kmin..Kmax, no drops.
+  // docs/dcqcn-pfc.md §2.2 R2: HPCC production ECN (Kmin 400 KB, Kmax 1.6 MB, Pmax 0.2),
+  // nvidia-mode RP with HPCC's parameters; expected ~50 Gb/s per flow, queue within Kmin..Kmax, no
+  // drops.
   IncastSpec s;
   s.rate_bps = 100'000'000'000ull;
   s.ecn = EcnConfig{.enabled = true,
@@ -84,7 +85,7 @@ TEST(DcqcnIncastTest, TwoToOneAt100GWithHpccThresholdsNvidiaMode) {
 }
 
 TEST(DcqcnIncastTest, QueueGrowsWithTheNumberOfSenders) {
-  // Reference-model mean queues (dcqcn.md §2.3): 2:1 16 KB, 4:1 36 KB, 8:1 76 KB.
+  // Reference-model mean queues (docs/dcqcn-pfc.md §2.3): 2:1 16 KB, 4:1 36 KB, 8:1 76 KB.
   const int kN[] = {2, 4, 8};
   const double kRefKb[] = {16, 36, 76};
   double q[3];
@@ -111,7 +112,7 @@ TEST(DcqcnIncastTest, QueueGrowsWithTheNumberOfSenders) {
 }
 
 TEST(DcqcnIncastTest, SixteenToOneKeepsTheLinkBusyWithTheQueueNearKmax) {
-  // Reference model (dcqcn.md §2.3) 16:1: utilisation 0.973, Jain 0.996, mean queue 61 KB,
+  // Reference model (docs/dcqcn-pfc.md §2.3) 16:1: utilisation 0.973, Jain 0.996, mean queue 61 KB,
   // p99 210 KB (about Kmax).
   IncastSpec s;
   s.senders = 16;
@@ -153,7 +154,7 @@ TEST(DcqcnIncastTest, FlowJoinCutsDeepAndRecoversSlowly) {
       "flow join: lowest utilisation %.3f in the first ms, >= 97 %% again %.1f ms after "
       "the join (reference model: ~14 ms)\n",
       low, (recovered_us - 5'000) / 1e3);
-  // Expect (dcqcn.md §2.3, S1): both flows cut to ~11 Gb/s each (aggregate ~0.55 of the
+  // Expect (docs/dcqcn-pfc.md §2.3, S1): both flows cut to ~11 Gb/s each (aggregate ~0.55 of the
   // link), then AI-only recovery back above 97 % ~14 ms after the join; within ±50 % of that
   // (measured 2026-12-03: lowest 0.28, recovered after 16.8 ms).
   EXPECT_LT(low, 0.6);
@@ -317,7 +318,7 @@ TEST(DcqcnIncastTest, PfcVictimFlowRecoversWithDcqcn) {
   // gets back much of the uplink capacity the incast flows leave. Measured (2026-12-02):
   // 8.76 Gb/s without DCQCN, 11.17 Gb/s with it. (13.74 before the NP sent its coalesced
   // CNPs: CE marks inside min_time_between_cnps were dropped then, so every flow, the victim
-  // on the shared uplinks too, was cut less often than dcqcn.md §1.3 asks.)
+  // on the shared uplinks too, was cut less often than docs/dcqcn-pfc.md §1.3 asks.)
   EXPECT_GT(off.xoff, 0u);
   EXPECT_LE(on.xoff * 10, off.xoff);
   EXPECT_GE(on.victim_gbps, 1.2 * off.victim_gbps);

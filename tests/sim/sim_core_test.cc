@@ -416,7 +416,7 @@ TEST(SwitchTest, PfcPausesSendersInsteadOfDropping) {
 TEST(SwitchTest, HeadroomSmallerThanTheCableRoundTripDropsLosslessFramesAndCountsThem) {
   // A 50 us cable at 10 Gb/s: after XOFF leaves, frames keep arriving for a round trip; two
   // senders into one port add one sender's rate to the buffer, ~2 * 50 us * 10 Gb/s = 125 KB
-  // (reference/dcqcn.md §4.1: headroom must cover the cable). Buffer 60 KB, XOFF at 10 KB per
+  // (docs/dcqcn-pfc.md §4.1: headroom must cover the cable). Buffer 60 KB, XOFF at 10 KB per
   // ingress port: the buffer overruns by ~85 KB; headroom 3 x 5 KB cannot hold that,
   // 3 x 60 KB can.
   auto run = [](uint64_t headroom, uint64_t* delivered) {
@@ -514,7 +514,7 @@ TEST(PfcTest, FrameRoundTripAndPauseTime) {
   EXPECT_EQ(q.enable, 0x48);
   EXPECT_EQ(q.quanta[3], 0xffff);
   EXPECT_EQ(q.quanta[6], 7);
-  // 65535 * 512 bits at 100 Gb/s = 335.5392 us (reference/dcqcn.md §6.5).
+  // 65535 * 512 bits at 100 Gb/s = 335.5392 us (docs/dcqcn-pfc.md §3.3).
   EXPECT_EQ(pfc_pause_time(0xffff, k100G), Duration::nanos(335'540));
 }
 

@@ -1,6 +1,6 @@
 /**
  * @file switch_model_test.cc
- * @brief uroce-switch's DPDK-free parts: the RED marking curve (reference/dcqcn.md §1.2), the
+ * @brief uroce-switch's DPDK-free parts: the RED marking curve (docs/dcqcn-pfc.md §1.2), the
  * token-bucket shaper's rate, PFC XOFF/XON hysteresis on ingress bytes (§4), strict-priority
  * service skipping paused priorities, classification and CE marking with a valid IPv4
  * checksum, option parsing, and the impairment stage (which frames it touches, its rates,

@@ -133,7 +133,7 @@ int pop_cnps(EngineUnderTest& t) {
 }
 
 TEST(Congestion, CeInsideTheIntervalSendsOneCoalescedCnpWhenItEnds) {
-  // dcqcn.md §1.3: a CE packet sends a CNP at once if none went out in the last
+  // docs/dcqcn-pfc.md §1.3: a CE packet sends a CNP at once if none went out in the last
   // min_time_between_cnps (N = 50 us here); later CEs inside N are coalesced into one CNP
   // sent when N ends, and nothing more after.
   dcqcn::DcqcnParams p;
@@ -236,7 +236,7 @@ TEST(Congestion, APacedSenderRequestsAcksWithinAQuarterOfItsTimeout) {
 
 TEST(Congestion, ReadRequesterIsTheNotificationPointForReadResponses) {
   // READ data flows from the responder to the requester, so the requester sees the CE marks
-  // and must send the CNP (dcqcn.md, NP: "the READ requester is the NP for read responses").
+  // and must send the CNP (docs/dcqcn-pfc.md §1.3: for RDMA READ the requester is the NP).
   FakeFactory f;
   EngineUnderTest t(QpType::kRc, &f);
   ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 512, 0x9000, 0x77));  // psn 500

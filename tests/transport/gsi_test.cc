@@ -2,8 +2,8 @@
  * @file gsi_test.cc
  * @brief QP1 (GSI) of the engine: MADs as RoCEv2 UD SENDs to DestQP 1 with the GSI Q_Key
  * (IBA Vol 1 §13.5.1, §13.4.1; Annex 17), received into the engine's queue and sent from it;
- * refusals counted. Hand-built frames in, captured frames out (shared/STYLE.md §15), and two
- * engines exchanging MADs over the in-memory link.
+ * refusals counted. Hand-built frames in, captured frames out (docs/testing.md, "Protocol tests"),
+ * and two engines exchanging MADs over the in-memory link.
  */
 #include "transport/gsi.h"
 

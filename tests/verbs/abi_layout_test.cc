@@ -1,9 +1,9 @@
 /**
  * @file abi_layout_test.cc
- * @brief The ABI facts of shared/reference/abi.md against the rdma-core 44 headers this builds
- * with, and the context our ibv_open_device returns: verbs_context layout and sz, abi_compat,
- * every op filled, verbs_get_ctx_op finding the extended ops, EOPNOTSUPP from dummy ops; the
- * device identity (vendor_id, cmd_fd, ibv_import_device).
+ * @brief The ABI facts of docs/design.md ("The ABI contract") against the rdma-core 44 headers this
+ * builds with, and the context our ibv_open_device returns: verbs_context layout and sz,
+ * abi_compat, every op filled, verbs_get_ctx_op finding the extended ops, EOPNOTSUPP from dummy
+ * ops; the device identity (vendor_id, cmd_fd, ibv_import_device).
  */
 #include <dlfcn.h>
 #include <fcntl.h>

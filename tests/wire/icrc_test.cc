@@ -1,7 +1,7 @@
 /**
  * @file icrc_test.cc
- * @brief ICRC (IBA Annex 17, reference/dcqcn.md §3.1) and the byte-exact CNP vector of
- * reference/dcqcn.md §3.1 (libconntrack-cm tests/test_cnp.cpp, from the Mellanox "RoCEv2 CNP Packet
+ * @brief ICRC (IBA Annex 17, docs/dcqcn-pfc.md §3.1) and the byte-exact CNP vector of
+ * docs/dcqcn-pfc.md §3.1 (libconntrack-cm tests/test_cnp.cpp, from the Mellanox "RoCEv2 CNP Packet
  * Format Example").
  */
 #include "transport/wire/icrc.h"

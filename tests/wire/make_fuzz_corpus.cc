@@ -2,7 +2,7 @@
  * @file make_fuzz_corpus.cc
  * @brief Writes the seed corpus of fuzz/parse_frame: frames from our builder (every opcode,
  * IPv4/IPv6, with/without 802.1Q, a few payload lengths) and the CNP vector of
- * reference/dcqcn.md §3.1. Usage: wire_make_fuzz_corpus <dir>. Units: bytes.
+ * docs/dcqcn-pfc.md §3.1. Usage: wire_make_fuzz_corpus <dir>. Units: bytes.
  */
 #include <cstdio>
 #include <string>

@@ -1,6 +1,6 @@
 /**
  * @file opcode_test.cc
- * @brief Opcode table (IBA Vol 1 §9.2.1 table 37, §9.3; Annex 17 §9.3 as reference/dcqcn.md §3.1
+ * @brief Opcode table (IBA Vol 1 §9.2.1 table 37, §9.3; Annex 17 §9.3 as docs/dcqcn-pfc.md §3.1
  * gives it) consistency tests.
  */
 #include "transport/wire/opcode.h"

@@ -1,6 +1,6 @@
 /**
  * @file pfc_test.cc
- * @brief 802.1Qbb PFC and 802.3x PAUSE frames against reference/dcqcn.md §3.3 byte for byte.
+ * @brief 802.1Qbb PFC and 802.3x PAUSE frames against docs/dcqcn-pfc.md §3.3 byte for byte.
  * The vectors' FCS (b0 b2 29 c3 / d1 31 78 ac, wire order) is checked with zlib, which
  * confirms the 60 bytes independently of our builder.
  */

@@ -9,7 +9,7 @@ tshark_test.cc. Written independently of uroce's C++ wire code.
 
 ICRC over IPv4: scapy's BTH.compute_icrc (contrib/roce.py). scapy does not support IPv6 there
 ("TODO support IPv6"), so for IPv6 this script masks the pseudo-header itself (IBA Annex 17 as
-reference/dcqcn.md 3.1: TC, flow label, hop limit, UDP checksum, BTH byte 4 set to ones)
+docs/dcqcn-pfc.md 3.1: TC, flow label, hop limit, UDP checksum, BTH byte 4 set to ones)
 and uses zlib.crc32.
 UD/RC extended headers other than AETH are not modelled by scapy: they are packed here with
 struct from IBA Vol 1 9.3.

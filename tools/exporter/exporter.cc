@@ -87,7 +87,7 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
           counter ? MetricType::Counter : MetricType::Gauge, base,
           static_cast<double>(stats::prio_value(s.port, d, 0)));
   }
-  // Names other RDMA exporters serve (reference/dcqcn.md §5.3, yuuki/rdma_exporter), so
+  // Names other RDMA exporters serve (docs/dcqcn-pfc.md §5.3, yuuki/rdma_exporter), so
   // their dashboards work unchanged: the optional mlx5 cc_* counters, IB port data counters
   // (in 4-byte words, as IBA PortXmitData/PortRcvData count), summed PFC pause durations.
   f.add("rdma_cc_rx_ce_pkts_total",

@@ -3,9 +3,9 @@
  * @brief `uroce exporter`: a Prometheus endpoint (prometheus-cpp) that reads every live
  * statistics segment (lib/stats) at scrape time and serves its raw cumulative values, so a
  * restart of the exporter or a `uroce clear counters` never distorts rates (no Add per
- * scrape; reference/dcqcn.md §5.3). Stale and unreadable segments are skipped and counted.
+ * scrape; docs/dcqcn-pfc.md §5.3). Stale and unreadable segments are skipped and counted.
  *
- * Names (reference/dcqcn.md §5.3 "each hw counter is exported as rdma_<name>_total"):
+ * Names (docs/dcqcn-pfc.md §5.3 "each hw counter is exported as rdma_<name>_total"):
  *   rdma_<engine counter>_total                  counter  {device, port, pid}
  *   rdma_<per-priority stat>_total               counter  {device, port, pid, priority}
  *   rdma_tx_prio_queue_depth_bytes, _high_water_bytes  gauge {.., priority}

@@ -2,7 +2,7 @@
  * @file main.cc
  * @brief uroce-switch: a learning L2 switch between N DPDK ports (memif, af_xdp, ...) with the
  * simulator's congestion-point model: per-egress-port, per-priority queues (strict priority),
- * RED/ECN marking of ECT frames on the instantaneous queue (reference/dcqcn.md §1.2), an
+ * RED/ECN marking of ECT frames on the instantaneous queue (docs/dcqcn-pfc.md §1.2), an
  * egress token-bucket shaper, PFC XOFF/XON per ingress port and priority (§3.3, §4) and
  * honouring received PFC on egress. Options: options.h. Counters, one `key=value` line per
  * port, every --stats-every and at exit (prefix "final"). Busy-polls, sleeping a little when

@@ -1,7 +1,7 @@
 /**
  * @file pfc_ingress.h
  * @brief Per-ingress-port, per-priority buffered bytes and the PFC decisions they drive
- * (reference/dcqcn.md §4): the bytes a port's frames occupy in any egress queue of the switch
+ * (docs/dcqcn-pfc.md §4): the bytes a port's frames occupy in any egress queue of the switch
  * are charged to (ingress port, priority); crossing xoff_bytes sends XOFF to that port's peer,
  * falling to xon_bytes sends XON, refreshes come from next_deadline()/on_timer(). The
  * hysteresis and refresh are dcqcn::PfcTx's; this class does the accounting. Units: bytes, ns.

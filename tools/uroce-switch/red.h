@@ -1,6 +1,6 @@
 /**
  * @file red.h
- * @brief RED/ECN marking probability of a congestion point (reference/dcqcn.md §1.2): on the
+ * @brief RED/ECN marking probability of a congestion point (docs/dcqcn-pfc.md §1.2): on the
  * instantaneous egress queue q (bytes) P(mark) = 0 for q <= kmin, pmax * (q - kmin) /
  * (kmax - kmin) for kmin < q < kmax, 1 for q >= kmax. Only ECT(0)/ECT(1) packets are marked
  * (set to CE, RFC 3168). Units: bytes; probability in [0, 1].

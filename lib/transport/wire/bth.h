@@ -33,7 +33,7 @@ inline constexpr uint32_t kBthAckReqMask = 0x80000000;
 inline constexpr uint32_t kBthResv7Mask = 0x7f000000;
 inline constexpr uint32_t kBthPsnMask = 0x00ffffff;
 
-/// Byte offset of FECN|BECN|Resv6 inside the BTH; masked to 0xFF in the ICRC (reference/dcqcn.md
+/// Byte offset of FECN|BECN|Resv6 inside the BTH; masked to 0xFF in the ICRC (docs/dcqcn-pfc.md
 /// §3.1).
 inline constexpr size_t kBthFecnByteOffset = 4;
 

@@ -136,7 +136,7 @@ uint32_t icrc_headers(std::span<const uint8_t> buf, const FrameLayout& layout);
 /// e.g. folded into its payload copy. Writes store_icrc(buf + frame_len - 4, crc).
 void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc);
 
-/// Builds a whole CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1) from spec's L2/L3/UDP fields,
+/// Builds a whole CNP (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1) from spec's L2/L3/UDP fields,
 /// pkey and dest_qpn
 /// (= the source QP of the congested flow): opcode 0x81, BECN 1, FECN 0, PSN 0, SE/M/pad/AckReq
 /// 0, 16 zero bytes, ICRC. Returns the frame length, or 0 if buf is too short.

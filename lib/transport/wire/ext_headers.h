@@ -2,7 +2,7 @@
  * @file ext_headers.h
  * @brief BTH extended transport headers (IBA Vol 1 §9.3): RETH, AETH, AtomicETH, AtomicAckETH,
  * ImmDt, IETH, DETH, and the 16 reserved bytes of a RoCEv2 CNP (Annex 17 §9.3, per
- * reference/dcqcn.md §3.1).
+ * docs/dcqcn-pfc.md §3.1).
  *
  * Units: bytes for lengths, virtual addresses in bytes. Each wire struct has a decoded "value"
  * twin (RethValue, ...) in host order, which ParsedPacket and FrameSpec carry.
@@ -135,7 +135,7 @@ struct DethValue {
   friend constexpr bool operator==(const DethValue&, const DethValue&) = default;
 };
 
-/// The 16 reserved bytes that follow the BTH of a CNP (Annex 17 §9.3, per reference/dcqcn.md §3.1);
+/// The 16 reserved bytes that follow the BTH of a CNP (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1);
 /// all zero.
 struct CnpReserved {
   std::array<uint8_t, 16> reserved;

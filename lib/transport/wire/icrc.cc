@@ -1,6 +1,6 @@
 /**
  * @file icrc.cc
- * @brief RoCEv2 ICRC over the masked pseudo-header (IBA Annex 17, reference/dcqcn.md §3.1) with
+ * @brief RoCEv2 ICRC over the masked pseudo-header (IBA Annex 17, docs/dcqcn-pfc.md §3.1) with
  * ISA-L CRC-32. Units: bytes.
  */
 #include "transport/wire/icrc.h"

@@ -1,6 +1,6 @@
 /**
  * @file icrc.h
- * @brief RoCEv2 Invariant CRC (IBA Annex 17; the masking as reference/dcqcn.md §3.1 gives it).
+ * @brief RoCEv2 Invariant CRC (IBA Annex 17; the masking as docs/dcqcn-pfc.md §3.1 gives it).
  *
  * ICRC = CRC-32 (the Ethernet/zlib polynomial, reflected, init and final XOR 0xFFFFFFFF) over
  *   8 bytes of 0xFF (the masked LRH), the IP header with its variant fields set to all ones

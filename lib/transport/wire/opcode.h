@@ -1,7 +1,7 @@
 /**
  * @file opcode.h
  * @brief BTH opcodes and the constexpr opcode table (IBA Vol 1 §9.2.1, §9.3; Annex 17 §9.3 as
- * reference/dcqcn.md §3.1 gives it).
+ * docs/dcqcn-pfc.md §3.1 gives it).
  *
  * Everything is generated from opcodes.def: the Opcode enum, and kOpcodeTable, 256 rows giving
  * per opcode which extended headers follow the BTH, their byte offsets from the start of the BTH,

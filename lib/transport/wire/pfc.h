@@ -1,7 +1,7 @@
 /**
  * @file pfc.h
  * @brief MAC Control frames: IEEE 802.1Qbb PFC (opcode 0x0101) and IEEE 802.3x PAUSE
- * (opcode 0x0001), builder and parser (IEEE 802.3 Annex 31B/31D; reference/dcqcn.md §3.3).
+ * (opcode 0x0001), builder and parser (IEEE 802.3 Annex 31B/31D; docs/dcqcn-pfc.md §3.3).
  *
  * Frame: DA 01:80:C2:00:00:01 | SA | EtherType 0x8808 | opcode | PFC: class-enable vector
  * (2 bytes, bit p = priority p) + 8 x 16-bit pause times; PAUSE: 1 x 16-bit time | zero pad to

@@ -1,6 +1,6 @@
 """Runs a server and a client program as two processes over uroce.
 
-Each side gets its own UROCE_CONFIG file (written here, DESIGN.md "Configuration"), the drop-in
+Each side gets its own UROCE_CONFIG file (written here, docs/configuration.md), the drop-in
 library through LD_LIBRARY_PATH=<build>/lib, and its own core (taskset: server on core 0, client
 on core 1; two busy-polling processes must not share one of this machine's two cores).
 
@@ -20,7 +20,7 @@ import time
 import links
 
 DEVICE = "uroce0"
-GID_INDEX = 0  # GID index i is the RoCEv2 GID of address i (DESIGN.md)
+GID_INDEX = 0  # GID index i is the RoCEv2 GID of address i (docs/configuration.md)
 
 
 def write_config(path, link, side, extra_eal=None, queues=1, extra_toml="", arp=False):

@@ -5,7 +5,7 @@
 uroce on their veths, UCX finding the device's GIDs, their types and netdev in the sysfs files
 `uroce rdma-ns` writes from the netdev, and choosing the IPv4 GID (RoCE v2 AF_INET first).
 
-What makes UCX see a uroce device (README "UCX and Open MPI"):
+What makes UCX see a uroce device (docs/user-guide.md, "UCX and Open MPI"):
   - `uroce rdma-ns --` in front of each program: UCX lists an ibv device only when
     /dev/infiniband/<dev_name> is a character device, and reads the GIDs' RoCE version from
     /sys/class/infiniband; the tool provides both in a private mount namespace, the host's /dev

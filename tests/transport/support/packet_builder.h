@@ -1,8 +1,8 @@
 /**
  * @file packet_builder.h
- * @brief Test helpers for handler-level protocol tests (shared/STYLE.md §15): a PacketBuilder
- * that makes any RoCEv2 frame for a given QP with the wire builder (ngtcp2_tpe-like), a
- * capturing TxSink that re-parses what the engine sent, a fixed neighbour table, and an engine
+ * @brief Test helpers for handler-level protocol tests (docs/testing.md, "Protocol tests"): a
+ * PacketBuilder that makes any RoCEv2 frame for a given QP with the wire builder (ngtcp2_tpe-like),
+ * a capturing TxSink that re-parses what the engine sent, a fixed neighbour table, and an engine
  * with one QP in RTS talking to a fake peer.
  */
 #pragma once
