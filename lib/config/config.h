@@ -1,6 +1,6 @@
 /**
  * @file config.h
- * @brief uroce's configuration: the TOML file of DESIGN.md ("Configuration") as values.
+ * @brief uroce's configuration: the TOML file of docs/configuration.md as values.
  *
  * Lookup order: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml; with no file, one built-in
  * device "uroce0" on an in-process loopback port. Every bad value is refused with one line
@@ -84,7 +84,7 @@ struct Device {
   std::array<uint8_t, 64> dscp_to_prio = default_dscp_to_prio();  ///< DSCP -> priority
   /// Which field classifies received frames (priority of the PFC backlog, rx_prio counters):
   /// kDscp the IP DSCP through dscp_to_prio; kPcp the 802.1Q PCP through pcp_to_prio, with
-  /// untagged frames on priority 0 (mlx5's `--trust pcp`; reference/dcqcn.md §3.4).
+  /// untagged frames on priority 0 (mlx5's `--trust pcp`; docs/dcqcn-pfc.md §3.4).
   enum class Trust : uint8_t { kDscp, kPcp } trust = Trust::kDscp;
   std::array<uint8_t, 8> pcp_to_prio = {0, 1, 2, 3, 4, 5, 6, 7};  ///< PCP -> priority
   /// 802.1Q VLAN id of every frame sent (0 = priority-tagged); the tag's PCP is the frame's

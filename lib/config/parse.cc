@@ -1,7 +1,7 @@
 /**
  * @file parse.cc
  * @brief TOML text -> Config, refusing every bad entry with one line
- * "<source>: device[<i>].<key>: <problem>; allowed: <values>" (DESIGN.md "Configuration").
+ * "<source>: device[<i>].<key>: <problem>; allowed: <values>" (docs/configuration.md).
  *
  * Keys are read in a fixed order so that a profile (profile.h) is applied after the DSCP map
  * it depends on and before the explicit ecn/pfc/dcqcn keys that override it. Units: mtu in

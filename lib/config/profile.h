@@ -1,6 +1,6 @@
 /**
  * @file profile.h
- * @brief The "one-click RoCE" profiles of DESIGN.md ("Configuration"): defaults that a
+ * @brief The "one-click RoCE" profiles of docs/configuration.md ("Profiles"): defaults that a
  * `profile = "..."` key applies to a device before its explicit keys are read.
  *
  * Units: bytes for PFC thresholds, milliseconds for the PFC watchdog.
@@ -16,7 +16,7 @@ namespace uroce::config {
 /// The profile names a device may select, "" meaning none (the struct defaults).
 inline constexpr std::string_view kProfileNames[] = {"", "lossless", "lossy", "hpc", "storage"};
 
-/// The NVIDIA DCQCN parameter names accepted under [device.dcqcn] (reference/dcqcn.md §1.1,
+/// The NVIDIA DCQCN parameter names accepted under [device.dcqcn] (docs/dcqcn-pfc.md §1.1,
 /// firmware names in lower case) plus the ECN marking knobs of the NP model.
 inline constexpr std::string_view kDcqcnParamNames[] = {"rpg_time_reset",
                                                         "rpg_byte_reset",
@@ -47,7 +47,7 @@ inline constexpr std::string_view kDcqcnParamNames[] = {"rpg_time_reset",
 ///             peer must be a uroce with the same setting (QPs set up through the RDMA CM agree
 ///             per QP and fall back to go-back-N with a peer that does not).
 ///   hpc:      lossless, plus faster DCQCN recovery (rpg_time_reset 100 µs, rpg_ai_rate 20,
-///             min_time_between_cnps 0), the low-latency tuning of reference/dcqcn.md §1.1.
+///             min_time_between_cnps 0), the low-latency tuning of docs/dcqcn-pfc.md §1.1.
 ///   storage:  lossless with deeper buffers (xoff 256 KiB / xon 128 KiB) for large bursts.
 void apply_profile(std::string_view name, Device* dev);
 

@@ -1,9 +1,9 @@
 /**
  * @file congestion_control.h
- * @brief The per-QP congestion-control seam the transport calls (shared/STYLE.md §11), the
+ * @brief The per-QP congestion-control seam the transport calls (docs/design.md, "Principles"), the
  * NoCc implementation, the RP counters and the optional event trace.
  *
- * Units: rates in bit/s (double, so the DCQCN arithmetic of dcqcn.md §1.4–1.6 is exact to
+ * Units: rates in bit/s (double, so the DCQCN arithmetic of docs/dcqcn-pfc.md §1.4–1.6 is exact to
  * rounding), bytes, Timestamp/Duration in ns. Nothing here reads a clock: every event carries
  * `now`, and timers are the caller's job through next_deadline()/on_timer().
  *
@@ -27,7 +27,8 @@ namespace uroce::dcqcn {
 /// rate_bps() of an unlimited sender.
 inline constexpr double kUnlimitedRate = std::numeric_limits<double>::infinity();
 
-/// Reaction-point counters of one QP (names after dcqcn.md §5.4; the rp_* custom ones are ours).
+/// Reaction-point counters of one QP (names after docs/dcqcn-pfc.md §5.2; the rp_* custom ones are
+/// ours).
 struct RpStats {
   uint64_t rp_cnp_handled = 0;           ///< CNPs handled (each CNP passed to on_cnp)
   uint64_t rp_cnp_ignored = 0;           ///< CNPs ignored (NoCc: the RP is disabled)

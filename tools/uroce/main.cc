@@ -1,7 +1,7 @@
 /**
  * @file main.cc
  * @brief The `uroce` command: show / clear the counters of running uroce programs, profiles,
- * environment checks, and the Prometheus exporter (DESIGN.md "Counters", issue #6).
+ * environment checks, and the Prometheus exporter (docs/counters.md).
  *
  *   uroce show roce [--json] [--watch]          per device: config, PFC/ECN map, queues, counters
  *   uroce show counters [--device D] [--qp N]   every counter (ethtool / hw_counters names)
