@@ -48,6 +48,10 @@ struct IncastSpec {
   /// Short flows beside the long ones: one more sender posting `short_bytes` WRITEs one at a
   /// time (each posted when the last completed); 0: none. completion_times() measures them.
   uint32_t short_bytes = 0;
+  /// A victim flow: sender 0 also streams to one more receiver, whose port is not congested
+  /// (PFC's head-of-line blocking pauses it all the same). victim_flow() measures it.
+  bool victim = false;
+  double loss = 0;       ///< random loss on every link (both directions), 0..1
   uint8_t path_mtu = 3;  ///< 1 KB packets, as the reference model
   /// Engine go-back-N window: large, so that senders are rate-limited by DCQCN (or the
   /// link) and not window-limited as the engine's default of 128 PSNs would make them.
@@ -72,7 +76,8 @@ class IncastRun {
     sw_ = fab_.add_switch(sc);
     LinkParams lp{.rate_bps = s.rate_bps, .propagation = s.propagation, .max_frames = 64};
     const int senders = s.senders + (s.short_bytes ? 1 : 0);
-    const int n = senders + 1;  // the receiver is the last host
+    rx_ = senders;  // the receiver, then the victim's receiver
+    const int n = senders + 1 + (s.victim ? 1 : 0);
     for (int i = 0; i < n; ++i) {
       cc::Settings cs;
       cs.algorithm = s.algorithm;
@@ -87,12 +92,20 @@ class IncastRun {
       cfg.cc = s.algorithm != cc::Algorithm::kOff ? cc_.back().get() : nullptr;
       cfg.max_unacked_psns = s.max_unacked_psns;
       cfg.loss_recovery = s.recovery;
-      hosts_.push_back(std::make_unique<EngineHost>(sim_, cfg, "h" + std::to_string(i)));
+      std::string name = "h";
+      name += std::to_string(i);  // not "h" + ...: GCC 12's -Wrestrict false positive
+      hosts_.push_back(std::make_unique<EngineHost>(sim_, cfg, name));
       for (int j = 0; j < n; ++j)
         if (j != i) hosts_.back()->neighbors().add(host_gid(j), host_mac(j));
       fab_.add_host(hosts_.back().get(), host_mac(i), sw_, lp);
     }
     fab_.build_routes();
+    if (s.loss > 0)
+      for (int i = 0; i < n; ++i) {
+        const uint64_t seed = 77 + 2 * static_cast<uint64_t>(i);
+        fab_.uplink(static_cast<uint32_t>(i)).set_impairments({.seed = seed, .loss = s.loss});
+        fab_.downlink(static_cast<uint32_t>(i)).set_impairments({.seed = seed + 1, .loss = s.loss});
+      }
     EngineHost& rx = *hosts_[static_cast<size_t>(senders)];
     for (int k = 0; k < senders; ++k) {
       Endpoint a = make_endpoint(*hosts_[static_cast<size_t>(k)], k, transport::QpType::kRc);
@@ -110,6 +123,22 @@ class IncastRun {
       flows_.push_back(std::make_unique<RcStream>(st, *hosts_[static_cast<size_t>(k)], a.pd, a.qpn,
                                                   a.scq, rx, b.pd, b.qpn, b.rcq));
     }
+    if (s.victim) {
+      EngineHost& vrx = *hosts_.back();
+      Endpoint a = make_endpoint(*hosts_[0], 0, transport::QpType::kRc);
+      Endpoint b = make_endpoint(vrx, n - 1, transport::QpType::kRc);
+      ConnParams c;
+      c.path_mtu = s.path_mtu;
+      if (!connect(a, b, c)) error_ = "connect failed";
+      StreamConfig st;
+      st.op = StreamOp::kWrite;
+      st.total_bytes = 1ull << 40;
+      st.sizes = {65536u};
+      st.window = 16;
+      st.verify = false;
+      flows_.push_back(
+          std::make_unique<RcStream>(st, *hosts_[0], a.pd, a.qpn, a.scq, vrx, b.pd, b.qpn, b.rcq));
+    }
   }
 
   /// Runs the scenario; false on a stream error or stall (see error()).
@@ -118,7 +147,7 @@ class IncastRun {
     std::string path =
         dir && !spec_.csv_name.empty() ? std::string(dir) + "/" + spec_.csv_name : std::string();
     smp_ = std::make_unique<Sampler>(sim_, spec_.sample, Timestamp{} + spec_.run, path);
-    Link& bn = fab_.downlink(static_cast<uint32_t>(flows_.size()));
+    Link& bn = fab_.downlink(static_cast<uint32_t>(rx_));
     const double cap_bits = static_cast<double>(spec_.rate_bps) * spec_.sample.secs();
     smp_->add("util", [this, &bn, cap_bits] {
       uint64_t wire = bn.stats().sent_bytes + bn.stats().sent * (kFcsBytes + kPreambleIfgBytes);
@@ -188,8 +217,9 @@ class IncastRun {
   }
 
   const std::vector<std::vector<double>>& rows() const { return smp_->rows(); }
-  EngineHost& receiver() { return *hosts_.back(); }
-  /// Flow k: the long flows 0..senders-1, then the short flow (IncastSpec::short_bytes).
+  EngineHost& receiver() { return *hosts_[static_cast<size_t>(rx_)]; }
+  /// Flow k: the long flows 0..senders-1, then the short flow (IncastSpec::short_bytes), then
+  /// the victim flow (IncastSpec::victim).
   const RcStream& flow(size_t k) const { return *flows_[k]; }
   size_t flow_count() const { return flows_.size(); }
   /// A counter summed over every host (senders and receiver).
@@ -207,6 +237,7 @@ class IncastRun {
   Simulator sim_;
   Fabric fab_;
   uint32_t sw_ = 0;
+  int rx_ = 0;  ///< the incast receiver's host index
   std::vector<std::unique_ptr<cc::Factory>> cc_;
   std::vector<std::unique_ptr<EngineHost>> hosts_;
   std::vector<std::unique_ptr<RcStream>> flows_;

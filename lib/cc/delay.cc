@@ -38,6 +38,7 @@ void DelayControl::on_rtt(Duration rtt, Timestamp now) {
   if (rtt.ns <= 0) return;
   ++stats_.samples;
   last_rtt_ = rtt;
+  last_sample_at_ = now;
   if (p_.base_rtt.ns == 0 && (base_.ns == 0 || rtt < base_)) base_ = rtt;
   const Duration target = target_delay();
   if (rtt < target) {
@@ -56,9 +57,12 @@ void DelayControl::on_rtt(Duration rtt, Timestamp now) {
 }
 
 void DelayControl::on_loss(Timestamp now) {
-  // The round trip to wait between cuts: the last sample, else the target; none yet: cut.
-  const Duration rtt = last_rtt_.ns > 0 ? last_rtt_ : target_delay();
-  if (!may_cut(rtt, now)) return;
+  // A loss while a recent round trip was below the target is not congestion (a bit error, a
+  // flaky link): the queue was short. Without a sample, or with none for kStaleRtts round trips
+  // (timed packets lost in an overflowing queue), there is nothing to tell them apart.
+  const bool recent = last_rtt_.ns > 0 && now - last_sample_at_ < target_delay() * kStaleRtts;
+  if (recent && last_rtt_ < target_delay()) return;
+  if (!may_cut(std::max(last_rtt_, p_.target_queue), now)) return;
   rate_ = std::max(min_rate_, rate_ * (1 - p_.max_mdf));
   last_cut_ = now;
   ++stats_.loss_cuts;

@@ -11,9 +11,16 @@
  *   rtt <  target:  rate += ai              (one sample per round trip: ai per round trip)
  *   rtt >= target:  rate *= max(1 - beta * (rtt - target) / rtt, 1 - max_mdf)
  *                   at most once per round trip (the last cut is at least `rtt` old)
- *   a packet lost:  rate *= 1 - max_mdf, at most once per round trip (Swift cuts on loss too:
- *                   a buffer too shallow for the target overflows before the delay shows it)
+ *   a packet lost:  rate *= 1 - max_mdf, at most once per round trip, unless a recent sample
+ *                   (within kStaleRtts target delays) was below the target (a buffer too shallow
+ *                   for the target overflows before the delay shows it, and timed packets are
+ *                   lost with the rest; a loss with a short queue is not congestion and changes
+ *                   nothing, so random loss does not starve the QP)
  *   rate stays within [min_rate, line rate]; at line rate the QP is unlimited.
+ * The base round trip is best configured (base_rtt: the path's round trip through empty
+ * queues, as Swift takes it from the topology). Learnt as the smallest sample it is right only
+ * if some sample crossed empty queues: QPs that start into a standing queue (a synchronised
+ * incast) learn a base that includes it, and then tolerate that queue.
  * Sans-IO: every call carries `now`. Units: bit/s (double), ns.
  */
 #pragma once
@@ -24,6 +31,9 @@
 #include "common/time.h"
 
 namespace uroce::cc {
+
+/// A round-trip sample older than this many target delays says nothing about the queue now.
+inline constexpr int64_t kStaleRtts = 4;
 
 /// Knobs of the delay-based control ([device.delay] in the configuration).
 struct DelayParams {
@@ -75,6 +85,7 @@ class DelayControl {
   double rate_;
   Duration base_{};
   Duration last_rtt_{};
+  Timestamp last_sample_at_{};
   Timestamp last_cut_ = Timestamp::never();
   DelayStats stats_;
 

@@ -72,10 +72,8 @@ void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
     if (!sack_held(qp, x) && sr.sent[x.value() & qp.sr_mask] < sr.delivered) {
       sr.has_hole = true;
       sr.hole = x;
-      if (!had) {
-        inc(Counter::sr_loss_events);
-        qp.cc->on_loss(last_now);
-      }
+      if (!had) inc(Counter::sr_loss_events);
+      qp.cc->on_loss(last_now);  // every hole found: the control decides how often to react
       activate(qp);
       return;
     }

@@ -69,20 +69,25 @@ TEST(DelayControl, IncreasesAdditivelyUpToLineRate) {
   EXPECT_EQ(d.stats().increases, 50u);  // 50 Gb/s in steps of 1 Gb/s, then nothing to raise
 }
 
-TEST(DelayControl, LossCutsByMaxMdfOncePerRoundTrip) {
+TEST(DelayControl, LossCutsOnlyWithALongQueueOncePerRoundTrip) {
   DelayParams p = params();
-  p.base_rtt = rtt_us(10);
+  p.base_rtt = rtt_us(10);  // target 20 us
   DelayControl d(p, kLine);
-  d.on_loss(us(0));  // no sample yet: cut at once
+  d.on_loss(us(0));  // no sample yet: cut by max_mdf
   EXPECT_DOUBLE_EQ(d.rate_bps(), kLine / 2);
-  d.on_rtt(rtt_us(12), us(5));  // below target: an increase, and the round trip is 12 us
+  d.on_rtt(rtt_us(12), us(5));  // below target: an increase
   EXPECT_DOUBLE_EQ(d.rate_bps(), kLine / 2 + 1e9);
-  d.on_loss(us(10));  // within 12 us of the last cut
+  d.on_loss(us(30));  // the queue is short: not congestion
   EXPECT_DOUBLE_EQ(d.rate_bps(), kLine / 2 + 1e9);
-  d.on_loss(us(12));
-  EXPECT_DOUBLE_EQ(d.rate_bps(), (kLine / 2 + 1e9) / 2);
+  d.on_rtt(rtt_us(40), us(40));  // 40 against 20: a delay cut by 1 - 0.8·20/40 = 0.6
+  const double after_delay_cut = (kLine / 2 + 1e9) * 0.6;
+  EXPECT_DOUBLE_EQ(d.rate_bps(), after_delay_cut);
+  d.on_loss(us(50));  // within a round trip (40 us) of the last cut
+  EXPECT_DOUBLE_EQ(d.rate_bps(), after_delay_cut);
+  d.on_loss(us(80));
+  EXPECT_DOUBLE_EQ(d.rate_bps(), after_delay_cut / 2);
   EXPECT_EQ(d.stats().loss_cuts, 2u);
-  EXPECT_EQ(d.stats().cuts, 0u);
+  EXPECT_EQ(d.stats().cuts, 1u);
 }
 
 TEST(DelayControl, NeverBelowTheFloor) {
