@@ -121,6 +121,16 @@ TEST_F(UroceShowTest, ShowRoceWithoutProgramsShowsConfig) {
   EXPECT_EQ(j["devices"][0]["state"].str, "configured");
   EXPECT_EQ(j["devices"][0]["profile"].str, "lossy");
   EXPECT_FALSE(j["devices"][0]["lossless"].b);
+  // The lossy profile: DCQCN and the delay-based control, selective repeat.
+  EXPECT_EQ(j["devices"][0]["congestion_control"]["algorithm"].str, "dcqcn+delay");
+  EXPECT_EQ(j["devices"][0]["congestion_control"]["delay"]["target_queue_us"].num, 10);
+  EXPECT_EQ(j["devices"][0]["loss_recovery"].str, "selective");
+  r = run("show roce");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("congestion control dcqcn+delay  loss recovery selective"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("delay: target queue 10 us  base rtt learnt"), std::string::npos) << r.out;
 }
 
 TEST_F(UroceShowTest, ShowCounters) {
@@ -176,9 +186,16 @@ TEST_F(UroceShowTest, ShowQp) {
   EXPECT_EQ(q["rate_mbps"].num, 2500);
   EXPECT_EQ(q["target_mbps"].num, 10000);
   EXPECT_EQ(q["alpha"].num, 0.25);
+  EXPECT_EQ(q["loss_recovery"].str, "selective");
+  EXPECT_EQ(q["congestion_control"].str, "dcqcn+delay");
+  EXPECT_TRUE(q["delay_in_force"].b);
+  EXPECT_EQ(q["delay_rate_mbps"].num, 2500);
+  EXPECT_EQ(q["rtt_us"].num, 17.5);
+  EXPECT_EQ(q["target_delay_us"].num, 15);
   r = run("show qp");
   EXPECT_NE(r.out.find("RTS"), std::string::npos);
   EXPECT_NE(r.out.find("198.18.0.2"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"( sr +dcqcn\+delay\* +17\.5\n)"))) << r.out;
 }
 
 TEST_F(UroceShowTest, ClearCounters) {
