@@ -74,57 +74,54 @@ class CheckLayersTest(unittest.TestCase):
             p = subprocess.run(cmd, capture_output=True, text=True, check=False)
             return p.returncode, p.stdout + p.stderr
 
+    def assert_fails(self, files, targets, *expected):
+        """The check exits 1 on the clean tree changed by files and targets, printing each of
+        the expected lines."""
+        rc, out = self.run_check(files, targets)
+        self.assertEqual(rc, 1, out)
+        for line in expected:
+            self.assertIn(line, out)
+
     def test_clean_tree_passes(self):
         rc, out = self.run_check({}, CLEAN_TARGETS)
         self.assertEqual(rc, 0, out)
         self.assertIn("layers ok: 4 layers", out)
 
     def test_upward_include_fails(self):
-        rc, out = self.run_check({"lib/a/base.cc": '#include "a/base.h"\n#include "b/mid.h"\n'})
-        self.assertEqual(rc, 1, out)
-        self.assertIn('lib/a/base.cc:2: #include "b/mid.h": lib/a may not use lib/b', out)
+        self.assert_fails({"lib/a/base.cc": '#include "a/base.h"\n#include "b/mid.h"\n'}, None,
+                          'lib/a/base.cc:2: #include "b/mid.h": lib/a may not use lib/b')
 
     def test_include_of_a_driver_from_lib_fails(self):
-        rc, out = self.run_check({"lib/b/mid.cc": '#include "d/drv.h"\n'})
-        self.assertEqual(rc, 1, out)
-        self.assertIn('lib/b/mid.cc:1: #include "d/drv.h": lib/b may not use drivers/d', out)
+        self.assert_fails({"lib/b/mid.cc": '#include "d/drv.h"\n'}, None,
+                          'lib/b/mid.cc:1: #include "d/drv.h": lib/b may not use drivers/d')
 
     def test_sideways_include_fails(self):
-        rc, out = self.run_check({"lib/c/side.h": '#pragma once\n#include "b/mid.h"\n'})
-        self.assertEqual(rc, 1, out)
-        self.assertIn('lib/c/side.h:2: #include "b/mid.h": lib/c may not use lib/b', out)
+        self.assert_fails({"lib/c/side.h": '#pragma once\n#include "b/mid.h"\n'}, None,
+                          'lib/c/side.h:2: #include "b/mid.h": lib/c may not use lib/b')
 
     def test_file_in_no_layer_fails(self):
-        rc, out = self.run_check({"lib/e/new.h": "#pragma once\n"})
-        self.assertEqual(rc, 1, out)
-        self.assertIn("lib/e/new.h: in no layer", out)
+        self.assert_fails({"lib/e/new.h": "#pragma once\n"}, None, "lib/e/new.h: in no layer")
 
     def test_unresolved_include_fails(self):
-        rc, out = self.run_check({"lib/b/mid.cc": '#include "nowhere/x.h"\n'})
-        self.assertEqual(rc, 1, out)
-        self.assertIn('lib/b/mid.cc:1: #include "nowhere/x.h" resolves to no file', out)
+        self.assert_fails({"lib/b/mid.cc": '#include "nowhere/x.h"\n'}, None,
+                          'lib/b/mid.cc:1: #include "nowhere/x.h" resolves to no file')
 
     def test_upward_link_fails(self):
         rows = CLEAN_TARGETS + [("ta2", "lib/a", ["$<LINK_ONLY:tb>"], ["lib"])]
-        rc, out = self.run_check({}, rows)
-        self.assertEqual(rc, 1, out)
-        self.assertIn("target ta2 (lib/a) links tb (lib/b): lib/a may not use it", out)
+        self.assert_fails({}, rows, "target ta2 (lib/a) links tb (lib/b): lib/a may not use it")
 
     def test_sideways_link_fails(self):
         rows = CLEAN_TARGETS + [("tc2", "lib/c", ["tb"], ["lib"])]
-        rc, out = self.run_check({}, rows)
-        self.assertEqual(rc, 1, out)
-        self.assertIn("target tc2 (lib/c) links tb (lib/b): lib/c may not use it", out)
+        self.assert_fails({}, rows, "target tc2 (lib/c) links tb (lib/b): lib/c may not use it")
 
     def test_include_directory_of_a_layer_above_fails(self):
         rows = CLEAN_TARGETS + [("tb2", "lib/b", [], ["lib", "drivers"]),
                                 ("tc3", "lib/c", [], ["lib/b"])]
-        rc, out = self.run_check({}, rows)
-        self.assertEqual(rc, 1, out)
-        self.assertIn("target tb2 (lib/b) has include directory drivers/, which holds only "
-                      "layers lib/b may not use", out)
-        self.assertIn("target tc3 (lib/c) has include directory lib/b/ (lib/b): lib/c may not "
-                      "use it", out)
+        self.assert_fails({}, rows,
+                          "target tb2 (lib/b) has include directory drivers/, which holds only "
+                          "layers lib/b may not use",
+                          "target tc3 (lib/c) has include directory lib/b/ (lib/b): lib/c may not "
+                          "use it")
 
     def test_cycle_in_the_graph_is_refused(self):
         rc, out = self.run_check({"cmake/layers.txt": LAYERS + "lib/x: lib/y\nlib/y: lib/x\n"})
