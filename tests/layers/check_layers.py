@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Checks uroce's layer graph (cmake/layers.txt, docs/layers.md).
 
-Three checks, each against the closure of the graph (a layer may use what its line names and,
+Checks, against the closure of the graph (a layer may use what its line names and,
 transitively, what those use):
   includes   every #include "..." of a .h/.cc/.c/.inc file under the scanned folders resolves
              to a file of the including layer or of a layer it may use;
   links      every link from a target of a layer to a target of another layer (the build
              tree's targets file, written by cmake/layers.cmake) goes to a layer it may use;
   include directories  no target of a layer has an include directory that holds only layers
-             it may not use (e.g. drivers/ on a lib/ target).
+             it may not use (e.g. drivers/ on a lib/ target);
+  folder order  the top CMakeLists.txt adds each layer's folder after the layers it uses.
 Prints one line per violation and exits 1 if there is any.
 
 Usage: check_layers.py --source DIR [--layers FILE] [--targets FILE]
@@ -187,6 +188,30 @@ def check_targets(src, graph, targets):
     return errors
 
 
+FOLDERS_RE = re.compile(r"set\(UROCE_LAYERS\s+([^)]*)\)")
+
+
+def check_folder_order(src, graph):
+    """The top CMakeLists.txt adds the folders of UROCE_LAYERS in order, and a folder's
+    if(TARGET ...) sees only the folders added before it: each layer must come after the
+    layers it uses."""
+    path = os.path.join(src, "CMakeLists.txt")
+    if not os.path.isfile(path):
+        return []
+    with open(path, encoding="utf-8") as f:
+        m = FOLDERS_RE.search(f.read())
+    if not m:
+        return ["CMakeLists.txt: no set(UROCE_LAYERS ...) to check the folder order of"]
+    order = m.group(1).split()
+    errors = []
+    for i, folder in enumerate(order):
+        for used in graph.uses.get(folder, []):
+            if used in order and order.index(used) > i:
+                errors.append(f"CMakeLists.txt: UROCE_LAYERS adds {folder} before {used}, "
+                              "which it uses")
+    return errors
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", required=True, help="the source tree")
@@ -195,7 +220,7 @@ def main():
     args = ap.parse_args()
     src = args.source
     graph = Graph(args.layers or os.path.join(src, "cmake", "layers.txt"))
-    errors = check_includes(src, graph)
+    errors = check_includes(src, graph) + check_folder_order(src, graph)
     if args.targets:
         errors += check_targets(src, graph, read_targets(args.targets, src))
     for e in errors:

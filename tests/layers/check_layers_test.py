@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Self-test of check_layers.py on small fixture trees: it passes a tree that keeps its layer
 graph and fails, naming the culprit, on an upward or sideways include, a file in no layer, an
-include that resolves nowhere, an upward link (also behind $<LINK_ONLY:...>), and an include
-directory of a layer above."""
+include that resolves nowhere, an upward link (also behind $<LINK_ONLY:...>), an include
+directory of a layer above, and a folder added before a layer it uses."""
 
 import os
 import subprocess
@@ -23,6 +23,7 @@ drivers/d: lib/b
 
 CLEAN = {
     "cmake/layers.txt": LAYERS,
+    "CMakeLists.txt": "set(UROCE_LAYERS\n  lib/a lib/c lib/b drivers/d tests)\n",
     "lib/a/base.h": "#pragma once\n#include <cstdint>\n",
     "lib/a/base.cc": '#include "a/base.h"\n',
     "lib/b/mid.h": '#pragma once\n#include "a/base.h"\n',
@@ -122,6 +123,10 @@ class CheckLayersTest(unittest.TestCase):
                           "layers lib/b may not use",
                           "target tc3 (lib/c) has include directory lib/b/ (lib/b): lib/c may not "
                           "use it")
+
+    def test_folder_added_before_a_layer_it_uses_fails(self):
+        self.assert_fails({"CMakeLists.txt": "set(UROCE_LAYERS lib/a drivers/d lib/b)\n"}, None,
+                          "CMakeLists.txt: UROCE_LAYERS adds drivers/d before lib/b, which it uses")
 
     def test_cycle_in_the_graph_is_refused(self):
         rc, out = self.run_check({"cmake/layers.txt": LAYERS + "lib/x: lib/y\nlib/y: lib/x\n"})
