@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "sim/frame_bytes.h"
-#include "sim/pfc.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::sim {
 
@@ -50,12 +50,13 @@ void EngineHost::receive(uint32_t, Frame&& f, Timestamp now) {
     return;
   }
   if (ethertype(f.bytes) == kEtherTypeMacControl) {
-    PfcFrame pfc;
-    if (parse_pfc(f.bytes, &pfc) && tx_) {
+    wire::MacControlFrame m;
+    if (wire::parse_mac_control(f.bytes, &m) == wire::MacControlParse::kOk && tx_) {
       ++pfc_rx_;
+      const uint64_t rate = tx_->params().rate_bps;
       for (int p = 0; p < kPriorities; ++p)
-        if (pfc.enable & (1u << p))
-          tx_->pause(p, pfc_pause_time(pfc.quanta[p], tx_->params().rate_bps), now);
+        if (m.pause.class_enable & (1u << p))
+          tx_->pause(p, Duration::nanos(wire::pause_quanta_ns(m.pause.quanta[p], rate)), now);
     }
     sim_.pool().put(std::move(f));
     return;

@@ -7,8 +7,9 @@
 #include <algorithm>
 #include <utility>
 
+#include "dcqcn/red.h"
 #include "sim/frame_bytes.h"
-#include "sim/pfc.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::sim {
 
@@ -40,15 +41,8 @@ void Switch::maybe_mark(Frame& f, uint64_t q) {
   const EcnConfig& e = cfg_.ecn;
   Ecn cur = ecn(f.bytes);
   if (cur == Ecn::kNotEct || cur == Ecn::kCe) return;
-  double p;
-  if (q <= e.kmin_bytes) {
-    p = 0;
-  } else if (q >= e.kmax_bytes) {
-    p = 1;
-  } else {
-    p = e.pmax * static_cast<double>(q - e.kmin_bytes) /
-        static_cast<double>(e.kmax_bytes - e.kmin_bytes);
-  }
+  const double p = dcqcn::red_mark_probability(
+      {.kmin_bytes = e.kmin_bytes, .kmax_bytes = e.kmax_bytes, .pmax = e.pmax}, q);
   if (ecn_rng_.bernoulli(p)) {
     set_ecn(f.bytes, Ecn::kCe);
     ++stats_.ecn_marked;
@@ -56,11 +50,12 @@ void Switch::maybe_mark(Frame& f, uint64_t q) {
 }
 
 void Switch::send_pfc(uint32_t port, int priority, uint16_t quanta, Timestamp now) {
-  PfcFrame pfc;
-  pfc.enable = static_cast<uint8_t>(1u << priority);
+  wire::PauseFrame pfc;
+  pfc.class_enable = static_cast<uint8_t>(1u << priority);
   pfc.quanta[priority] = quanta;
-  Frame f = sim_.pool().get(kPfcFrameBytes);
-  build_pfc(cfg_.mac, pfc, f.bytes);
+  Frame f = sim_.pool().get(wire::kMacControlFrameLen);
+  f.bytes.resize(wire::kMacControlFrameLen);
+  wire::build_pause_frame(f.bytes, cfg_.mac, pfc);
   f.is_control = true;
   ports_[port]->link->enqueue(std::move(f), now);
   if (quanta) {
@@ -73,13 +68,14 @@ void Switch::send_pfc(uint32_t port, int priority, uint16_t quanta, Timestamp no
 void Switch::receive(uint32_t in, Frame&& f, Timestamp now) {
   ++stats_.received;
   if (ethertype(f.bytes) == kEtherTypeMacControl) {
-    PfcFrame pfc;
-    if (parse_pfc(f.bytes, &pfc)) {
+    wire::MacControlFrame m;
+    if (wire::parse_mac_control(f.bytes, &m) == wire::MacControlParse::kOk) {
       ++stats_.pfc_rx;
       Link& l = *ports_[in]->link;
       for (int p = 0; p < kPriorities; ++p)
-        if (pfc.enable & (1u << p))
-          l.pause(p, pfc_pause_time(pfc.quanta[p], l.params().rate_bps), now);
+        if (m.pause.class_enable & (1u << p))
+          l.pause(p, Duration::nanos(wire::pause_quanta_ns(m.pause.quanta[p], l.params().rate_bps)),
+                  now);
     }
     sim_.pool().put(std::move(f));
     return;
@@ -114,7 +110,7 @@ void Switch::receive(uint32_t in, Frame&& f, Timestamp now) {
   stats_.max_buffer_bytes = std::max(stats_.max_buffer_bytes, used_);
   ip.ingress_bytes[prio] += f.size();
   if (lossless && ip.ingress_bytes[prio] >= cfg_.pfc.xoff_bytes) {
-    Duration half = pfc_pause_time(0xffff, ip.link->params().rate_bps);
+    Duration half = Duration::nanos(wire::pause_quanta_ns(0xffff, ip.link->params().rate_bps));
     half.ns /= 2;
     if (!ip.xoff[prio] || now - ip.last_xoff[prio] >= half) {
       ip.xoff[prio] = true;

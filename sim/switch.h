@@ -9,12 +9,13 @@
  * which gives RoCE DSCP 26 -> 3 and CNP DSCP 48 -> 6 as docs/dcqcn-pfc.md §3.4), else 0.
  * Buffer: lossy priorities are admitted while the shared buffer has room; lossless priorities
  * (PFC enabled) may also use headroom_bytes per ingress port; anything else is dropped and
- * counted. ECN (RFC 3168 / DCQCN RED): the instantaneous egress queue of the frame's priority q
- * gives P(mark) = 0 below kmin, pmax * (q - kmin) / (kmax - kmin) between, 1 at or above kmax;
+ * counted. ECN (RFC 3168 / DCQCN RED): the instantaneous egress queue of the frame's priority
+ * gives P(mark) on lib/dcqcn's curve (dcqcn/red.h: 0 up to kmin, linear to pmax, 1 from kmax);
  * only ECT frames are marked CE. PFC (IEEE 802.1Qbb): when an ingress port's bytes of a
  * lossless priority reach xoff_bytes the switch sends XOFF (quanta 0xffff) to that port's
  * peer, refreshes it at half the pause time while above xon, and sends XON (quanta 0) when
  * they fall to xon_bytes. Received PFC frames pause the egress of the port they came in on.
+ * PFC frames are built and read by lib/transport/wire's codec (transport/wire/pfc.h).
  * Units: bytes, ns, bit/s.
  */
 #pragma once

@@ -119,7 +119,7 @@ BENCHMARK(BM_NpOnCeMarked);
 void BM_PfcCanStartFrame(benchmark::State& st) {
   PfcCounters c;
   PfcRx rx(100'000'000'000ull, {}, &c);
-  PauseFrame f;
+  wire::PauseFrame f;
   f.class_enable = 1u << 3;
   f.quanta[3] = 0xFFFF;
   rx.on_pause_frame(f, Timestamp{0});

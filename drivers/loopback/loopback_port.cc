@@ -5,8 +5,6 @@
  */
 #include "loopback/loopback_port.h"
 
-#include "config/config.h"
-
 namespace uroce::loopback {
 
 LoopbackPort::LoopbackPort(MacAddr mac, size_t max_frame, uint64_t speed_bps, size_t capacity)

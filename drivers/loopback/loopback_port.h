@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/port.h"
+#include "config/config.h"
 
 namespace uroce::loopback {
 

@@ -164,11 +164,12 @@ void PortPipeline::schedule() {
 }
 
 bool PortPipeline::on_control_frame(std::span<const uint8_t> frame, Timestamp now) {
-  if (frame.size() < 6 || std::memcmp(frame.data(), dcqcn::kPfcDestMac.b.data(), 6) != 0)
+  if (frame.size() < 6 || std::memcmp(frame.data(), wire::kMacControlDst.b.data(), 6) != 0)
     return false;
   // PFC / PAUSE: honoured here (lib/dcqcn PfcRx), never passed on.
-  if (auto f = dcqcn::parse_pause_frame(frame)) {
-    pfc_rx_.on_pause_frame(*f, now);
+  wire::MacControlFrame m;
+  if (wire::parse_mac_control(frame, &m) == wire::MacControlParse::kOk) {
+    pfc_rx_.on_pause_frame(m.pause, now);
     pause_seen_ = true;
   }
   return true;
@@ -209,15 +210,15 @@ void PortPipeline::after_poll(Timestamp now) {
     if (auto f = pfc_tx_.on_timer(now)) send_pause(*f);
 }
 
-void PortPipeline::send_pause(const dcqcn::PauseFrame& p) {
+void PortPipeline::send_pause(const wire::PauseFrame& p) {
   Frame f;
   if (!io_.alloc(&f)) return;
-  if (f.len < dcqcn::kPfcFrameLen) {
+  const size_t len = wire::build_pause_frame(std::span<uint8_t>(f.data, f.len), mac_, p);
+  if (len == 0) {  // a buffer shorter than the 60-byte frame
     io_.free(&f, 1);
     return;
   }
-  f.len = static_cast<uint32_t>(dcqcn::build_pause_frame(
-      p, mac_, std::span<uint8_t, dcqcn::kPfcFrameLen>(f.data, dcqcn::kPfcFrameLen)));
+  f.len = static_cast<uint32_t>(len);
   if (io_.tx_burst(0, &f, 1) == 0) io_.free(&f, 1);
 }
 

@@ -39,12 +39,12 @@
 #include "common/types.h"
 #include "config/config.h"
 #include "dcqcn/pfc_counters.h"
-#include "dcqcn/pfc_frame.h"
 #include "dcqcn/pfc_rx.h"
 #include "dcqcn/pfc_tx.h"
 #include "dcqcn/tx_scheduler.h"
 #include "pipeline/frame_io.h"
 #include "pipeline/rx_class.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::pipeline {
 
@@ -119,7 +119,7 @@ class PortPipeline {
   };
 
   void schedule();
-  void send_pause(const dcqcn::PauseFrame& f);
+  void send_pause(const wire::PauseFrame& f);
 
   FrameIo& io_;
   Clock clock_;

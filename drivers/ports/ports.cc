@@ -1,13 +1,14 @@
 /**
  * @file ports.cc
- * @brief The port factory open_port() of common/port.h: "loopback" is the in-process port of
- * drivers/loopback; anything else is a DPDK port (drivers/dpdk), when this build has it.
+ * @brief The port factory open_port() of ports.h: "loopback" is the in-process port of
+ * drivers/loopback; a device with a netdev is a host-mode port (drivers/host); anything else is a
+ * DPDK port (drivers/dpdk), when this build has them.
  */
+#include "ports/ports.h"
+
 #include <memory>
 #include <string>
 
-#include "common/port.h"
-#include "config/config.h"
 #include "loopback/loopback_port.h"
 #ifdef UROCE_WITH_DPDK_DRIVER
 #include "dpdk/dpdk_port.h"

@@ -1,17 +1,15 @@
 /**
  * @file port.h
- * @brief A network port as the verbs layer and the engine see it, and the factory that opens
- * one from a device's configuration.
+ * @brief A network port as the verbs layer and the engine see it.
  *
- * lib/ declares this interface; drivers/ implement it (drivers/loopback, drivers/dpdk) and
- * define open_port(), which the composition root (the libibverbs.so.1 target) links in. No
- * lib/ code includes a driver header.
+ * lib/ declares this interface; drivers/ implement it (drivers/loopback, drivers/dpdk,
+ * drivers/host), and drivers/ports (ports.h open_port()) opens the one a device's
+ * configuration names. No lib/ code below lib/verbs includes a driver header.
  */
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -21,10 +19,6 @@
 #include "common/types.h"
 
 namespace uroce {
-
-namespace config {
-struct Device;
-}
 
 /// Receives frames from Port::rx_burst().
 class FrameHandler {
@@ -131,9 +125,5 @@ class Port : public TxSink, public NeighborResolver {
   }
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
-
-/// Opens the port a device's configuration names. On failure returns nullptr and sets *err to
-/// one line naming the problem. Defined in drivers/ (drivers/ports.cc).
-std::unique_ptr<Port> open_port(const config::Device& dev, std::string* err);
 
 }  // namespace uroce

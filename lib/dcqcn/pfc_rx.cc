@@ -68,7 +68,7 @@ void PfcRx::on_timer(Timestamp now) {
   }
 }
 
-void PfcRx::on_pause_frame(const PauseFrame& f, Timestamp now) {
+void PfcRx::on_pause_frame(const wire::PauseFrame& f, Timestamp now) {
   // Bring state to just before `now`: a pause expiring exactly at `now` and refreshed by this
   // frame stays one continuous pause (no transition, the watchdog keeps counting).
   on_timer(now - Duration::nanos(1));
@@ -87,7 +87,7 @@ void PfcRx::on_pause_frame(const PauseFrame& f, Timestamp now) {
       continue;
     }
     s.last_xoff = now;
-    s.until = now + Duration::nanos(pause_quanta_ns(q, link_bps_));  // replace, never add
+    s.until = now + Duration::nanos(wire::pause_quanta_ns(q, link_bps_));  // replace, never add
     if (!s.paused) {
       s.paused = true;
       s.since = now;

@@ -22,7 +22,7 @@
 
 #include "common/time.h"
 #include "dcqcn/pfc_counters.h"
-#include "dcqcn/pfc_frame.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::dcqcn {
 
@@ -59,7 +59,7 @@ class PfcRx {
   PfcRx(uint64_t link_bps, const PfcWatchdogConfig& wd, PfcCounters* counters);
 
   /// A PFC or PAUSE frame arrived at `now`.
-  void on_pause_frame(const PauseFrame& f, Timestamp now);
+  void on_pause_frame(const wire::PauseFrame& f, Timestamp now);
   /// May priority `prio` start a frame at `now`? (Runs due timers first.)
   bool can_start_frame(uint8_t prio, Timestamp now);
   /// When the peer's pause on `prio` ends (<= now: not paused), whatever the watchdog says.

@@ -9,7 +9,8 @@ namespace uroce::dcqcn {
 
 PfcTx::PfcTx(uint64_t link_bps, const PfcTxConfig& cfg, PfcCounters* counters)
     : cfg_(cfg), refresh_(cfg.refresh), c_(counters) {
-  if (refresh_.ns <= 0) refresh_ = Duration::nanos(pause_quanta_ns(cfg.pause_quanta, link_bps) / 2);
+  if (refresh_.ns <= 0)
+    refresh_ = Duration::nanos(wire::pause_quanta_ns(cfg.pause_quanta, link_bps) / 2);
   if (refresh_.ns <= 0) refresh_ = Duration::nanos(1);
 }
 
@@ -22,7 +23,7 @@ void PfcTx::account(int p, Timestamp upto) {
   }
 }
 
-void PfcTx::assert_xoff(int p, Timestamp now, PauseFrame* f) {
+void PfcTx::assert_xoff(int p, Timestamp now, wire::PauseFrame* f) {
   Prio& s = s_[p];
   if (!s.xoff) {
     s.xoff = true;
@@ -36,7 +37,7 @@ void PfcTx::assert_xoff(int p, Timestamp now, PauseFrame* f) {
   ++c_->tx_prio_pause[p];
 }
 
-void PfcTx::release(int p, Timestamp now, PauseFrame* f) {
+void PfcTx::release(int p, Timestamp now, wire::PauseFrame* f) {
   Prio& s = s_[p];
   account(p, now);
   s.xoff = false;
@@ -46,10 +47,10 @@ void PfcTx::release(int p, Timestamp now, PauseFrame* f) {
   ++c_->tx_prio_pause[p];
 }
 
-std::optional<PauseFrame> PfcTx::on_backlog(uint8_t prio, uint64_t bytes, Timestamp now) {
+std::optional<wire::PauseFrame> PfcTx::on_backlog(uint8_t prio, uint64_t bytes, Timestamp now) {
   if (!(cfg_.enabled_mask & (1u << prio)) || cfg_.xoff_bytes == 0) return std::nullopt;
   Prio& s = s_[prio];
-  PauseFrame f;
+  wire::PauseFrame f;
   if (s.xoff) {
     account(prio, now);
     if (bytes <= cfg_.xon_bytes) release(prio, now, &f);
@@ -72,8 +73,8 @@ Timestamp PfcTx::next_deadline() const {
   return t;
 }
 
-std::optional<PauseFrame> PfcTx::on_timer(Timestamp now) {
-  PauseFrame f;
+std::optional<wire::PauseFrame> PfcTx::on_timer(Timestamp now) {
+  wire::PauseFrame f;
   for (int p = 0; p < kNumPriorities; ++p) {
     Prio& s = s_[p];
     if (!s.xoff) continue;

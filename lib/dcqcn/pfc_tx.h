@@ -18,7 +18,7 @@
 
 #include "common/time.h"
 #include "dcqcn/pfc_counters.h"
-#include "dcqcn/pfc_frame.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::dcqcn {
 
@@ -41,11 +41,11 @@ class PfcTx {
 
   /// Priority `prio`'s RX backlog is `bytes` at `now`.
   /// @return a frame to send now (one priority bit set), or nullopt.
-  std::optional<PauseFrame> on_backlog(uint8_t prio, uint64_t bytes, Timestamp now);
+  std::optional<wire::PauseFrame> on_backlog(uint8_t prio, uint64_t bytes, Timestamp now);
   /// The earliest refresh or give-up time, or never.
   Timestamp next_deadline() const;
   /// Refreshes / gives up every priority due at `now`. @return one frame covering them, or nullopt.
-  std::optional<PauseFrame> on_timer(Timestamp now);
+  std::optional<wire::PauseFrame> on_timer(Timestamp now);
   /// True while we hold `prio` in XOFF.
   bool asserted(uint8_t prio) const { return s_[prio].xoff; }
 
@@ -59,8 +59,8 @@ class PfcTx {
     Timestamp next_refresh = Timestamp::never();
   };
   void account(int p, Timestamp upto);
-  void assert_xoff(int p, Timestamp now, PauseFrame* f);
-  void release(int p, Timestamp now, PauseFrame* f);
+  void assert_xoff(int p, Timestamp now, wire::PauseFrame* f);
+  void release(int p, Timestamp now, wire::PauseFrame* f);
 
   PfcTxConfig cfg_;
   Duration refresh_;

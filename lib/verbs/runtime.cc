@@ -40,6 +40,7 @@
 #include <random>
 #include <string>
 
+#include "ports/ports.h"
 #include "verbs/gid_table.h"
 #include "verbs/objects.h"
 #ifdef UROCE_HAVE_DCQCN

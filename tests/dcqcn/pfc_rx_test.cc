@@ -17,13 +17,13 @@ namespace {
 constexpr uint64_t k100G = 100'000'000'000ull;
 Timestamp us(double v) { return Timestamp{static_cast<int64_t>(v * 1000)}; }
 
-PauseFrame xoff(uint8_t prio, uint16_t quanta = 0xFFFF) {
-  PauseFrame f;
+wire::PauseFrame xoff(uint8_t prio, uint16_t quanta = 0xFFFF) {
+  wire::PauseFrame f;
   f.class_enable = static_cast<uint8_t>(1u << prio);
   f.quanta[prio] = quanta;
   return f;
 }
-PauseFrame xon(uint8_t prio) { return xoff(prio, 0); }
+wire::PauseFrame xon(uint8_t prio) { return xoff(prio, 0); }
 
 /// A 100G port that always has frames on the priorities in `backlogged` (4096-byte frames:
 /// 327.68 ns each), scheduled by a TxScheduler that honours `rx`. Records every frame start.
@@ -138,7 +138,7 @@ TEST(PfcRx, NewFrameReplacesTimer) {
 TEST(PfcRx, GlobalPausePausesAll) {
   PfcCounters c;
   PfcRx rx(k100G, {}, &c);
-  PauseFrame g;
+  wire::PauseFrame g;
   g.global = true;
   g.class_enable = 0xFF;
   g.quanta.fill(100);  // 512 ns
@@ -154,7 +154,7 @@ TEST(PfcRx, PriorityWithoutPfcIsNotPaused) {
   PfcCounters c;
   PfcRx rx(k100G, {}, &c);
   rx.set_honoured_mask(1u << 3);
-  PauseFrame f = xoff(3);
+  wire::PauseFrame f = xoff(3);
   f.class_enable |= 1u << 0;
   f.quanta[0] = 0xFFFF;
   rx.on_pause_frame(f, us(0));

@@ -76,7 +76,7 @@ TEST(TxScheduler, ByteFairAcrossFrameSizes) {
 TEST(TxScheduler, SkipsPausedPriority) {
   PfcCounters c;
   PfcRx rx(100'000'000'000ull, {}, &c);
-  PauseFrame f;
+  wire::PauseFrame f;
   f.class_enable = 1u << 3;
   f.quanta[3] = 0xFFFF;
   rx.on_pause_frame(f, Timestamp{0});

@@ -20,9 +20,9 @@
 
 #include "common/byteorder.h"
 #include "config/config.h"
-#include "dcqcn/pfc_frame.h"
 #include "dpdk/dpdk_port.h"
 #include "dpdk/eal.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::dpdk {
 namespace {
@@ -299,14 +299,13 @@ TEST_F(MemifPair, PfcFramesAreHonouredCountedAndNotPassedOn) {
   MacAddr bmac;
   ASSERT_NO_FATAL_FAILURE(resolve_b(&bmac));
   // a sends PFC XOFF for priority 3 (max quanta) and an 802.3x PAUSE of 0 (no-op XON).
-  dcqcn::PauseFrame xoff;
+  wire::PauseFrame xoff;
   xoff.class_enable = 1u << 3;
   xoff.quanta[3] = 0xffff;
-  uint8_t* f = a_->begin_frame(dcqcn::kPfcFrameLen);
+  uint8_t* f = a_->begin_frame(wire::kMacControlFrameLen);
   ASSERT_NE(f, nullptr);
-  dcqcn::build_pause_frame(xoff, a_->mac(),
-                           std::span<uint8_t, dcqcn::kPfcFrameLen>(f, dcqcn::kPfcFrameLen));
-  a_->end_frame(dcqcn::kPfcFrameLen, TxMeta{});
+  wire::build_pause_frame(std::span<uint8_t>(f, wire::kMacControlFrameLen), a_->mac(), xoff);
+  a_->end_frame(wire::kMacControlFrameLen, TxMeta{});
   a_->flush();
   PortInfo info;
   // Expect: b counts it on priority 3 and does not pass it to its handler.

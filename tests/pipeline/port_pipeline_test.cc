@@ -15,7 +15,7 @@
 #include <set>
 #include <vector>
 
-#include "dcqcn/pfc_frame.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::pipeline {
 namespace {
@@ -191,11 +191,11 @@ TEST_F(PipelineTest, OtherPrioritiesShareByDeficitRoundRobin) {
 TEST_F(PipelineTest, PfcPauseStopsAPriorityUntilItsQuantaExpire) {
   dev_.pfc.enabled[3] = true;
   make();
-  dcqcn::PauseFrame p;
+  wire::PauseFrame p;
   p.class_enable = 1u << 3;
   p.quanta[3] = 0xFFFF;  // 65535 x 51.2 ns = 3.36 ms
-  std::array<uint8_t, dcqcn::kPfcFrameLen> pfc{};
-  dcqcn::build_pause_frame(p, kPeerMac, pfc);
+  std::array<uint8_t, wire::kMacControlFrameLen> pfc{};
+  wire::build_pause_frame(pfc, kPeerMac, p);
   EXPECT_TRUE(pipe_->on_control_frame(pfc, now_));
   EXPECT_FALSE(pipe_->on_control_frame(ip_frame(kOurMac, 0, 100, 0), now_));
 
@@ -223,20 +223,20 @@ TEST_F(PipelineTest, BacklogAboveXoffSendsXoffAndBelowXonSendsXon) {
   pipe_->after_poll(now_);
   ASSERT_EQ(io_.sent.size(), 1u);
   EXPECT_EQ(io_.sent[0].queue, 0);
-  auto xoff = dcqcn::parse_pause_frame(io_.sent[0].bytes);
-  ASSERT_TRUE(xoff);
-  EXPECT_TRUE(xoff->class_enable & (1u << 3));
-  EXPECT_GT(xoff->quanta[3], 0);
+  wire::MacControlFrame xoff;
+  ASSERT_EQ(wire::parse_mac_control(io_.sent[0].bytes, &xoff), wire::MacControlParse::kOk);
+  EXPECT_TRUE(xoff.pause.class_enable & (1u << 3));
+  EXPECT_GT(xoff.pause.quanta[3], 0);
   EXPECT_EQ(std::memcmp(io_.sent[0].bytes.data() + 6, kOurMac.b.data(), 6), 0);
 
   now_ = now_ + Duration::micros(10);
   pipe_->on_rx_frame(ip_frame(kOurMac, 24, 500, 0, true));  // 500 <= xon_bytes
   pipe_->after_poll(now_);
   ASSERT_EQ(io_.sent.size(), 2u);
-  auto xon = dcqcn::parse_pause_frame(io_.sent[1].bytes);
-  ASSERT_TRUE(xon);
-  EXPECT_TRUE(xon->class_enable & (1u << 3));
-  EXPECT_EQ(xon->quanta[3], 0);
+  wire::MacControlFrame xon;
+  ASSERT_EQ(wire::parse_mac_control(io_.sent[1].bytes, &xon), wire::MacControlParse::kOk);
+  EXPECT_TRUE(xon.pause.class_enable & (1u << 3));
+  EXPECT_EQ(xon.pause.quanta[3], 0);
   EXPECT_EQ(counters().tx_prio_pause[3], 2u);
   EXPECT_EQ(io_.live(), 0u);
 }

@@ -12,8 +12,8 @@
 
 #include "sim/frame_bytes.h"
 #include "sim/link.h"
-#include "sim/pfc.h"
 #include "sim/simulator.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::sim::test {
 
@@ -101,12 +101,13 @@ class FakeEndpoint final : public Node, public HostPort, public LinkObserver {
   void on_space(Timestamp) override { blocked_ = false; }
 
   void receive(uint32_t, Frame&& f, Timestamp now) override {
-    PfcFrame pfc;
-    if (parse_pfc(f.bytes, &pfc)) {
+    wire::MacControlFrame m;
+    if (wire::parse_mac_control(f.bytes, &m) == wire::MacControlParse::kOk) {
       ++pfc_rx;
+      const uint64_t rate = link_->params().rate_bps;
       for (int p = 0; p < kPriorities; ++p)
-        if (pfc.enable & (1u << p))
-          link_->pause(p, pfc_pause_time(pfc.quanta[p], link_->params().rate_bps), now);
+        if (m.pause.class_enable & (1u << p))
+          link_->pause(p, Duration::nanos(wire::pause_quanta_ns(m.pause.quanta[p], rate)), now);
     } else {
       rx.push_back(Rx{now, f.id, f.bytes});
     }

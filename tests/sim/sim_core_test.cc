@@ -17,11 +17,11 @@
 #include "sim/frame_bytes.h"
 #include "sim/link.h"
 #include "sim/pcap.h"
-#include "sim/pfc.h"
 #include "sim/sampler.h"
 #include "sim/simulator.h"
 #include "sim/switch.h"
 #include "tests/sim/fake_endpoint.h"
+#include "transport/wire/pfc.h"
 
 namespace uroce::sim::test {
 namespace {
@@ -499,23 +499,22 @@ TEST(SamplerTest, SamplesQueueDepthPeriodically) {
 }
 
 TEST(PfcTest, FrameRoundTripAndPauseTime) {
-  PfcFrame p;
-  p.enable = 0x48;
+  wire::PauseFrame p;
+  p.class_enable = 0x48;
   p.quanta[3] = 0xffff;
   p.quanta[6] = 7;
-  std::vector<uint8_t> b;
-  build_pfc(mac_of(1), p, b);
-  ASSERT_EQ(b.size(), 60u);
+  std::vector<uint8_t> b(wire::kMacControlFrameLen);
+  ASSERT_EQ(wire::build_pause_frame(b, mac_of(1), p), 60u);
   EXPECT_EQ(b[0], 0x01);
   EXPECT_EQ(b[12], 0x88);
   EXPECT_EQ(b[13], 0x08);
-  PfcFrame q;
-  ASSERT_TRUE(parse_pfc(b, &q));
-  EXPECT_EQ(q.enable, 0x48);
-  EXPECT_EQ(q.quanta[3], 0xffff);
-  EXPECT_EQ(q.quanta[6], 7);
+  wire::MacControlFrame q;
+  ASSERT_EQ(wire::parse_mac_control(b, &q), wire::MacControlParse::kOk);
+  EXPECT_EQ(q.pause.class_enable, 0x48);
+  EXPECT_EQ(q.pause.quanta[3], 0xffff);
+  EXPECT_EQ(q.pause.quanta[6], 7);
   // 65535 * 512 bits at 100 Gb/s = 335.5392 us (docs/dcqcn-pfc.md §3.3).
-  EXPECT_EQ(pfc_pause_time(0xffff, k100G), Duration::nanos(335'540));
+  EXPECT_EQ(Duration::nanos(wire::pause_quanta_ns(0xffff, k100G)), Duration::nanos(335'540));
 }
 
 TEST(FrameBytesTest, EcnOnIpv6) {

@@ -82,8 +82,8 @@ TEST(SwitchPfc, XoffAtThresholdXonBelowWithHysteresis) {
   cfg.xon_bytes = 300'000;
   PfcIngress in(100'000'000'000ull, cfg);
   Timestamp t{0};
-  std::vector<dcqcn::PauseFrame> sent;
-  auto step = [&](std::optional<dcqcn::PauseFrame> f) {
+  std::vector<wire::PauseFrame> sent;
+  auto step = [&](std::optional<wire::PauseFrame> f) {
     if (f) sent.push_back(*f);
   };
   for (int i = 0; i < 399; ++i) step(in.add(3, 1000, t));

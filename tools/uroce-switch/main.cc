@@ -30,11 +30,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dcqcn/pfc_frame.h"
 #include "dcqcn/pfc_rx.h"
 #include "dpdk/eal_args.h"
 #include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
+#include "transport/wire/pfc.h"
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
 #include "uroce-switch/impair.h"
@@ -138,7 +138,7 @@ class Switch {
   bool release_held(Timestamp now);
   void receive(uint32_t in, rte_mbuf* m, Timestamp now);
   void enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info, Timestamp now);
-  void send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f);
+  void send_pfc(uint32_t port, const std::optional<wire::PauseFrame>& f);
   bool send_control(uint32_t port);
   bool transmit(EgressLink& l, Timestamp now);
   void timers(Timestamp now);
@@ -220,13 +220,12 @@ void Switch::make_links() {
   }
 }
 
-void Switch::send_pfc(uint32_t port, const std::optional<dcqcn::PauseFrame>& f) {
+void Switch::send_pfc(uint32_t port, const std::optional<wire::PauseFrame>& f) {
   if (!f) return;
   rte_mbuf* m = rte_pktmbuf_alloc(pool_);
   if (!m) return;
-  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, dcqcn::kPfcFrameLen));
-  dcqcn::build_pause_frame(*f, mac_,
-                           std::span<uint8_t, dcqcn::kPfcFrameLen>(p, dcqcn::kPfcFrameLen));
+  auto* p = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, wire::kMacControlFrameLen));
+  wire::build_pause_frame(std::span<uint8_t>(p, wire::kMacControlFrameLen), mac_, *f);
   bool xon = true;
   for (int q = 0; q < kPrios; ++q)
     if ((f->class_enable & (1u << q)) && f->quanta[q] != 0) xon = false;
@@ -296,9 +295,13 @@ void Switch::receive(uint32_t in, rte_mbuf* m, Timestamp now) {
     return;
   }
   if (info.mac_control) {
-    if (auto f = dcqcn::parse_pause_frame(std::span<const uint8_t>(data, m->data_len))) {
+    // Honoured whatever its destination address (802.3 lets PAUSE go to the station's own).
+    wire::MacControlFrame f;
+    const wire::MacControlParse r =
+        wire::parse_mac_control(std::span<const uint8_t>(data, m->data_len), &f);
+    if (r == wire::MacControlParse::kOk || r == wire::MacControlParse::kBadDestination) {
       p.c.pfc_rx++;
-      links_[p.link]->pfc_rx.on_pause_frame(*f, now);
+      links_[p.link]->pfc_rx.on_pause_frame(f.pause, now);
     }
     rte_pktmbuf_free(m);
     return;

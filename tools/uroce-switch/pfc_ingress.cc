@@ -9,12 +9,12 @@ namespace uroce::uswitch {
 PfcIngress::PfcIngress(uint64_t link_bps, const dcqcn::PfcTxConfig& cfg)
     : tx_(link_bps, cfg, &counters_) {}
 
-std::optional<dcqcn::PauseFrame> PfcIngress::add(uint8_t prio, uint32_t len, Timestamp now) {
+std::optional<wire::PauseFrame> PfcIngress::add(uint8_t prio, uint32_t len, Timestamp now) {
   bytes_[prio] += len;
   return tx_.on_backlog(prio, bytes_[prio], now);
 }
 
-std::optional<dcqcn::PauseFrame> PfcIngress::remove(uint8_t prio, uint32_t len, Timestamp now) {
+std::optional<wire::PauseFrame> PfcIngress::remove(uint8_t prio, uint32_t len, Timestamp now) {
   bytes_[prio] = bytes_[prio] >= len ? bytes_[prio] - len : 0;
   return tx_.on_backlog(prio, bytes_[prio], now);
 }

@@ -14,6 +14,7 @@
 
 #include "common/time.h"
 #include "dcqcn/pfc_tx.h"
+#include "transport/wire/pfc.h"
 #include "uroce-switch/egress_queues.h"
 
 namespace uroce::uswitch {
@@ -23,10 +24,10 @@ class PfcIngress {
   /// cfg.xoff_bytes 0 = PFC off (never pauses).
   PfcIngress(uint64_t link_bps, const dcqcn::PfcTxConfig& cfg);
 
-  std::optional<dcqcn::PauseFrame> add(uint8_t prio, uint32_t len, Timestamp now);
-  std::optional<dcqcn::PauseFrame> remove(uint8_t prio, uint32_t len, Timestamp now);
+  std::optional<wire::PauseFrame> add(uint8_t prio, uint32_t len, Timestamp now);
+  std::optional<wire::PauseFrame> remove(uint8_t prio, uint32_t len, Timestamp now);
   Timestamp next_deadline() const { return tx_.next_deadline(); }
-  std::optional<dcqcn::PauseFrame> on_timer(Timestamp now) { return tx_.on_timer(now); }
+  std::optional<wire::PauseFrame> on_timer(Timestamp now) { return tx_.on_timer(now); }
 
   uint64_t bytes(uint8_t prio) const { return bytes_[prio]; }
   bool asserted(uint8_t prio) const { return tx_.asserted(prio); }

@@ -1,13 +1,14 @@
 /**
  * @file red.h
- * @brief RED/ECN marking probability of a congestion point (docs/dcqcn-pfc.md §1.2): on the
- * instantaneous egress queue q (bytes) P(mark) = 0 for q <= kmin, pmax * (q - kmin) /
- * (kmax - kmin) for kmin < q < kmax, 1 for q >= kmax. Only ECT(0)/ECT(1) packets are marked
- * (set to CE, RFC 3168). Units: bytes; probability in [0, 1].
+ * @brief uroce-switch's RED/ECN marker: its options (--ecn, --kmin/--kmax/--pmax, --mark) and
+ * its seeded random draw, on lib/dcqcn's marking curve (dcqcn/red.h). Only ECT(0)/ECT(1)
+ * packets are marked (set to CE, RFC 3168). Units: bytes; probability in [0, 1].
  */
 #pragma once
 
 #include <cstdint>
+
+#include "dcqcn/red.h"
 
 namespace uroce::uswitch {
 
@@ -19,12 +20,11 @@ struct RedParams {
   bool at_dequeue = false;  ///< mark on dequeue (queue left behind) instead of on enqueue
 };
 
-/// P(mark) for a queue of `q` bytes.
+/// P(mark) for a queue of `q` bytes: the curve when marking is on, else 0.
 inline double mark_probability(const RedParams& p, uint64_t q) {
-  if (!p.enabled || q <= p.kmin_bytes) return 0.0;
-  if (q >= p.kmax_bytes) return 1.0;
-  return p.pmax * static_cast<double>(q - p.kmin_bytes) /
-         static_cast<double>(p.kmax_bytes - p.kmin_bytes);
+  if (!p.enabled) return 0.0;
+  return dcqcn::red_mark_probability(
+      {.kmin_bytes = p.kmin_bytes, .kmax_bytes = p.kmax_bytes, .pmax = p.pmax}, q);
 }
 
 /// Deterministic xorshift64* draw in [0, 1): the marker's random source (seeded, no clock).

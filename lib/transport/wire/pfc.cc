@@ -8,36 +8,23 @@
 #include <cstring>
 
 namespace uroce::wire {
-namespace {
 
-size_t write_mac_control_header(std::span<uint8_t> buf, const MacAddr& src) {
+size_t build_pause_frame(std::span<uint8_t> buf, const MacAddr& src, const PauseFrame& f) {
   if (buf.size() < kMacControlFrameLen) return 0;
   uint8_t* p = buf.data();
   std::memset(p, 0, kMacControlFrameLen);
   std::memcpy(p, kMacControlDst.b.data(), 6);
   std::memcpy(p + 6, src.b.data(), 6);
   store_be16(p + 12, kEtherTypeMacControl);
-  return sizeof(EthHdr);
-}
-
-}  // namespace
-
-size_t build_pfc(std::span<uint8_t> buf, const MacAddr& src, uint8_t class_enable,
-                 const std::array<uint16_t, 8>& quanta) {
-  const size_t off = write_mac_control_header(buf, src);
-  if (off == 0) return 0;
-  uint8_t* b = buf.data() + off;
+  uint8_t* b = p + sizeof(EthHdr);
+  if (f.global) {
+    store_be16(b, kMacControlOpPause);
+    store_be16(b + 2, f.quanta[0]);
+    return kMacControlFrameLen;
+  }
   store_be16(b, kMacControlOpPfc);
-  store_be16(b + 2, class_enable);
-  for (size_t i = 0; i < 8; ++i) store_be16(b + 4 + 2 * i, quanta[i]);
-  return kMacControlFrameLen;
-}
-
-size_t build_pause(std::span<uint8_t> buf, const MacAddr& src, uint16_t quanta) {
-  const size_t off = write_mac_control_header(buf, src);
-  if (off == 0) return 0;
-  store_be16(buf.data() + off, kMacControlOpPause);
-  store_be16(buf.data() + off + 2, quanta);
+  store_be16(b + 2, f.class_enable);
+  for (size_t i = 0; i < 8; ++i) store_be16(b + 4 + 2 * i, f.quanta[i]);
   return kMacControlFrameLen;
 }
 
@@ -53,21 +40,22 @@ MacControlParse parse_mac_control(std::span<const uint8_t> frame, MacControlFram
   std::memcpy(out->src.b.data(), p + 6, 6);
   const uint8_t* b = p + sizeof(EthHdr);
   const uint16_t op = load_be16(b);
+  PauseFrame& f = out->pause;
   if (op == kMacControlOpPfc) {
     if (n < sizeof(EthHdr) + sizeof(PfcBody)) return MacControlParse::kTruncated;
-    out->pfc = true;
-    out->class_enable = static_cast<uint8_t>(load_be16(b + 2));
-    for (size_t i = 0; i < 8; ++i) out->quanta[i] = load_be16(b + 4 + 2 * i);
+    f.global = false;
+    f.class_enable = static_cast<uint8_t>(load_be16(b + 2));
+    for (size_t i = 0; i < 8; ++i) f.quanta[i] = load_be16(b + 4 + 2 * i);
   } else if (op == kMacControlOpPause) {
     if (n < sizeof(EthHdr) + sizeof(PauseBody)) return MacControlParse::kTruncated;
-    out->pfc = false;
-    out->class_enable = 0xff;
-    out->quanta.fill(load_be16(b + 2));
+    f.global = true;
+    f.class_enable = 0xff;
+    f.quanta.fill(load_be16(b + 2));
   } else {
     return MacControlParse::kUnknownOpcode;
   }
   // 802.3 Annex 31B.3.1: PAUSE may also be sent to the station's own address; PFC uses only
-  // the reserved multicast address. Accept the reserved address only.
+  // the reserved multicast address. kOk for the reserved address only.
   if (!(dst == kMacControlDst)) return MacControlParse::kBadDestination;
   return MacControlParse::kOk;
 }
