@@ -8,7 +8,7 @@
  * Usage: bench_sim --fabric16 [SIM_MS]   (16-host 2-tier topology, see run_fabric16)
  *        bench_sim [--bytes N] [--msg BYTES] [--window WRS] [--mtu IBV_MTU] [--loss P]
  *                  [--timeout T] [--seed S] [--txq FRAMES] [--recovery go-back-n|selective]
- *                  [--rto-low-us US]
+ *                  [--rto-low-us US] [--op write|read]
  * Goodput = payload bytes / (last completion - first post) in simulated time. The wall clock
  * is read here only, to time the simulator itself. Units: bytes, Gb/s, ns.
  */
@@ -44,6 +44,7 @@ struct Options {
   uint32_t txq = 256;  // host TX queue, frames
   transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
   int64_t rto_low_us = 0;  ///< selective repeat's short timeout; 0: the engine's default
+  StreamOp op = StreamOp::kWrite;
 };
 
 struct RunResult {
@@ -135,7 +136,7 @@ RunResult run(const Options& o, double loss) {
     }
   }
   StreamConfig sc;
-  sc.op = StreamOp::kWrite;
+  sc.op = o.op;
   sc.total_bytes = o.bytes;
   sc.window = o.window;
   sc.sizes = {o.msg};
@@ -316,16 +317,19 @@ int main(int argc, char** argv) {
                                                  : transport::LossRecovery::kGoBackN;
     else if (k == "--rto-low-us")
       o.rto_low_us = std::strtoll(v, nullptr, 0);
+    else if (k == "--op" && (std::string(v) == "write" || std::string(v) == "read"))
+      o.op = std::string(v) == "read" ? StreamOp::kRead : StreamOp::kWrite;
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
     }
   }
   std::printf(
-      "RC WRITE, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
+      "RC %s, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
       "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames, "
       "recovery %s\n",
-      128u << o.mtu, o.msg, o.window, static_cast<unsigned long long>(o.bytes), o.timeout, o.txq,
+      o.op == StreamOp::kRead ? "READ" : "WRITE", 128u << o.mtu, o.msg, o.window,
+      static_cast<unsigned long long>(o.bytes), o.timeout, o.txq,
       o.recovery == transport::LossRecovery::kSelective ? "selective" : "go-back-n");
   RunResult base = run(o, 0.0);
   RunResult lossy = run(o, o.loss);
