@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <string>
@@ -39,6 +40,13 @@ constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "watchdog_detect_ms",
                                          "watchdog_restore_ms",
                                          "watchdog_ignore_pause"};
+/// A TOML integer or float as a double; nullopt for any other type.
+std::optional<double> number(const toml::node& v) {
+  if (v.is_integer()) return static_cast<double>(v.as_integer()->get());
+  if (v.is_floating_point()) return v.as_floating_point()->get();
+  return std::nullopt;
+}
+
 constexpr std::string_view kMtuAllowed = "256, 512, 1024, 2048, 4096";
 constexpr std::string_view kPortAllowed =
     "\"loopback\", a DPDK vdev string \"net_<pmd><n>[,key=value...]\" or a PCI address "
@@ -353,17 +361,11 @@ class Parser {
       for (const Key& c : keys)
         if (c.name == ks) key = &c;
       if (!key) return fail_b("delay." + ks, "unknown key", allowed_keys);
-      double x;
-      if (v.is_integer()) {
-        x = static_cast<double>(v.as_integer()->get());
-      } else if (v.is_floating_point()) {
-        x = v.as_floating_point()->get();
-      } else {
-        return wrong_type("delay." + ks, v, key->allowed);
-      }
-      if (!(key->lo_open ? x > key->lo : x >= key->lo) || !(x <= key->hi))
+      std::optional<double> x = number(v);
+      if (!x) return wrong_type("delay." + ks, v, key->allowed);
+      if (!(key->lo_open ? *x > key->lo : *x >= key->lo) || !(*x <= key->hi))
         return fail_b("delay." + ks, "is out of range", key->allowed);
-      *key->out = x;
+      *key->out = *x;
     }
     return true;
   }
@@ -550,16 +552,10 @@ class Parser {
       if (ks == "enabled" || ks == "mode" || ks == "max_burst_bytes") continue;
       if (!contains(kDcqcnParamNames, ks))
         return fail_b("dcqcn." + ks, "unknown key", allowed_keys);
-      double x;
-      if (v.is_integer()) {
-        x = static_cast<double>(v.as_integer()->get());
-      } else if (v.is_floating_point()) {
-        x = v.as_floating_point()->get();
-      } else {
-        return wrong_type("dcqcn." + ks, v, "a number >= 0");
-      }
-      if (!(x >= 0)) return fail_b("dcqcn." + ks, "is negative", "a number >= 0");
-      dev->dcqcn.params[ks] = x;
+      std::optional<double> x = number(v);
+      if (!x) return wrong_type("dcqcn." + ks, v, "a number >= 0");
+      if (!(*x >= 0)) return fail_b("dcqcn." + ks, "is negative", "a number >= 0");
+      dev->dcqcn.params[ks] = *x;
     }
     if (!get_bool(*dt, "dcqcn.enabled", "enabled", &dev->dcqcn.enabled)) return false;
     int64_t burst = dev->dcqcn.max_burst_bytes;

@@ -155,7 +155,18 @@ TEST_F(ProfileTest, DiffChangesNothing) {
   EXPECT_NE(r.out.find("uroce0: lossless: on -> off\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("uroce0: pfc priorities: [3] -> []\n"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("uroce1: pfc priorities: [4] -> []\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("uroce0: congestion_control: \"dcqcn\" -> \"dcqcn+delay\"\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("uroce0: loss_recovery: \"go-back-n\" -> \"selective\"\n"),
+            std::string::npos)
+      << r.out;
   EXPECT_EQ(read_file(path_), before);
+  // Applied, the profile writes both keys, so a key the file had before cannot override it.
+  ASSERT_EQ(run("profile apply lossy --config " + path_).status, 0);
+  const std::string after = read_file(path_);
+  EXPECT_NE(after.find("congestion_control = \"dcqcn+delay\""), std::string::npos) << after;
+  EXPECT_NE(after.find("loss_recovery = \"selective\""), std::string::npos) << after;
 }
 
 TEST_F(ProfileTest, UnknownProfileRefused) {

@@ -160,6 +160,16 @@ Managed managed_entries(std::string_view name, const config::Device& parsed) {
   m.main.push_back(line(fmt::format("profile = \"{}\"", name), "uroce profile: " + summary));
   m.main.push_back(line(fmt::format("ecn = {}", d.ecn ? "true" : "false"),
                         tag + "send RoCE data as ECT(0) so switches mark CE instead of dropping"));
+  m.main.push_back(
+      line(fmt::format("congestion_control = \"{}\"", config::to_string(d.congestion_control)),
+           tag + (d.congestion_control == config::Device::Cc::kDcqcnDelay
+                      ? "DCQCN where switches mark ECN, the delay-based control where they do not"
+                      : "senders react to CNPs (DCQCN)")));
+  m.main.push_back(
+      line(fmt::format("loss_recovery = \"{}\"", config::to_string(d.loss_recovery)),
+           tag + (d.loss_recovery == config::Device::LossRecovery::kSelective
+                      ? "selective repeat: every RC peer must be a uroce saying the same"
+                      : "IBA go-back-N, what every RoCE peer speaks")));
   bool lossless = d.pfc.enabled[prio];
   m.pfc.push_back(line("enabled = " + prio_list(d.pfc.enabled),
                        lossless ? tag + fmt::format("PFC (802.1Qbb) on priority {}, the RoCE data "
@@ -194,7 +204,9 @@ const std::vector<ProfileInfo>& profiles() {
   static const std::vector<ProfileInfo> kProfiles = {
       {"lossless",
        "PFC on the RoCE priority (3), ECN on, DCQCN with NVIDIA defaults, CNPs on priority 6"},
-      {"lossy", "no PFC; ECN and DCQCN on (semi-lossless, like Zero-Touch RoCE)"},
+      {"lossy",
+       "no PFC; ECN on; DCQCN where switches mark ECN, the delay-based control where they do not; "
+       "selective repeat (uroce peers only)"},
       {"hpc",
        "lossless plus faster DCQCN recovery for low latency (rpg_time_reset 100, rpg_ai_rate 20, "
        "min_time_between_cnps 0)"},
@@ -255,7 +267,7 @@ bool apply_profile_text(const std::string& text, const std::string& source, std:
                 source, b, e.key, e.key.substr(0, e.key.find('.')));
             return false;
           }
-        drop = {"profile", "ecn"};
+        drop = {"profile", "ecn", "congestion_control", "loss_recovery"};
         add = &m.main;
       } else if (t.name == "device.pfc") {
         drop = {"enabled", "xoff_bytes", "xon_bytes"};
@@ -362,6 +374,9 @@ std::vector<std::string> effective_diff(const std::string& before, const std::st
     cmp("pfc.xoff_bytes", std::to_string(x.pfc_xoff_bytes), std::to_string(y.pfc_xoff_bytes));
     cmp("pfc.xon_bytes", std::to_string(x.pfc_xon_bytes), std::to_string(y.pfc_xon_bytes));
     cmp("dcqcn", q(stats::get_text(x.dcqcn_mode)), q(stats::get_text(y.dcqcn_mode)));
+    cmp("congestion_control", q(stats::get_text(x.congestion_control)),
+        q(stats::get_text(y.congestion_control)));
+    cmp("loss_recovery", q(stats::get_text(x.loss_recovery)), q(stats::get_text(y.loss_recovery)));
     std::map<std::string, double> px, py;
     for (uint32_t k = 0; k < x.dcqcn_param_count; ++k)
       px[std::string(stats::get_text(x.dcqcn_params[k].name))] = x.dcqcn_params[k].value;
