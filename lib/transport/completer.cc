@@ -76,8 +76,19 @@ void Engine::Impl::rtt_on_sent(Qp& qp, Psn psn, bool first, bool prompt, Timesta
 void Engine::Impl::rtt_on_arrived(Qp& qp, Psn psn, Timestamp now) {
   RequesterState& r = qp.req;
   if (r.rtt_sent.is_never() || diff(psn, r.rtt_psn) < 0) return;
-  qp.cc->on_rtt(now - r.rtt_sent, now);
+  const Duration rtt = now - r.rtt_sent;
+  qp.cc->on_rtt(rtt, now);
   r.rtt_sent = Timestamp::never();
+  // Smoothed with its variation as TCP does (RFC 6298 §2: gains 1/8 and 1/4), for selective
+  // repeat's short RTO.
+  if (r.srtt.ns == 0) {
+    r.srtt = rtt;
+    r.rttvar = Duration::nanos(rtt.ns / 2);
+  } else {
+    const int64_t err = rtt.ns - r.srtt.ns;
+    r.rttvar = Duration::nanos(r.rttvar.ns + ((err < 0 ? -err : err) - r.rttvar.ns) / 4);
+    r.srtt = Duration::nanos(r.srtt.ns + err / 8);
+  }
 }
 
 void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
@@ -89,7 +100,7 @@ void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
       outstanding(qp) ? now + local_ack_timeout(qp.attr.timeout) : Timestamp::never();
   if (qp.selective) {
     sr_after_progress(qp);
-    qp.req.sr.rto_low_at = outstanding(qp) ? now + cfg.sr_rto_low : Timestamp::never();
+    qp.req.sr.rto_low_at = outstanding(qp) ? now + sr_rto_low(qp) : Timestamp::never();
   }
   if (qp.state == QpState::kSqd && !qp.req.sqd_notified &&
       qp.req.sq.head_pos() == qp.req.started_end) {

@@ -428,6 +428,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->fatal_raised = false;
         qp->comp.retrans_at = qp->req.rnr_until = qp->req.neigh_retry_at = Timestamp::never();
         qp->req.probe_at = qp->resp.dack_at = qp->req.rtt_sent = Timestamp::never();
+        qp->req.srtt = qp->req.rttvar = Duration{};
         qp->req.force_ackreq = false;
         qp->resp.msn = Msn(0);
         for (auto& r : qp->resp.replay) r.valid = false;

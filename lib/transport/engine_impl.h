@@ -249,6 +249,12 @@ struct Engine::Impl {
   int sr_resend(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
   /// The short retransmission timeout (sr_rto_low).
   void sr_timers(Qp& qp, Timestamp now);
+  /// The short timeout of qp: cfg.sr_rto_low, but at least its RTT-based one (RFC 6298:
+  /// srtt + 4 rttvar; a path with a deep queue or a slow bottleneck would otherwise see every
+  /// tail as lost).
+  Duration sr_rto_low(const Qp& qp) const {
+    return std::max(cfg.sr_rto_low, qp.req.srtt + qp.req.rttvar * 4);
+  }
 
   // completer.cc
   void completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);

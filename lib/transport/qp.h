@@ -163,6 +163,8 @@ struct RequesterState {
   /// ACK could answer either copy).
   Psn rtt_psn;
   Timestamp rtt_sent = Timestamp::never();
+  Duration srtt{};    ///< smoothed round trip (0: none measured)
+  Duration rttvar{};  ///< its mean deviation
   SrSendState sr;
 };
 

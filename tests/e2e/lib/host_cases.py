@@ -15,6 +15,10 @@ veths of namespaces A and B with a Linux router R between them (links.RoutedLink
                            timeout x retries: the transfer completes, data checked.
   routed.bottleneck.write  uroce_verify through a tbf qdisc on R (a real tail-drop bottleneck):
                            the qdisc dropped frames and every byte arrived checked.
+  routed.bottleneck.lossy  the same with the `lossy` profile on both hosts (selective repeat,
+                           DCQCN + the delay-based control): selective repeat repaired the
+                           drops (sr_loss_events counted), every byte checked.
+  routed.bottleneck.selective  the same with selective repeat alone.
   routed.crash.restart     a uroce process on A killed with SIGKILL leaves its XDP program:
                            `uroce doctor` calls it stale, and the next process replaces it and
                            runs a transfer; after that process exits the program is gone.
@@ -45,6 +49,10 @@ def cases(add):
     add("routed.flap.write", "host_flap", "routed", 180, short=True)
     add("routed.bottleneck.write", "host_bottleneck", "routed", 240, short=True,
         bottleneck="100mbit")
+    add("routed.bottleneck.lossy", "host_bottleneck", "routed", 240, short=True,
+        bottleneck="100mbit", toml='profile = "lossy"')
+    add("routed.bottleneck.selective", "host_bottleneck", "routed", 240, short=True,
+        bottleneck="100mbit", toml='loss_recovery = "selective"')
     add("routed.crash.restart", "host_crash", "routed", 180, short=True)
     for what in ("missing", "down", "no_address", "no_xdp", "foreign_xdp"):
         add(f"routed.bad.{what}", "host_bad", "routed", 120, short=True, what=what)
@@ -55,11 +63,11 @@ def verify_argv(build, link, port, extra=None):
             str(link.gid_index), "-p", str(port)] + (extra or VERIFY)
 
 
-def run_verify_pair(case, link, build, during=None, extra=None):
-    """uroce_verify between A and B; `during(pair)` runs once the client started. Returns
-    (rc, pair)."""
+def run_verify_pair(case, link, build, during=None, extra=None, toml=""):
+    """uroce_verify between A and B; `during(pair)` runs once the client started; toml: more
+    [[device]] keys for both. Returns (rc, pair)."""
     port = pairmod.free_tcp_port()
-    p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"})
+    p = Pair(link, build, extra_toml=toml, env={"UROCE_PRINT_COUNTERS": "1"})
     argv = verify_argv(build, link, port, extra)
     deadline = time.monotonic() + case.timeout - 20
     srv = p.start(0, argv)
@@ -325,7 +333,11 @@ def run_flap(case, link, build):
 
 
 def run_bottleneck(case, link, build):
-    rc, p = run_verify_pair(case, link, build, extra=["-o", "write", "-s", "1048576", "-n", "30"])
+    toml = case.kw.get("toml", "")
+    t0 = time.monotonic()
+    rc, p = run_verify_pair(case, link, build, extra=["-o", "write", "-s", "1048576", "-n", "30"],
+                            toml=toml)
+    wall = time.monotonic() - t0
     if rc:
         return rc
     stats = sh("ip", "netns", "exec", link.router, "tc", "-s", "qdisc", "show", "dev",
@@ -337,7 +349,10 @@ def run_bottleneck(case, link, build):
     if not re.search(r"roce_adp_retrans=[1-9]|local_ack_timeout_err=[1-9]|"
                      r"packet_seq_err=[1-9]|out_of_sequence=[1-9]", out):
         return fail(f"{case.name}: {m.group(1)} drops but no recovery counted", p)
-    print(f"PASS {case.name}: tbf dropped {m.group(1)} frames; data checked\n{out}")
+    if toml and not re.search(r"sr_loss_events=[1-9]", out):
+        return fail(f"{case.name}: selective repeat on, but no loss event of it counted", p)
+    print(f"PASS {case.name}: tbf dropped {m.group(1)} frames in {wall:.1f} s (30 MiB, "
+          f"both processes' start included); data checked\n{out}")
     return 0
 
 
