@@ -203,29 +203,12 @@ bool Engine::Impl::ack_through(Qp& qp, Psn psn, Timestamp now) {
   return progress;
 }
 
-bool Engine::Impl::place_read_response(Qp& qp, SendWqe& w, uint32_t pos,
-                                       const wire::ParsedPacket& p, Psn q) {
-  const uint32_t off = static_cast<uint32_t>(diff(q, w.first_psn)) * qp.mtu;
-  const uint32_t want = std::min(qp.mtu, w.length - std::min(w.length, off));
-  if (p.payload.size() != want) {
-    requester_fatal(qp, WcStatus::kBadRespErr);
-    return false;
-  }
-  if (want && scatter(sq_sg(qp, pos), w.num_sge, qp.init.pd, off, p.payload.data(), want) !=
-                  AccessCheck::kOk) {
-    requester_fatal(qp, WcStatus::kLocProtErr);
-    return false;
-  }
-  return true;
-}
-
 void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   const wire::OpcodeInfo& info = *p.info;
   const Psn q = p.psn;
   if (diff(q, qp.comp.una) < -1 || diff(q, qp.req.max_psn) >= 0) return;  // stale, or never sent
 
   if (info.is(OpFlag::kReadResponse) || info.is(OpFlag::kAtomicAck)) {
-    if (qp.selective) sr_response_arrived(qp, q);
     // Implicit ACK of everything before q (IBA 9.7.5.2.1).
     while (qp.req.sq.head_pos() != qp.req.started_end) {
       SendWqe& w = qp.req.sq.front();
@@ -238,35 +221,30 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     if (diff(q, w.first_psn) < 0) return;  // stale
     if (diff(q, w.last_psn) > 0) {
       // A response to a later request: this READ/atomic's response was lost (implied NAK,
-      // IBA 9.7.5.2.3). Resend it now rather than wait for the timer. Selective repeat keeps a
-      // later READ's response where it belongs.
-      if (!is_rd_atomic(w)) return;
-      if (qp.selective && info.is(OpFlag::kReadResponse)) {
-        // Kept where it belongs; what went before it by transmission order and is missing is
-        // lost (a resend sent after it is not).
-        if (!sr_place_later_read(qp, p)) return;
-        inc(Counter::implied_nak_seq_err);
-        sr_find_hole(qp, qp.comp.una);
-        return;
-      }
-      retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, now);
+      // IBA 9.7.5.2.3). Resend it now rather than wait for the timer.
+      if (is_rd_atomic(w))
+        retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, now);
       return;
     }
     const Psn expect = w.first_psn + w.resp_pkts;
     if (info.is(OpFlag::kReadResponse)) {
       if (w.opcode != WrOpcode::kRdmaRead) return;
       if (q != expect) {
-        // A response went missing: ask again from it (once per gap, see retry_from). With
-        // selective repeat the ones after it are placed now and not asked again.
-        if (diff(q, expect) > 0) {
-          if (qp.selective && sr_hold_response(qp, q)) {
-            if (!place_read_response(qp, w, pos, p, q)) return;
-          }
-          retry_from(qp, expect, Counter::kCount, now);
-        }
+        // A response went missing: ask again from it (once per gap, see retry_from).
+        if (diff(q, expect) > 0) retry_from(qp, expect, Counter::kCount, now);
         return;
       }
-      if (!place_read_response(qp, w, pos, p, q)) return;
+      uint32_t off = w.resp_pkts * qp.mtu;
+      uint32_t want = std::min(qp.mtu, w.length - std::min(w.length, off));
+      if (p.payload.size() != want) {
+        requester_fatal(qp, WcStatus::kBadRespErr);
+        return;
+      }
+      if (want && scatter(sq_sg(qp, pos), w.num_sge, qp.init.pd, off, p.payload.data(), want) !=
+                      AccessCheck::kOk) {
+        requester_fatal(qp, WcStatus::kLocProtErr);
+        return;
+      }
     } else {
       if (!is_rd_atomic(w) || w.opcode == WrOpcode::kRdmaRead || q != expect) return;
       uint64_t orig = p.atomic_ack_orig;
@@ -279,8 +257,6 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     w.resp_pkts++;
     if (diff(q + 1, qp.comp.una) > 0) qp.comp.una = q + 1;
     if (w.resp_pkts >= w.npkts) retire_head(qp, WcStatus::kSuccess);
-    if (qp.selective) sr_read_catch_up(qp, now);  // responses placed ahead count now
-    if (qp.state == QpState::kErr) return;
     on_progress(qp, now);
     if (qp.comp.any_ack) ack_through(qp, qp.comp.acked_psn, now);
     if (diff(qp.comp.una, qp.req.next_psn) > 0) rewind(qp, qp.comp.una);

@@ -230,18 +230,6 @@ struct Engine::Impl {
   void sr_after_progress(Qp& qp);
   /// Records the send time of PSNs [first, after) (a READ request covers all its PSNs).
   void sr_note_sent(Qp& qp, Psn first, Psn after);
-  /// Selective repeat: READ response psn arrived ahead of a missing one; true when it is now
-  /// held (inside the window and not held before), so it is placed and never asked again.
-  bool sr_hold_response(Qp& qp, Psn psn);
-  /// Selective repeat: a response for psn arrived, so its request's transmission did.
-  void sr_response_arrived(Qp& qp, Psn psn);
-  /// Selective repeat: a response to a READ after the head one is placed in its WQE and held;
-  /// false after a fatal error (see place_read_response).
-  bool sr_place_later_read(Qp& qp, const wire::ParsedPacket& p);
-  /// Selective repeat: the head READs' held responses count as received (una follows); READs
-  /// whose responses are all in complete; the first one missing, with held ones after it, is
-  /// lost and asked again.
-  void sr_read_catch_up(Qp& qp, Timestamp now);
   /// psn must go again (a READ response or an atomic ACK went missing).
   void sr_force_resend(Qp& qp, Psn psn);
   /// Resends the lost PSN req.sr.hole (a READ/atomic: its request from there); returns as
@@ -258,9 +246,6 @@ struct Engine::Impl {
 
   // completer.cc
   void completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
-  /// Places READ response q of w (SQ position pos) at its offset; false after a fatal error
-  /// (wrong length: BAD_RESP_ERR; the local buffer refused it: LOC_PROT_ERR).
-  bool place_read_response(Qp& qp, SendWqe& w, uint32_t pos, const wire::ParsedPacket& p, Psn q);
   /// Retires WQEs covered by an ACK through psn; returns true on progress.
   bool ack_through(Qp& qp, Psn psn, Timestamp now);
   void on_progress(Qp& qp, Timestamp now);

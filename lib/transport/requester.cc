@@ -208,19 +208,9 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       const uint32_t k = qp.req.send_off;  // resume point, in response packets
       const uint32_t off = std::min(w.length, k * qp.mtu);
       s.opcode = Opcode::kRcRdmaReadRequest;
+      s.reth = {w.remote_addr + off, w.rkey, w.length - off};
       s.psn = w.first_psn + k;
-      uint32_t len = w.length - off;
       after = w.last_psn + 1;
-      if (qp.selective) {
-        // Ask only for the run up to the next response already placed (sr_hold_response).
-        uint32_t run = 0;
-        while (run < w.npkts - k && !sack_held(qp, s.psn + run)) ++run;
-        if (run < w.npkts - k) {
-          len = std::min(len, run * qp.mtu);
-          after = s.psn + run;
-        }
-      }
-      s.reth = {w.remote_addr + off, w.rkey, len};
       r = emit(sink, qp, s, 0, prio, false, none);
       break;
     }

@@ -114,53 +114,6 @@ void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now)
   sr_find_hole(qp, qp.comp.una);
 }
 
-bool Engine::Impl::sr_hold_response(Qp& qp, Psn psn) {
-  sack_forget_below(qp);
-  if (diff(psn, qp.comp.una) < 0 || diff(psn, qp.comp.una) >= static_cast<int32_t>(cfg.sr_window))
-    return false;
-  uint8_t& e = qp.comp.sack.held[psn.value() & qp.sr_mask];
-  if (e) return false;
-  e = 1;
-  qp.comp.sack.count++;
-  return true;
-}
-
-void Engine::Impl::sr_response_arrived(Qp& qp, Psn psn) {
-  const int32_t d = diff(psn, qp.comp.una);
-  if (d >= 0 && d < static_cast<int32_t>(cfg.sr_window)) sr_delivered(qp, psn);
-}
-
-bool Engine::Impl::sr_place_later_read(Qp& qp, const wire::ParsedPacket& p) {
-  for (uint32_t pos = qp.req.sq.head_pos() + 1; pos != qp.req.started_end; ++pos) {
-    SendWqe& w = qp.req.sq.at_pos(pos);
-    if (diff(p.psn, w.first_psn) < 0) return true;
-    if (diff(p.psn, w.last_psn) > 0) continue;
-    if (w.opcode != WrOpcode::kRdmaRead || !sr_hold_response(qp, p.psn)) return true;
-    return place_read_response(qp, w, pos, p, p.psn);
-  }
-  return true;
-}
-
-void Engine::Impl::sr_read_catch_up(Qp& qp, Timestamp now) {
-  while (qp.req.sq.head_pos() != qp.req.started_end && qp.state != QpState::kErr) {
-    SendWqe& w = qp.req.sq.front();
-    if (w.opcode != WrOpcode::kRdmaRead) return;
-    while (w.resp_pkts < w.npkts && sack_held(qp, w.first_psn + w.resp_pkts)) w.resp_pkts++;
-    const Psn done = w.first_psn + w.resp_pkts;
-    if (diff(done, qp.comp.una) > 0) qp.comp.una = done;
-    if (w.resp_pkts < w.npkts) {
-      // Responses come in order on one path: one held after the first missing means it is lost.
-      for (uint32_t k = w.resp_pkts + 1; k < w.npkts; ++k)
-        if (sack_held(qp, w.first_psn + k)) {
-          retry_from(qp, done, Counter::kCount, now);
-          break;
-        }
-      return;
-    }
-    retire_head(qp, WcStatus::kSuccess);
-  }
-}
-
 void Engine::Impl::sr_after_progress(Qp& qp) {
   sack_forget_below(qp);
   SrSendState& sr = qp.req.sr;

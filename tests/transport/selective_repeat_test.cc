@@ -4,9 +4,8 @@
  * hand-built frames go through Engine::on_frame, the engine's output is captured and
  * re-parsed. Responder: packets ahead of the expected PSN are placed where their SRETH says and
  * retired in order, ACKs carry the held PSNs; what cannot be placed is dropped and handled when
- * it arrives in order. Requester: only what the peer lacks is resent; READ responses ahead of
- * a lost one are placed and only the missing run is asked again; forged SACK bits are counted
- * and ignored. Bad input: an extension frame for a go-back-N QP.
+ * it arrives in order. Requester: only what the peer lacks is resent; forged SACK bits are
+ * counted and ignored. Bad input: an extension frame for a go-back-N QP.
  * Comment grammar (eRPC): "Receive X (in-order|duplicate|future)" / "Expect: ...".
  */
 #include <gtest/gtest.h>
@@ -198,53 +197,6 @@ TEST_F(SelectiveRepeatTest, RequesterResendsOnlyWhatThePeerLacks) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, WcStatus::kSuccess);
   EXPECT_EQ(t.counters.get(Counter::roce_adp_retrans), 1u);
-}
-
-TEST_F(SelectiveRepeatTest, ReadResponsesAheadOfALostOneArePlacedAndOnlyItIsAskedAgain) {
-  // Post a 4-packet READ into mem[0..4096) (PSNs 500..503); one request goes out.
-  std::memset(t.mem(), 0, 4 * kMtu);
-  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 4 * kMtu, 0x1000, 0xabc));
-  EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500}));
-  // Receive READ FIRST 500, then LAST 503 (in-order, then future: 501 and 502 lost)
-  // Expect: 503 placed at offset 3 KiB; a READ request for 501..502 alone (2 KiB at +1 KiB)
-  t.now = t.now + Duration::micros(5);
-  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseFirst, 500, bytes(kMtu, 0x10)));
-  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseLast, 503, bytes(kMtu, 0x13)));
-  EXPECT_EQ(t.mem()[3 * kMtu], 0x13);
-  t.tx();
-  ASSERT_FALSE(t.sink.empty());
-  Captured c = t.sink.pop();
-  EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaReadRequest);
-  EXPECT_EQ(c.p.psn.value(), 501u);
-  EXPECT_EQ(c.p.reth.va, 0x1000u + kMtu);
-  EXPECT_EQ(c.p.reth.dma_len, 2 * kMtu);
-  EXPECT_TRUE(t.sink.empty());
-  EXPECT_TRUE(t.cqes().empty());
-  // Receive the re-request's FIRST 501 and LAST 502
-  // Expect: the READ completes once with every byte where it belongs, nothing more is asked
-  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseFirst, 501, bytes(kMtu, 0x11)));
-  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseLast, 502, bytes(kMtu, 0x12)));
-  std::vector<Cqe> done = t.cqes();
-  ASSERT_EQ(done.size(), 1u);
-  EXPECT_EQ(done[0].status, WcStatus::kSuccess);
-  for (uint32_t k = 0; k < 4; ++k)
-    for (uint32_t b = 0; b < kMtu; ++b)
-      ASSERT_EQ(t.mem()[k * kMtu + b], 0x10 + k) << "packet " << k << " byte " << b;
-  EXPECT_TRUE(sent_psns().empty());
-  EXPECT_TRUE(t.canaries_intact());
-}
-
-TEST_F(SelectiveRepeatTest, AReadResponseOfTheWrongLengthAheadOfAGapIsFatal) {
-  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 4 * kMtu, 0x1000, 0xabc));
-  EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500}));
-  // Receive MIDDLE 502 with 100 bytes (future, and short)
-  // Expect: BAD_RESP_ERR, nothing placed
-  std::memset(t.mem(), 0, 4 * kMtu);
-  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseMiddle, 502, bytes(100, 0x77)));
-  std::vector<Cqe> c = t.cqes();
-  ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].status, WcStatus::kBadRespErr);
-  EXPECT_EQ(t.mem()[2 * kMtu], 0);
 }
 
 TEST_F(SelectiveRepeatTest, ForgedSackBitsAreCountedAndIgnored) {
