@@ -268,7 +268,7 @@ void drive_locked(Runtime* rt);
 /// The same, for a caller that has just read the clock (one read per call on the hot path).
 void drive_locked(Runtime* rt, Timestamp t);
 /// Progress after a post (ibv_post_send, ibv_wr_complete): sends what is ready; receives too
-/// unless the RX queue was polled less than kPostRxGap ago. Requires rt->mu.
+/// unless the RX queue was polled less than device::kPostRxGap ago. Requires rt->mu.
 void drive_post_locked(Runtime* rt, Timestamp t);
 /// Opens (or shares) the runtime of a device; nullptr + errno on failure (runtime.cc).
 Runtime* acquire_runtime(DeviceEntry* dev);

@@ -7,26 +7,11 @@
  *  - the application's own calls (post_send, post_recv, poll_cq, cq_ex start_poll) run
  *    progress_locked() a few times while it finds work;
  *  - a background thread per device, so that a passive side (the target of WRITE/READ, a
- *    process blocked in ibv_get_cq_event) still answers. Its policy follows the
- *    application's calls (Runtime::last_app_call):
- *      driving   the application called in less than kAppDriving ago (a post/poll loop):
- *                its calls make progress, so the thread only looks again later (sleeps from
- *                kFollowUpSleep, growing to kDrivingMaxSleep while it keeps calling);
- *      follow-up the application stopped calling less than kFollowUp ago (it spins on
- *                memory for the peer's WRITE, as ib_write_lat does, or computes): the peer's
- *                answer is due and nobody else receives it, so the thread polls every
- *                kFollowUpSleep, sleeping in between (spinning would take the core from the
- *                application, and the scheduler then lets it run for a whole slice);
- *      alone     otherwise it drives the engine itself: spins while there is work; when idle
- *                backs off: spin (kSpinRounds), then sched_yield (kYieldRounds), then sleeps
- *                doubling from 1 us to kMaxSleep; after kDeepIdle without work it sleeps
- *                kDeepSleep, after kDeeperIdle kDeeperSleep (an idle process then costs well
- *                under 5 % of a core). Spinning and yielding are for a core of its own: when
- *                the process is pinned to one CPU and its other threads keep it busy (an
- *                application spinning on memory), the thread polls as in the follow-up phase
- *                instead (AppCpu).
- *    Never past the engine's next deadline.
- * Units: nanoseconds (Timestamp), microseconds for the sleep constants.
+ *    process blocked in ibv_get_cq_event) still answers. What it does when is decided by
+ *    device::ProgressPolicy (lib/device/progress_policy.h, with its tuning constants) from the
+ *    clock and the application's calls (Runtime::last_app_call); this file reads the clock and
+ *    the process's CPU use (AppCpu), and steps, spins, yields or sleeps as told.
+ * Units: nanoseconds (Timestamp).
  */
 #include <sched.h>
 #include <sys/prctl.h>
@@ -40,6 +25,7 @@
 #include <random>
 #include <string>
 
+#include "device/progress_policy.h"
 #include "ports/ports.h"
 #include "verbs/gid_table.h"
 #include "verbs/objects.h"
@@ -55,35 +41,8 @@ namespace uroce::verbs {
 
 namespace {
 
-constexpr int kSpinRounds = 200;                      ///< idle polls before yielding
-constexpr int kYieldRounds = 16;                      ///< idle yields before sleeping
-constexpr Duration kMaxSleep = Duration::micros(64);  ///< longest sleep while recently busy
-constexpr Duration kDeepIdle = Duration::millis(10);  ///< no work for this long: deep idle
-constexpr Duration kDeepSleep = Duration::micros(250);
-constexpr Duration kDeeperIdle = Duration::seconds(1);
-/// Every wakeup of a sleeping thread costs CPU (on a VM, timer programming exits), so after a
-/// second of silence the thread wakes rarely, and an idle process costs little (bench/RESULTS.md,
-/// "idle process, 1024 QPs"). The price is up to 2 ms more for the first frame after a second
-/// of silence.
-constexpr Duration kDeeperSleep = Duration::millis(2);
-/// The application called within this: it is polling, and its calls make progress.
-constexpr Duration kAppDriving = Duration::micros(20);
-/// The application stopped calling within this: the peer's reply is probably due.
-constexpr Duration kFollowUp = Duration::micros(500);
-/// Between polls in the follow-up phase, and the first look-again while the application drives.
-/// Longer sleeps add their length to a latency test's round trip; much shorter ones make the
-/// thread lose its wakeup preemption of the spinning application, which then keeps the core
-/// for a whole time slice (ib_write_lat in bench/RESULTS.md).
-constexpr Duration kFollowUpSleep = Duration::micros(8);
-/// Longest look-again interval while the application keeps calling.
-constexpr Duration kDrivingMaxSleep = Duration::millis(1);
-constexpr size_t kRxBurst = 64;  ///< frames per RX burst
-constexpr int kDriveRounds = 4;  ///< progress steps per verbs call, at most
-/// A post looks at the RX queue only when nobody has for this long. Posting loops call in
-/// every microsecond or so; what they post goes out at once, while ACKs and the peer's
-/// requests still come in through the next poll_cq, post after a pause, or the progress thread.
-constexpr Duration kPostRxGap = Duration::micros(2);
-constexpr Duration kStatsRatePeriod = Duration::millis(100);  ///< QP rate refresh (stats)
+using device::kDriveRounds;
+using device::kRxBurst;
 
 std::mutex& runtime_mu() {
   static std::mutex mu;
@@ -230,7 +189,7 @@ void drive_locked(Runtime* rt) { drive_locked(rt, now()); }
 
 void drive_post_locked(Runtime* rt, Timestamp t) {
   if (rt->exiting) return;
-  if (t - rt->last_rx >= kPostRxGap) {
+  if (device::post_polls_rx(t, rt->last_rx)) {
     drive_locked(rt, t);
     return;
   }
@@ -243,10 +202,7 @@ void drive_locked(Runtime* rt, Timestamp t) {
   rt->last_app_call.store(t.ns, std::memory_order_relaxed);
   for (int i = 0; i < kDriveRounds; ++i) {
     Runtime::Progress p = rt->progress_locked(t);
-    // Another step helps only when this one left work behind: more frames wait in the RX
-    // queue (a full burst), or the port refused a frame the engine still has ready. A step
-    // that sent what was posted and received a few ACKs is the common, finished case.
-    if (p.rx < kRxBurst && (p.tx == 0 || !rt->engine->has_tx_work())) break;
+    if (!device::step_again(p.rx, p.tx, [rt] { return rt->engine->has_tx_work(); })) break;
   }
 }
 
@@ -312,100 +268,49 @@ void sleep_for(Duration d) {
   nanosleep(&ts, nullptr);
 }
 
-/// The sleep after the n-th look in a row that found the application driving: from
-/// kFollowUpSleep, doubling every 4 looks up to kDrivingMaxSleep. A throughput loop that calls
-/// in for milliseconds is then looked at about 1000 times a second: each look is a wakeup that
-/// takes CPU from the application's core, so frequent looks slow the loop they watch.
-constexpr int kDrivingLooksMax = 32;
-Duration driving_sleep(int n) {
-  return std::min(kFollowUpSleep * (int64_t{1} << (n / 4)), kDrivingMaxSleep);
-}
-
-/// The sleep after `quiet` without work: kMaxSleep, then kDeepSleep, then kDeeperSleep.
-Duration idle_sleep(Duration quiet) {
-  if (quiet > kDeeperIdle) return kDeeperSleep;
-  if (quiet > kDeepIdle) return kDeepSleep;
-  return kMaxSleep;
-}
-
-/// d, but not past `deadline` (seen at t).
-Duration until(Duration d, Timestamp deadline, Timestamp t) {
-  if (!deadline.is_never() && deadline - t < d) return deadline - t;
-  return d;
-}
-
 }  // namespace
 
 void Runtime::start_thread() {
   thread = std::thread([this] {
     prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);  // 5 us: short sleeps stay short
     pthread_setname_np(pthread_self(), "uroce-progress");
-    int idle = 0;
-    int driving = 0;  // looks in a row that found the application calling
+    using Action = device::ProgressPolicy::Action;
     AppCpu app_cpu;
-    // The application is driving (it calls in, or holds the engine): look again later.
-    auto look_again_later = [&driving] {
-      driving = std::min(driving + 1, kDrivingLooksMax);
-      sleep_for(driving_sleep(driving));
-    };
-    Timestamp last_work = now();
-    Timestamp last_rates = last_work;
+    device::ProgressPolicy policy(now());
     while (!stop.load(std::memory_order_relaxed)) {
-      Timestamp t = now();
-      const Duration since_app = t - Timestamp{last_app_call.load(std::memory_order_relaxed)};
-      if (since_app < kAppDriving && t - last_rates < kStatsRatePeriod) {
-        look_again_later();
+      const Timestamp t = now();
+      const device::ProgressPolicy::Decision look =
+          policy.look(t, Timestamp{last_app_call.load(std::memory_order_relaxed)});
+      if (look.action == Action::kSleep) {  // the application drives
+        sleep_for(look.sleep);
         continue;
       }
-      size_t work = 0;
-      Timestamp deadline = Timestamp::never();
-      // The counters for `uroce show` are due every kStatsRatePeriod: then wait for the lock.
-      const bool stats_due = t - last_rates >= kStatsRatePeriod;
-      if (stats_due) {
+      if (look.stats_due) {
         mu.lock();
-      } else if (!mu.try_lock()) {
-        look_again_later();  // an application call holds the engine
+      } else if (!mu.try_lock()) {  // an application call holds the engine
+        sleep_for(policy.engine_busy().sleep);
         continue;
       }
-      driving = 0;
-      const bool follow_up = since_app < kFollowUp || app_cpu.busy(t);
-      work = progress_locked(t).total();
-      // Only a sleep needs the deadline: skip it while the thread drives a busy engine alone.
-      if (work == 0 || follow_up) deadline = engine->next_deadline();
-      if (stats_due) {  // QP rates and counters for `uroce show`
+      const bool follow_up = policy.app_called_recently() || app_cpu.busy(t);
+      const size_t work = progress_locked(t).total();
+      Timestamp deadline = Timestamp::never();
+      if (device::ProgressPolicy::needs_deadline(work, follow_up))
+        deadline = engine->next_deadline();
+      if (look.stats_due) {  // QP rates and counters for `uroce show`
         stats_refresh_qps(this);
         check_port_health();
         stats_refresh_port(this);
         stats_refresh_capture(this);
-        last_rates = t;
       }
       mu.unlock();
-      if (work > 0) last_work = t;
-      if (follow_up) {
-        idle = kSpinRounds + kYieldRounds;  // once alone, sleep before spinning again
-        // Short polls while a reply may be due; a busy application that stopped calling long
-        // ago (it computes) gets the idle back-off instead.
-        Duration d = kFollowUpSleep;
-        if (since_app >= kFollowUp && t - last_work >= kFollowUp) d = idle_sleep(t - last_work);
-        sleep_for(until(d, deadline, t));
-        continue;
-      }
-      // Alone.
-      if (work > 0) {
-        idle = 0;
-        continue;
-      }
-      ++idle;
-      if (idle < kSpinRounds) {
-        cpu_relax();
-      } else if (idle < kSpinRounds + kYieldRounds) {
-        sched_yield();
-      } else {
-        int shift = std::min((idle - kSpinRounds - kYieldRounds) / 8, 6);
-        Duration d = std::min(Duration::micros(int64_t{1} << shift), kMaxSleep);
-        t = now();
-        if (t - last_work > kDeepIdle) d = idle_sleep(t - last_work);
-        sleep_for(until(d, deadline, t));
+      const device::ProgressPolicy::Decision next = policy.after_step(t, work, follow_up, deadline);
+      switch (next.action) {
+        case Action::kStep:
+        case Action::kAgain: break;
+        case Action::kSpin: cpu_relax(); break;
+        case Action::kYield: sched_yield(); break;
+        case Action::kSleep: sleep_for(next.sleep); break;
+        case Action::kBackOff: sleep_for(policy.back_off_sleep(now(), deadline)); break;
       }
     }
   });

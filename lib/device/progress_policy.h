@@ -1,0 +1,170 @@
+/**
+ * @file progress_policy.h
+ * @brief When a device's progress thread steps the engine, spins, yields or sleeps, and for how
+ * long: a sans-IO policy driven by injected time and by what the application and the last
+ * engine step did (docs/design.md, "Threads and progress").
+ *
+ * The thread that owns it (lib/verbs/runtime.cc) reads the clock, asks the policy, and does what
+ * the decision says. Phases, chosen from the application's calls (the time of its last post or
+ * poll):
+ *  - driving:   it called less than kAppDriving ago (a post/poll loop): its calls make progress,
+ *               so the thread only looks again later (kFollowUpSleep, doubling every 4 looks
+ *               up to kDrivingMaxSleep); the same when an application call holds the engine;
+ *  - follow-up: it stopped calling less than kFollowUp ago (it spins on memory for the peer's
+ *               WRITE, as ib_write_lat does, or computes), or its threads keep the one CPU the
+ *               process is pinned to busy: the thread steps, then sleeps kFollowUpSleep
+ *               (spinning would take the core from the application, which the scheduler then
+ *               lets run for a whole slice);
+ *  - alone:     the thread drives the engine itself: steps again at once while there is work;
+ *               when idle backs off: spins (kSpinRounds), yields (kYieldRounds), then sleeps
+ *               doubling from 1 us to kMaxSleep; kDeepSleep after kDeepIdle without work,
+ *               kDeeperSleep after kDeeperIdle.
+ * A sleep never goes past the engine's next deadline. Every kStatsRatePeriod a step waits for
+ * the engine lock so the statistics are refreshed even while the application drives.
+ *
+ * Application-driven progress (a verbs call stepping the engine itself) takes its bounds from
+ * here too: kRxBurst, kDriveRounds, kPostRxGap.
+ *
+ * Units: Timestamp/Duration (ns). Never reads a clock, sleeps or locks.
+ */
+#pragma once
+
+#include <cstddef>
+
+#include "common/time.h"
+
+namespace uroce::device {
+
+// Measurements are in bench/RESULTS.md under the heading named. Constants without one say so:
+// they are reasonable orders of magnitude, not tuned values.
+
+/// Idle rounds spun (a pause instruction each) before yielding: a frame arriving right after a
+/// burst is picked up without a scheduler call. No measurement of this value.
+inline constexpr int kSpinRounds = 200;
+/// Idle rounds yielded to the scheduler before sleeping. No measurement of this value.
+inline constexpr int kYieldRounds = 16;
+/// Longest sleep of the idle back-off while work was seen within kDeepIdle. No measurement of
+/// this value.
+inline constexpr Duration kMaxSleep = Duration::micros(64);
+/// No work for this long: sleep kDeepSleep. What the deep sleeps buy is the "idle process,
+/// 1024 QPs" row (CPU over 3 s without traffic, target under 5 % of a core); the thresholds
+/// themselves were not measured one by one.
+inline constexpr Duration kDeepIdle = Duration::millis(10);
+inline constexpr Duration kDeepSleep = Duration::micros(250);
+/// No work for this long: sleep kDeeperSleep. Every wakeup costs CPU, so after a second of
+/// silence the thread wakes rarely ("idle process, 1024 QPs"). The price is up to kDeeperSleep
+/// more for the first frame after a second of silence.
+inline constexpr Duration kDeeperIdle = Duration::seconds(1);
+inline constexpr Duration kDeeperSleep = Duration::millis(2);
+/// The application called within this: it is polling, and its calls make progress. Measured
+/// with the phases as a whole (2026-12-04 19:49 UTC, session 8: "the progress thread follows
+/// the application's calls"), not as a value of its own.
+inline constexpr Duration kAppDriving = Duration::micros(20);
+/// The application stopped calling within this: the peer's reply is probably due, and nobody
+/// else receives it. Measured with the phases as a whole (as kAppDriving).
+inline constexpr Duration kFollowUp = Duration::micros(500);
+/// Between polls in the follow-up phase, and the first look-again while the application drives.
+/// Longer sleeps add their length to a latency test's round trip; shorter ones make the thread
+/// lose its wakeup preemption of the spinning application, which then keeps the core for a
+/// whole time slice: 4 us gave ib_write_lat 1.4-1.8 ms typical (2026-12-02 19:20 UTC), 1 us
+/// 1.4-1.9 ms (2026-12-03 17:34 UTC).
+inline constexpr Duration kFollowUpSleep = Duration::micros(8);
+/// Longest look-again interval while the application keeps calling: a throughput loop is then
+/// looked at about 1000 times a second, each look a wakeup that takes CPU from the loop it
+/// watches. Measured with the phases as a whole (the ib_write_bw client's progress thread
+/// 17 % -> 4 % of its core, 2026-12-04 19:49 UTC), not as a value of its own.
+inline constexpr Duration kDrivingMaxSleep = Duration::millis(1);
+/// Looks in a row counted while the application drives (enough to reach kDrivingMaxSleep).
+inline constexpr int kDrivingLooksMax = 32;
+/// Statistics refresh period (QP rates, port counters, pause-storm watchdog) for `uroce show`.
+/// A freshness choice, not a performance one.
+inline constexpr Duration kStatsRatePeriod = Duration::millis(100);
+
+/// Frames per RX burst of one step. No measurement of this value.
+inline constexpr size_t kRxBurst = 64;
+/// Progress steps per verbs call, at most; another step runs only when the last left work
+/// (step_again). Measured with the rest of that change (2026-12-04 19:49 UTC: 64 B ib_write_bw
+/// over memif 0.63 -> 1.18 Mmsg/s), not as a value of its own.
+inline constexpr int kDriveRounds = 4;
+/// A post looks at the RX queue only when nobody has for this long. Posting loops call in every
+/// microsecond or so; what they post goes out at once, while ACKs and the peer's requests still
+/// come in through the next poll_cq, a post after a pause, or the progress thread. Measured
+/// with kDriveRounds (2026-12-04 19:49 UTC).
+inline constexpr Duration kPostRxGap = Duration::micros(2);
+
+/// Whether a post at t also polls RX, the RX queue last polled at last_rx.
+constexpr bool post_polls_rx(Timestamp t, Timestamp last_rx) { return t - last_rx >= kPostRxGap; }
+
+/// Whether a verbs call runs another step after one that received rx frames and sent tx: only
+/// when it left work behind (a full RX burst, or the port refused a frame the engine still has
+/// ready). tx_work_left() (the engine's has_tx_work) is asked only when that decides.
+template <typename F>
+bool step_again(size_t rx, size_t tx, F&& tx_work_left) {
+  return rx >= kRxBurst || (tx != 0 && tx_work_left());
+}
+
+/// The sleep after the n-th look in a row that found the application driving.
+Duration driving_sleep(int n);
+/// The sleep after `quiet` without work: kMaxSleep, then kDeepSleep, then kDeeperSleep.
+Duration idle_sleep(Duration quiet);
+/// d, but not past `deadline` (seen at t).
+Duration until(Duration d, Timestamp deadline, Timestamp t);
+
+/// The progress thread's policy and its phase state. One per thread; not thread-safe.
+class ProgressPolicy {
+ public:
+  /// What the thread does next.
+  enum class Action {
+    kStep,     ///< take the engine lock (wait for it when stats_due, else try) and step
+    kAgain,    ///< look again at once (the step found work)
+    kSpin,     ///< a pause instruction, then look again
+    kYield,    ///< yield the CPU to the scheduler, then look again
+    kSleep,    ///< sleep `sleep`, then look again
+    kBackOff,  ///< read the clock, sleep back_off_sleep(that time, deadline), look again
+  };
+  struct Decision {
+    Action action = Action::kStep;
+    Duration sleep{};        ///< kSleep: how long
+    bool stats_due = false;  ///< kStep: wait for the lock, refresh the statistics after the step
+  };
+
+  /// A thread started at `start` (no work seen yet, statistics just refreshed).
+  explicit ProgressPolicy(Timestamp start) : last_work_(start), last_rates_(start) {}
+
+  /// At the top of the loop, at t, the application's last call at last_app_call: kSleep (the
+  /// application drives) or kStep.
+  Decision look(Timestamp t, Timestamp last_app_call);
+  /// After look() said kStep without stats_due and the engine lock was taken by an application
+  /// call: look again later (kSleep).
+  Decision engine_busy();
+  /// After look(): whether the application called within kFollowUp, so the step follows it
+  /// whatever its CPU use (the caller then need not measure that).
+  bool app_called_recently() const { return since_app_ < kFollowUp; }
+  /// Whether after_step needs the engine's next deadline: only a sleep does, so a thread driving
+  /// a busy engine alone skips reading it.
+  static constexpr bool needs_deadline(size_t work, bool follow_up) {
+    return work == 0 || follow_up;
+  }
+  /// After the step at t (the time look() had) that moved `work` frames. follow_up: the step
+  /// follows the application (app_called_recently(), or its threads keep the one CPU the
+  /// process is pinned to busy). deadline: the engine's next deadline when needs_deadline(),
+  /// else anything. Returns kAgain, kSpin, kYield, kSleep or kBackOff.
+  Decision after_step(Timestamp t, size_t work, bool follow_up, Timestamp deadline);
+  /// The sleep of a kBackOff decision, the clock read again at t.
+  Duration back_off_sleep(Timestamp t, Timestamp deadline) const;
+
+  int idle_rounds() const { return idle_; }
+  Timestamp last_work() const { return last_work_; }
+
+ private:
+  Decision look_again_later();
+
+  int idle_ = 0;     ///< idle rounds in a row while alone
+  int driving_ = 0;  ///< looks in a row that found the application driving
+  Timestamp last_work_;
+  Timestamp last_rates_;  ///< last statistics refresh
+  Duration since_app_{};  ///< of the last look()
+  bool stats_due_ = false;
+};
+
+}  // namespace uroce::device
