@@ -119,11 +119,7 @@ Result<uint32_t> Engine::alloc_mw(uint32_t pd, MwType type) {
   return r->rkey;
 }
 
-Status Engine::dealloc_mw(uint32_t rkey) {
-  const MemoryWindow* mw = impl_->mrs.find_mw(rkey);
-  if (!mw || mw->rkey != rkey) return Status::not_found();
-  return impl_->mrs.dealloc_mw(rkey);
-}
+Status Engine::dealloc_mw(uint32_t rkey) { return impl_->mrs.dealloc_mw(rkey); }
 
 // ---- CQ -------------------------------------------------------------------------------------
 

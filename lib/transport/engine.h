@@ -173,7 +173,8 @@ class Engine {
   /// binds (SendWr::mw_rkey) and dealloc_mw. ENOENT: unknown pd; ENOMEM: kMaxMws windows.
   /// Binding is a send WR (IBV_WR_BIND_MW, both types) executed in order on the send queue.
   Result<uint32_t> alloc_mw(uint32_t pd, MwType type);
-  /// Frees a window, bound or not (as rxe). ENOENT: no window has this R_Key.
+  /// Frees a window, bound or not (as rxe), named by any of its R_Keys (the upper 24 bits).
+  /// ENOENT: no such window.
   Status dealloc_mw(uint32_t rkey);
 
   /// Completion queues of at least `depth` entries. destroy: EBUSY while a QP uses it.

@@ -217,7 +217,7 @@ Status MemoryTable::dealloc_mw(uint32_t rkey) {
 MwResult MemoryTable::bind_mw(uint32_t mw_rkey, uint32_t new_rkey, uint32_t qpn, uint32_t pd,
                               uint32_t mr_lkey, uint64_t addr, uint64_t len, uint32_t access) {
   MemoryWindow* mw = mw_at(mw_rkey);
-  if (!mw || mw->rkey != mw_rkey || mw->pd != pd) return MwResult::kBadMw;
+  if (!mw || mw->pd != pd) return MwResult::kBadMw;
   if ((new_rkey >> 8) != (mw_rkey >> 8)) return MwResult::kBadMw;
   if ((access & ~kRemoteAccess) != 0) return MwResult::kBadAccess;  // e.g. ZERO_BASED
   if (mw->type == MwType::kType2) {

@@ -110,11 +110,11 @@ class MemoryTable {
 
   /// Allocates an unbound window. ENOMEM: kMaxMws live windows.
   Result<MemoryWindow> alloc_mw(uint32_t pd, MwType type);
-  /// Frees the window whose current rkey this is. ENOENT: unknown.
+  /// Frees the window this rkey names (find_mw). ENOENT: unknown.
   Status dealloc_mw(uint32_t rkey);
   /// The live window this rkey names (upper 24 bits; the low 8 may differ), or nullptr.
   const MemoryWindow* find_mw(uint32_t rkey) const;
-  /// Binds the window named by mw_rkey (its current rkey) through QP qpn of PD pd to
+  /// Binds the window named by mw_rkey (find_mw) through QP qpn of PD pd to
   /// [addr, addr+len) of region mr_lkey with access bits, its rkey's low 8 bits becoming
   /// new_rkey's. Type 1 (ibv_bind_mw): len 0 unbinds. Type 2 (IBV_WR_BIND_MW): the window must
   /// be free (invalidated), and new_rkey must keep its upper 24 bits.
