@@ -53,6 +53,21 @@ constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAcce
                                   kAccessRemoteAtomic | kAccessMwBind;
 constexpr uint32_t kRemoteAccess = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 
+constexpr uint32_t kNoSlot = ~0u;
+
+/// A free slot of v (the last freed first), or a new one below max; kNoSlot when full.
+template <typename S>
+uint32_t take_slot(std::vector<S>& v, std::vector<uint32_t>& free, uint32_t max) {
+  if (!free.empty()) {
+    const uint32_t slot = free.back();
+    free.pop_back();
+    return slot;
+  }
+  if (v.size() >= max) return kNoSlot;
+  v.emplace_back();
+  return static_cast<uint32_t>(v.size() - 1);
+}
+
 }  // namespace
 
 MemoryTable::MemoryTable(uint64_t seed) : rng_(seed) {
@@ -79,15 +94,8 @@ Result<MemoryRegion> MemoryTable::reg(uint32_t pd, uint64_t addr, uint64_t len, 
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
     return Status::invalid();  // IBA §10.6.3.1 / ibv_reg_mr(3)
   if (addr + len < addr) return Status::invalid();
-  uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-  } else {
-    if (slots_.size() >= kMaxRegions) return Status::no_memory();
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  const uint32_t slot = take_slot(slots_, free_, kMaxRegions);
+  if (slot == kNoSlot) return Status::no_memory();
   Slot& s = slots_[slot];
   // Fresh tags; never let the keys equal 0 (some applications treat 0 as "no key"), and keep
   // kMwKeyBit of the R_Key clear (windows' R_Keys have it).
@@ -173,15 +181,8 @@ uint32_t MemoryTable::count_pd(uint32_t pd) const {
 // R_Key layout: kMwKeyBit | gen (7 bits) << 24 | slot (16 bits) << 8 | key (8 bits).
 
 Result<MemoryWindow> MemoryTable::alloc_mw(uint32_t pd, MwType type) {
-  uint32_t slot;
-  if (!mw_free_.empty()) {
-    slot = mw_free_.back();
-    mw_free_.pop_back();
-  } else {
-    if (mws_.size() >= kMaxMws) return Status::no_memory();
-    slot = static_cast<uint32_t>(mws_.size());
-    mws_.emplace_back();
-  }
+  const uint32_t slot = take_slot(mws_, mw_free_, kMaxMws);
+  if (slot == kNoSlot) return Status::no_memory();
   MwSlot& s = mws_[slot];
   s.gen = static_cast<uint8_t>((s.gen + 1) & 0x7f);
   const uint32_t key = static_cast<uint8_t>(next_tag());

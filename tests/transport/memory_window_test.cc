@@ -12,52 +12,30 @@
 #include <cstring>
 #include <vector>
 
-#include "support/two_engines.h"
+#include "support/rc_pair.h"
 
 namespace uroce::transport::testing {
 namespace {
 
-constexpr uint32_t kLocalRemote =
-    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 constexpr uint32_t kWin = 8192;     ///< window length
 constexpr uint64_t kWinOff = 4096;  ///< window start in B's region
 
 /// Ibv_inc_rkey(3): the next key of a window (the low 8 bits advance).
 uint32_t inc_rkey(uint32_t rkey) { return (rkey & 0xffffff00u) | ((rkey + 1) & 0xffu); }
 
-struct Mw {
-  explicit Mw(uint32_t b_access = kLocalRemote | kAccessMwBind) : h(7) {
-    QpAttr a;
-    a.path_mtu = 3;
-    a.timeout = 10;
-    a.retry_cnt = 3;
-    a.rnr_retry = 7;
-    a.min_rnr_timer = 1;
-    a.max_rd_atomic = 4;
-    a.max_dest_rd_atomic = 4;
-    auto q = h.connect(QpType::kRc, a, 64, 4, 64);
-    qa = q.first;
-    qb = q.second;
-    am.resize(1 << 16);
-    bm.resize(1 << 16);
-    fill_pattern(am.data(), am.size(), 1);
-    fill_pattern(bm.data(), bm.size(), 2);
-    ka = A().reg_mr(h.a().pd, addr(am), am.size(), kLocalRemote).value();
-    kb = B().reg_mr(h.b().pd, addr(bm), bm.size(), b_access).value();
-  }
-  static uint64_t addr(std::vector<uint8_t>& v) { return reinterpret_cast<uint64_t>(v.data()); }
-  Engine& A() { return *h.a().engine; }
-  Engine& B() { return *h.b().engine; }
+/// The RC pair with B's region open to windows (or with b_access); B binds, A accesses.
+struct Mw : Rc {
+  explicit Mw(uint32_t b_access = kAll | kAccessMwBind) : Rc(base(), kAll, b_access) {}
 
   /// Posts a bind of window mw_rkey (new key inc_rkey) on B's QP; returns the new rkey.
-  uint32_t bind(uint32_t mw_rkey, uint64_t off, uint64_t len, uint32_t access, uint32_t lkey = 0) {
+  uint32_t bind(uint32_t mw_rkey, uint64_t off, uint64_t len, uint32_t access) {
     SendWr w;
     w.wr_id = 77;
     w.opcode = WrOpcode::kBindMw;
     w.send_flags = kSendSignaled;
     w.mw_rkey = mw_rkey;
     w.rkey = inc_rkey(mw_rkey);
-    w.bind_lkey = lkey ? lkey : kb.lkey;
+    w.bind_lkey = kb.lkey;
     w.bind_addr = addr(bm) + off;
     w.bind_len = len;
     w.bind_access = access;
@@ -72,33 +50,7 @@ struct Mw {
     w.invalidate_rkey = rkey;
     return B().post_send(qb, w, h.now());
   }
-  /// A's WR of len bytes from am to B's address bm + off through rkey.
-  Status post_a(WrOpcode op, uint64_t id, uint32_t len, uint64_t off, uint32_t rkey,
-                uint32_t inv = 0) {
-    Sge sg{addr(am), len, ka.lkey};
-    SendWr w;
-    w.wr_id = id;
-    w.opcode = op;
-    w.send_flags = kSendSignaled;
-    w.sg = &sg;
-    w.num_sge = 1;
-    w.remote_addr = addr(bm) + off;
-    w.rkey = rkey;
-    w.invalidate_rkey = inv;
-    return A().post_send(qa, w, h.now());
-  }
-  std::vector<Cqe> wait(Engine& e, uint32_t cq, size_t n) {
-    std::vector<Cqe> out;
-    h.run_until(
-        [&] {
-          Cqe c[16];
-          size_t k = e.poll_cq(cq, c);
-          out.insert(out.end(), c, c + k);
-          return out.size() >= n;
-        },
-        Duration::seconds(10));
-    return out;
-  }
+  std::vector<Cqe> wait(Engine& e, uint32_t cq, size_t n) { return wait_cqes(e, cq, n); }
   /// B binds a type 2 window over [kWinOff, kWinOff + kWin) and its completion arrives.
   uint32_t bound_type2(uint32_t access) {
     uint32_t mw = B().alloc_mw(h.b().pd, MwType::kType2).value();
@@ -111,10 +63,11 @@ struct Mw {
     }
     return rkey;
   }
-  /// A's single WR through rkey completes with want; B's region is unchanged on failure.
+  /// A's single WR of len bytes to B's bm + off through rkey completes with want; B's region
+  /// is unchanged on failure.
   void expect_a(WrOpcode op, uint32_t len, uint64_t off, uint32_t rkey, WcStatus want) {
     std::vector<uint8_t> before = bm;
-    ASSERT_TRUE(post_a(op, 1, len, off, rkey));
+    ASSERT_TRUE(post(op, 1, len, addr(bm) + off, rkey));
     std::vector<Cqe> c = wait(A(), h.a().scq, 1);
     ASSERT_EQ(c.size(), 1u);
     EXPECT_EQ(c[0].status, want);
@@ -122,10 +75,11 @@ struct Mw {
       EXPECT_EQ(before, bm);
     }
   }
-  TwoEngines h;
-  uint32_t qa = 0, qb = 0;
-  std::vector<uint8_t> am, bm;
-  MrKeys ka, kb;
+  /// B posts a receive, A a 32-byte SEND_WITH_INV naming rkey.
+  void send_with_inv(uint32_t rkey) {
+    post_recv_b(5, 64);
+    ASSERT_TRUE(post(WrOpcode::kSendWithInv, 1, 32, 0, 0, 0, kSendSignaled, rkey));
+  }
 };
 
 TEST(MemoryWindow, Type2WriteAndReadThroughTheWindow) {
@@ -218,13 +172,7 @@ TEST(MemoryWindow, InvalidatedType2WindowBindsAgainWithANewKey) {
 TEST(MemoryWindow, SendWithInvalidateInvalidatesTheWindowAtTheResponder) {
   Mw t;
   uint32_t rkey = t.bound_type2(kAccessRemoteWrite);
-  Sge sg{Mw::addr(t.bm), 64, t.kb.lkey};
-  RecvWr r;
-  r.wr_id = 5;
-  r.sg = &sg;
-  r.num_sge = 1;
-  ASSERT_TRUE(t.B().post_recv(t.qb, r));
-  ASSERT_TRUE(t.post_a(WrOpcode::kSendWithInv, 1, 32, 0, 0, rkey));
+  t.send_with_inv(rkey);
   std::vector<Cqe> rc = t.wait(t.B(), t.h.b().rcq, 1);
   ASSERT_EQ(rc.size(), 1u);
   EXPECT_EQ(rc[0].status, WcStatus::kSuccess);
@@ -239,13 +187,7 @@ TEST(MemoryWindow, SendWithInvalidateInvalidatesTheWindowAtTheResponder) {
 TEST(MemoryWindow, SendWithInvalidateOfAnUnknownWindowIsInvalidRequest) {
   Mw t;
   uint32_t rkey = t.bound_type2(kAccessRemoteWrite);
-  Sge sg{Mw::addr(t.bm), 64, t.kb.lkey};
-  RecvWr r;
-  r.wr_id = 5;
-  r.sg = &sg;
-  r.num_sge = 1;
-  ASSERT_TRUE(t.B().post_recv(t.qb, r));
-  ASSERT_TRUE(t.post_a(WrOpcode::kSendWithInv, 1, 32, 0, 0, inc_rkey(rkey)));
+  t.send_with_inv(inc_rkey(rkey));
   std::vector<Cqe> sc = t.wait(t.A(), t.h.a().scq, 1);
   ASSERT_EQ(sc.size(), 1u);
   EXPECT_EQ(sc[0].status, WcStatus::kRemInvReqErr);
@@ -262,11 +204,11 @@ TEST(MemoryWindow, BindErrorsAreMwBindErrAndFlushTheRest) {
     uint32_t access;
   };
   const Case cases[] = {
-      {"region without MW_BIND", kLocalRemote, 0, 64, kAccessRemoteRead},
-      {"beyond the region", kLocalRemote | kAccessMwBind, (1 << 16) - 32, 64, kAccessRemoteRead},
+      {"region without MW_BIND", kAll, 0, 64, kAccessRemoteRead},
+      {"beyond the region", kAll | kAccessMwBind, (1 << 20) - 32, 64, kAccessRemoteRead},
       {"remote write without the region's local write", kAccessRemoteRead | kAccessMwBind, 0, 64,
        kAccessRemoteWrite},
-      {"zero-based window (not supported)", kLocalRemote | kAccessMwBind, 0, 64,
+      {"zero-based window (not supported)", kAll | kAccessMwBind, 0, 64,
        kAccessRemoteRead | (1u << 5)},
   };
   for (const Case& k : cases) {
