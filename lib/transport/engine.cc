@@ -110,6 +110,17 @@ Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t
 
 Status Engine::dereg_mr(uint32_t lkey) { return impl_->mrs.dereg(lkey); }
 
+Result<uint32_t> Engine::alloc_mw(uint32_t pd, MwType type) {
+  auto& pds = impl_->pds;
+  if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
+  if (type != MwType::kType1 && type != MwType::kType2) return Status::invalid();
+  auto r = impl_->mrs.alloc_mw(pd, type);
+  if (!r) return r.status();
+  return r->rkey;
+}
+
+Status Engine::dealloc_mw(uint32_t rkey) { return impl_->mrs.dealloc_mw(rkey); }
+
 // ---- CQ -------------------------------------------------------------------------------------
 
 Result<uint32_t> Engine::create_cq(uint32_t depth) {
@@ -532,22 +543,25 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
   }
   bool ok_op = false;
   switch (qp->type) {
-    case QpType::kRc:
-      ok_op = wr.opcode != WrOpcode::kLocalInv && wr.opcode != WrOpcode::kBindMw;
-      break;
+    case QpType::kRc: ok_op = true; break;
     case QpType::kUc:
       ok_op = wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm ||
-              wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm;
+              wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm ||
+              wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw;
       break;
     case QpType::kUd:
       ok_op = (wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm) && wr.ah;
       break;
   }
   if (!ok_op) return Status::invalid();
+  // A bind names an allocated window (ibv_post_send(3): EINVAL for a bad WR).
+  if (wr.opcode == WrOpcode::kBindMw && !m.mrs.find_mw(wr.mw_rkey)) return Status::invalid();
   if (wr.num_sge > qp->init.max_send_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
   uint64_t total = 0;
-  for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg[i].length;
-  bool inl = (wr.send_flags & kSendInline) && wr.opcode != WrOpcode::kRdmaRead &&
+  const bool local_op = wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw;
+  if (!local_op)
+    for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg[i].length;
+  bool inl = (wr.send_flags & kSendInline) && !local_op && wr.opcode != WrOpcode::kRdmaRead &&
              wr.opcode != WrOpcode::kAtomicCmpAndSwp && wr.opcode != WrOpcode::kAtomicFetchAndAdd;
   if (inl && total > qp->init.max_inline_data) return Status::invalid();
   if (qp->type == QpType::kUd && wr.ah && wr.ah->sgid_index >= m.cfg.gids.size())
@@ -563,10 +577,22 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
   w->signaled = (wr.send_flags & kSendSignaled) || qp->init.sq_sig_all;
   w->remote_addr = wr.remote_addr;
   w->rkey = wr.rkey;
-  w->imm = wr.opcode == WrOpcode::kSendWithInv ? wr.invalidate_rkey : wr.imm_data;
+  w->imm = wr.opcode == WrOpcode::kSendWithInv || wr.opcode == WrOpcode::kLocalInv
+               ? wr.invalidate_rkey
+               : wr.imm_data;
   w->compare_add = wr.compare_add;
   w->swap = wr.swap;
   w->num_sge = wr.num_sge;
+  if (is_local_op(*w)) {
+    // Local operations carry no data; a bind's fields go where SendWqe has room for them.
+    w->num_sge = 0;
+    if (wr.opcode == WrOpcode::kBindMw) {
+      w->imm = wr.mw_rkey;
+      w->remote_addr = wr.bind_addr;
+      w->compare_add = wr.bind_len;
+      w->swap = uint64_t{wr.bind_lkey} << 32 | wr.bind_access;
+    }
+  }
   w->inline_data = inl;
   if (qp->type == QpType::kUd) {
     w->av = *wr.ah;
@@ -587,7 +613,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
       dst += wr.sg[i].length;
     }
   } else {
-    std::copy_n(wr.sg, wr.num_sge, qp->req.sq_sges.data() + size_t{slot} * qp->init.max_send_sge);
+    std::copy_n(wr.sg, w->num_sge, qp->req.sq_sges.data() + size_t{slot} * qp->init.max_send_sge);
   }
   if (wr.opcode == WrOpcode::kRdmaRead) {
     // length is what is read into the SGEs.

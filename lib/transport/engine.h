@@ -169,6 +169,14 @@ class Engine {
   /// Keys stop working at once. ENOENT: unknown lkey.
   Status dereg_mr(uint32_t lkey);
 
+  /// Memory windows (ibv_alloc_mw(3)): returns the unbound window's R_Key, which names it in
+  /// binds (SendWr::mw_rkey) and dealloc_mw. ENOENT: unknown pd; ENOMEM: kMaxMws windows.
+  /// Binding is a send WR (IBV_WR_BIND_MW, both types) executed in order on the send queue.
+  Result<uint32_t> alloc_mw(uint32_t pd, MwType type);
+  /// Frees a window, bound or not (as rxe), named by any of its R_Keys (the upper 24 bits).
+  /// ENOENT: no such window.
+  Status dealloc_mw(uint32_t rkey);
+
   /// Completion queues of at least `depth` entries. destroy: EBUSY while a QP uses it.
   Result<uint32_t> create_cq(uint32_t depth);
   Status resize_cq(uint32_t cq, uint32_t depth);

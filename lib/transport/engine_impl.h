@@ -292,6 +292,8 @@ struct Engine::Impl {
   /// -1 sink full.
   int service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
   int service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
+  /// Executes the BIND_MW or LOCAL_INV WQE w of qp (requester.cc); its completion status.
+  WcStatus run_local_op(Qp& qp, const SendWqe& w);
   bool resolve(Qp& qp, NeighborResolver& neigh);
   void fill_template(Qp& qp);
   uint8_t prio_of(uint8_t dscp) const { return cfg.dscp_to_prio[dscp & 63] & 7; }

@@ -49,8 +49,24 @@ uint64_t splitmix64(uint64_t* s) {
   return z ^ (z >> 31);
 }
 
-constexpr uint32_t kKnownAccess =
-    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                                  kAccessRemoteAtomic | kAccessMwBind;
+constexpr uint32_t kRemoteAccess = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+
+constexpr uint32_t kNoSlot = ~0u;
+
+/// A free slot of v (the last freed first), or a new one below max; kNoSlot when full.
+template <typename S>
+uint32_t take_slot(std::vector<S>& v, std::vector<uint32_t>& free, uint32_t max) {
+  if (!free.empty()) {
+    const uint32_t slot = free.back();
+    free.pop_back();
+    return slot;
+  }
+  if (v.size() >= max) return kNoSlot;
+  v.emplace_back();
+  return static_cast<uint32_t>(v.size() - 1);
+}
 
 }  // namespace
 
@@ -78,21 +94,16 @@ Result<MemoryRegion> MemoryTable::reg(uint32_t pd, uint64_t addr, uint64_t len, 
   if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(access & kAccessLocalWrite))
     return Status::invalid();  // IBA §10.6.3.1 / ibv_reg_mr(3)
   if (addr + len < addr) return Status::invalid();
-  uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-  } else {
-    if (slots_.size() >= kMaxRegions) return Status::no_memory();
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.emplace_back();
-  }
+  const uint32_t slot = take_slot(slots_, free_, kMaxRegions);
+  if (slot == kNoSlot) return Status::no_memory();
   Slot& s = slots_[slot];
-  // Fresh tags; never let the keys equal 0 (some applications treat 0 as "no key").
+  // Fresh tags; never let the keys equal 0 (some applications treat 0 as "no key"), and keep
+  // kMwKeyBit of the R_Key clear (windows' R_Keys have it).
   do {
     s.ltag = next_tag();
     s.rtag = next_tag();
-  } while (make_key(slot, s.ltag, false) == 0 || make_key(slot, s.rtag, true) == 0);
+  } while (make_key(slot, s.ltag, false) == 0 || make_key(slot, s.rtag, true) == 0 ||
+           (make_key(slot, s.rtag, true) & kMwKeyBit));
   s.mr = MemoryRegion{
       addr, len, access, pd, make_key(slot, s.ltag, false), make_key(slot, s.rtag, true), true};
   return s.mr;
@@ -119,6 +130,7 @@ const MemoryRegion* MemoryTable::find_lkey(uint32_t lkey) const {
 }
 
 const MemoryRegion* MemoryTable::find_rkey(uint32_t rkey) const {
+  if (rkey & kMwKeyBit) return nullptr;
   uint32_t slot;
   uint16_t tag;
   decode(rkey, true, &slot, &tag);
@@ -145,8 +157,9 @@ AccessCheck MemoryTable::check_local(uint32_t lkey, uint32_t pd, uint64_t addr, 
 }
 
 AccessCheck MemoryTable::check_remote(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len,
-                                      uint32_t need) const {
+                                      uint32_t need, uint32_t qpn) const {
   if (len == 0) return AccessCheck::kOk;
+  if (rkey & kMwKeyBit) return check_mw(rkey, pd, va, len, need, qpn);
   const MemoryRegion* mr = find_rkey(rkey);
   if (!mr) return AccessCheck::kBadKey;
   if (mr->pd != pd) return AccessCheck::kBadPd;
@@ -159,7 +172,113 @@ uint32_t MemoryTable::count_pd(uint32_t pd) const {
   uint32_t n = 0;
   for (const Slot& s : slots_)
     if (s.mr.live && s.mr.pd == pd) ++n;
+  for (const MwSlot& s : mws_)
+    if (s.mw.live && s.mw.pd == pd) ++n;
   return n;
+}
+
+// ---- Memory windows -------------------------------------------------------------------------
+// R_Key layout: kMwKeyBit | gen (7 bits) << 24 | slot (16 bits) << 8 | key (8 bits).
+
+Result<MemoryWindow> MemoryTable::alloc_mw(uint32_t pd, MwType type) {
+  const uint32_t slot = take_slot(mws_, mw_free_, kMaxMws);
+  if (slot == kNoSlot) return Status::no_memory();
+  MwSlot& s = mws_[slot];
+  s.gen = static_cast<uint8_t>((s.gen + 1) & 0x7f);
+  const uint32_t key = static_cast<uint8_t>(next_tag());
+  s.mw = MemoryWindow{};
+  s.mw.type = type;
+  s.mw.pd = pd;
+  s.mw.rkey = kMwKeyBit | uint32_t{s.gen} << 24 | slot << 8 | key;
+  s.mw.live = true;
+  return s.mw;
+}
+
+MemoryWindow* MemoryTable::mw_at(uint32_t rkey) {
+  if (!(rkey & kMwKeyBit)) return nullptr;
+  const uint32_t slot = (rkey >> 8) & 0xffffu;
+  if (slot >= mws_.size()) return nullptr;
+  MwSlot& s = mws_[slot];
+  if (!s.mw.live || (s.mw.rkey >> 8) != (rkey >> 8)) return nullptr;
+  return &s.mw;
+}
+
+const MemoryWindow* MemoryTable::find_mw(uint32_t rkey) const {
+  return const_cast<MemoryTable*>(this)->mw_at(rkey);
+}
+
+Status MemoryTable::dealloc_mw(uint32_t rkey) {
+  MemoryWindow* mw = mw_at(rkey);
+  if (!mw) return Status::not_found();
+  mw->live = false;
+  mw_free_.push_back((rkey >> 8) & 0xffffu);
+  return Status::ok();
+}
+
+MwResult MemoryTable::bind_mw(uint32_t mw_rkey, uint32_t new_rkey, uint32_t qpn, uint32_t pd,
+                              uint32_t mr_lkey, uint64_t addr, uint64_t len, uint32_t access) {
+  MemoryWindow* mw = mw_at(mw_rkey);
+  if (!mw || mw->pd != pd) return MwResult::kBadMw;
+  if ((new_rkey >> 8) != (mw_rkey >> 8)) return MwResult::kBadMw;
+  if ((access & ~kRemoteAccess) != 0) return MwResult::kBadAccess;  // e.g. ZERO_BASED
+  if (mw->type == MwType::kType2) {
+    // IBA §10.6.7.2.2: a type 2 window is bound only while free (after an invalidation).
+    if (mw->state != MemoryWindow::State::kFree || len == 0) return MwResult::kBadMw;
+  }
+  if (len != 0) {
+    const MemoryRegion* mr = find_lkey(mr_lkey);
+    if (!mr || mr->pd != pd) return MwResult::kBadMr;
+    if (!(mr->access & kAccessMwBind)) return MwResult::kNoMwBind;
+    if (!in_bounds(*mr, addr, len)) return MwResult::kBadBounds;
+    // ibv_bind_mw(3): remote write and remote atomic require the region's local write.
+    if ((access & (kAccessRemoteWrite | kAccessRemoteAtomic)) && !(mr->access & kAccessLocalWrite))
+      return MwResult::kBadAccess;
+  }
+  mw->rkey = new_rkey;
+  if (len == 0) {  // type 1 unbind: the window stays allocated, reaching nothing
+    mw->state = MemoryWindow::State::kFree;
+    mw->mr_lkey = 0;
+    mw->addr = mw->len = 0;
+    mw->access = 0;
+    return MwResult::kOk;
+  }
+  mw->state = MemoryWindow::State::kValid;
+  mw->mr_lkey = mr_lkey;
+  mw->addr = addr;
+  mw->len = len;
+  mw->access = access;
+  mw->qpn = mw->type == MwType::kType2 ? qpn : 0;
+  return MwResult::kOk;
+}
+
+MwResult MemoryTable::invalidate_mw(uint32_t rkey, uint32_t qpn) {
+  MemoryWindow* mw = mw_at(rkey);
+  // Only type 2 windows are invalidated (a type 1 window by a bind only), with the exact
+  // current rkey, through the QP they are bound through (IBA §10.6.7.2.4).
+  if (!mw || mw->rkey != rkey || mw->type != MwType::kType2 ||
+      mw->state != MemoryWindow::State::kValid || mw->qpn != qpn)
+    return MwResult::kBadMw;
+  mw->state = MemoryWindow::State::kFree;
+  mw->mr_lkey = 0;
+  mw->addr = mw->len = 0;
+  mw->access = 0;
+  return MwResult::kOk;
+}
+
+AccessCheck MemoryTable::check_mw(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len,
+                                  uint32_t need, uint32_t qpn) const {
+  const MemoryWindow* mw = find_mw(rkey);
+  if (!mw || mw->rkey != rkey || mw->state != MemoryWindow::State::kValid)
+    return AccessCheck::kBadKey;
+  if (mw->pd != pd) return AccessCheck::kBadPd;
+  if (mw->type == MwType::kType2 && mw->qpn != qpn) return AccessCheck::kBadKey;  // type 2B
+  if (va < mw->addr || len > mw->len || va - mw->addr > mw->len - len)
+    return AccessCheck::kBadBounds;
+  if ((mw->access & need) != need) return AccessCheck::kBadAccess;
+  // The region behind the window must still be registered.
+  const MemoryRegion* mr = find_lkey(mw->mr_lkey);
+  if (!mr || mr->pd != pd || !in_bounds(*mr, va, len)) return AccessCheck::kBadKey;
+  return AccessCheck::kOk;
 }
 
 }  // namespace uroce::transport

@@ -33,6 +33,36 @@ struct MemoryRegion {
   bool live = false;  ///< registered (keys valid)
 };
 
+/// A memory window (IBA Vol 1 §10.6.7): a remote-access view of part of a region, reached by
+/// its own R_Key. Its rkey keeps the upper 24 bits for life; a bind sets the low 8 bits (the
+/// key the consumer chose, ibv_inc_rkey(3)).
+struct MemoryWindow {
+  enum class State : uint8_t {
+    kFree,   ///< type 2: allocated or invalidated, not bound; type 1: allocated, not bound
+    kValid,  ///< bound: [addr, addr+len) of the region with lkey mr_lkey
+  };
+  MwType type = MwType::kType1;
+  State state = State::kFree;
+  uint32_t pd = 0;
+  uint32_t rkey = 0;
+  uint32_t mr_lkey = 0;  ///< the bound region (checked live at every access)
+  uint64_t addr = 0;
+  uint64_t len = 0;
+  uint32_t access = 0;  ///< remote access bits granted through the window
+  uint32_t qpn = 0;     ///< type 2: the QP it is bound through (type 2B: only it may use it)
+  bool live = false;
+};
+
+/// Why a bind or an invalidation failed (the WR completes with an error status).
+enum class MwResult : uint8_t {
+  kOk,
+  kBadMw,      ///< unknown window, stale rkey, wrong PD or QP, wrong state or type
+  kBadMr,      ///< no live region with that lkey, or of another PD
+  kNoMwBind,   ///< the region lacks IBV_ACCESS_MW_BIND
+  kBadBounds,  ///< the window does not fit in the region
+  kBadAccess,  ///< rights the region cannot grant (remote write/atomic need its local write)
+};
+
 /// Result of an access check.
 enum class AccessCheck : uint8_t {
   kOk,
@@ -66,11 +96,33 @@ class MemoryTable {
                           uint32_t need) const;
   /// Checks a remote access [va, va+len) through rkey; need is kAccessRemoteWrite, Read or
   /// Atomic. A zero-length access is always allowed (IBA §9.4.4: no R_Key check for it).
-  AccessCheck check_remote(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len,
-                           uint32_t need) const;
+  /// A window's rkey (kMwKeyBit) is checked against the window (bound, its range and rights,
+  /// type 2 used through its own QP qpn) and the region behind it must still be live.
+  AccessCheck check_remote(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len, uint32_t need,
+                           uint32_t qpn) const;
 
-  /// Number of live regions of pd (for dealloc_pd's EBUSY).
+  /// Number of live regions and windows of pd (for dealloc_pd's EBUSY).
   uint32_t count_pd(uint32_t pd) const;
+
+  // ---- Memory windows (IBA Vol 1 §10.6.7; ibv_alloc_mw(3), ibv_bind_mw(3)) -----------------
+  // A window's R_Key has kMwKeyBit set; a region's never has, so one R_Key space serves both.
+  static constexpr uint32_t kMwKeyBit = 1u << 31;
+
+  /// Allocates an unbound window. ENOMEM: kMaxMws live windows.
+  Result<MemoryWindow> alloc_mw(uint32_t pd, MwType type);
+  /// Frees the window this rkey names (find_mw). ENOENT: unknown.
+  Status dealloc_mw(uint32_t rkey);
+  /// The live window this rkey names (upper 24 bits; the low 8 may differ), or nullptr.
+  const MemoryWindow* find_mw(uint32_t rkey) const;
+  /// Binds the window named by mw_rkey (find_mw) through QP qpn of PD pd to
+  /// [addr, addr+len) of region mr_lkey with access bits, its rkey's low 8 bits becoming
+  /// new_rkey's. Type 1 (ibv_bind_mw): len 0 unbinds. Type 2 (IBV_WR_BIND_MW): the window must
+  /// be free (invalidated), and new_rkey must keep its upper 24 bits.
+  MwResult bind_mw(uint32_t mw_rkey, uint32_t new_rkey, uint32_t qpn, uint32_t pd, uint32_t mr_lkey,
+                   uint64_t addr, uint64_t len, uint32_t access);
+  /// Invalidates the type 2 window with exactly this rkey bound through QP qpn (LOCAL_INV, or
+  /// a SEND_WITH_INV arriving on qpn).
+  MwResult invalidate_mw(uint32_t rkey, uint32_t qpn);
 
  private:
   struct Slot {
@@ -83,7 +135,17 @@ class MemoryTable {
   void decode(uint32_t key, bool remote, uint32_t* slot, uint16_t* tag) const;
   uint16_t next_tag();
 
+  struct MwSlot {
+    MemoryWindow mw;
+    uint8_t gen = 0;  ///< 7 bits in the rkey: a re-used slot's old rkeys stop matching
+  };
+  AccessCheck check_mw(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len, uint32_t need,
+                       uint32_t qpn) const;
+  MemoryWindow* mw_at(uint32_t rkey);
+
   std::vector<Slot> slots_;
+  std::vector<MwSlot> mws_;
+  std::vector<uint32_t> mw_free_;
   std::vector<uint32_t> free_;  ///< free slot indices (LIFO)
   uint64_t rng_;
   uint32_t lxor_, rxor_;

@@ -44,7 +44,9 @@ struct SendWqe {
   uint64_t swap = 0;
   uint32_t length = 0;  ///< total payload bytes (READ: bytes to read; atomic: 8)
   uint32_t rkey = 0;
-  uint32_t imm = 0;          ///< immediate data (network order as given) or invalidate rkey
+  /// immediate data (network order as given), the rkey to invalidate, or a bind's window rkey
+  /// (a bind also keeps its range in remote_addr/compare_add, its lkey<<32|access in swap)
+  uint32_t imm = 0;
   uint32_t remote_qpn = 0;   ///< UD
   uint32_t remote_qkey = 0;  ///< UD
   uint32_t num_sge = 0;
@@ -62,6 +64,11 @@ struct SendWqe {
   WcStatus local_error = WcStatus::kSuccess;  ///< detected locally; reported when at head
   AddressVector av;                           ///< UD only
 };
+
+/// BIND_MW and LOCAL_INV: executed by the requester in order, nothing on the wire.
+inline bool is_local_op(const SendWqe& w) {
+  return w.opcode == WrOpcode::kBindMw || w.opcode == WrOpcode::kLocalInv;
+}
 
 /// READ and atomic WRs: answered by responses, limited by max_rd_atomic.
 inline bool is_rd_atomic(const SendWqe& w) {

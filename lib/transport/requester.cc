@@ -62,6 +62,8 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
   if (qp.req.send_pos == qp.req.sq.tail_pos()) return false;
   const SendWqe& w = qp.req.sq.at_pos(qp.req.send_pos);
   if (w.local_error != WcStatus::kSuccess) return qp.req.send_pos == qp.req.sq.head_pos();
+  // A local operation runs once every earlier WR has completed (ordering, IBA §10.8.3).
+  if (is_local_op(w)) return qp.state == QpState::kRts && qp.req.send_pos == qp.req.sq.head_pos();
   if (!w.started) {
     if (qp.state == QpState::kSqd) return false;
     if (qp.type == QpType::kRc) {
@@ -112,6 +114,20 @@ bool Engine::Impl::wants_ackreq(const Qp& qp, const SendWqe& w, bool last, uint3
 }
 
 int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now) {
+  // Local operations at the head run here, then the first WR with packets goes on.
+  for (;;) {
+    SendWqe& h = qp.req.sq.at_pos(qp.req.send_pos);
+    if (!is_local_op(h) || h.local_error != WcStatus::kSuccess) break;
+    if (qp.req.send_pos != qp.req.sq.head_pos()) return 0;
+    const WcStatus st = run_local_op(qp, h);
+    if (st != WcStatus::kSuccess) {
+      h.local_error = st;  // the QP goes to the error state, as for any local error
+      check_head_error(qp);
+      return 0;
+    }
+    retire_head(qp, WcStatus::kSuccess);
+    if (!requester_has_packet(qp)) return 0;
+  }
   const uint32_t pos = qp.req.send_pos;
   SendWqe& w = qp.req.sq.at_pos(pos);
   if (w.local_error != WcStatus::kSuccess) {
@@ -307,6 +323,20 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     retire_head(qp, WcStatus::kSuccess);
   }
   return 1;
+}
+
+WcStatus Engine::Impl::run_local_op(Qp& qp, const SendWqe& w) {
+  if (w.opcode == WrOpcode::kLocalInv) {
+    // Only type 2 windows bound through this QP are invalidated (no fast-registered MRs);
+    // anything else fails as rxe fails it: LOC_QP_OP_ERR.
+    return mrs.invalidate_mw(w.imm, qp.qpn) == MwResult::kOk ? WcStatus::kSuccess
+                                                             : WcStatus::kLocQpOpErr;
+  }
+  const auto lkey = static_cast<uint32_t>(w.swap >> 32);
+  const auto access = static_cast<uint32_t>(w.swap);
+  const MwResult r =
+      mrs.bind_mw(w.imm, w.rkey, qp.qpn, qp.init.pd, lkey, w.remote_addr, w.compare_add, access);
+  return r == MwResult::kOk ? WcStatus::kSuccess : WcStatus::kMwBindErr;
 }
 
 void Engine::Impl::requester_timers(Qp& qp, Timestamp now) {

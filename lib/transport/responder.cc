@@ -143,7 +143,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       uint32_t n = packets_for(p.reth.dma_len, qp.mtu);
       if (diff(p.psn + (n - 1), qp.resp.epsn) >= 0) return;  // not inside what we answered
       if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
-      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead) !=
+      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead, qp.qpn) !=
           AccessCheck::kOk)
         return;
       RespItem* it = qp.resp.resp_q.push();
@@ -253,6 +253,15 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
                       WcStatus::kLocProtErr);
       return;
     }
+    if (info.is_end() && info.is(OpFlag::kInv) && mrs.find_mw(p.ieth_rkey) &&
+        mrs.invalidate_mw(p.ieth_rkey, qp.qpn) != MwResult::kOk) {
+      // SEND_WITH_INV naming a window it may not invalidate (a stale key, type 1, not bound,
+      // bound through another QP): an invalid request (rxe: RESPST_ERR_INVALIDATE_RKEY). A
+      // key that names no window is only reported in the completion, as before windows.
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kRemInvReqErr);
+      return;
+    }
     qp.resp.cur_off += len;
     if (info.is_end()) {
       qp.resp.rx_msg = ResponderState::RxMsg::kNone;
@@ -273,8 +282,8 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     }
   } else if (info.is(OpFlag::kWrite)) {
     if (info.is_start()) {
-      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite) !=
-          AccessCheck::kOk) {
+      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite,
+                           qp.qpn) != AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return;
@@ -305,7 +314,7 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     }
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
-      if (mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len, kAccessRemoteWrite) !=
+      if (mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len, kAccessRemoteWrite, qp.qpn) !=
           AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
@@ -330,7 +339,7 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
   } else if (info.is(OpFlag::kReadRequest)) {
     if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
     if (qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity()) return;
-    if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead) !=
+    if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead, qp.qpn) !=
         AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                       WcStatus::kSuccess);
@@ -362,7 +371,7 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
                       WcStatus::kSuccess);
       return;
     }
-    if (mrs.check_remote(a.rkey, pd, a.va, 8, kAccessRemoteAtomic) != AccessCheck::kOk) {
+    if (mrs.check_remote(a.rkey, pd, a.va, 8, kAccessRemoteAtomic, qp.qpn) != AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                       WcStatus::kSuccess);
       return;
@@ -481,8 +490,8 @@ void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
   } else {  // WRITE
     if (info.is_start()) {
       if (!(qp.attr.qp_access_flags & kAccessRemoteWrite) ||
-          mrs.check_remote(p.reth.rkey, qp.init.pd, p.reth.va, p.reth.dma_len,
-                           kAccessRemoteWrite) != AccessCheck::kOk) {
+          mrs.check_remote(p.reth.rkey, qp.init.pd, p.reth.va, p.reth.dma_len, kAccessRemoteWrite,
+                           qp.qpn) != AccessCheck::kOk) {
         inc(Counter::resp_remote_access_errors);
         drop_message();
         return;
@@ -503,8 +512,8 @@ void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
       return;
     }
     if (len) {
-      if (mrs.check_remote(qp.resp.wr_rkey, qp.init.pd, qp.resp.wr_va, len, kAccessRemoteWrite) !=
-          AccessCheck::kOk) {
+      if (mrs.check_remote(qp.resp.wr_rkey, qp.init.pd, qp.resp.wr_va, len, kAccessRemoteWrite,
+                           qp.qpn) != AccessCheck::kOk) {
         inc(Counter::resp_remote_access_errors);
         drop_message();
         return;

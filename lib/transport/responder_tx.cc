@@ -64,8 +64,8 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.psn = it.psn + idx;
       s.aeth.syndrome = kSynAck;
       // The region may have gone since the request was checked: check again per packet.
-      if (chunk && mrs.check_remote(it.rkey, qp.init.pd, it.va + off, chunk, kAccessRemoteRead) !=
-                       AccessCheck::kOk) {
+      if (chunk && mrs.check_remote(it.rkey, qp.init.pd, it.va + off, chunk, kAccessRemoteRead,
+                                    qp.qpn) != AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return 0;

@@ -45,11 +45,12 @@ bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
     if (!(qp.attr.qp_access_flags & kAccessRemoteWrite)) return false;
     const uint32_t rkey = info.is_start() ? p.reth.rkey : p.sreth.rkey;
     const uint64_t va = info.is_start() ? p.reth.va : p.sreth.place;
-    if (info.is_start() &&
-        mrs.check_remote(rkey, pd, va, p.reth.dma_len, kAccessRemoteWrite) != AccessCheck::kOk)
+    if (info.is_start() && mrs.check_remote(rkey, pd, va, p.reth.dma_len, kAccessRemoteWrite,
+                                            qp.qpn) != AccessCheck::kOk)
       return false;
     if (len == 0) return true;
-    if (mrs.check_remote(rkey, pd, va, len, kAccessRemoteWrite) != AccessCheck::kOk) return false;
+    if (mrs.check_remote(rkey, pd, va, len, kAccessRemoteWrite, qp.qpn) != AccessCheck::kOk)
+      return false;
     std::memcpy(reinterpret_cast<void*>(va), p.payload.data(), len);
     return true;
   }

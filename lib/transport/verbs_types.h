@@ -59,7 +59,12 @@ enum Access : uint32_t {
   kAccessRemoteWrite = 1 << 1,
   kAccessRemoteRead = 1 << 2,
   kAccessRemoteAtomic = 1 << 3,
+  kAccessMwBind = 1 << 4,  ///< memory windows may be bound to the region (ibv_reg_mr(3))
 };
+
+/// ibv_mw_type.
+enum class MwType : uint8_t { kType1 = 1, kType2 = 2 };
+inline constexpr uint32_t kMaxMws = 1u << 16;  ///< live memory windows per device (max_mw)
 
 /// ibv_mtu: 1=256 … 5=4096.
 inline constexpr uint32_t mtu_bytes(uint8_t ibv_mtu) { return 128u << ibv_mtu; }
@@ -201,6 +206,12 @@ struct SendWr {
   uint32_t rkey = 0;
   uint64_t compare_add = 0;  ///< atomic compare (CMP_SWP) or add (FETCH_ADD)
   uint64_t swap = 0;
+  // BIND_MW (ibv_send_wr.bind_mw): the window's current rkey; the rkey it gets is `rkey`
+  uint32_t mw_rkey = 0;
+  uint32_t bind_lkey = 0;  ///< the region (0 with bind_len 0: unbind a type 1 window)
+  uint64_t bind_addr = 0;
+  uint64_t bind_len = 0;
+  uint32_t bind_access = 0;  ///< Access bits granted through the window
   // UD only
   const AddressVector* ah = nullptr;
   uint32_t remote_qpn = 0;

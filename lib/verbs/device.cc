@@ -250,6 +250,10 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
       rt->engine->dereg_mr(m->mr.lkey);
       delete m;
     }
+    for (Mw* m : ctx->mws) {
+      rt->engine->dealloc_mw(m->mw.handle);
+      delete m;
+    }
     for (Ah* a : ctx->ahs) delete a;
     for (Pd* p : ctx->pds) {
       rt->engine->dealloc_pd(p->id);

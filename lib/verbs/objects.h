@@ -45,6 +45,7 @@ struct Ah;
 struct Channel;
 struct Cq;
 struct Mr;
+struct Mw;
 struct Pd;
 struct Qp;
 struct Srq;
@@ -159,6 +160,7 @@ struct Context {
   std::mutex obj_mu;
   std::unordered_set<Pd*> pds;
   std::unordered_set<Mr*> mrs;
+  std::unordered_set<Mw*> mws;
   std::unordered_set<Ah*> ahs;
   std::unordered_set<Channel*> channels;
   template <typename T>
@@ -191,6 +193,12 @@ struct Pd {
 
 struct Mr {
   ibv_mr mr;
+};
+
+/// A memory window; mw.handle is its R_Key at allocation (the engine names it by the upper 24
+/// bits, which no bind changes).
+struct Mw {
+  ibv_mw mw;
 };
 
 struct Channel {
@@ -302,6 +310,13 @@ void fill_device_attr(Context* ctx, ibv_device_attr* a);
 int op_poll_cq(ibv_cq* cq, int n, ibv_wc* wc);
 int op_req_notify_cq(ibv_cq* cq, int solicited_only);
 int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
+// memory windows (pd_mr.cc)
+ibv_mw* op_alloc_mw(ibv_pd* pd, ibv_mw_type type);
+int op_dealloc_mw(ibv_mw* mw);
+int op_bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
+/// Makes s a bind of mw to b, the window getting rkey (ibv_post_send, ibv_wr_bind_mw,
+/// ibv_bind_mw).
+void to_bind_wr(const ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info& b, transport::SendWr* s);
 int op_post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int op_post_srq_recv(ibv_srq* srq, ibv_recv_wr* wr, ibv_recv_wr** bad);
 int op_query_port(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len);

@@ -41,16 +41,9 @@ void fill_ops(Context* ctx) {
   o._compat_reg_mr = compat_stub;
   o._compat_rereg_mr = compat_stub;
   o._compat_dereg_mr = compat_stub;
-  // No memory windows; a type that does not exist is refused as bad input first (EINVAL).
-  o.alloc_mw = [](ibv_pd*, ibv_mw_type type) {
-    if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2) {
-      errno = EINVAL;
-      return static_cast<ibv_mw*>(nullptr);
-    }
-    return fail_null<ibv_mw>();
-  };
-  o.bind_mw = [](ibv_qp*, ibv_mw*, ibv_mw_bind*) { return EOPNOTSUPP; };
-  o.dealloc_mw = [](ibv_mw*) { return EOPNOTSUPP; };
+  o.alloc_mw = op_alloc_mw;
+  o.bind_mw = op_bind_mw;
+  o.dealloc_mw = op_dealloc_mw;
   o._compat_create_cq = compat_stub;
   o.poll_cq = op_poll_cq;
   o.req_notify_cq = op_req_notify_cq;

@@ -57,8 +57,9 @@ bool opcode_ok(ibv_qp_type type, int op) {
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
-    case IBV_WR_SEND_WITH_INV:
-    case IBV_WR_LOCAL_INV: return type == IBV_QPT_RC;
+    case IBV_WR_SEND_WITH_INV: return type == IBV_QPT_RC;
+    case IBV_WR_LOCAL_INV:
+    case IBV_WR_BIND_MW: return type == IBV_QPT_RC || type == IBV_QPT_UC;
     default: return false;
   }
 }
@@ -196,7 +197,7 @@ ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
                               IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                               IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
-                              IBV_QP_EX_WITH_SEND_WITH_INV;
+                              IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW;
     if (ia->send_ops_flags & ~kOps) {
       errno = EOPNOTSUPP;
       return nullptr;
@@ -240,6 +241,15 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
     } else if (q->qp_type != IBV_QPT_UD) {
       s.remote_addr = wr->wr.rdma.remote_addr;
       s.rkey = wr->wr.rdma.rkey;
+    }
+    if (wr->opcode == IBV_WR_BIND_MW) {
+      // ibv_bind_mw(3): a type 2 window is bound by this WR (a type 1 by ibv_bind_mw).
+      const ibv_mw* mw = wr->bind_mw.mw;
+      if (!mw || mw->type != IBV_MW_TYPE_2 || mw->context != q->context) {
+        ret = EINVAL;
+        break;
+      }
+      to_bind_wr(mw, wr->bind_mw.rkey, wr->bind_mw.bind_info, &s);
     }
     if (q->qp_type == IBV_QPT_UD) {
       if (!wr->wr.ud.ah) {

@@ -98,8 +98,14 @@ void wr_atomic_fetch_add(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, uint64_t ad
   it->wr.compare_add = add;
 }
 
-void wr_bind_mw(ibv_qp_ex* q, ibv_mw*, uint32_t, const ibv_mw_bind_info*) {
-  begin(q, t::WrOpcode::kBindMw, 0);  // memory windows are not supported: EINVAL at complete
+void wr_bind_mw(ibv_qp_ex* q, ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info* info) {
+  auto* it = begin(q, t::WrOpcode::kBindMw, IBV_QP_EX_WITH_BIND_MW);
+  Qp* qp = qx(q);
+  if (!mw || !info || mw->type != IBV_MW_TYPE_2) {  // as IBV_WR_BIND_MW in ibv_post_send
+    if (!qp->batch.error) qp->batch.error = EINVAL;
+    return;
+  }
+  to_bind_wr(mw, rkey, *info, &it->wr);
 }
 
 void wr_local_inv(ibv_qp_ex* q, uint32_t rkey) {

@@ -106,13 +106,15 @@ void fill_device_attr(Context* ctx, ibv_device_attr* a) {
   a->max_qp_wr = kMaxQpWr;
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
                         IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
-                        IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_RESIZE_MAX_WR | IBV_DEVICE_UD_IP_CSUM;
+                        IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_RESIZE_MAX_WR | IBV_DEVICE_UD_IP_CSUM |
+                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
   a->max_sge = static_cast<int>(transport::kMaxSge);
   a->max_sge_rd = static_cast<int>(transport::kMaxSge);
   a->max_cq = kMaxCq;
   a->max_cqe = kMaxCqe;
   a->max_mr = kMaxMr;
   a->max_pd = kMaxPd;
+  a->max_mw = static_cast<int>(transport::kMaxMws);
   a->max_qp_rd_atom = kMaxRdAtom;
   a->max_res_rd_atom = kMaxRdAtom * kMaxQp;
   a->max_qp_init_rd_atom = kMaxRdAtom;

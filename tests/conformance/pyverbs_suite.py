@@ -48,9 +48,6 @@ OTHER_VENDOR_REASONS = re.compile(r"(?i)\bmlx5\b|\bEFA\b|\bCUDA\b|\bdma-?buf\b|/
 # with the same reason; a limit that skips more tests than its count fails the run (a regression
 # hiding behind a limit), one that skips fewer means a feature arrived (lower the count).
 KNOWN_LIMITS = {
-    "mw": ([(r"Create MW is not supported", None),
-            (r"Extended QP is not supported on this device", r"\.test_qp_ex_rc_bind_mw$")], 7,
-           "memory windows (ibv_alloc_mw, ibv_bind_mw, IBV_WR_BIND_MW): not implemented"),
     "xrc": ([(r"Create XRCD is not supported", None)], 7,
             "XRC domains, XRC SRQs and XRC QPs: not implemented"),
     "odp": ([(r"ODP is not supported", None),

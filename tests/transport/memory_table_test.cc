@@ -50,7 +50,7 @@ TEST(MemoryTableTest, DeregKillsKeysAtOnceAndSlotReuseGetsNewKeys) {
   EXPECT_TRUE(t.dereg(r->lkey));
   EXPECT_EQ(t.find_lkey(r->lkey), nullptr);
   EXPECT_EQ(t.find_rkey(r->rkey), nullptr);
-  EXPECT_EQ(t.check_remote(r->rkey, 1, 0x1000, 8, kAccessRemoteWrite), AccessCheck::kBadKey);
+  EXPECT_EQ(t.check_remote(r->rkey, 1, 0x1000, 8, kAccessRemoteWrite, 0), AccessCheck::kBadKey);
   EXPECT_EQ(t.dereg(r->lkey), Status::not_found());
   auto r2 = t.reg(1, 0x1000, 64, kAll);
   ASSERT_TRUE(r2);
@@ -62,17 +62,17 @@ TEST(MemoryTableTest, BoundsAndAccess) {
   MemoryTable t(3);
   auto r = t.reg(5, 1000, 100, kAccessLocalWrite | kAccessRemoteRead);
   ASSERT_TRUE(r);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, 1000, 100, kAccessRemoteRead), AccessCheck::kOk);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, 1099, 1, kAccessRemoteRead), AccessCheck::kOk);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, 1099, 2, kAccessRemoteRead), AccessCheck::kBadBounds);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, 999, 1, kAccessRemoteRead), AccessCheck::kBadBounds);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, 1000, ~0ull, kAccessRemoteRead), AccessCheck::kBadBounds);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, ~0ull, 2, kAccessRemoteRead), AccessCheck::kBadBounds);
-  EXPECT_EQ(t.check_remote(r->rkey, 5, 1000, 8, kAccessRemoteWrite), AccessCheck::kBadAccess);
-  EXPECT_EQ(t.check_remote(r->rkey, 6, 1000, 8, kAccessRemoteRead), AccessCheck::kBadPd);
-  EXPECT_EQ(t.check_remote(r->rkey ^ 1, 5, 1000, 8, kAccessRemoteRead), AccessCheck::kBadKey);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, 1000, 100, kAccessRemoteRead, 0), AccessCheck::kOk);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, 1099, 1, kAccessRemoteRead, 0), AccessCheck::kOk);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, 1099, 2, kAccessRemoteRead, 0), AccessCheck::kBadBounds);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, 999, 1, kAccessRemoteRead, 0), AccessCheck::kBadBounds);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, 1000, ~0ull, kAccessRemoteRead, 0), AccessCheck::kBadBounds);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, ~0ull, 2, kAccessRemoteRead, 0), AccessCheck::kBadBounds);
+  EXPECT_EQ(t.check_remote(r->rkey, 5, 1000, 8, kAccessRemoteWrite, 0), AccessCheck::kBadAccess);
+  EXPECT_EQ(t.check_remote(r->rkey, 6, 1000, 8, kAccessRemoteRead, 0), AccessCheck::kBadPd);
+  EXPECT_EQ(t.check_remote(r->rkey ^ 1, 5, 1000, 8, kAccessRemoteRead, 0), AccessCheck::kBadKey);
   // Zero-length remote access needs no valid key (IBA §9.4.4).
-  EXPECT_EQ(t.check_remote(0xdeadbeef, 5, 0, 0, kAccessRemoteWrite), AccessCheck::kOk);
+  EXPECT_EQ(t.check_remote(0xdeadbeef, 5, 0, 0, kAccessRemoteWrite, 0), AccessCheck::kOk);
   EXPECT_EQ(t.check_local(r->lkey, 5, 1000, 100, kAccessLocalWrite), AccessCheck::kOk);
   EXPECT_EQ(t.check_local(r->lkey, 5, 1000, 101, 0), AccessCheck::kBadBounds);
   EXPECT_EQ(t.count_pd(5), 1u);

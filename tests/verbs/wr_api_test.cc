@@ -100,7 +100,8 @@ TEST_F(WrApiTest, SgeListReadAndAbort) {
 }
 
 TEST_F(WrApiTest, BuilderErrorsSurfaceAtComplete) {
-  // A setter without an opcode builder first, and an unsupported op (bind_mw): EINVAL.
+  // A setter without an opcode builder first, and an op the QP was not created with and
+  // given no window (bind_mw): EINVAL.
   ibv_wr_start(qx_);
   ibv_wr_set_sge(qx_, 0, 0, 0);
   EXPECT_EQ(ibv_wr_complete(qx_), EINVAL);
