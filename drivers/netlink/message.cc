@@ -74,9 +74,38 @@ void on_object(nl_object* obj, void* arg) {
   }
 }
 
+/// False for a route message whose RTA_MULTIPATH holds a next hop shorter than its own header
+/// or longer than what is left: libnl's parser (route_obj.c parse_multipath) advances by
+/// RTNH_ALIGN(rtnh_len), so a zero length makes it add next hops until memory runs out. The
+/// kernel never sends one; such a message is ignored whole.
+bool multipath_well_formed(const nlmsghdr* hdr) {
+  if (hdr->nlmsg_type != RTM_NEWROUTE && hdr->nlmsg_type != RTM_DELROUTE) return true;
+  // Headers are copied out (memcpy): attribute data carries no alignment guarantee.
+  const auto* base = reinterpret_cast<const uint8_t*>(hdr);
+  const size_t end = hdr->nlmsg_len;
+  size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(rtmsg));
+  while (off + sizeof(rtattr) <= end) {
+    rtattr a;
+    std::memcpy(&a, base + off, sizeof a);
+    if (a.rta_len < sizeof(rtattr) || off + a.rta_len > end) break;
+    if ((a.rta_type & NLA_TYPE_MASK) == RTA_MULTIPATH) {
+      const size_t stop = off + a.rta_len;
+      for (size_t p = off + RTA_LENGTH(0); p + sizeof(rtnexthop) <= stop;) {
+        rtnexthop nh;
+        std::memcpy(&nh, base + p, sizeof nh);
+        if (nh.rtnh_len < sizeof(rtnexthop) || p + nh.rtnh_len > stop) return false;
+        p += RTNH_ALIGN(nh.rtnh_len);
+      }
+    }
+    off += RTA_ALIGN(a.rta_len);
+  }
+  return true;
+}
+
 }  // namespace
 
 unsigned apply_message(NetdevState* state, nl_msg* msg) {
+  if (!multipath_well_formed(nlmsg_hdr(msg))) return kNoChange;
   Apply a{state, nlmsg_hdr(msg)->nlmsg_type};
   nl_msg_parse(msg, on_object, &a);
   return a.changes;
