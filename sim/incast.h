@@ -40,7 +40,7 @@ struct IncastSpec {
                 .xon_bytes = 300 * 1024,
                 .headroom_bytes = 256 * 1024};
   /// Congestion control on every host (kOff: none).
-  cc::Algorithm algorithm = cc::Algorithm::kDcqcn;
+  CcAlgorithm algorithm = CcAlgorithm::kDcqcn;
   dcqcn::DcqcnParams params = dcqcn::paper_preset();
   cc::DelayParams delay;  ///< kDelay, kDcqcnDelay
   transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
@@ -89,7 +89,7 @@ class IncastRun {
       cfg.gids = {host_gid(i)};
       cfg.link_speed_bps = s.rate_bps;
       cfg.key_seed = 500 + static_cast<uint64_t>(i);
-      cfg.cc = s.algorithm != cc::Algorithm::kOff ? cc_.back().get() : nullptr;
+      cfg.cc = s.algorithm != CcAlgorithm::kOff ? cc_.back().get() : nullptr;
       cfg.max_unacked_psns = s.max_unacked_psns;
       cfg.loss_recovery = s.recovery;
       std::string name = "h";

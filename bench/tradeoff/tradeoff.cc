@@ -36,7 +36,7 @@ using namespace uroce::sim;
 struct Config {
   const char* name;
   bool pfc, ecn;
-  cc::Algorithm algorithm;
+  CcAlgorithm algorithm;
   transport::LossRecovery recovery;
 };
 
@@ -76,7 +76,7 @@ IncastSpec spec(const Config& c, const Workload& w) {
 }  // namespace
 
 int main() {
-  using A = cc::Algorithm;
+  using A = CcAlgorithm;
   using R = transport::LossRecovery;
   const Config configs[] = {{"lossless", true, true, A::kDcqcn, R::kGoBackN},
                             {"ecn-gbn", false, true, A::kDcqcn, R::kGoBackN},

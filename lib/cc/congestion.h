@@ -16,26 +16,17 @@
 
 #include <cstdint>
 #include <memory>
-#include <optional>
-#include <string_view>
 #include <vector>
 
+#include "common/cc_algorithm.h"
 #include "common/time.h"
 
 namespace uroce::cc {
 
-/// Which reaction a QP runs. kDcqcnDelay runs both and sends at the lower of the two rates: DCQCN
-/// where switches mark ECN, the delay-based control where they do not.
-enum class Algorithm : uint8_t { kOff, kDcqcn, kDelay, kDcqcnDelay };
-
-/// "off", "dcqcn", "delay", "dcqcn+delay" (the configuration's spelling).
-std::string_view to_string(Algorithm a);
-std::optional<Algorithm> parse_algorithm(std::string_view s);
-
 /// What a QP's congestion control is doing, as tools show it. Rates in bit/s, 0 = unlimited;
 /// delays in ns, 0 = none measured.
 struct QpCcState {
-  Algorithm algorithm = Algorithm::kOff;
+  CcAlgorithm algorithm = CcAlgorithm::kOff;
   uint64_t rate_bps = 0;         ///< the rate in force (the pacer's)
   uint64_t target_rate_bps = 0;  ///< DCQCN target rate Rt
   double alpha = 0;              ///< DCQCN α

@@ -20,30 +20,14 @@ namespace {
 uint64_t to_bps(double r) { return std::isfinite(r) && r > 0 ? static_cast<uint64_t>(r) : 0; }
 }  // namespace
 
-std::string_view to_string(Algorithm a) {
-  switch (a) {
-    case Algorithm::kOff: return "off";
-    case Algorithm::kDcqcn: return "dcqcn";
-    case Algorithm::kDelay: return "delay";
-    case Algorithm::kDcqcnDelay: return "dcqcn+delay";
-  }
-  return "?";
-}
-
-std::optional<Algorithm> parse_algorithm(std::string_view s) {
-  for (Algorithm a :
-       {Algorithm::kOff, Algorithm::kDcqcn, Algorithm::kDelay, Algorithm::kDcqcnDelay})
-    if (s == to_string(a)) return a;
-  return std::nullopt;
-}
-
 class Factory::Qp final : public QpCongestion {
  public:
   Qp(Factory& f, uint32_t qpn, double speed) : f_(f), qpn_(qpn), pacer_(f.s_.burst_bytes) {
-    const Algorithm a = f.s_.algorithm;
-    if (a == Algorithm::kDcqcn || a == Algorithm::kDcqcnDelay)
+    const CcAlgorithm a = f.s_.algorithm;
+    if (a == CcAlgorithm::kDcqcn || a == CcAlgorithm::kDcqcnDelay)
       rp_ = dcqcn::make_congestion_control(f.s_.dcqcn, speed);
-    if (a == Algorithm::kDelay || a == Algorithm::kDcqcnDelay) delay_.emplace(f.s_.delay, speed);
+    if (a == CcAlgorithm::kDelay || a == CcAlgorithm::kDcqcnDelay)
+      delay_.emplace(f.s_.delay, speed);
     f_.qps_[qpn_] = this;
     sync();
   }

@@ -25,7 +25,7 @@ namespace uroce::cc {
 
 /// What a Factory builds.
 struct Settings {
-  Algorithm algorithm = Algorithm::kDcqcn;
+  CcAlgorithm algorithm = CcAlgorithm::kDcqcn;
   dcqcn::DcqcnParams dcqcn;  ///< the reaction point (kDcqcn, kDcqcnDelay) and the NP interval
   DelayParams delay;         ///< kDelay, kDcqcnDelay
   uint64_t burst_bytes = 0;  ///< the pacer's bucket depth (0: every frame spaced at the rate)
@@ -36,7 +36,7 @@ class Factory final : public CongestionFactory {
   explicit Factory(const Settings& s) : s_(s) {}
   /// DCQCN only.
   explicit Factory(const dcqcn::DcqcnParams& p, uint64_t burst_bytes = 0)
-      : s_{Algorithm::kDcqcn, p, {}, burst_bytes} {}
+      : s_{CcAlgorithm::kDcqcn, p, {}, burst_bytes} {}
 
   std::unique_ptr<QpCongestion> make_qp(uint32_t qpn, uint64_t link_speed_bps) override;
   std::unique_ptr<NotificationPoint> make_np() override;

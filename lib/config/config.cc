@@ -24,22 +24,12 @@ bool read_file(const std::string& path, std::string* out) {
 
 }  // namespace
 
-std::string_view to_string(Device::Cc c) {
-  switch (c) {
-    case Device::Cc::kDcqcn: return "dcqcn";
-    case Device::Cc::kDelay: return "delay";
-    case Device::Cc::kDcqcnDelay: return "dcqcn+delay";
-    case Device::Cc::kOff: return "off";
-  }
-  return "?";
-}
-
 std::string_view to_string(Device::LossRecovery r) {
   return r == Device::LossRecovery::kSelective ? "selective" : "go-back-n";
 }
 
-Device::Cc cc_in_force(const Device& dev) {
-  using Cc = Device::Cc;
+CcAlgorithm cc_in_force(const Device& dev) {
+  using Cc = CcAlgorithm;
   if (dev.dcqcn.enabled) return dev.congestion_control;
   if (dev.congestion_control == Cc::kDcqcn) return Cc::kOff;
   if (dev.congestion_control == Cc::kDcqcnDelay) return Cc::kDelay;

@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/cc_algorithm.h"
 #include "common/types.h"
 
 namespace uroce::config {
@@ -99,19 +100,17 @@ struct Device {
   /// How RC/UC senders react to congestion: DCQCN from CNPs (switches mark ECN), the
   /// delay-based control from measured round trips (switches mark nothing), both (each QP sends
   /// at the lower rate), or none. dcqcn.enabled = false takes DCQCN out of either choice.
-  enum class Cc : uint8_t { kDcqcn, kDelay, kDcqcnDelay, kOff } congestion_control = Cc::kDcqcn;
+  CcAlgorithm congestion_control = CcAlgorithm::kDcqcn;
   Pfc pfc;
   Dcqcn dcqcn;
   Delay delay;
 };
 
-/// "dcqcn", "delay", "dcqcn+delay", "off".
-std::string_view to_string(Device::Cc c);
 /// "go-back-n", "selective".
 std::string_view to_string(Device::LossRecovery r);
 /// The reaction the device's QPs run: congestion_control less DCQCN when dcqcn.enabled is
 /// false ("dcqcn" becomes "off", "dcqcn+delay" becomes "delay").
-Device::Cc cc_in_force(const Device& dev);
+CcAlgorithm cc_in_force(const Device& dev);
 
 /// The whole file.
 struct Config {

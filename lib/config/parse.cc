@@ -322,10 +322,9 @@ class Parser {
     constexpr std::string_view kCcAllowed = "\"dcqcn\", \"delay\", \"dcqcn+delay\", \"off\"";
     std::string cc(to_string(dev->congestion_control));
     if (!get_string(t, "congestion_control", "congestion_control", kCcAllowed, &cc)) return false;
-    for (Device::Cc c :
-         {Device::Cc::kDcqcn, Device::Cc::kDelay, Device::Cc::kDcqcnDelay, Device::Cc::kOff})
-      if (cc == to_string(c)) {
-        dev->congestion_control = c;
+    for (size_t i = 0; i < std::size(kCcAlgorithmNames); ++i)
+      if (cc == kCcAlgorithmNames[i]) {
+        dev->congestion_control = static_cast<CcAlgorithm>(i);
         return true;
       }
     return fail_b("congestion_control", "\"" + cc + "\" is not a congestion control", kCcAllowed);

@@ -28,7 +28,7 @@ void apply_profile(std::string_view name, Device* dev) {
     dev->pfc.xon_bytes = 0;
     dev->ecn = true;
     dev->dcqcn.enabled = true;
-    dev->congestion_control = Device::Cc::kDcqcnDelay;
+    dev->congestion_control = CcAlgorithm::kDcqcnDelay;
     dev->loss_recovery = Device::LossRecovery::kSelective;
   } else if (name == "hpc") {
     make_lossless(dev, 64 * 1024, 32 * 1024);

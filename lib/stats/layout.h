@@ -131,8 +131,6 @@ inline constexpr std::string_view kQpTypeNames[] = {"RC", "UC", "UD"};
 inline constexpr std::string_view kQpStateNames[] = {"RESET", "INIT", "RTR", "RTS",
                                                      "SQD",   "SQE",  "ERR"};
 
-/// QpRecord::cc: the QP's congestion control (lib/cc Algorithm order).
-inline constexpr std::string_view kCcNames[] = {"off", "dcqcn", "delay", "dcqcn+delay"};
 /// QpRecord::flags.
 inline constexpr uint32_t kQpFlagDelayInForce = 1;  ///< the delay-based rate limits the QP
 inline constexpr uint32_t kQpFlagSelective = 2;     ///< RC loss recovery by selective repeat
@@ -155,7 +153,7 @@ struct QpRecord {
   uint64_t delay_mbps;   ///< the delay-based control's rate, Mb/s (double bits; 0 = not limiting)
   uint64_t rtt_us;       ///< last round-trip sample, µs (double bits; 0 = none)
   uint64_t target_us;    ///< the delay control's target delay, µs (double bits; 0 = none)
-  uint32_t cc;           ///< congestion control, index into kCcNames
+  uint32_t cc;           ///< congestion control, a CcAlgorithm value (common/cc_algorithm.h)
   uint32_t flags;        ///< kQpFlag*
   uint64_t counters[kQpCounterCount];  ///< qp_stats.def
 

@@ -49,7 +49,7 @@ ConfigSummary summarize(const config::Device& dev, const std::string& source,
   std::string err;
   (void)dcqcn::apply_overrides(&params, dev.dcqcn.params, &err);  // validated at load time
   set_text(s.dcqcn_mode, dev.dcqcn.enabled ? dev.dcqcn.mode : std::string("off"));
-  set_text(s.congestion_control, config::to_string(config::cc_in_force(dev)));
+  set_text(s.congestion_control, to_string(config::cc_in_force(dev)));
   set_text(s.loss_recovery, config::to_string(dev.loss_recovery));
   s.delay = {dev.delay.target_queue_us, dev.delay.base_rtt_us,  dev.delay.ai_mbps, dev.delay.beta,
              dev.delay.max_mdf,         dev.delay.min_rate_mbps};

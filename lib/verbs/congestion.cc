@@ -13,22 +13,11 @@
 
 namespace uroce::verbs {
 
-cc::Algorithm algorithm_of(const config::Device& dev) {
-  using C = config::Device::Cc;
-  switch (config::cc_in_force(dev)) {
-    case C::kDcqcn: return cc::Algorithm::kDcqcn;
-    case C::kDelay: return cc::Algorithm::kDelay;
-    case C::kDcqcnDelay: return cc::Algorithm::kDcqcnDelay;
-    case C::kOff: break;
-  }
-  return cc::Algorithm::kOff;
-}
-
 std::unique_ptr<cc::CongestionFactory> make_congestion(const config::Device& dev,
                                                        std::string* err) {
   cc::Settings s;
-  s.algorithm = algorithm_of(dev);
-  if (s.algorithm == cc::Algorithm::kOff) return nullptr;
+  s.algorithm = config::cc_in_force(dev);
+  if (s.algorithm == CcAlgorithm::kOff) return nullptr;
   s.dcqcn = dev.dcqcn.mode == "paper" ? dcqcn::paper_preset() : dcqcn::nvidia_firmware_preset();
   std::string why;
   if (!dcqcn::apply_overrides(&s.dcqcn, dev.dcqcn.params, &why) ||

@@ -14,9 +14,6 @@
 
 namespace uroce::verbs {
 
-/// The reaction the device's QPs run (config::cc_in_force).
-cc::Algorithm algorithm_of(const config::Device& dev);
-
 /// The factory for dev, or nullptr when it runs no congestion control. A bad parameter
 /// (lib/config validates names and ranges; lib/dcqcn its own) returns nullptr with *err set
 /// to one line.

@@ -416,7 +416,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
                          : transport::LossRecovery::kGoBackN;
   ec.vlan = dev->cfg.vlan;
 #ifdef UROCE_HAVE_DCQCN
-  if (algorithm_of(dev->cfg) != cc::Algorithm::kOff) {
+  if (config::cc_in_force(dev->cfg) != CcAlgorithm::kOff) {
     std::string cerr;
     rt->cc = make_congestion(dev->cfg, &cerr);
     if (!rt->cc) {

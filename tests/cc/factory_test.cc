@@ -46,7 +46,7 @@ TEST(CcFactory, DcqcnTargetRateAndAlphaAreVisibleForTools) {
   EXPECT_EQ(q->state(t).target_rate_bps, kLine);
   q->on_cnp(t);
   const QpCcState s = q->state(t);
-  EXPECT_EQ(s.algorithm, Algorithm::kDcqcn);
+  EXPECT_EQ(s.algorithm, CcAlgorithm::kDcqcn);
   EXPECT_LT(s.rate_bps, kLine);
   EXPECT_EQ(s.target_rate_bps, kLine);
   EXPECT_GT(s.alpha, 0.0);
@@ -107,7 +107,7 @@ TEST(CcFactory, NotificationPointPacesCnpsPerQp) {
   EXPECT_TRUE(np->on_ce_marked(1, t + Duration::micros(200)));  // the gap has passed
 }
 
-Settings delay_settings(Algorithm a) {
+Settings delay_settings(CcAlgorithm a) {
   Settings s;
   s.algorithm = a;
   s.dcqcn = dcqcn::nvidia_firmware_preset();
@@ -118,7 +118,7 @@ Settings delay_settings(Algorithm a) {
 }
 
 TEST(CcFactory, DelayAloneCutsOnRoundTripsAndIgnoresCnps) {
-  Factory f(delay_settings(Algorithm::kDelay));
+  Factory f(delay_settings(CcAlgorithm::kDelay));
   std::unique_ptr<QpCongestion> q = f.make_qp(7, kLine);
   q->on_cnp(us(1));
   EXPECT_EQ(q->rate_bps(), 0u);  // no DCQCN: a CNP changes nothing
@@ -127,7 +127,7 @@ TEST(CcFactory, DelayAloneCutsOnRoundTripsAndIgnoresCnps) {
   q->on_rtt(Duration::micros(30), us(100));
   EXPECT_EQ(q->rate_bps(), kLine * 6 / 10);
   const QpCcState s = q->state(us(100));
-  EXPECT_EQ(s.algorithm, Algorithm::kDelay);
+  EXPECT_EQ(s.algorithm, CcAlgorithm::kDelay);
   EXPECT_TRUE(s.delay_in_force);
   EXPECT_EQ(s.delay_rate_bps, kLine * 6 / 10);
   EXPECT_EQ(s.rtt_ns, 30'000);
@@ -139,7 +139,7 @@ TEST(CcFactory, DelayAloneCutsOnRoundTripsAndIgnoresCnps) {
 }
 
 TEST(CcFactory, BothSendAtTheLowerRate) {
-  Factory f(delay_settings(Algorithm::kDcqcnDelay));
+  Factory f(delay_settings(CcAlgorithm::kDcqcnDelay));
   std::unique_ptr<QpCongestion> q = f.make_qp(8, kLine);
   // The delay control cuts to 0.6 of line rate; DCQCN still at line rate.
   q->on_rtt(Duration::micros(30), us(100));
@@ -150,17 +150,10 @@ TEST(CcFactory, BothSendAtTheLowerRate) {
   for (int i = 0; i < 4 && q->rate_bps() == kLine * 6 / 10; ++i) q->on_timer(q->next_deadline());
   EXPECT_LT(q->rate_bps(), kLine * 6 / 10);
   const QpCcState s = q->state(us(300));
-  EXPECT_EQ(s.algorithm, Algorithm::kDcqcnDelay);
+  EXPECT_EQ(s.algorithm, CcAlgorithm::kDcqcnDelay);
   EXPECT_FALSE(s.delay_in_force);
   EXPECT_EQ(s.delay_rate_bps, kLine * 6 / 10);
   EXPECT_EQ(s.rate_bps, q->rate_bps());
-}
-
-TEST(CcFactory, AlgorithmNames) {
-  for (Algorithm a :
-       {Algorithm::kOff, Algorithm::kDcqcn, Algorithm::kDelay, Algorithm::kDcqcnDelay})
-    EXPECT_EQ(parse_algorithm(to_string(a)), a);
-  EXPECT_EQ(parse_algorithm("timely"), std::nullopt);
 }
 
 }  // namespace

@@ -305,19 +305,19 @@ TEST(ConfigParse, CongestionControlAndDelayKnobs) {
   std::string err;
   auto d = parse(device(""), kSource, &err);
   ASSERT_TRUE(d.has_value()) << err;
-  EXPECT_EQ(d->devices[0].congestion_control, Device::Cc::kDcqcn);
-  EXPECT_EQ(cc_in_force(d->devices[0]), Device::Cc::kDcqcn);
+  EXPECT_EQ(d->devices[0].congestion_control, CcAlgorithm::kDcqcn);
+  EXPECT_EQ(cc_in_force(d->devices[0]), CcAlgorithm::kDcqcn);
   // The lossy profile: DCQCN where switches mark ECN, the delay-based control otherwise.
   auto lossy = parse(device("profile = \"lossy\""), kSource, &err);
   ASSERT_TRUE(lossy.has_value()) << err;
-  EXPECT_EQ(lossy->devices[0].congestion_control, Device::Cc::kDcqcnDelay);
+  EXPECT_EQ(lossy->devices[0].congestion_control, CcAlgorithm::kDcqcnDelay);
   auto c = parse(device("congestion_control = \"delay\"\n[device.delay]\ntarget_queue_us = "
                         "25\nbase_rtt_us = 8.5\nai_mbps = 100\nbeta = 0.5\nmax_mdf = 0.25\n"
                         "min_rate_mbps = 10"),
                  kSource, &err);
   ASSERT_TRUE(c.has_value()) << err;
   const Device& dev = c->devices[0];
-  EXPECT_EQ(dev.congestion_control, Device::Cc::kDelay);
+  EXPECT_EQ(dev.congestion_control, CcAlgorithm::kDelay);
   EXPECT_DOUBLE_EQ(dev.delay.target_queue_us, 25);
   EXPECT_DOUBLE_EQ(dev.delay.base_rtt_us, 8.5);
   EXPECT_DOUBLE_EQ(dev.delay.ai_mbps, 100);
@@ -328,10 +328,21 @@ TEST(ConfigParse, CongestionControlAndDelayKnobs) {
   auto off = parse(device("congestion_control = \"dcqcn+delay\"\n[device.dcqcn]\nenabled = false"),
                    kSource, &err);
   ASSERT_TRUE(off.has_value()) << err;
-  EXPECT_EQ(cc_in_force(off->devices[0]), Device::Cc::kDelay);
+  EXPECT_EQ(cc_in_force(off->devices[0]), CcAlgorithm::kDelay);
   auto none = parse(device("[device.dcqcn]\nenabled = false"), kSource, &err);
   ASSERT_TRUE(none.has_value()) << err;
-  EXPECT_EQ(cc_in_force(none->devices[0]), Device::Cc::kOff);
+  EXPECT_EQ(cc_in_force(none->devices[0]), CcAlgorithm::kOff);
+}
+
+TEST(ConfigParse, EveryCongestionControlNameParsesToItsValue) {
+  std::string err;
+  for (size_t i = 0; i < std::size(kCcAlgorithmNames); ++i) {
+    auto c = parse(device("congestion_control = \"" + std::string(kCcAlgorithmNames[i]) + "\""),
+                   kSource, &err);
+    ASSERT_TRUE(c.has_value()) << err;
+    EXPECT_EQ(c->devices[0].congestion_control, static_cast<CcAlgorithm>(i));
+    EXPECT_EQ(to_string(c->devices[0].congestion_control), kCcAlgorithmNames[i]);
+  }
 }
 
 TEST(ConfigErrors, CongestionControlValues) {

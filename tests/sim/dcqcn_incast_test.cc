@@ -165,7 +165,7 @@ TEST(DcqcnIncastTest, FlowJoinCutsDeepAndRecoversSlowly) {
 
 TEST(DcqcnIncastTest, WithoutDcqcnIncastTriggersPfcPauses) {
   IncastSpec s;
-  s.algorithm = cc::Algorithm::kOff;
+  s.algorithm = CcAlgorithm::kOff;
   s.run = Duration::millis(20);
   s.csv_name = "incast_2to1_40g_no_dcqcn.csv";
   IncastRun r(s);

@@ -24,7 +24,7 @@
 namespace uroce::sim::test {
 namespace {
 
-IncastSpec lossy_incast(cc::Algorithm a) {
+IncastSpec lossy_incast(CcAlgorithm a) {
   IncastSpec s;
   s.senders = 16;
   s.ecn.enabled = false;
@@ -57,7 +57,7 @@ void print(const char* name, IncastRun& r, double from_us) {
 }
 
 TEST(DelayIncastTest, SixteenToOneWithoutEcnKeepsTheQueueNearTheTarget) {
-  IncastSpec s = lossy_incast(cc::Algorithm::kDelay);
+  IncastSpec s = lossy_incast(CcAlgorithm::kDelay);
   s.csv_name = "incast_16to1_40g_delay.csv";
   IncastRun r(s);
   ASSERT_TRUE(r.run()) << r.error();
@@ -70,7 +70,7 @@ TEST(DelayIncastTest, SixteenToOneWithoutEcnKeepsTheQueueNearTheTarget) {
 }
 
 TEST(DelayIncastTest, WithoutCongestionControlTheBufferFillsAndDrops) {
-  IncastSpec s = lossy_incast(cc::Algorithm::kOff);
+  IncastSpec s = lossy_incast(CcAlgorithm::kOff);
   s.csv_name = "incast_16to1_40g_no_cc.csv";
   IncastRun r(s);
   ASSERT_TRUE(r.run()) << r.error();
@@ -82,7 +82,7 @@ TEST(DelayIncastTest, WithoutCongestionControlTheBufferFillsAndDrops) {
 TEST(DelayIncastTest, BothReactionsWithoutEcnBehaveAsTheDelayControl) {
   // dcqcn+delay (the lossy profile's choice) where no switch marks: DCQCN never cuts, the
   // delay control keeps the queue short.
-  IncastSpec s = lossy_incast(cc::Algorithm::kDcqcnDelay);
+  IncastSpec s = lossy_incast(CcAlgorithm::kDcqcnDelay);
   IncastRun r(s);
   ASSERT_TRUE(r.run()) << r.error();
   print("16:1 dcqcn+delay, no ECN", r, 5'000);
@@ -93,7 +93,7 @@ TEST(DelayIncastTest, BothReactionsWithoutEcnBehaveAsTheDelayControl) {
 
 TEST(DelayIncastTest, ShortFlowBesideTheIncastCompletesQuickly) {
   std::vector<double> p99;
-  for (cc::Algorithm a : {cc::Algorithm::kDelay, cc::Algorithm::kOff}) {
+  for (CcAlgorithm a : {CcAlgorithm::kDelay, CcAlgorithm::kOff}) {
     IncastSpec s = lossy_incast(a);
     s.short_bytes = 4096;
     IncastRun r(s);
@@ -102,7 +102,7 @@ TEST(DelayIncastTest, ShortFlowBesideTheIncastCompletesQuickly) {
     ASSERT_GT(f.completion_times().size(), 10u);
     p99.push_back(percentile_us(f.completion_times(), 0.99));
     std::printf("short 4 KB flow beside 16:1, %s: %zu messages, p50 %.1f us p99 %.1f us\n",
-                a == cc::Algorithm::kDelay ? "delay-based" : "no congestion control",
+                a == CcAlgorithm::kDelay ? "delay-based" : "no congestion control",
                 f.completion_times().size(), percentile_us(f.completion_times(), 0.5), p99.back());
   }
   EXPECT_LE(p99[0], 100);          // about one queue at the target, and a round trip

@@ -161,8 +161,8 @@ Managed managed_entries(std::string_view name, const config::Device& parsed) {
   m.main.push_back(line(fmt::format("ecn = {}", d.ecn ? "true" : "false"),
                         tag + "send RoCE data as ECT(0) so switches mark CE instead of dropping"));
   m.main.push_back(
-      line(fmt::format("congestion_control = \"{}\"", config::to_string(d.congestion_control)),
-           tag + (d.congestion_control == config::Device::Cc::kDcqcnDelay
+      line(fmt::format("congestion_control = \"{}\"", to_string(d.congestion_control)),
+           tag + (d.congestion_control == CcAlgorithm::kDcqcnDelay
                       ? "DCQCN where switches mark ECN, the delay-based control where they do not"
                       : "senders react to CNPs (DCQCN)")));
   m.main.push_back(

@@ -415,7 +415,7 @@ int show_qp(const ShowOptions& o) {
                alpha = stats::load_double(q.alpha);
         uint64_t retrans = q.counters[static_cast<size_t>(stats::QpCounter::retransmits)];
         const bool selective = q.flags & stats::kQpFlagSelective;
-        std::string cc(q.cc < std::size(stats::kCcNames) ? stats::kCcNames[q.cc] : "?");
+        std::string cc(to_string(static_cast<CcAlgorithm>(q.cc)));
         if (q.flags & stats::kQpFlagDelayInForce) cc += "*";  // the delay rate limits it
         const double rtt = stats::load_double(q.rtt_us);
         out += fmt::format(
@@ -437,7 +437,7 @@ int show_qp(const ShowOptions& o) {
         e["target_mbps"] = target;
         e["alpha"] = alpha;
         e["loss_recovery"] = selective ? "selective" : "go-back-n";
-        e["congestion_control"] = q.cc < std::size(stats::kCcNames) ? stats::kCcNames[q.cc] : "?";
+        e["congestion_control"] = to_string(static_cast<CcAlgorithm>(q.cc));
         e["delay_in_force"] = (q.flags & stats::kQpFlagDelayInForce) != 0;
         e["delay_rate_mbps"] = stats::load_double(q.delay_mbps);
         e["rtt_us"] = rtt;
