@@ -38,7 +38,7 @@ TEST(ConfigParse, DesignExampleFile) {
 name = "uroce0"
 port = "net_memif0,role=server,socket=/run/uroce/a.sock"
 eal = ["--no-huge", "-m", "1024"]
-addresses = ["198.18.0.1/15", "2001:db8::1/64"]
+addresses = ["198.18.0.1/15", "2001:2::1/64"]
 mtu = 4096
 mac = "02:00:00:00:00:01"
 neighbors = { "198.18.0.2" = "02:00:00:00:00:02" }
@@ -80,7 +80,7 @@ max_burst_bytes = 8192
   EXPECT_EQ(a.addresses[0].prefix, 15);
   EXPECT_TRUE(a.addresses[0].is_ipv4());
   EXPECT_FALSE(a.addresses[1].is_ipv4());
-  EXPECT_EQ(a.addresses[1].gid.to_string(), "2001:db8::1");
+  EXPECT_EQ(a.addresses[1].gid.to_string(), "2001:2::1");
   EXPECT_EQ(a.addresses[1].prefix, 64);
   EXPECT_EQ(a.mtu, 4096u);
   ASSERT_TRUE(a.mac.has_value());
@@ -153,9 +153,9 @@ TEST(ConfigParse, ProfilesSetPfcEcnAndDcqcn) {
 TEST(ConfigParse, NeighbourKeysAreNormalised) {
   std::string err;
   auto cfg =
-      parse(device("neighbors = { \"2001:DB8:0::2\" = \"02:00:00:00:00:02\" }"), kSource, &err);
+      parse(device("neighbors = { \"2001:0002:0::2\" = \"02:00:00:00:00:02\" }"), kSource, &err);
   ASSERT_TRUE(cfg.has_value()) << err;
-  EXPECT_EQ(cfg->devices[0].neighbors.count("2001:db8::2"), 1u);
+  EXPECT_EQ(cfg->devices[0].neighbors.count("2001:2::2"), 1u);
 }
 
 TEST(ConfigParse, AllowsEveryPowerOfTwoMtu) {
@@ -416,7 +416,7 @@ TEST(ConfigErrors, BadAddress) {
 
 TEST(ConfigErrors, BadPrefix) {
   for (const char* bad :
-       {"198.18.0.1/33", "198.18.0.1/", "198.18.0.1/x", "198.18.0.1/-1", "2001:db8::1/129"}) {
+       {"198.18.0.1/33", "198.18.0.1/", "198.18.0.1/x", "198.18.0.1/-1", "2001:2::1/129"}) {
     std::string text = "[[device]]\nname = \"d\"\nport = \"net_ring0\"\naddresses = [\"" +
                        std::string(bad) + "\"]\n";
     EXPECT_EQ(refused(text).rfind("test.toml: device[0].addresses[0]: \"" + std::string(bad) +

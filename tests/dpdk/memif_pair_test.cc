@@ -170,16 +170,16 @@ TEST_F(MemifPair, NeighbourDiscoveryResolvesAnIpv6Peer) {
   std::string err;
   a_ = open_dpdk_port(
       with_v6(device("a", "net_memif" + n + "0,role=server,id=0,socket=" + sock_, 0xc6120001, 1024),
-              "2001:db8::1"),
+              "2001:2::1"),
       &err);
   ASSERT_TRUE(a_) << err;
   b_ = open_dpdk_port(
       with_v6(device("b", "net_memif" + n + "1,role=client,id=0,socket=" + sock_, 0xc6120002, 1024),
-              "2001:db8::2"),
+              "2001:2::2"),
       &err);
   ASSERT_TRUE(b_) << err;
   Gid peer;
-  ASSERT_TRUE(Gid::parse("2001:db8::2", &peer));
+  ASSERT_TRUE(Gid::parse("2001:2::2", &peer));
   MacAddr mac;
   // Expect: an NS to b's solicited-node group, b's NA, then a knows b's MAC.
   ASSERT_TRUE(poll_until([&] { return a_->resolve(peer, &mac); }));

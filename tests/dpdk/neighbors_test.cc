@@ -63,7 +63,7 @@ config::Address addr(const Gid& g, uint8_t prefix) {
 }
 
 Neighbors make(std::map<std::string, MacAddr> statics = {}) {
-  return Neighbors(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:db8::1"), 64)},
+  return Neighbors(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:2::1"), 64)},
                    statics);
 }
 
@@ -231,9 +231,9 @@ TEST(NeighborsArp, AnnounceSendsGratuitousArpAndUnsolicitedNa) {
 TEST(NeighborsNd, AnswersASolicitationWithAValidAdvertisement) {
   Neighbors n = make();
   CaptureSink tx;
-  Gid peer = v6("2001:db8::2");
-  Gid ours = v6("2001:db8::1");
-  // Receive NS for 2001:db8::1 from 2001:db8::2 with its link-layer address
+  Gid peer = v6("2001:2::2");
+  Gid ours = v6("2001:2::1");
+  // Receive NS for 2001:2::1 from 2001:2::2 with its link-layer address
   // Expect: NA (S|O) to the peer carrying our MAC, checksum valid; the peer cached.
   Frame ns = nd_frame(135, 0, peer, solicited_node(ours), ours, 1, kPeerMac);
   EXPECT_TRUE(n.on_frame(ns, Timestamp{0}, tx));
@@ -262,10 +262,10 @@ TEST(NeighborsNd, AnswersASolicitationWithAValidAdvertisement) {
 TEST(NeighborsNd, DropsSolicitationsWithBadHopLimitOrChecksum) {
   Neighbors n = make();
   CaptureSink tx;
-  Gid ours = v6("2001:db8::1");
-  Frame bad_hop = nd_frame(135, 0, v6("2001:db8::2"), solicited_node(ours), ours, 1, kPeerMac, 64);
+  Gid ours = v6("2001:2::1");
+  Frame bad_hop = nd_frame(135, 0, v6("2001:2::2"), solicited_node(ours), ours, 1, kPeerMac, 64);
   EXPECT_TRUE(n.on_frame(bad_hop, Timestamp{0}, tx));
-  Frame bad_sum = nd_frame(135, 0, v6("2001:db8::2"), solicited_node(ours), ours, 1, kPeerMac);
+  Frame bad_sum = nd_frame(135, 0, v6("2001:2::2"), solicited_node(ours), ours, 1, kPeerMac);
   bad_sum[60] ^= 1;
   EXPECT_TRUE(n.on_frame(bad_sum, Timestamp{0}, tx));
   EXPECT_TRUE(tx.frames.empty());
@@ -275,7 +275,7 @@ TEST(NeighborsNd, DropsSolicitationsWithBadHopLimitOrChecksum) {
 TEST(NeighborsNd, ResolveSendsSolicitationToTheSolicitedNodeGroupAndLearnsTheAdvert) {
   Neighbors n = make();
   CaptureSink tx;
-  Gid peer = v6("2001:db8::abcd:2");
+  Gid peer = v6("2001:2::abcd:2");
   MacAddr m;
   EXPECT_FALSE(n.resolve(peer, &m, Timestamp{0}, tx));
   ASSERT_EQ(tx.frames.size(), 1u);
@@ -289,7 +289,7 @@ TEST(NeighborsNd, ResolveSendsSolicitationToTheSolicitedNodeGroupAndLearnsTheAdv
   EXPECT_EQ(ns[54], 135);
   EXPECT_EQ(ns[78], wire::kNdOptSourceLinkAddr);
   // Receive NA for the peer with its target link-layer address
-  Frame na = nd_frame(136, wire::kNaFlagSolicited, peer, v6("2001:db8::1").raw, peer, 2, kPeerMac);
+  Frame na = nd_frame(136, wire::kNaFlagSolicited, peer, v6("2001:2::1").raw, peer, 2, kPeerMac);
   EXPECT_TRUE(n.on_frame(na, Timestamp{0}, tx));
   EXPECT_TRUE(n.resolve(peer, &m, Timestamp{0}, tx));
   EXPECT_EQ(m, kPeerMac);
@@ -316,7 +316,7 @@ std::pair<int, int> untag(Frame* f) {
 }
 
 TEST(NeighborsVlan, TaggedRequestsAreAnsweredAndEveryFrameSentCarriesTheVlanTag) {
-  Neighbors n(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:db8::1"), 64)}, {},
+  Neighbors n(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:2::1"), 64)}, {},
               /*vlan=*/100);
   CaptureSink tx;
   // Receive a VLAN-100 (PCP 3) ARP request for our address.
@@ -338,7 +338,7 @@ TEST(NeighborsVlan, TaggedRequestsAreAnsweredAndEveryFrameSentCarriesTheVlanTag)
   // Our own requests (ARP and ND) are tagged.
   MacAddr m;
   EXPECT_FALSE(n.resolve(Gid::from_ipv4(0xc6120007), &m, Timestamp{0}, tx));
-  EXPECT_FALSE(n.resolve(v6("2001:db8::7"), &m, Timestamp{0}, tx));
+  EXPECT_FALSE(n.resolve(v6("2001:2::7"), &m, Timestamp{0}, tx));
   ASSERT_EQ(tx.frames.size(), 2u);
   Frame arp = tx.pop(), ns = tx.pop();
   EXPECT_EQ(untag(&arp).first, 100);
@@ -347,7 +347,7 @@ TEST(NeighborsVlan, TaggedRequestsAreAnsweredAndEveryFrameSentCarriesTheVlanTag)
   ASSERT_EQ(ns.size(), wire::kNdFrameLen);
   EXPECT_EQ(ns[54], 135);  // neighbour solicitation
   // A tagged NS is answered with a tagged NA whose checksum holds.
-  Gid peer = v6("2001:db8::2"), ours = v6("2001:db8::1");
+  Gid peer = v6("2001:2::2"), ours = v6("2001:2::1");
   EXPECT_TRUE(
       n.on_frame(tagged(nd_frame(135, 0, peer, solicited_node(ours), ours, 1, kPeerMac), 100),
                  Timestamp{0}, tx));

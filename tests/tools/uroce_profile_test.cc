@@ -336,10 +336,11 @@ TEST_F(DoctorTest, UcxInstalledWithoutDeviceNodesWarnsWithTheFix) {
 class RdmaNsTest : public DoctorTest {
  protected:
   RunResult run(const std::string& args) {
-    return run_uroce(dir_.path, "rdma-ns " + args, "UROCE_CONFIG=" + cfg_);
+    return run_uroce(dir_.path, "rdma-ns " + args, "TMPDIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
   }
-  static bool leftovers() {
-    for (const auto& e : std::filesystem::directory_iterator("/tmp"))
+  // The tool's temporary folders go to $TMPDIR, this test's own folder (tests run in parallel).
+  bool leftovers() const {
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path))
       if (e.path().filename().string().rfind("uroce-rdma-ns.", 0) == 0) return true;
     return false;
   }
@@ -423,8 +424,8 @@ TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
                          "net.ipv6.conf.default.accept_dad=0 && " +
                          ip + "link add d0 address 02:00:00:00:00:05 type veth peer name d1 && " +
                          ip + "addr add 198.18.5.1/24 dev d0 && " + ip +
-                         "addr add 2001:db8::5/64 dev d0 nodad && " + ip + "link set d1 up && " +
-                         ip + "link set d0 up")
+                         "addr add 2001:2::5/64 dev d0 nodad && " + ip + "link set d1 up && " + ip +
+                         "link set d0 up")
                             .c_str()),
             0);
   write_file(cfg_, "[[device]]\nname = \"a\"\nnetdev = \"d0\"\nmtu = 1024\n");
@@ -434,7 +435,7 @@ TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
                      "rdma-ns -- sh -c 'cd /sys/class/infiniband/a && for f in $(find . -type f "
                      "| sort); do echo \"$f=$(cat $f)\"; done > " +
                          inside + "'",
-                     "UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
+                     "TMPDIR=" + dir_.path + " UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
   };
   RunResult r = dump();
   ASSERT_EQ(r.status, 0) << r.out << r.err;
@@ -448,7 +449,7 @@ TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
             "./ports/1/gid_attrs/types/2=RoCE v2\n"
             "./ports/1/gids/0=fe80:0000:0000:0000:0000:00ff:fe00:0005\n"
             "./ports/1/gids/1=0000:0000:0000:0000:0000:ffff:c612:0501\n"
-            "./ports/1/gids/2=2001:0db8:0000:0000:0000:0000:0000:0005\n"
+            "./ports/1/gids/2=2001:0002:0000:0000:0000:0000:0000:0005\n"
             "./ports/1/link_layer=Ethernet\n"
             "./ports/1/phys_state=5: LinkUp\n"
             "./ports/1/state=4: ACTIVE\n");
@@ -463,7 +464,8 @@ TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
   EXPECT_FALSE(leftovers());
   // A netdev that is not there: the tool says so and runs nothing.
   write_file(cfg_, "[[device]]\nname = \"a\"\nnetdev = \"nosuch0\"\nmtu = 1024\n");
-  r = run_uroce(dir_.path, "rdma-ns -- true", "UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
+  r = run_uroce(dir_.path, "rdma-ns -- true",
+                "TMPDIR=" + dir_.path + " UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.err.find("uroce rdma-ns: device a: no such netdev 'nosuch0'"), std::string::npos)
       << r.err;
@@ -494,7 +496,7 @@ TEST_F(RdmaNsTest, RunSetsLibraryPathConfigAndKernelFiles) {
                               inside + " && echo \"$UROCE_CONFIG\" >> " + inside +
                               " && cat /sys/class/infiniband/b/ports/1/gids/0 >> " + inside +
                               " && test -c /dev/infiniband/uverbs0 && exit 5'",
-                          "LD_LIBRARY_PATH=/x/keep UROCE_CONFIG=" + cfg_);
+                          "TMPDIR=" + dir_.path + " LD_LIBRARY_PATH=/x/keep UROCE_CONFIG=" + cfg_);
   EXPECT_EQ(r.status, 5) << r.out << r.err;
   const std::string lib =
       std::filesystem::canonical(std::filesystem::path(UROCE_BIN).parent_path() / ".." / "lib");
@@ -503,10 +505,12 @@ TEST_F(RdmaNsTest, RunSetsLibraryPathConfigAndKernelFiles) {
   EXPECT_FALSE(std::filesystem::exists("/dev/infiniband"));
   EXPECT_FALSE(leftovers());
   // A config file that is not there, a program that is not there: one line each.
-  r = run_uroce(dir_.path, "run --config nope.toml -- true", "UROCE_CONFIG=" + cfg_);
+  r = run_uroce(dir_.path, "run --config nope.toml -- true",
+                "TMPDIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
   EXPECT_EQ(r.status, 1);
   EXPECT_EQ(r.err, "uroce run: --config nope.toml: no such file\n");
-  r = run_uroce(dir_.path, "run -- /nonexistent/program", "UROCE_CONFIG=" + cfg_);
+  r = run_uroce(dir_.path, "run -- /nonexistent/program",
+                "TMPDIR=" + dir_.path + " UROCE_CONFIG=" + cfg_);
   EXPECT_EQ(r.status, 127);
   EXPECT_NE(r.err.find("uroce run: /nonexistent/program: No such file or directory"),
             std::string::npos)

@@ -24,7 +24,7 @@ from scapy.contrib.roce import BTH, AETH, cnp  # noqa: E402
 SRC_MAC = "02:00:00:00:00:0a"
 DST_MAC = "02:00:00:00:00:0b"
 V4 = ("198.18.0.10", "198.19.255.1")
-V6 = ("2001:db8::a", "2001:db8:1::b")
+V6 = ("2001:2::a", "2001:2:1::b")
 
 
 def reth(va, rkey, dlen):

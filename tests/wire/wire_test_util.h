@@ -29,8 +29,8 @@ inline FrameSpec default_spec(Opcode op = Opcode::kRcRdmaWriteFirst, bool ipv6 =
   FrameSpec s;
   s.src_mac = {{0x02, 0, 0, 0, 0, 0x01}};
   s.dst_mac = {{0x02, 0, 0, 0, 0, 0x02}};
-  s.src_ip = ipv6 ? gid("2001:db8::1") : gid("198.18.0.1");
-  s.dst_ip = ipv6 ? gid("2001:db8::2") : gid("198.18.0.2");
+  s.src_ip = ipv6 ? gid("2001:2::1") : gid("198.18.0.1");
+  s.dst_ip = ipv6 ? gid("2001:2::2") : gid("198.18.0.2");
   s.dscp = 26;
   s.ecn = 2;
   s.ttl = 64;

@@ -172,8 +172,10 @@ int make_private_view(const std::vector<config::Device>& devices) {
   if (unshare(CLONE_NEWNS) != 0) return fail("unshare(CLONE_NEWNS)");
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
     return fail("making mounts private");
-  char tmpl[] = "/tmp/uroce-rdma-ns.XXXXXX";
-  if (!mkdtemp(tmpl)) return fail("mkdtemp /tmp/uroce-rdma-ns.*");
+  // $TMPDIR as mktemp(1) reads it, /tmp without it.
+  const char* tmpdir = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmpdir && *tmpdir ? tmpdir : "/tmp") + "/uroce-rdma-ns.XXXXXX";
+  if (!mkdtemp(tmpl.data())) return fail("mkdtemp " + tmpl);
   const std::string t = tmpl;
   // Detach and remove the temporary folder on every way out: the overlays keep their layers.
   struct Cleanup {
