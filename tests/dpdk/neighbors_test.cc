@@ -63,8 +63,7 @@ config::Address addr(const Gid& g, uint8_t prefix) {
 }
 
 Neighbors make(std::map<std::string, MacAddr> statics = {}) {
-  return Neighbors(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:2::1"), 64)},
-                   statics);
+  return Neighbors(kOurMac, {addr(Gid::from_ipv4(kOurIp), 15), addr(v6("2001:2::1"), 64)}, statics);
 }
 
 Frame arp_frame(uint16_t op, const MacAddr& eth_dst, const MacAddr& sha, uint32_t spa,
