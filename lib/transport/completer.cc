@@ -58,7 +58,8 @@ void Engine::Impl::check_head_error(Qp& qp) {
   if (w.local_error != WcStatus::kSuccess) requester_fatal(qp, w.local_error);
 }
 
-void Engine::Impl::rtt_on_sent(Qp& qp, Psn psn, bool first, bool prompt, Timestamp now) {
+void Engine::Impl::rtt_on_sent(Qp& qp, const SendWqe& w, Psn psn, bool first, bool prompt,
+                               Timestamp now) {
   RequesterState& r = qp.req;
   if (!first) {
     // Go-back-N resends everything from psn on, the timed PSN too when it is not below;
@@ -70,6 +71,7 @@ void Engine::Impl::rtt_on_sent(Qp& qp, Psn psn, bool first, bool prompt, Timesta
   if (prompt && r.rtt_sent.is_never()) {
     r.rtt_psn = psn;
     r.rtt_sent = now;
+    r.rtt_read = w.opcode == WrOpcode::kRdmaRead;
   }
 }
 
@@ -77,7 +79,7 @@ void Engine::Impl::rtt_on_arrived(Qp& qp, Psn psn, Timestamp now) {
   RequesterState& r = qp.req;
   if (r.rtt_sent.is_never() || diff(psn, r.rtt_psn) < 0) return;
   const Duration rtt = now - r.rtt_sent;
-  qp.cc->on_rtt(rtt, now);
+  if (!r.rtt_read) qp.cc->on_rtt(rtt, now);
   r.rtt_sent = Timestamp::never();
   // Smoothed with its variation as TCP does (RFC 6298 §2: gains 1/8 and 1/4), for selective
   // repeat's short RTO.
@@ -137,7 +139,7 @@ void Engine::Impl::rewind(Qp& qp, Psn psn) {
   activate(qp);
 }
 
-void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, Timestamp now) {
+void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, bool ours, Timestamp now) {
   // A resend from an earlier PSN is already under way (e.g. an implied NAK found in the same
   // ACK): it covers psn. Going forward to psn would skip the earlier packets.
   if (diff(qp.req.next_psn, psn) < 0) {
@@ -152,7 +154,7 @@ void Engine::Impl::retry_from(Qp& qp, Psn psn, Counter why, Timestamp now) {
   // keep running from the last forward progress, so a peer that never lets us progress still
   // ends in RETRY_EXC_ERR after (retry_cnt + 1) x timeout.
   if (why != Counter::kCount) inc(why);
-  qp.cc->on_loss(now);
+  if (ours) qp.cc->on_loss(now);
   qp.comp.rewind_guard = true;
   qp.comp.rewind_psn = psn;
   qp.comp.rewind_una = qp.comp.una;
@@ -182,7 +184,7 @@ bool Engine::Impl::ack_through(Qp& qp, Psn psn, Timestamp now) {
           qp.comp.una = una_new;
           on_progress(qp, now);
         }
-        retry_from(qp, first_missing, Counter::implied_nak_seq_err, now);
+        retry_from(qp, first_missing, Counter::implied_nak_seq_err, true, now);
         return true;
       }
       break;
@@ -223,15 +225,16 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       // A response to a later request: this READ/atomic's response was lost (implied NAK,
       // IBA 9.7.5.2.3). Resend it now rather than wait for the timer.
       if (is_rd_atomic(w))
-        retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, now);
+        retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, true, now);
       return;
     }
     const Psn expect = w.first_psn + w.resp_pkts;
     if (info.is(OpFlag::kReadResponse)) {
       if (w.opcode != WrOpcode::kRdmaRead) return;
       if (q != expect) {
-        // A response went missing: ask again from it (once per gap, see retry_from).
-        if (diff(q, expect) > 0) retry_from(qp, expect, Counter::kCount, now);
+        // A response went missing on the way back: ask again from it (once per gap, see
+        // retry_from). Not this side's loss: its requests arrived.
+        if (diff(q, expect) > 0) retry_from(qp, expect, Counter::kCount, false, now);
         return;
       }
       uint32_t off = w.resp_pkts * qp.mtu;
@@ -294,7 +297,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     return;
   }
   switch (a.value()) {
-    case wire::kAethNakPsnSeqError: retry_from(qp, q, Counter::packet_seq_err, now); return;
+    case wire::kAethNakPsnSeqError: retry_from(qp, q, Counter::packet_seq_err, true, now); return;
     case wire::kAethNakInvalidRequest:
       inc(Counter::req_remote_invalid_request);
       requester_fatal(qp, WcStatus::kRemInvReqErr);

@@ -249,16 +249,20 @@ struct Engine::Impl {
   /// Retires WQEs covered by an ACK through psn; returns true on progress.
   bool ack_through(Qp& qp, Psn psn, Timestamp now);
   void on_progress(Qp& qp, Timestamp now);
-  /// A request packet [psn] went out at now: times it when it is a first transmission that
-  /// draws a prompt answer and none is timed; a resend at or before the timed PSN voids it.
-  void rtt_on_sent(Qp& qp, Psn psn, bool first, bool prompt, Timestamp now);
-  /// The peer has psn (acknowledged, or held): the timed PSN's round trip goes to the QP's
-  /// congestion control.
+  /// A request packet [psn] of WQE w went out at now: times it when it is a first
+  /// transmission that draws a prompt answer and none is timed; a resend at or before the
+  /// timed PSN voids it.
+  void rtt_on_sent(Qp& qp, const SendWqe& w, Psn psn, bool first, bool prompt, Timestamp now);
+  /// The peer has psn (acknowledged, or held): the timed PSN's round trip goes to the
+  /// retransmission timer's estimate and, unless it timed a READ, to the QP's congestion
+  /// control (which paces this side's requests, not the responses coming back).
   void rtt_on_arrived(Qp& qp, Psn psn, Timestamp now);
   /// Go-back-N: the next packet built is psn (IBA 9.7.5.1.2 / 9.7.6.1.3).
   void rewind(Qp& qp, Psn psn);
   /// Rewind requested by a NAK/implied NAK/out-of-order response; applies retry_cnt.
-  void retry_from(Qp& qp, Psn psn, Counter why, Timestamp now);
+  /// `ours`: the loss may be of this side's packets (told to the congestion control); a READ
+  /// response lost on the way back is not.
+  void retry_from(Qp& qp, Psn psn, Counter why, bool ours, Timestamp now);
   void retire_head(Qp& qp, WcStatus st);
   /// Completes the head with an error and takes the QP to ERR.
   void requester_fatal(Qp& qp, WcStatus st);
@@ -277,6 +281,9 @@ struct Engine::Impl {
   /// Earliest time the QP can transmit (last_now when now); never() when it has nothing.
   Timestamp qp_tx_time(const Qp& qp) const;
   Timestamp qp_timer_time(const Qp& qp) const;
+  /// The head of the (non-empty) response queue is READ response data, which the QP's
+  /// congestion control paces as it paces requests.
+  bool responder_paced(const Qp& qp) const;
   bool requester_has_packet(const Qp& qp) const;
   /// requester_has_packet() or, selective repeat, a PSN to resend.
   bool requester_ready(const Qp& qp) const;

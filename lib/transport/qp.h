@@ -167,9 +167,11 @@ struct RequesterState {
   bool sqd_notified = false;
   /// Round-trip timing for congestion control (completer.cc rtt_*): one first transmission at a
   /// time, rtt_psn sent at rtt_sent (never: none timed). Resending it voids it (Karn's rule: the
-  /// ACK could answer either copy).
+  /// ACK could answer either copy). A READ's round trip ends with its first response, so it
+  /// measures the path back (rtt_read): it feeds the retransmission timer, not the QP's rate.
   Psn rtt_psn;
   Timestamp rtt_sent = Timestamp::never();
+  bool rtt_read = false;
   Duration srtt{};    ///< smoothed round trip (0: none measured)
   Duration rttvar{};  ///< its mean deviation
   SrSendState sr;

@@ -289,7 +289,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
 
   // Sent.
   if (qp.type == QpType::kRc)
-    rtt_on_sent(qp, s.psn, diff(s.psn, qp.req.max_psn) >= 0, s.ackreq || is_rd_atomic(w), now);
+    rtt_on_sent(qp, w, s.psn, diff(s.psn, qp.req.max_psn) >= 0, s.ackreq || is_rd_atomic(w), now);
   if (qp.req.force_ackreq) {
     qp.req.force_ackreq = false;  // the ACK probe: a duplicate by design, not a retransmission
   } else if (diff(s.psn, qp.req.max_psn) < 0) {

@@ -3,7 +3,9 @@
  * @brief The responder's transmit half: its ordered response queue (resp_q) to the wire, one
  * frame per call: ACK/NAK (AETH with the MSN), RDMA READ response packets read from memory as
  * they leave (the region is checked again per packet), atomic ACKs with the original value
- * (IBA Vol 1 §9.7.5.1.1, §9.7.5.1.6, §9.7.5.2). Responses are not paced by congestion control.
+ * (IBA Vol 1 §9.7.5.1.1, §9.7.5.1.6, §9.7.5.2). READ response packets count against the QP's
+ * congestion control like its requests (tx.cc holds them at its send-time gate); the other
+ * responses are not paced.
  */
 #include <algorithm>
 #include <cstring>
@@ -14,7 +16,7 @@ namespace uroce::transport {
 
 using wire::Opcode;
 
-int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp) {
+int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now) {
   if (!resolve(qp, neigh)) {
     // No MAC for the peer: the responses are lost; the requester's timer recovers.
     inc(Counter::tx_no_neighbor);
@@ -75,11 +77,13 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
         if (chunk) std::memcpy(dst, reinterpret_cast<const void*>(src), chunk);
         return true;
       });
-      if (r > 0 && ++it.sent == it.npkts) {
+      if (r <= 0) return r;
+      qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
+      if (++it.sent == it.npkts) {
         qp.resp.resp_q.pop();
         qp.resp.resp_rd_atomic--;
       }
-      return r > 0 ? 1 : r;
+      return 1;
     }
   }
   return 0;

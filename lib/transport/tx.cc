@@ -7,10 +7,13 @@
  *
  * Scheduling: QPs with work or timers sit in `active`; poll_transmit fires due timers, then
  * serves the QPs round-robin, up to kBurst frames each per round, responses before CNPs before
- * new requests, until the sink refuses a frame or nothing is ready. Requests pass the QP's
- * congestion-control send-time gate; responses do not. Frames: Ethernet + IPv4 or IPv6 (by
- * the AV's GID type) + UDP 4791 (source port per QP) + BTH..., DSCP from the AV's traffic
- * class or the device's roce_dscp, ECT(0) when EngineConfig::ecn. Units: bytes, ns.
+ * new requests, until the sink refuses a frame or nothing is ready. Requests and READ
+ * responses pass the QP's congestion-control send-time gate (the QP's rate covers all the data
+ * it sends, as a NIC's per-QP rate limiter does: for a READ the responder is the data sender,
+ * and the CNPs for its responses come to it); ACKs, NAKs and atomic responses do not. Frames:
+ * Ethernet + IPv4 or IPv6 (by the AV's GID type) + UDP 4791 (source port per QP) + BTH..., DSCP
+ * from the AV's traffic class or the device's roce_dscp, ECT(0) when EngineConfig::ecn. Units:
+ * bytes, ns.
  */
 #include <algorithm>
 #include <cstring>
@@ -54,14 +57,23 @@ bool Engine::Impl::resolve(Qp& qp, NeighborResolver& neigh) {
 
 // ---- Readiness --------------------------------------------------------------------------------
 
+bool Engine::Impl::responder_paced(const Qp& qp) const {
+  return qp.resp.resp_q.front().kind == RespItem::Kind::kRead;
+}
+
 Timestamp Engine::Impl::qp_tx_time(const Qp& qp) const {
-  if (!qp.resp.resp_q.empty() || qp.cnp.cnp_pending) return last_now;
-  if (!requester_ready(qp)) return Timestamp::never();
+  if (qp.cnp.cnp_pending) return last_now;
+  Timestamp resp = Timestamp::never();
+  if (!qp.resp.resp_q.empty()) {
+    if (!responder_paced(qp)) return last_now;
+    resp = std::max(last_now, qp.cc->next_send_time(qp.mtu + 80, last_now));
+  }
+  if (!requester_ready(qp)) return resp;
   Timestamp t = last_now;
   if (!qp.req.rnr_until.is_never()) t = std::max(t, qp.req.rnr_until);
   if (!qp.req.neigh_retry_at.is_never()) t = std::max(t, qp.req.neigh_retry_at);
   t = std::max(t, qp.cc->next_send_time(qp.mtu + 80, last_now));
-  return t;
+  return std::min(t, resp);
 }
 
 Timestamp Engine::Impl::qp_timer_time(const Qp& qp) const {
@@ -110,7 +122,9 @@ size_t Engine::Impl::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timest
       Qp& qp = *active[(rr + k) % n];
       for (uint32_t b = 0; b < kBurst; ++b) {
         int r = 0;
-        if (!qp.resp.resp_q.empty()) r = service_responder(qp, sink, neigh, now);
+        if (!qp.resp.resp_q.empty() &&
+            (!responder_paced(qp) || qp.cc->next_send_time(qp.mtu + 80, now) <= now))
+          r = service_responder(qp, sink, neigh, now);
         if (r == 0 && qp.cnp.cnp_pending) r = send_cnp(qp, sink);
         if (r == 0 && requester_ready(qp) && qp.req.rnr_until.is_never() &&
             qp.req.neigh_retry_at.is_never() && qp.cc->next_send_time(qp.mtu + 80, now) <= now)

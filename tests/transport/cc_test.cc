@@ -29,6 +29,7 @@ class FakeQpCc final : public QpCongestion {
   }
   void on_cnp(Timestamp) override { ++cnps; }
   void on_rtt(Duration rtt, Timestamp) override { rtts.push_back(rtt); }
+  void on_loss(Timestamp) override { ++losses; }
   Timestamp next_deadline() const override { return Timestamp::never(); }
   void on_timer(Timestamp) override {}
   uint64_t rate_bps() const override { return 0; }
@@ -36,6 +37,7 @@ class FakeQpCc final : public QpCongestion {
   Duration pace{0};
   uint64_t sent_bytes = 0;
   int cnps = 0;
+  int losses = 0;
   std::vector<Duration> rtts;
 };
 
@@ -386,6 +388,79 @@ TEST(Congestion, NoRoundTripFromAResentPacket) {
   t.rx(t.pb.ack(EngineUnderTest::kSqPsn));
   EXPECT_TRUE(f.last->rtts.empty());
   EXPECT_EQ(t.cqes().size(), 1u);
+}
+
+TEST(Congestion, ReadResponsesPassTheSendTimeGate) {
+  // The responder is a READ's data sender: its QP's rate (lowered by the CNPs its responses
+  // draw) spaces the responses as it spaces requests, and they count as sent data.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  FakeQpCc* cc = f.last;
+  cc->pace = Duration::micros(10);
+  t.rx(t.pb.read(100, t.va(), t.keys.rkey, 3 * 1024));
+  const Opcode want[] = {Opcode::kRcRdmaReadResponseFirst, Opcode::kRcRdmaReadResponseMiddle,
+                         Opcode::kRcRdmaReadResponseLast};
+  uint64_t bytes = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(t.tx(), 1u) << "response " << i;
+    Captured c = t.sink.pop();
+    EXPECT_EQ(c.p.opcode, want[i]);
+    bytes += c.bytes.size();
+    EXPECT_EQ(cc->sent_bytes, bytes);
+    if (i < 2) {
+      // Expect: nothing more until the gate opens, and the engine's deadline says when.
+      EXPECT_EQ(t.tx(), 0u);
+      EXPECT_EQ(t.e->next_deadline(), cc->gate);
+      t.now = cc->gate;
+    }
+  }
+}
+
+TEST(Congestion, ARoundTripThatTimedAReadIsNotTheQpsRate) {
+  // A READ's round trip ends with its first response, which crossed the path back: it says
+  // nothing about the queues this QP's requests cross, so the QP's rate does not get it.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 1024, 0x9000, 0x77));
+  ASSERT_EQ(t.tx(), 1u);
+  t.sink.pop();
+  t.now = t.now + Duration::micros(7);
+  std::vector<uint8_t> data(1024, 0x3c);
+  t.rx(t.pb.read_response(Opcode::kRcRdmaReadResponseOnly, EngineUnderTest::kSqPsn, data));
+  ASSERT_EQ(t.cqes().size(), 1u);
+  EXPECT_TRUE(f.last->rtts.empty());
+  // A WRITE after it is timed as before.
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 1024));
+  ASSERT_EQ(t.tx(), 1u);
+  t.now = t.now + Duration::micros(3);
+  t.rx(t.pb.ack(EngineUnderTest::kSqPsn + 1));
+  ASSERT_EQ(f.last->rtts.size(), 1u);
+  EXPECT_EQ(f.last->rtts[0], Duration::micros(3));
+}
+
+TEST(Congestion, AReadResponseLostOnTheWayBackIsNotTheQpsLoss) {
+  // A hole in a READ's responses: its request arrived, the loss is on the path back. The
+  // rest is asked again; the QP's congestion control hears of no loss. A sequence NAK (the
+  // peer missed one of this side's packets) is this side's loss.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 3 * 1024, 0x9000, 0x77));
+  ASSERT_EQ(t.tx(), 1u);
+  t.sink.pop();
+  std::vector<uint8_t> data(1024, 0x3c);
+  t.rx(t.pb.read_response(Opcode::kRcRdmaReadResponseFirst, EngineUnderTest::kSqPsn, data));
+  t.rx(t.pb.read_response(Opcode::kRcRdmaReadResponseLast, EngineUnderTest::kSqPsn + 2, data));
+  ASSERT_EQ(t.tx(), 1u);
+  Captured again = t.sink.pop();
+  EXPECT_EQ(again.p.opcode, Opcode::kRcRdmaReadRequest);
+  EXPECT_EQ(again.p.psn, Psn(EngineUnderTest::kSqPsn + 1));
+  EXPECT_EQ(f.last->losses, 0);
+
+  EngineUnderTest u(QpType::kRc, &f);
+  ASSERT_TRUE(u.post_send(WrOpcode::kRdmaWrite, 1, 0, 1024));
+  ASSERT_EQ(u.tx(), 1u);
+  u.rx(u.pb.ack(EngineUnderTest::kSqPsn, wire::kAethTypeNak | wire::kAethNakPsnSeqError));
+  EXPECT_EQ(f.last->losses, 1);
 }
 
 }  // namespace
