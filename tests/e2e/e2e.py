@@ -796,8 +796,9 @@ def run_rdmacm(case, link, build):
 # qperf's result lines: "bw  =  2.93 GB/sec", "latency  =  12.3 us".
 QPERF_BW_RE = re.compile(r"^\s*bw\s*=\s*([\d.]+) ([KMG]?)B/sec", re.M)
 QPERF_LAT_RE = re.compile(r"^\s*latency\s*=\s*([\d.]+) (ns|us|ms|sec)", re.M)
-QPERF_RECV_BYTES_RE = re.compile(r"^\s*recv_bytes\s*=\s*([\d.]+) ([KMG]?)B", re.M)
-UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9}
+# qperf prints decimal (MB) or binary (MiB) units, by the size of the figure.
+QPERF_RECV_BYTES_RE = re.compile(r"^\s*recv_bytes\s*=\s*([\d.]+) ([KMG]?i?)B", re.M)
+UNIT = {"": 1, "K": 1e3, "M": 1e6, "G": 1e9, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30}
 
 
 def counters_at(out, when="exit"):
