@@ -205,12 +205,29 @@ bool Engine::Impl::ack_through(Qp& qp, Psn psn, Timestamp now) {
   return progress;
 }
 
+bool Engine::Impl::place_read_response(Qp& qp, SendWqe& w, uint32_t pos,
+                                       const wire::ParsedPacket& p, Psn q) {
+  const uint32_t off = static_cast<uint32_t>(diff(q, w.first_psn)) * qp.mtu;
+  const uint32_t want = std::min(qp.mtu, w.length - std::min(w.length, off));
+  if (p.payload.size() != want) {
+    requester_fatal(qp, WcStatus::kBadRespErr);
+    return false;
+  }
+  if (want && scatter(sq_sg(qp, pos), w.num_sge, qp.init.pd, off, p.payload.data(), want) !=
+                  AccessCheck::kOk) {
+    requester_fatal(qp, WcStatus::kLocProtErr);
+    return false;
+  }
+  return true;
+}
+
 void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   const wire::OpcodeInfo& info = *p.info;
   const Psn q = p.psn;
   if (diff(q, qp.comp.una) < -1 || diff(q, qp.req.max_psn) >= 0) return;  // stale, or never sent
 
   if (info.is(OpFlag::kReadResponse) || info.is(OpFlag::kAtomicAck)) {
+    if (qp.selective) sr_response_arrived(qp, q);
     // Implicit ACK of everything before q (IBA 9.7.5.2.1).
     while (qp.req.sq.head_pos() != qp.req.started_end) {
       SendWqe& w = qp.req.sq.front();
@@ -223,31 +240,35 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     if (diff(q, w.first_psn) < 0) return;  // stale
     if (diff(q, w.last_psn) > 0) {
       // A response to a later request: this READ/atomic's response was lost (implied NAK,
-      // IBA 9.7.5.2.3). Resend it now rather than wait for the timer.
-      if (is_rd_atomic(w))
-        retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, true, now);
+      // IBA 9.7.5.2.3). Resend it now rather than wait for the timer. Selective repeat keeps a
+      // later READ's response where it belongs and finds what is lost by transmission order.
+      if (!is_rd_atomic(w)) return;
+      if (qp.selective) {
+        inc(Counter::implied_nak_seq_err);
+        if (info.is(OpFlag::kReadResponse) && !sr_place_later_read(qp, p)) return;
+        sr_find_hole(qp, qp.comp.una);
+        return;
+      }
+      retry_from(qp, w.first_psn + w.resp_pkts, Counter::implied_nak_seq_err, true, now);
       return;
     }
     const Psn expect = w.first_psn + w.resp_pkts;
     if (info.is(OpFlag::kReadResponse)) {
       if (w.opcode != WrOpcode::kRdmaRead) return;
       if (q != expect) {
-        // A response went missing on the way back: ask again from it (once per gap, see
-        // retry_from). Not this side's loss: its requests arrived.
-        if (diff(q, expect) > 0) retry_from(qp, expect, Counter::kCount, false, now);
+        if (diff(q, expect) <= 0) return;  // a duplicate
+        // A response went missing on the way back. Go-back-N asks again from it (once per gap,
+        // see retry_from); selective repeat places this one and asks for what is lost by
+        // transmission order. Not this side's loss: its requests arrived.
+        if (!qp.selective) {
+          retry_from(qp, expect, Counter::kCount, false, now);
+          return;
+        }
+        if (sr_hold_response(qp, q) && !place_read_response(qp, w, pos, p, q)) return;
+        sr_find_hole(qp, qp.comp.una);
         return;
       }
-      uint32_t off = w.resp_pkts * qp.mtu;
-      uint32_t want = std::min(qp.mtu, w.length - std::min(w.length, off));
-      if (p.payload.size() != want) {
-        requester_fatal(qp, WcStatus::kBadRespErr);
-        return;
-      }
-      if (want && scatter(sq_sg(qp, pos), w.num_sge, qp.init.pd, off, p.payload.data(), want) !=
-                      AccessCheck::kOk) {
-        requester_fatal(qp, WcStatus::kLocProtErr);
-        return;
-      }
+      if (!place_read_response(qp, w, pos, p, q)) return;
     } else {
       if (!is_rd_atomic(w) || w.opcode == WrOpcode::kRdmaRead || q != expect) return;
       uint64_t orig = p.atomic_ack_orig;
@@ -260,6 +281,8 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     w.resp_pkts++;
     if (diff(q + 1, qp.comp.una) > 0) qp.comp.una = q + 1;
     if (w.resp_pkts >= w.npkts) retire_head(qp, WcStatus::kSuccess);
+    if (qp.selective) sr_read_catch_up(qp);  // responses held ahead count now
+    if (qp.state == QpState::kErr) return;
     on_progress(qp, now);
     if (qp.comp.any_ack) ack_through(qp, qp.comp.acked_psn, now);
     if (diff(qp.comp.una, qp.req.next_psn) > 0) rewind(qp, qp.comp.una);

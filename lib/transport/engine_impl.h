@@ -228,8 +228,27 @@ struct Engine::Impl {
   void sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
   /// una moved: the board follows, the lost PSN is looked for again if it was passed.
   void sr_after_progress(Qp& qp);
-  /// Records the send time of PSNs [first, after) (a READ request covers all its PSNs).
+  /// Records the transmission order of PSNs [first, after): one step each, as a READ's
+  /// responses leave in PSN order.
   void sr_note_sent(Qp& qp, Psn first, Psn after);
+  /// Whether the READ request whose last response PSN is `last` is done at the responder: that
+  /// response received or held, or sent before a transmission known to have arrived.
+  bool sr_read_done(const Qp& qp, Psn last) const;
+  /// READ requests that may still be at the responder.
+  uint32_t sr_reads_in_flight(const Qp& qp) const;
+  /// A READ request ending at PSN `last` went out: it counts against max_rd_atomic until done.
+  void sr_note_read(Qp& qp, Psn last);
+  /// A response for psn arrived: its request's transmission did (loss by transmission order).
+  void sr_response_arrived(Qp& qp, Psn psn);
+  /// READ response psn arrived ahead of a missing one; true when it is now held (inside the
+  /// window, not held before): it is placed and never asked again.
+  bool sr_hold_response(Qp& qp, Psn psn);
+  /// A response to a READ after the head one: placed in its WQE and held; false after a fatal
+  /// error (see place_read_response).
+  bool sr_place_later_read(Qp& qp, const wire::ParsedPacket& p);
+  /// The head READs' held responses count as received (una follows); READs whose responses
+  /// are all in complete, in order.
+  void sr_read_catch_up(Qp& qp);
   /// psn must go again (a READ response or an atomic ACK went missing).
   void sr_force_resend(Qp& qp, Psn psn);
   /// Resends the lost PSN req.sr.hole (a READ/atomic: its request from there); returns as
@@ -246,6 +265,9 @@ struct Engine::Impl {
 
   // completer.cc
   void completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
+  /// Places READ response q of w (SQ position pos) at its offset; false after a fatal error
+  /// (wrong length: BAD_RESP_ERR; the local buffer refused it: LOC_PROT_ERR).
+  bool place_read_response(Qp& qp, SendWqe& w, uint32_t pos, const wire::ParsedPacket& p, Psn q);
   /// Retires WQEs covered by an ACK through psn; returns true on progress.
   bool ack_through(Qp& qp, Psn psn, Timestamp now);
   void on_progress(Qp& qp, Timestamp now);

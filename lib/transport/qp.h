@@ -111,7 +111,11 @@ struct SrSendState {
   std::vector<uint64_t> sent;  ///< by PSN modulo the window: tx_seq of its last send
   uint64_t delivered = 0;      ///< the latest transmission known to have arrived
   bool has_hole = false;       ///< `hole` is the lowest lost PSN
+  bool hole_read = false;      ///< `hole` is a READ response (lost on the way back)
   Psn hole;
+  /// The last PSN of every READ request that may still be at the responder (first parts,
+  /// later parts, re-requests), for the QP's max_rd_atomic (sr_reads_in_flight).
+  std::vector<Psn> read_ends;
   Timestamp rto_low_at = Timestamp::never();
 };
 

@@ -76,8 +76,15 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
   if (qp.selective) {
     // New packets (the cursor at max_psn): within the tracked window and the in-flight cap.
     if (qp.req.next_psn != qp.req.max_psn) return true;
-    return diff(qp.req.max_psn, qp.comp.una) < static_cast<int32_t>(cfg.sr_window) - 1 &&
-           sr_in_flight(qp) < sr_cap(qp);
+    const int32_t room =
+        static_cast<int32_t>(cfg.sr_window) - 1 - diff(qp.req.max_psn, qp.comp.una);
+    if (w.opcode == WrOpcode::kRdmaRead) {
+      // A READ (or its next part) once a useful part fits and max_rd_atomic allows.
+      const uint32_t left = w.started ? w.npkts - qp.req.send_off : packets_for(w.length, qp.mtu);
+      if (room < static_cast<int32_t>(std::min(left, cfg.sr_window / 4))) return false;
+      if (sr_reads_in_flight(qp) >= std::max<uint32_t>(qp.attr.max_rd_atomic, 1)) return false;
+    }
+    return room > 0 && sr_in_flight(qp) < sr_cap(qp);
   }
   if (qp.type == QpType::kRc &&
       diff(qp.req.next_psn, qp.comp.una) >= static_cast<int32_t>(cfg.max_unacked_psns))
@@ -88,7 +95,8 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
 bool Engine::Impl::requester_ready(const Qp& qp) const {
   if (qp.selective && qp.req.sr.has_hole &&
       (qp.state == QpState::kRts || qp.state == QpState::kSqd))
-    return true;
+    return !qp.req.sr.hole_read ||
+           sr_reads_in_flight(qp) < std::max<uint32_t>(qp.attr.max_rd_atomic, 1);
   return requester_has_packet(qp);
 }
 
@@ -213,7 +221,8 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   const uint8_t prio = prio_of(s.dscp);
   uint32_t payload = 0;
   bool last_of_wqe = true;
-  Psn after = psn + 1;  // next_psn after this packet
+  Psn after = psn + 1;     // next_psn after this packet
+  uint32_t read_next = 0;  // a READ asked for in parts: the next part's first packet
   bool gather_failed = false;
   const Sge* sg = sq_sg(qp, pos);
   auto none = [](uint8_t*) { return true; };
@@ -224,9 +233,23 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       const uint32_t k = qp.req.send_off;  // resume point, in response packets
       const uint32_t off = std::min(w.length, k * qp.mtu);
       s.opcode = Opcode::kRcRdmaReadRequest;
-      s.reth = {w.remote_addr + off, w.rkey, w.length - off};
       s.psn = w.first_psn + k;
-      after = w.last_psn + 1;
+      uint32_t run = w.npkts - k;
+      if (qp.selective) {
+        // Up to the next response already held, within the window, and a resend only over
+        // PSNs asked for before.
+        const int32_t room = static_cast<int32_t>(cfg.sr_window) - 1 - diff(s.psn, qp.comp.una);
+        run = std::min<uint32_t>(run, static_cast<uint32_t>(std::max(room, 1)));
+        if (diff(s.psn, qp.req.max_psn) < 0)
+          run = std::min<uint32_t>(run, static_cast<uint32_t>(diff(qp.req.max_psn, s.psn)));
+        uint32_t n = 1;
+        while (n < run && !sack_held(qp, s.psn + n)) ++n;
+        run = n;
+      }
+      s.reth = {w.remote_addr + off, w.rkey, std::min(w.length - off, run * qp.mtu)};
+      after = s.psn + run;
+      last_of_wqe = after == w.last_psn + 1;
+      read_next = k + run;
       r = emit(sink, qp, s, 0, prio, false, none);
       break;
     }
@@ -296,7 +319,10 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     inc(Counter::roce_adp_retrans);
     qp.traffic.retransmits++;
   }
-  if (qp.selective) sr_note_sent(qp, s.psn, after);
+  if (qp.selective) {
+    sr_note_sent(qp, s.psn, after);
+    if (w.opcode == WrOpcode::kRdmaRead) sr_note_read(qp, after - 1);
+  }
   if (diff(after, qp.req.max_psn) > 0) qp.req.max_psn = after;
   qp.req.next_psn = after;
   qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
@@ -310,6 +336,8 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   if (last_of_wqe) {
     qp.req.send_pos = pos + 1;
     qp.req.send_off = 0;
+  } else if (w.opcode == WrOpcode::kRdmaRead) {
+    qp.req.send_off = read_next;
   } else {
     qp.req.send_off += payload;
   }

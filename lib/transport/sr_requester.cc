@@ -10,6 +10,14 @@
  * reach the cap near the bandwidth-delay product (IRN's BDP-FC). Timers: the QP's local ACK timeout
  * (spends retry_cnt) and, while at most kSrFewInFlight packets are in flight, the short sr_rto_low;
  * both declare everything outstanding lost, and only what the peer does not hold is resent.
+ *
+ * READ: its responses are placed at their offset as they come, in or out of order, and held on
+ * the same board; a READ request covers one step of transmission order per response PSN (the
+ * responder sends them in PSN order), so a response proves every earlier one lost, and only the
+ * missing run is asked again (a READ request for just those PSNs). A READ longer than the window
+ * is asked for in parts that stay inside it; READ requests that may still be at the responder
+ * (first parts, later parts, re-requests) stay within the QP's max_rd_atomic, as the responder
+ * drops any beyond its own limit.
  */
 #include <algorithm>
 
@@ -59,10 +67,22 @@ uint32_t Engine::Impl::sr_in_flight(const Qp& qp) const {
   return static_cast<uint32_t>(out) - std::min<uint32_t>(qp.comp.sack.count, out);
 }
 
+namespace {
+/// The started WQE of qp that covers psn, or nullptr.
+const SendWqe* wqe_of(const Qp& qp, Psn psn) {
+  for (uint32_t pos = qp.req.sq.head_pos(); pos != qp.req.started_end; ++pos) {
+    const SendWqe& w = qp.req.sq.at_pos(pos);
+    if (diff(psn, w.first_psn) >= 0 && diff(psn, w.last_psn) <= 0) return &w;
+  }
+  return nullptr;
+}
+}  // namespace
+
 void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
   SrSendState& sr = qp.req.sr;
   const bool had = sr.has_hole;
   sr.has_hole = false;
+  sr.hole_read = false;
   // Within the window: the board and the send order know nothing beyond it (a long READ's
   // response PSNs can reach past it; they are asked again by sr_force_resend, not found here).
   const Psn end = diff(qp.req.max_psn, qp.comp.una) < static_cast<int32_t>(cfg.sr_window)
@@ -72,8 +92,12 @@ void Engine::Impl::sr_find_hole(Qp& qp, Psn from) {
     if (!sack_held(qp, x) && sr.sent[x.value() & qp.sr_mask] < sr.delivered) {
       sr.has_hole = true;
       sr.hole = x;
+      const SendWqe* w = wqe_of(qp, x);
+      sr.hole_read = w && w->opcode == WrOpcode::kRdmaRead;
       if (!had) inc(Counter::sr_loss_events);
-      qp.cc->on_loss(last_now);  // every hole found: the control decides how often to react
+      // Every hole found: the control decides how often to react. A READ response was lost on
+      // the way back, not one of this side's packets.
+      if (!sr.hole_read) qp.cc->on_loss(last_now);
       activate(qp);
       return;
     }
@@ -122,9 +146,66 @@ void Engine::Impl::sr_after_progress(Qp& qp) {
 
 void Engine::Impl::sr_note_sent(Qp& qp, Psn first, Psn after) {
   SrSendState& sr = qp.req.sr;
-  ++sr.tx_seq;
   int32_t n = std::min(diff(after, first), static_cast<int32_t>(cfg.sr_window));
-  for (Psn x = first; n > 0; --n, x = x + 1) sr.sent[x.value() & qp.sr_mask] = sr.tx_seq;
+  for (Psn x = first; n > 0; --n, x = x + 1) sr.sent[x.value() & qp.sr_mask] = ++sr.tx_seq;
+}
+
+bool Engine::Impl::sr_read_done(const Qp& qp, Psn last) const {
+  if (diff(last, qp.comp.una) < 0 || sack_held(qp, last)) return true;
+  // Something sent after its last response arrived: the responder has finished with it.
+  return diff(last, qp.comp.una) < static_cast<int32_t>(cfg.sr_window) &&
+         qp.req.sr.sent[last.value() & qp.sr_mask] < qp.req.sr.delivered;
+}
+
+uint32_t Engine::Impl::sr_reads_in_flight(const Qp& qp) const {
+  uint32_t n = 0;
+  for (Psn e : qp.req.sr.read_ends) n += sr_read_done(qp, e) ? 0 : 1;
+  return n;
+}
+
+void Engine::Impl::sr_note_read(Qp& qp, Psn last) {
+  std::vector<Psn>& v = qp.req.sr.read_ends;
+  std::erase_if(v, [&](Psn e) { return sr_read_done(qp, e); });  // a short list
+  v.push_back(last);
+}
+
+void Engine::Impl::sr_response_arrived(Qp& qp, Psn psn) {
+  const int32_t d = diff(psn, qp.comp.una);
+  if (d >= 0 && d < static_cast<int32_t>(cfg.sr_window)) sr_delivered(qp, psn);
+}
+
+bool Engine::Impl::sr_hold_response(Qp& qp, Psn psn) {
+  sack_forget_below(qp);
+  const int32_t d = diff(psn, qp.comp.una);
+  if (d < 0 || d >= static_cast<int32_t>(cfg.sr_window)) return false;
+  uint8_t& e = qp.comp.sack.held[psn.value() & qp.sr_mask];
+  if (e) return false;
+  e = 1;
+  qp.comp.sack.count++;
+  return true;
+}
+
+bool Engine::Impl::sr_place_later_read(Qp& qp, const wire::ParsedPacket& p) {
+  for (uint32_t pos = qp.req.sq.head_pos() + 1; pos != qp.req.started_end; ++pos) {
+    SendWqe& w = qp.req.sq.at_pos(pos);
+    if (diff(p.psn, w.first_psn) < 0) return true;
+    if (diff(p.psn, w.last_psn) > 0) continue;
+    if (w.opcode != WrOpcode::kRdmaRead || !sr_hold_response(qp, p.psn)) return true;
+    return place_read_response(qp, w, pos, p, p.psn);
+  }
+  return true;
+}
+
+void Engine::Impl::sr_read_catch_up(Qp& qp) {
+  while (qp.req.sq.head_pos() != qp.req.started_end && qp.state != QpState::kErr) {
+    SendWqe& w = qp.req.sq.front();
+    if (w.opcode != WrOpcode::kRdmaRead) return;
+    while (w.resp_pkts < w.npkts && sack_held(qp, w.first_psn + w.resp_pkts)) w.resp_pkts++;
+    const Psn done = w.first_psn + w.resp_pkts;
+    if (diff(done, qp.comp.una) > 0) qp.comp.una = done;
+    if (w.resp_pkts < w.npkts) return;
+    retire_head(qp, WcStatus::kSuccess);
+  }
 }
 
 void Engine::Impl::sr_force_resend(Qp& qp, Psn psn) {
@@ -159,7 +240,11 @@ void Engine::Impl::sr_timers(Qp& qp, Timestamp now) {
   SrSendState& sr = qp.req.sr;
   if (sr.rto_low_at > now) return;
   sr.rto_low_at = Timestamp::never();
-  if (!outstanding(qp) || sr_in_flight(qp) > kSrFewInFlight || !qp.req.rnr_until.is_never() ||
+  // Few packets in flight means few chances for a later one to reveal a loss. A READ request
+  // in flight is one packet, however many responses it asks for.
+  const uint32_t reads = sr_reads_in_flight(qp);
+  const uint32_t few = reads ? reads : sr_in_flight(qp);
+  if (!outstanding(qp) || few > kSrFewInFlight || !qp.req.rnr_until.is_never() ||
       (qp.state != QpState::kRts && qp.state != QpState::kSqd))
     return;
   inc(Counter::sr_rto_low);

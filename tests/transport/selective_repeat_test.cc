@@ -4,8 +4,10 @@
  * hand-built frames go through Engine::on_frame, the engine's output is captured and
  * re-parsed. Responder: packets ahead of the expected PSN are placed where their SRETH says and
  * retired in order, ACKs carry the held PSNs; what cannot be placed is dropped and handled when
- * it arrives in order. Requester: only what the peer lacks is resent; forged SACK bits are
- * counted and ignored. Bad input: an extension frame for a go-back-N QP.
+ * it arrives in order. Requester: only what the peer lacks is resent; READ responses ahead of
+ * a lost one are placed and only the missing run is asked again, within max_rd_atomic; a READ
+ * longer than the window is asked for in parts; forged SACK bits are counted and ignored. Bad
+ * input: an extension frame for a go-back-N QP, a READ response of the wrong length.
  * Comment grammar (eRPC): "Receive X (in-order|duplicate|future)" / "Expect: ...".
  */
 #include <gtest/gtest.h>
@@ -197,6 +199,165 @@ TEST_F(SelectiveRepeatTest, RequesterResendsOnlyWhatThePeerLacks) {
   ASSERT_EQ(c.size(), 1u);
   EXPECT_EQ(c[0].status, WcStatus::kSuccess);
   EXPECT_EQ(t.counters.get(Counter::roce_adp_retrans), 1u);
+}
+
+/// The READ requests among the frames sent now: {psn, va, dma_len} each.
+struct ReadReq {
+  uint32_t psn;
+  uint64_t va;
+  uint32_t len;
+  bool operator==(const ReadReq&) const = default;
+};
+std::vector<ReadReq> read_requests(EngineUnderTest& t) {
+  t.tx();
+  std::vector<ReadReq> out;
+  while (!t.sink.empty()) {
+    Captured c = t.sink.pop();
+    if (c.p.opcode == Opcode::kRcRdmaReadRequest)
+      out.push_back({c.p.psn.value(), c.p.reth.va, c.p.reth.dma_len});
+  }
+  return out;
+}
+
+/// READ response k (0-based) of a READ of n packets at PSN first: opcode by position, payload
+/// kMtu bytes of 0x10 + k.
+std::vector<uint8_t> response(PacketBuilder& pb, uint32_t first, uint32_t k, uint32_t n) {
+  const Opcode op = n == 1       ? Opcode::kRcRdmaReadResponseOnly
+                    : k == 0     ? Opcode::kRcRdmaReadResponseFirst
+                    : k + 1 == n ? Opcode::kRcRdmaReadResponseLast
+                                 : Opcode::kRcRdmaReadResponseMiddle;
+  return pb.read_response(op, first + k, bytes(kMtu, static_cast<uint8_t>(0x10 + k)));
+}
+
+/// Whether mem[off, off + n packets) holds response k's pattern in packet k.
+bool read_landed(EngineUnderTest& t, size_t off, uint32_t n) {
+  for (uint32_t k = 0; k < n; ++k)
+    for (uint32_t b = 0; b < kMtu; ++b)
+      if (t.mem()[off + k * kMtu + b] != static_cast<uint8_t>(0x10 + k)) return false;
+  return true;
+}
+
+TEST_F(SelectiveRepeatTest, ReadResponsesAheadOfALostOneArePlacedAndOnlyItIsAskedAgain) {
+  // Post a 4-packet READ into mem[0..4096) (PSNs 500..503); one request goes out.
+  std::memset(t.mem(), 0, 4 * kMtu);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 4 * kMtu, 0x1000, 0xabc));
+  EXPECT_EQ(read_requests(t), (std::vector<ReadReq>{{500, 0x1000, 4 * kMtu}}));
+  // Receive READ FIRST 500, then LAST 503 (in-order, then future: 501 and 502 lost)
+  // Expect: 503 placed at offset 3 KiB; a READ request for 501..502 alone (2 KiB at +1 KiB)
+  t.rx(response(pb, 500, 0, 4));
+  t.rx(response(pb, 500, 3, 4));
+  EXPECT_EQ(t.mem()[3 * kMtu], 0x13);
+  EXPECT_EQ(read_requests(t), (std::vector<ReadReq>{{501, 0x1000 + kMtu, 2 * kMtu}}));
+  EXPECT_TRUE(t.cqes().empty());
+  // Receive the re-request's responses 501 and 502 (its FIRST and LAST)
+  // Expect: the READ completes once with every byte where it belongs, nothing more is asked
+  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseFirst, 501, bytes(kMtu, 0x11)));
+  EXPECT_TRUE(read_requests(t).empty());
+  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseLast, 502, bytes(kMtu, 0x12)));
+  std::vector<Cqe> done = t.cqes();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+  EXPECT_TRUE(read_landed(t, 0, 4));
+  EXPECT_TRUE(read_requests(t).empty());
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST_F(SelectiveRepeatTest, EachResponseOfARunAskedAgainAsksForNothingMore) {
+  // An 8-packet READ (500..507); 501..504 are lost, 505..507 arrive. One re-request for the
+  // run; its responses, arriving one by one, prove nothing else lost (each is later in
+  // transmission order than the ones before it only).
+  std::memset(t.mem(), 0, 8 * kMtu);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 8 * kMtu, 0x1000, 0xabc));
+  ASSERT_EQ(read_requests(t).size(), 1u);
+  t.rx(response(pb, 500, 0, 8));
+  for (uint32_t k = 5; k < 8; ++k) t.rx(response(pb, 500, k, 8));
+  EXPECT_EQ(read_requests(t), (std::vector<ReadReq>{{501, 0x1000 + kMtu, 4 * kMtu}}));
+  for (uint32_t k = 1; k < 5; ++k) {
+    t.rx(pb.read_response(k == 1   ? Opcode::kRcRdmaReadResponseFirst
+                          : k == 4 ? Opcode::kRcRdmaReadResponseLast
+                                   : Opcode::kRcRdmaReadResponseMiddle,
+                          500 + k, bytes(kMtu, static_cast<uint8_t>(0x10 + k))));
+    EXPECT_TRUE(read_requests(t).empty()) << "after response " << 500 + k;
+  }
+  ASSERT_EQ(t.cqes().size(), 1u);
+  EXPECT_TRUE(read_landed(t, 0, 8));
+  EXPECT_EQ(t.counters.get(Counter::sr_loss_events), 1u);
+}
+
+TEST_F(SelectiveRepeatTest, AReRequestWaitsWhileMaxRdAtomicRequestsAreOut) {
+  // max_rd_atomic 4: READ A of 8 packets (500..507) and READs B, C, D of 1 (508, 509, 510)
+  // are all out. 501 is lost and 502 arrives: A is still being answered, so asking for 501 now
+  // would be a fifth request, which the responder drops. It goes once A's last response is in.
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 8 * kMtu, 0x1000, 0xabc));
+  for (uint64_t i = 0; i < 3; ++i)
+    ASSERT_TRUE(
+        t.post_send(WrOpcode::kRdmaRead, 2 + i, (8 + i) * kMtu, kMtu, 0x9000 + i * kMtu, 0xabc));
+  EXPECT_EQ(read_requests(t).size(), 4u);
+  t.rx(response(pb, 500, 0, 8));
+  t.rx(response(pb, 500, 2, 8));
+  EXPECT_TRUE(read_requests(t).empty());
+  for (uint32_t k = 3; k < 8; ++k) t.rx(response(pb, 500, k, 8));
+  EXPECT_EQ(read_requests(t), (std::vector<ReadReq>{{501, 0x1000 + kMtu, kMtu}}));
+  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseOnly, 501, bytes(kMtu, 0x11)));
+  for (uint32_t i = 0; i < 3; ++i) t.rx(response(pb, 508 + i, 0, 1));
+  std::vector<Cqe> done = t.cqes();
+  ASSERT_EQ(done.size(), 4u);
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(done[i].wr_id, 1u + i);
+  EXPECT_TRUE(read_landed(t, 0, 8));
+}
+
+TEST_F(SelectiveRepeatTest, AReadResponseOfTheWrongLengthAheadOfAGapIsFatal) {
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 4 * kMtu, 0x1000, 0xabc));
+  EXPECT_EQ(read_requests(t).size(), 1u);
+  // Receive MIDDLE 502 with 100 bytes (future, and short)
+  // Expect: BAD_RESP_ERR, nothing placed
+  std::memset(t.mem(), 0, 4 * kMtu);
+  t.rx(pb.read_response(Opcode::kRcRdmaReadResponseMiddle, 502, bytes(100, 0x77)));
+  std::vector<Cqe> c = t.cqes();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].status, WcStatus::kBadRespErr);
+  EXPECT_EQ(t.mem()[2 * kMtu], 0);
+}
+
+TEST(SelectiveRepeatWindow, AReadLongerThanTheWindowIsAskedForInParts) {
+  // Window 16 PSNs: a 40-packet READ is asked for in parts that stay inside it (the first 15,
+  // then a part whenever a quarter of the window is free); every byte lands, one completion.
+  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective, 16};
+  std::memset(t.mem(), 0, 40 * kMtu);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaRead, 1, 0, 40 * kMtu, 0x10000, 0xabc));
+  std::vector<ReadReq> asked = read_requests(t);
+  ASSERT_EQ(asked, (std::vector<ReadReq>{{500, 0x10000, 15 * kMtu}}));
+  uint32_t next = 500, parts = 1;
+  std::vector<ReadReq> queue = asked;
+  while (!queue.empty()) {
+    const ReadReq r = queue.front();
+    queue.erase(queue.begin());
+    const uint32_t n = (r.len + kMtu - 1) / kMtu;
+    ASSERT_EQ(r.psn, next) << "parts follow each other";
+    EXPECT_LE(r.psn + n, 540u);
+    for (uint32_t k = 0; k < n; ++k) {
+      const uint32_t idx = r.psn - 500 + k;
+      const Opcode op = n == 1       ? Opcode::kRcRdmaReadResponseOnly
+                        : k == 0     ? Opcode::kRcRdmaReadResponseFirst
+                        : k + 1 == n ? Opcode::kRcRdmaReadResponseLast
+                                     : Opcode::kRcRdmaReadResponseMiddle;
+      t.rx(t.pb.read_response(op, r.psn + k, bytes(kMtu, static_cast<uint8_t>(0x10 + idx))));
+      for (const ReadReq& more : read_requests(t)) {
+        // Expect: a part never reaches 16 PSNs past the oldest response not yet in.
+        EXPECT_LT(more.psn + (more.len + kMtu - 1) / kMtu, r.psn + k + 1 + 16);
+        queue.push_back(more);
+        ++parts;
+      }
+    }
+    next = r.psn + n;
+  }
+  EXPECT_EQ(next, 540u);
+  EXPECT_GE(parts, 3u);
+  std::vector<Cqe> done = t.cqes();
+  ASSERT_EQ(done.size(), 1u);
+  EXPECT_EQ(done[0].status, WcStatus::kSuccess);
+  EXPECT_TRUE(read_landed(t, 0, 40));
+  EXPECT_TRUE(t.canaries_intact());
 }
 
 TEST_F(SelectiveRepeatTest, ForgedSackBitsAreCountedAndIgnored) {

@@ -157,10 +157,12 @@ struct EngineUnderTest {
 
   /// vlan: EngineConfig::vlan (802.1Q tag on every frame sent).
   /// rec: EngineConfig::loss_recovery (selective repeat on the QP).
+  /// sr_window: EngineConfig::sr_window (0: its default).
   explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr,
                            std::optional<uint16_t> vlan = std::nullopt,
-                           LossRecovery rec = LossRecovery::kGoBackN) {
+                           LossRecovery rec = LossRecovery::kGoBackN, uint32_t sr_window = 0) {
     EngineConfig cfg;
+    if (sr_window) cfg.sr_window = sr_window;
     cfg.cc = cc;
     cfg.vlan = vlan;
     cfg.loss_recovery = rec;
