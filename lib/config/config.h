@@ -41,7 +41,10 @@ struct Dcqcn {
 
 /// The delay-based congestion control's knobs ([device.delay]; lib/cc/delay.h documents each).
 struct Delay {
-  double target_queue_us = 10;  ///< queueing delay allowed above the base round trip
+  /// Queueing delay allowed above the base round trip: above the round-trip jitter of two
+  /// software endpoints (docs/configuration.md has the measurement), where lib/cc's default
+  /// (10 µs) assumes hardware-precise samples, as the simulator gives.
+  double target_queue_us = 100;
   double base_rtt_us = 0;       ///< the path's base round trip; 0: the smallest sample seen
   double ai_mbps = 0;           ///< additive increase per round trip; 0: line rate / 200
   double beta = 0.5;            ///< decrease gain

@@ -123,14 +123,14 @@ TEST_F(UroceShowTest, ShowRoceWithoutProgramsShowsConfig) {
   EXPECT_FALSE(j["devices"][0]["lossless"].b);
   // The lossy profile: DCQCN and the delay-based control, selective repeat.
   EXPECT_EQ(j["devices"][0]["congestion_control"]["algorithm"].str, "dcqcn+delay");
-  EXPECT_EQ(j["devices"][0]["congestion_control"]["delay"]["target_queue_us"].num, 10);
+  EXPECT_EQ(j["devices"][0]["congestion_control"]["delay"]["target_queue_us"].num, 100);
   EXPECT_EQ(j["devices"][0]["loss_recovery"].str, "selective");
   r = run("show roce");
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("congestion control dcqcn+delay  loss recovery selective"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("delay: target queue 10 us  base rtt learnt"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("delay: target queue 100 us  base rtt learnt"), std::string::npos) << r.out;
 }
 
 TEST_F(UroceShowTest, ShowCounters) {
