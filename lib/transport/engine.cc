@@ -100,15 +100,34 @@ Status Engine::dealloc_pd(uint32_t pd) {
 
 // ---- MR -------------------------------------------------------------------------------------
 
-Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access) {
+Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
+                             uint32_t access) {
   auto& pds = impl_->pds;
   if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
-  auto r = impl_->mrs.reg(pd, addr, len, access);
+  auto r = impl_->mrs.reg(pd, addr, len, iova, access);
   if (!r) return r.status();
   return MrKeys{r->lkey, r->rkey};
 }
 
+Status Engine::rereg_mr(uint32_t lkey, uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
+                        uint32_t access) {
+  auto& pds = impl_->pds;
+  if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
+  return impl_->mrs.rereg(lkey, pd, addr, len, iova, access);
+}
+
 Status Engine::dereg_mr(uint32_t lkey) { return impl_->mrs.dereg(lkey); }
+
+bool Engine::on_demand_supported() { return MemoryTable::on_demand_available(); }
+
+Result<uint64_t> Engine::prefetch_mr(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
+                                     bool write) {
+  return impl_->mrs.prefetch(lkey, pd, addr, len, write);
+}
+
+Status Engine::populate(uint64_t host, uint64_t len, bool write) {
+  return MemoryTable::populate(host, len, write) ? Status::ok() : Status(EFAULT);
+}
 
 Result<uint32_t> Engine::alloc_mw(uint32_t pd, MwType type) {
   auto& pds = impl_->pds;
