@@ -101,7 +101,7 @@ Status Engine::dealloc_pd(uint32_t pd) {
 // ---- MR -------------------------------------------------------------------------------------
 
 Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
-                             uint32_t access) {
+                              uint32_t access) {
   auto& pds = impl_->pds;
   if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
   auto r = impl_->mrs.reg(pd, addr, len, iova, access);

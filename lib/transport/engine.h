@@ -183,8 +183,7 @@ class Engine {
   static bool on_demand_supported();
   /// The checks of an ibv_advise_mr(3) prefetch of one SGE (MemoryTable::prefetch): the
   /// caller's address it names, or ENOENT, EFAULT, EPERM.
-  Result<uint64_t> prefetch_mr(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
-                               bool write);
+  Result<uint64_t> prefetch_mr(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len, bool write);
   /// Faults [host, host+len) in (MemoryTable::populate); EFAULT when not mapped so. Needs no
   /// engine lock.
   static Status populate(uint64_t host, uint64_t len, bool write);

@@ -121,8 +121,8 @@ bool MemoryTable::on_demand_available() {
   static const bool ok = [] {
     uint64_t from = 0x0123456789abcdefull, to = 0;
     alignas(4096) static uint8_t page[4096];
-    return kernel_copy(&to, reinterpret_cast<uintptr_t>(&from), sizeof to, false) &&
-           to == from && kernel_copy(&from, reinterpret_cast<uintptr_t>(&to), sizeof to, true) &&
+    return kernel_copy(&to, reinterpret_cast<uintptr_t>(&from), sizeof to, false) && to == from &&
+           kernel_copy(&from, reinterpret_cast<uintptr_t>(&to), sizeof to, true) &&
            populate_pages(reinterpret_cast<uintptr_t>(page), sizeof page, true);
   }();
   return ok;

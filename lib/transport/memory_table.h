@@ -45,7 +45,6 @@ struct MemoryRegion {
   uint64_t iova = 0;  ///< the address SGEs and remote accesses use for addr
 };
 
-
 /// A memory window (IBA Vol 1 §10.6.7): a remote-access view of part of a region, reached by
 /// its own R_Key. Its rkey keeps the upper 24 bits for life; a bind sets the low 8 bits (the
 /// key the consumer chose, ibv_inc_rkey(3)).
@@ -131,15 +130,14 @@ class MemoryTable {
 
   /// check_local() then the copy out of / into the region. kFault (on-demand regions): the
   /// copy stopped at an unmapped page; bytes before it may have moved.
-  AccessCheck read_local(uint32_t lkey, uint32_t pd, uint64_t addr, void* dst,
-                         uint64_t len) const;
+  AccessCheck read_local(uint32_t lkey, uint32_t pd, uint64_t addr, void* dst, uint64_t len) const;
   AccessCheck write_local(uint32_t lkey, uint32_t pd, uint64_t addr, const void* src,
                           uint64_t len) const;
   /// check_remote() (kAccessRemoteRead / kAccessRemoteWrite) then the copy, as read_local.
   AccessCheck read_remote(uint32_t rkey, uint32_t pd, uint64_t va, void* dst, uint64_t len,
                           uint32_t qpn) const;
-  AccessCheck write_remote(uint32_t rkey, uint32_t pd, uint64_t va, const void* src,
-                           uint64_t len, uint32_t qpn) const;
+  AccessCheck write_remote(uint32_t rkey, uint32_t pd, uint64_t va, const void* src, uint64_t len,
+                           uint32_t qpn) const;
   /// check_remote(kAccessRemoteAtomic) of the 8-byte word at va (8-aligned), then CMP_AND_SWP
   /// (cas) or FETCH_AND_ADD on it; *orig is the value before. kFault: an on-demand region's
   /// word is not mapped writable.
@@ -197,12 +195,11 @@ class MemoryTable {
   };
   static bool in_bounds(const MemoryRegion& mr, uint64_t addr, uint64_t len);
   static Target target_of(const MemoryRegion& mr, uint64_t addr);
-  AccessCheck resolve_local(uint32_t lkey, uint32_t pd, uint64_t addr, uint64_t len,
-                            uint32_t need, Target* t) const;
-  AccessCheck resolve_remote(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len,
-                             uint32_t need, uint32_t qpn, Target* t) const;
-  static Result<MemoryRegion> validate(uint64_t addr, uint64_t len, uint64_t iova,
-                                       uint32_t access);
+  AccessCheck resolve_local(uint32_t lkey, uint32_t pd, uint64_t addr, uint64_t len, uint32_t need,
+                            Target* t) const;
+  AccessCheck resolve_remote(uint32_t rkey, uint32_t pd, uint64_t va, uint64_t len, uint32_t need,
+                             uint32_t qpn, Target* t) const;
+  static Result<MemoryRegion> validate(uint64_t addr, uint64_t len, uint64_t iova, uint32_t access);
   uint32_t make_key(uint32_t slot, uint16_t tag, bool remote) const;
   /// Slot and tag a key decodes to.
   void decode(uint32_t key, bool remote, uint32_t* slot, uint16_t* tag) const;

@@ -315,11 +315,10 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
       // (Placed ahead already when held: then only the check.)
-      const AccessCheck c =
-          held ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len, kAccessRemoteWrite,
-                                  qp.qpn)
-               : mrs.write_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, p.payload.data(), len,
-                                  qp.qpn);
+      const AccessCheck c = held ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len,
+                                                    kAccessRemoteWrite, qp.qpn)
+                                 : mrs.write_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va,
+                                                    p.payload.data(), len, qp.qpn);
       if (c != AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
@@ -578,8 +577,8 @@ void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
   // The copies themselves fail only on an on-demand region's unmapped page.
   if (scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, 0, grh, kGrh) !=
           AccessCheck::kOk ||
-      (len && scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, kGrh,
-                      p.payload.data(), len) != AccessCheck::kOk)) {
+      (len && scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, kGrh, p.payload.data(),
+                      len) != AccessCheck::kOk)) {
     inc(Counter::resp_cqe_error);
     e.status = WcStatus::kLocProtErr;
     push_cqe(qp.init.recv_cq, e, false);

@@ -7,7 +7,6 @@
 #include "transport/memory_table.h"
 
 #include <gtest/gtest.h>
-
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -147,8 +146,7 @@ TEST(MemoryTableTest, ReregWithABoundWindowIsBusy) {
   auto w = t.alloc_mw(1, MwType::kType1);
   ASSERT_TRUE(w);
   const uint32_t key = (w->rkey & ~0xffu) | ((w->rkey + 1) & 0xffu);
-  ASSERT_EQ(t.bind_mw(w->rkey, key, 0, 1, r->lkey, 0x1000, 64, kAccessRemoteWrite),
-            MwResult::kOk);
+  ASSERT_EQ(t.bind_mw(w->rkey, key, 0, 1, r->lkey, 0x1000, 64, kAccessRemoteWrite), MwResult::kOk);
   EXPECT_EQ(t.rereg(r->lkey, 1, 0x1000, 4096, 0x1000, kAccessLocalWrite), Status::busy());
   EXPECT_EQ(t.check_remote(key, 1, 0x1000, 64, kAccessRemoteWrite, 0), AccessCheck::kOk);
 }

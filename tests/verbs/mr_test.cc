@@ -192,8 +192,7 @@ TEST_F(MrTest, ReregTranslationMovesRemoteAccessToTheNewBufferKeysKept) {
   ASSERT_NE(mr_, nullptr);
   const uint32_t lkey = mr_->lkey, rkey = mr_->rkey;
   std::vector<uint8_t> other(2 * kLen, 0x22);
-  ASSERT_EQ(ibv_rereg_mr(mr_, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, other.data(), 2 * kLen,
-                         0),
+  ASSERT_EQ(ibv_rereg_mr(mr_, IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, other.data(), 2 * kLen, 0),
             0);
   EXPECT_EQ(mr_->addr, other.data());
   EXPECT_EQ(mr_->length, 2 * kLen);
@@ -287,8 +286,7 @@ TEST_F(MrTest, ReregBadInputIsErrInputAndLeavesTheMrAsItWas) {
       {"no flags", 0, nullptr, nullptr, 0, 0},
       {"unknown flag", IBV_REREG_MR_CHANGE_ACCESS | 0x100, nullptr, nullptr, 0, kAllAccess},
       {"translation without addr", IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, nullptr, kLen, 0},
-      {"translation without length", IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, dst_.data(), 0,
-       0},
+      {"translation without length", IBV_REREG_MR_CHANGE_TRANSLATION, nullptr, dst_.data(), 0, 0},
       {"addr without translation", IBV_REREG_MR_CHANGE_ACCESS, nullptr, dst_.data(), kLen,
        kAllAccess},
       {"no pd", IBV_REREG_MR_CHANGE_PD, nullptr, nullptr, 0, 0},
@@ -340,9 +338,9 @@ TEST_F(MrTest, ReregOfAnMrWithABoundWindowIsEbusyAndTheWindowKeepsWorking) {
   ASSERT_EQ(ibv_bind_mw(b_, mw, &bind), 0);
   c = poll_n(cq_b_, 1);
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(ibv_rereg_mr(mr_, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0,
-                         IBV_ACCESS_LOCAL_WRITE),
-            0);
+  EXPECT_EQ(
+      ibv_rereg_mr(mr_, IBV_REREG_MR_CHANGE_ACCESS, nullptr, nullptr, 0, IBV_ACCESS_LOCAL_WRITE),
+      0);
   EXPECT_EQ(ibv_dealloc_mw(mw), 0);
 }
 
@@ -364,8 +362,7 @@ TEST_F(MrTest, DeviceAdvertisesOdpCaps) {
 }
 
 TEST_F(MrTest, OdpMrTakesWriteReadAndAtomic) {
-  mr_ = ibv_reg_mr(pd_, dst_.data(), kLen,
-                   kAllAccess | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB);
+  mr_ = ibv_reg_mr(pd_, dst_.data(), kLen, kAllAccess | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB);
   ASSERT_NE(mr_, nullptr);
   ASSERT_EQ(write(dst_addr() + 10, mr_->rkey, 3000), IBV_WC_SUCCESS);
   EXPECT_EQ(0, std::memcmp(dst_.data() + 10, src_->bytes.data(), 3000));
