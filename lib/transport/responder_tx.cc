@@ -72,6 +72,9 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
         return !refused;
       });
       if (refused) {
+        // The NAK names this response's PSN, inside the READ, so the requester fails that WQE
+        // (epsn is already past the whole READ; the QP leaves service anyway).
+        qp.resp.epsn = s.psn;
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return 0;
