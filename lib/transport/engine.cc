@@ -98,6 +98,21 @@ Status Engine::dealloc_pd(uint32_t pd) {
   return Status::ok();
 }
 
+namespace {
+
+/// Removes qpn's completions from c, keeping the others in order.
+void drop_cqes_of(Cq& c, uint32_t qpn) {
+  const uint32_t n = c.ring.size();
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Cqe e = c.ring.at(i);
+    if (e.qp_num != qpn) c.ring.at(kept++) = e;
+  }
+  for (uint32_t i = kept; i < n; ++i) c.ring.pop_back();
+}
+
+}  // namespace
+
 // ---- MR -------------------------------------------------------------------------------------
 
 Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
@@ -463,6 +478,11 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->resp.msn = Msn(0);
         for (auto& r : qp->resp.replay) r.valid = false;
         m.sr_setup(*qp, qp->selective);
+        // Its completions still in its CQs go too, as rdma-core's mlx5 provider cleans the CQs
+        // on RESET: a QP brought back from ERR does not hand its old flush completions to the
+        // next poll of its new life.
+        for (uint32_t id : {qp->init.send_cq, qp->init.recv_cq})
+          if (Cq* c = m.find_cq(id)) drop_cqes_of(*c, qp->qpn);
         break;
       }
       case QpState::kErr:

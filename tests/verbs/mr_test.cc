@@ -344,6 +344,25 @@ TEST_F(MrTest, ReregOfAnMrWithABoundWindowIsEbusyAndTheWindowKeepsWorking) {
   EXPECT_EQ(ibv_dealloc_mw(mw), 0);
 }
 
+TEST_F(MrTest, QpAccessFlagsIgnoreMrOnlyBits) {
+  // rdma-core's suite gives its QPs its MRs' flags, ON_DEMAND included (test_odp).
+  ibv_qp* q = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
+  ASSERT_NE(q, nullptr);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_INIT;
+  a.port_num = 1;
+  a.qp_access_flags = kAllAccess | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND |
+                      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB;
+  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                                     IBV_QP_ACCESS_FLAGS),
+            0);
+  ibv_qp_attr got{};
+  ibv_qp_init_attr init{};
+  ASSERT_EQ(ibv_query_qp(q, &got, IBV_QP_ACCESS_FLAGS, &init), 0);
+  EXPECT_EQ(got.qp_access_flags, static_cast<unsigned>(kAllAccess));
+  EXPECT_EQ(ibv_destroy_qp(q), 0);
+}
+
 // ---- On-demand paging ----------------------------------------------------------------------
 
 TEST_F(MrTest, DeviceAdvertisesOdpCaps) {
