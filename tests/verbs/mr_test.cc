@@ -353,9 +353,9 @@ TEST_F(MrTest, QpAccessFlagsIgnoreMrOnlyBits) {
   a.port_num = 1;
   a.qp_access_flags = kAllAccess | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_MW_BIND |
                       IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB;
-  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-                                     IBV_QP_ACCESS_FLAGS),
-            0);
+  ASSERT_EQ(
+      ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+      0);
   ibv_qp_attr got{};
   ibv_qp_init_attr init{};
   ASSERT_EQ(ibv_query_qp(q, &got, IBV_QP_ACCESS_FLAGS, &init), 0);
