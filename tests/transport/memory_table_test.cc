@@ -167,6 +167,16 @@ TEST(MemoryTableTest, ZeroBasedWindowTakesOffsetsIntoItself) {
   EXPECT_EQ(buf[1024 + 10], 9);
   EXPECT_EQ(t.write_remote(key, 1, 256, &x, 1, 0), AccessCheck::kBadBounds);
   EXPECT_EQ(t.write_remote(key, 1, 0x50000 + 1024, &x, 1, 0), AccessCheck::kBadBounds);
+  // A window without ZERO_BASED takes the region's iovas.
+  auto w2 = t.alloc_mw(1, MwType::kType1);
+  ASSERT_TRUE(w2);
+  const uint32_t key2 = (w2->rkey & ~0xffu) | ((w2->rkey + 1) & 0xffu);
+  ASSERT_EQ(t.bind_mw(w2->rkey, key2, 0, 1, r->lkey, 0x50000 + 2048, 256, kAccessRemoteWrite),
+            MwResult::kOk);
+  EXPECT_EQ(t.write_remote(key2, 1, 0x50000 + 2048 + 5, &x, 1, 0), AccessCheck::kOk);
+  EXPECT_EQ(buf[2048 + 5], 9);
+  EXPECT_EQ(t.write_remote(key2, 1, 5, &x, 1, 0), AccessCheck::kBadBounds);
+  EXPECT_EQ(t.write_remote(key2, 1, addr_of(buf.data()) + 2048, &x, 1, 0), AccessCheck::kBadBounds);
 }
 
 TEST(MemoryTableTest, OnDemandCopiesFailOnUnmappedMemoryWithoutASignal) {
