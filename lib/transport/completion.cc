@@ -186,18 +186,14 @@ bool walk(const Sge* sg, uint32_t n, uint32_t off, uint32_t len, F&& f) {
 
 AccessCheck Engine::Impl::gather(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off, uint8_t* dst,
                                  uint32_t len) const {
+  // One pass: each chunk is checked as it is read (dst is a frame the caller drops on error).
   AccessCheck res = AccessCheck::kOk;
-  bool fits = walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t) {
-    res = mrs.check_local(sg[i].lkey, pd, sg[i].addr + o, c, 0);
+  bool fits = walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t d) {
+    res = mrs.read_local(sg[i].lkey, pd, sg[i].addr + o, dst + d, c);
     return res == AccessCheck::kOk;
   });
   if (res != AccessCheck::kOk) return res;
-  if (!fits) return AccessCheck::kBadBounds;
-  walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t d) {
-    std::memcpy(dst + d, reinterpret_cast<const void*>(sg[i].addr + o), c);
-    return true;
-  });
-  return AccessCheck::kOk;
+  return fits ? AccessCheck::kOk : AccessCheck::kBadBounds;
 }
 
 AccessCheck Engine::Impl::check_scatter(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off,
@@ -221,10 +217,10 @@ AccessCheck Engine::Impl::scatter(const Sge* sg, uint32_t n, uint32_t pd, uint32
   if (res != AccessCheck::kOk) return res;
   if (!fits) return AccessCheck::kBadBounds;
   walk(sg, n, off, len, [&](uint32_t i, uint32_t o, uint32_t c, uint32_t d) {
-    std::memcpy(reinterpret_cast<void*>(sg[i].addr + o), src + d, c);
-    return true;
+    res = mrs.write_local(sg[i].lkey, pd, sg[i].addr + o, src + d, c);
+    return res == AccessCheck::kOk;
   });
-  return AccessCheck::kOk;
+  return res;
 }
 
 }  // namespace uroce::transport

@@ -98,17 +98,51 @@ Status Engine::dealloc_pd(uint32_t pd) {
   return Status::ok();
 }
 
+namespace {
+
+/// Removes qpn's completions from c, keeping the others in order.
+void drop_cqes_of(Cq& c, uint32_t qpn) {
+  const uint32_t n = c.ring.size();
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const Cqe e = c.ring.at(i);
+    if (e.qp_num != qpn) c.ring.at(kept++) = e;
+  }
+  for (uint32_t i = kept; i < n; ++i) c.ring.pop_back();
+}
+
+}  // namespace
+
 // ---- MR -------------------------------------------------------------------------------------
 
-Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access) {
+Result<MrKeys> Engine::reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
+                              uint32_t access) {
   auto& pds = impl_->pds;
   if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
-  auto r = impl_->mrs.reg(pd, addr, len, access);
+  auto r = impl_->mrs.reg(pd, addr, len, iova, access);
   if (!r) return r.status();
   return MrKeys{r->lkey, r->rkey};
 }
 
+Status Engine::rereg_mr(uint32_t lkey, uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
+                        uint32_t access) {
+  auto& pds = impl_->pds;
+  if (pd == 0 || pd > pds.size() || !pds[pd - 1].live) return Status::not_found();
+  return impl_->mrs.rereg(lkey, pd, addr, len, iova, access);
+}
+
 Status Engine::dereg_mr(uint32_t lkey) { return impl_->mrs.dereg(lkey); }
+
+bool Engine::on_demand_supported() { return MemoryTable::on_demand_available(); }
+
+Result<uint64_t> Engine::prefetch_mr(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len,
+                                     bool write) {
+  return impl_->mrs.prefetch(lkey, pd, addr, len, write);
+}
+
+Status Engine::populate(uint64_t host, uint64_t len, bool write) {
+  return MemoryTable::populate(host, len, write) ? Status::ok() : Status(EFAULT);
+}
 
 Result<uint32_t> Engine::alloc_mw(uint32_t pd, MwType type) {
   auto& pds = impl_->pds;
@@ -444,6 +478,11 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->resp.msn = Msn(0);
         for (auto& r : qp->resp.replay) r.valid = false;
         m.sr_setup(*qp, qp->selective);
+        // Its completions still in its CQs go too, as rdma-core's mlx5 provider cleans the CQs
+        // on RESET: a QP brought back from ERR does not hand its old flush completions to the
+        // next poll of its new life.
+        for (uint32_t id : {qp->init.send_cq, qp->init.recv_cq})
+          if (Cq* c = m.find_cq(id)) drop_cqes_of(*c, qp->qpn);
         break;
       }
       case QpState::kErr:

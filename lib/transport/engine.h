@@ -163,11 +163,30 @@ class Engine {
   Result<uint32_t> alloc_pd();
   Status dealloc_pd(uint32_t pd);
 
-  /// Registers [addr, addr+len) with Access flags. EINVAL: REMOTE_WRITE/ATOMIC without
-  /// LOCAL_WRITE, or a zero-length region; ENOENT: unknown pd. Keys are unguessable.
-  Result<MrKeys> reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access);
+  /// Registers [addr, addr+len) with Access flags, reached through the addresses
+  /// [iova, iova+len) (MemoryTable::reg). EINVAL: REMOTE_WRITE/ATOMIC without LOCAL_WRITE, a
+  /// zero-length region, a range wrapping; EOPNOTSUPP: kAccessOnDemand where the process
+  /// cannot serve it; ENOENT: unknown pd. Keys are unguessable.
+  Result<MrKeys> reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova, uint32_t access);
+  Result<MrKeys> reg_mr(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access) {
+    return reg_mr(pd, addr, len, addr, access);
+  }
+  /// ibv_rereg_mr(3): gives the region lkey names a whole new description, keys kept; on an
+  /// error nothing changes. ENOENT: unknown lkey or pd; EBUSY: a window is bound to it; EINVAL
+  /// and EOPNOTSUPP as reg_mr.
+  Status rereg_mr(uint32_t lkey, uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
+                  uint32_t access);
   /// Keys stop working at once. ENOENT: unknown lkey.
   Status dereg_mr(uint32_t lkey);
+  /// Whether kAccessOnDemand registrations can be served here (MemoryTable::
+  /// on_demand_available); false without a transport.
+  static bool on_demand_supported();
+  /// The checks of an ibv_advise_mr(3) prefetch of one SGE (MemoryTable::prefetch): the
+  /// caller's address it names, or ENOENT, EFAULT, EPERM.
+  Result<uint64_t> prefetch_mr(uint32_t pd, uint32_t lkey, uint64_t addr, uint64_t len, bool write);
+  /// Faults [host, host+len) in (MemoryTable::populate); EFAULT when not mapped so. Needs no
+  /// engine lock.
+  static Status populate(uint64_t host, uint64_t len, bool write);
 
   /// Memory windows (ibv_alloc_mw(3)): returns the unbound window's R_Key, which names it in
   /// binds (SendWr::mw_rkey) and dealloc_mw. ENOENT: unknown pd; ENOMEM: kMaxMws windows.

@@ -165,12 +165,14 @@ struct Engine::Impl {
   void flush_sq(Qp& qp);
   void flush_rq(Qp& qp);
 
-  // Memory helpers (memory copies with checks before any byte moves).
-  /// Copies len bytes starting at byte offset off of the SGE list into dst. Checks every
-  /// touched SGE first. Returns kOk or the failed check.
+  // Memory helpers (memory copies with checks before any byte of the caller's memory moves).
+  /// Copies len bytes starting at byte offset off of the SGE list into dst, checking each SGE
+  /// chunk as it is read (dst may be partly written on an error). Returns kOk, the failed
+  /// check, or kFault (an on-demand region's page is not mapped: the copy stopped there).
   AccessCheck gather(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off, uint8_t* dst,
                      uint32_t len) const;
-  /// Copies src into the SGE list at byte offset off, with LOCAL_WRITE checks first.
+  /// Copies src into the SGE list at byte offset off, with LOCAL_WRITE checks first; kFault
+  /// as gather().
   AccessCheck scatter(const Sge* sg, uint32_t n, uint32_t pd, uint32_t off, const uint8_t* src,
                       uint32_t len) const;
   /// The checks of scatter() over [off, off+len) without copying.

@@ -314,13 +314,16 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     }
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
-      if (mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len, kAccessRemoteWrite, qp.qpn) !=
-          AccessCheck::kOk) {
+      // (Placed ahead already when held: then only the check.)
+      const AccessCheck c = held ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len,
+                                                    kAccessRemoteWrite, qp.qpn)
+                                 : mrs.write_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va,
+                                                    p.payload.data(), len, qp.qpn);
+      if (c != AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return;
       }
-      if (!held) std::memcpy(reinterpret_cast<void*>(qp.resp.wr_va), p.payload.data(), len);
     }
     qp.resp.wr_va += len;
     qp.resp.wr_resid -= len;
@@ -371,18 +374,12 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
                       WcStatus::kSuccess);
       return;
     }
-    if (mrs.check_remote(a.rkey, pd, a.va, 8, kAccessRemoteAtomic, qp.qpn) != AccessCheck::kOk) {
+    uint64_t orig = 0;
+    if (mrs.atomic_remote(a.rkey, pd, a.va, p.opcode == wire::Opcode::kRcCompareSwap, a.compare,
+                          a.swap_add, &orig, qp.qpn) != AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                       WcStatus::kSuccess);
       return;
-    }
-    std::atomic_ref<uint64_t> target(*reinterpret_cast<uint64_t*>(a.va));
-    uint64_t orig;
-    if (p.opcode == wire::Opcode::kRcCompareSwap) {
-      orig = a.compare;
-      target.compare_exchange_strong(orig, a.swap_add);
-    } else {
-      orig = target.fetch_add(a.swap_add);
     }
     AtomicReplay& r = qp.resp.replay[qp.resp.replay_next];
     qp.resp.replay_next =
@@ -512,13 +509,12 @@ void Engine::Impl::uc_responder(Qp& qp, const wire::ParsedPacket& p) {
       return;
     }
     if (len) {
-      if (mrs.check_remote(qp.resp.wr_rkey, qp.init.pd, qp.resp.wr_va, len, kAccessRemoteWrite,
+      if (mrs.write_remote(qp.resp.wr_rkey, qp.init.pd, qp.resp.wr_va, p.payload.data(), len,
                            qp.qpn) != AccessCheck::kOk) {
         inc(Counter::resp_remote_access_errors);
         drop_message();
         return;
       }
-      std::memcpy(reinterpret_cast<void*>(qp.resp.wr_va), p.payload.data(), len);
     }
     qp.resp.wr_va += len;
     qp.resp.wr_resid -= len;
@@ -578,9 +574,16 @@ void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
     push_cqe(qp.init.recv_cq, e, false);
     return;
   }
-  scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, 0, grh, kGrh);
-  if (len)
-    scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, kGrh, p.payload.data(), len);
+  // The copies themselves fail only on an on-demand region's unmapped page.
+  if (scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, 0, grh, kGrh) !=
+          AccessCheck::kOk ||
+      (len && scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, pd, kGrh, p.payload.data(),
+                      len) != AccessCheck::kOk)) {
+    inc(Counter::resp_cqe_error);
+    e.status = WcStatus::kLocProtErr;
+    push_cqe(qp.init.recv_cq, e, false);
+    return;
+  }
   e.status = WcStatus::kSuccess;
   e.byte_len = kGrh + len;
   e.wc_flags = kWcGrh;

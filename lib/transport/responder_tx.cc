@@ -65,18 +65,22 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
                                : Opcode::kRcRdmaReadResponseMiddle;
       s.psn = it.psn + idx;
       s.aeth.syndrome = kSynAck;
-      // The region may have gone since the request was checked: check again per packet.
-      if (chunk && mrs.check_remote(it.rkey, qp.init.pd, it.va + off, chunk, kAccessRemoteRead,
-                                    qp.qpn) != AccessCheck::kOk) {
+      // The region may have gone since the request was checked: checked again per packet,
+      // as the bytes are read.
+      bool refused = false;
+      r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
+        refused = mrs.read_remote(it.rkey, qp.init.pd, it.va + off, dst, chunk, qp.qpn) !=
+                  AccessCheck::kOk;
+        return !refused;
+      });
+      if (refused) {
+        // The NAK names this response's PSN, inside the READ, so the requester fails that WQE
+        // (epsn is already past the whole READ; the QP leaves service anyway).
+        qp.resp.epsn = s.psn;
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);
         return 0;
       }
-      const uint64_t src = it.va + off;
-      r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
-        if (chunk) std::memcpy(dst, reinterpret_cast<const void*>(src), chunk);
-        return true;
-      });
       if (r <= 0) return r;
       qp.cc->on_packet_sent(static_cast<uint32_t>(r), now);
       if (++it.sent == it.npkts) {

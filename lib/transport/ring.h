@@ -50,6 +50,11 @@ class Ring {
     assert(!empty());
     ++head_;
   }
+  /// Removes the newest entry. Precondition: !empty().
+  void pop_back() {
+    assert(!empty());
+    --tail_;
+  }
   T& front() { return slots_[head_ & mask_]; }
   const T& front() const { return slots_[head_ & mask_]; }
   T& back() { return slots_[(tail_ - 1) & mask_]; }

@@ -49,10 +49,7 @@ bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
                                             qp.qpn) != AccessCheck::kOk)
       return false;
     if (len == 0) return true;
-    if (mrs.check_remote(rkey, pd, va, len, kAccessRemoteWrite, qp.qpn) != AccessCheck::kOk)
-      return false;
-    std::memcpy(reinterpret_cast<void*>(va), p.payload.data(), len);
-    return true;
+    return mrs.write_remote(rkey, pd, va, p.payload.data(), len, qp.qpn) == AccessCheck::kOk;
   }
   if (!info.is(OpFlag::kSend) || qp.resp.srq) return false;
   // The receive WQE of message recv_seq: the one being filled, or k places behind the head.

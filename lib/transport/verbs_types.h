@@ -60,6 +60,11 @@ enum Access : uint32_t {
   kAccessRemoteRead = 1 << 2,
   kAccessRemoteAtomic = 1 << 3,
   kAccessMwBind = 1 << 4,  ///< memory windows may be bound to the region (ibv_reg_mr(3))
+  /// A window bind only: remote addresses are offsets from the window's start (ibv_bind_mw(3)).
+  kAccessZeroBased = 1 << 5,
+  /// On-demand paging (ibv_reg_mr(3) IBV_ACCESS_ON_DEMAND): the region's memory need not be
+  /// mapped; every access copies through the kernel and an unmapped page fails the access.
+  kAccessOnDemand = 1 << 6,
 };
 
 /// ibv_mw_type.

@@ -17,10 +17,18 @@ Engine::Engine(const EngineConfig& cfg, CounterBlock* counters, EngineObserver*)
 Engine::~Engine() = default;
 Result<uint32_t> Engine::alloc_pd() { return Status::unsupported(); }
 Status Engine::dealloc_pd(uint32_t) { return Status::unsupported(); }
-Result<MrKeys> Engine::reg_mr(uint32_t, uint64_t, uint64_t, uint32_t) {
+Result<MrKeys> Engine::reg_mr(uint32_t, uint64_t, uint64_t, uint64_t, uint32_t) {
+  return Status::unsupported();
+}
+Status Engine::rereg_mr(uint32_t, uint32_t, uint64_t, uint64_t, uint64_t, uint32_t) {
   return Status::unsupported();
 }
 Status Engine::dereg_mr(uint32_t) { return Status::unsupported(); }
+bool Engine::on_demand_supported() { return false; }
+Result<uint64_t> Engine::prefetch_mr(uint32_t, uint32_t, uint64_t, uint64_t, bool) {
+  return Status::unsupported();
+}
+Status Engine::populate(uint64_t, uint64_t, bool) { return Status::unsupported(); }
 Result<uint32_t> Engine::create_cq(uint32_t) { return Status::unsupported(); }
 Status Engine::resize_cq(uint32_t, uint32_t) { return Status::unsupported(); }
 Status Engine::destroy_cq(uint32_t) { return Status::unsupported(); }

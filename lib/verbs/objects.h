@@ -193,6 +193,8 @@ struct Pd {
 
 struct Mr {
   ibv_mr mr;
+  uint64_t iova = 0;    ///< the address the keys reach mr.addr by (ibv_reg_mr_iova(3))
+  uint32_t access = 0;  ///< the engine's Access bits (kAccessOnDemand included)
 };
 
 /// A memory window; mw.handle is its R_Key at allocation (the engine names it by the upper 24
@@ -314,6 +316,8 @@ int op_post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad);
 ibv_mw* op_alloc_mw(ibv_pd* pd, ibv_mw_type type);
 int op_dealloc_mw(ibv_mw* mw);
 int op_bind_mw(ibv_qp* qp, ibv_mw* mw, ibv_mw_bind* bind);
+int op_advise_mr(ibv_pd* pd, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg,
+                 uint32_t num_sge);
 /// Makes s a bind of mw to b, the window getting rkey (ibv_post_send, ibv_wr_bind_mw,
 /// ibv_bind_mw).
 void to_bind_wr(const ibv_mw* mw, uint32_t rkey, const ibv_mw_bind_info& b, transport::SendWr* s);

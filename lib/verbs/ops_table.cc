@@ -69,9 +69,7 @@ void fill_ops(Context* ctx) {
 
   // ---- struct verbs_context (extended ops) ----
   v.query_port = op_query_port;
-  v.advise_mr = [](ibv_pd*, ibv_advise_mr_advice, uint32_t, ibv_sge*, uint32_t) {
-    return EOPNOTSUPP;
-  };
+  v.advise_mr = op_advise_mr;
   v.alloc_null_mr = [](ibv_pd*) { return fail_null<ibv_mr>(); };
   v.read_counters = [](ibv_counters*, uint64_t*, uint32_t, uint32_t) { return EOPNOTSUPP; };
   v.attach_counters_point_flow = [](ibv_counters*, ibv_counter_attach_attr*, ibv_flow*) {

@@ -1,14 +1,20 @@
 /**
  * @file pd_mr.cc
- * @brief Protection domains and memory regions: ibv_alloc_pd(3), ibv_reg_mr(3).
+ * @brief Protection domains and memory regions: ibv_alloc_pd(3), ibv_reg_mr(3),
+ * ibv_reg_mr_iova(3), ibv_rereg_mr(3), ibv_advise_mr(3), and memory windows.
  *
  * The engine checks every remote and local access against the MR's bounds and access flags
- * (engine.h reg_mr). Optional access flags (IBV_ACCESS_OPTIONAL_RANGE, e.g. relaxed ordering)
- * are ignored as ibv_reg_mr(3) allows; flags this device cannot honour (ZERO_BASED, ON_DEMAND)
- * fail with EOPNOTSUPP. A registration's iova must equal its address (no remapping).
+ * (engine.h reg_mr), in the MR's iova space: ibv_reg_mr_iova(3) and IBV_ACCESS_ZERO_BASED give
+ * keys an address space of their own, translated to the buffer after the checks. Optional
+ * access flags (IBV_ACCESS_OPTIONAL_RANGE, e.g. relaxed ordering) and flags this device does
+ * not need (HUGETLB) are ignored as ibv_reg_mr(3) allows. IBV_ACCESS_ON_DEMAND is honoured:
+ * uroce never pins, and an on-demand MR's bytes move through the kernel so an unmapped page
+ * fails the access (memory_table.h); implicit ODP (addr NULL, length SIZE_MAX) covers the whole
+ * address space.
  */
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "verbs/objects.h"
 #include "verbs/symver.h"
@@ -56,29 +62,38 @@ UROCE_DEFAULT_VERSION(uroce_dealloc_pd_1_1, ibv_dealloc_pd, "IBVERBS_1.1");
 
 namespace {
 
+namespace t = uroce::transport;
+static_assert(same_value(t::kAccessOnDemand, IBV_ACCESS_ON_DEMAND));
+static_assert(same_value(t::kAccessZeroBased, IBV_ACCESS_ZERO_BASED));
+
+/// The engine's Access bits of an ibv_access_flags value; optional and unneeded bits dropped.
+uint32_t engine_access(unsigned int access) {
+  return access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+                   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND);
+}
+
 ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int access) {
   if (!p) {
     errno = EINVAL;
     return nullptr;
   }
   access &= ~static_cast<unsigned int>(IBV_ACCESS_OPTIONAL_RANGE);
-  if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | IBV_ACCESS_HUGETLB)) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
-  if (iova != reinterpret_cast<uintptr_t>(addr)) {
-    errno = EOPNOTSUPP;
-    return nullptr;
+  if (access & IBV_ACCESS_ZERO_BASED) {
+    // ibv_reg_mr(3): offsets from the MR's start, i.e. iova 0; contradicting an explicit
+    // non-zero iova is an error.
+    if (iova != 0 && iova != reinterpret_cast<uintptr_t>(addr)) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    iova = 0;
   }
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);
-  uint32_t engine_access =
-      access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
-  uroce::Result<uroce::transport::MrKeys> r = uroce::Status::invalid();
+  const uint32_t acc = engine_access(access);
+  uroce::Result<t::MrKeys> r = uroce::Status::invalid();
   {
     std::lock_guard<std::mutex> g(ctx->rt->mu);
-    r = ctx->rt->engine->reg_mr(pd->id, reinterpret_cast<uintptr_t>(addr), len, engine_access);
+    r = ctx->rt->engine->reg_mr(pd->id, reinterpret_cast<uintptr_t>(addr), len, iova, acc);
   }
   if (!r) {
     errno = r.status().code();
@@ -93,6 +108,8 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
   mr->mr.handle = r->lkey;
   mr->mr.lkey = r->lkey;
   mr->mr.rkey = r->rkey;
+  mr->iova = iova;
+  mr->access = acc;
   ctx->track(ctx->mrs, mr);
   return &mr->mr;
 }
@@ -114,6 +131,51 @@ UROCE_EXPORT ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t len, uint64
   return reg(pd, addr, len, iova, access);
 }
 
+/// ibv_rereg_mr(3). Every check is made before anything changes, so a failure always leaves the
+/// old MR valid and unchanged: IBV_REREG_MR_ERR_INPUT with errno EINVAL (flags 0 or unknown,
+/// CHANGE_TRANSLATION without addr and length or those without it, CHANGE_PD without a PD of
+/// this context, access rules of ibv_reg_mr), EBUSY (a memory window is bound to the MR) or
+/// EOPNOTSUPP (ON_DEMAND where it cannot be served). The keys stay the same. The new iova:
+/// with CHANGE_TRANSLATION the new addr (0 with ZERO_BASED); otherwise unchanged, or 0 when
+/// CHANGE_ACCESS adds ZERO_BASED.
+UROCE_EXPORT int ibv_rereg_mr(ibv_mr* m, int flags, ibv_pd* new_pd, void* addr, size_t len,
+                              int access_in) {
+  auto input_error = [](int err) {
+    errno = err;
+    return IBV_REREG_MR_ERR_INPUT;
+  };
+  if (!m || flags == 0 || (flags & ~IBV_REREG_MR_FLAGS_SUPPORTED)) return input_error(EINVAL);
+  const bool xlat = flags & IBV_REREG_MR_CHANGE_TRANSLATION;
+  if (xlat ? (!addr || !len) : (addr || len)) return input_error(EINVAL);
+  if ((flags & IBV_REREG_MR_CHANGE_PD) && (!new_pd || new_pd->context != m->context))
+    return input_error(EINVAL);
+  Mr* mr = from_ibv<Mr>(m);
+  Context* ctx = ctx_of(m->context);
+  ibv_pd* pd = (flags & IBV_REREG_MR_CHANGE_PD) ? new_pd : m->pd;
+  uint64_t host = reinterpret_cast<uintptr_t>(xlat ? addr : m->addr);
+  uint64_t length = xlat ? len : m->length;
+  uint64_t iova = xlat ? host : mr->iova;
+  uint32_t acc = mr->access;
+  if (flags & IBV_REREG_MR_CHANGE_ACCESS) {
+    const unsigned a =
+        static_cast<unsigned>(access_in) & ~static_cast<unsigned>(IBV_ACCESS_OPTIONAL_RANGE);
+    acc = engine_access(a);
+    if (a & IBV_ACCESS_ZERO_BASED) iova = 0;
+  }
+  uroce::Status s;
+  {
+    std::lock_guard<std::mutex> g(ctx->rt->mu);
+    s = ctx->rt->engine->rereg_mr(m->lkey, from_ibv<Pd>(pd)->id, host, length, iova, acc);
+  }
+  if (!s) return input_error(s.code());
+  m->pd = pd;
+  m->addr = reinterpret_cast<void*>(host);
+  m->length = length;
+  mr->iova = iova;
+  mr->access = acc;
+  return 0;
+}
+
 UROCE_EXPORT int uroce_dereg_mr_1_1(ibv_mr* m) {
   Context* ctx = ctx_of(m->context);
   {
@@ -126,6 +188,43 @@ UROCE_EXPORT int uroce_dereg_mr_1_1(ibv_mr* m) {
   return 0;
 }
 UROCE_DEFAULT_VERSION(uroce_dereg_mr_1_1, ibv_dereg_mr, "IBVERBS_1.1");
+
+namespace uroce::verbs {
+
+/// ibv_advise_mr(3): the prefetch advices on any MR (uroce pins nothing, so every MR pages on
+/// demand): each SGE is checked against its MR, then (PREFETCH, PREFETCH_WRITE) its pages are
+/// faulted in, readable or writable, outside the engine lock. Always synchronous, so FLUSH
+/// holds. EOPNOTSUPP: another advice; EINVAL: unknown flags, no SGEs; ENOENT: an lkey of no
+/// MR of this PD; EFAULT: an SGE outside its MR, or pages there not mapped; EPERM:
+/// PREFETCH_WRITE on an MR without local write.
+int op_advise_mr(ibv_pd* p, ibv_advise_mr_advice advice, uint32_t flags, ibv_sge* sg,
+                 uint32_t num_sge) {
+  if (advice != IBV_ADVISE_MR_ADVICE_PREFETCH && advice != IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE &&
+      advice != IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT)
+    return EOPNOTSUPP;
+  if ((flags & ~static_cast<uint32_t>(IBV_ADVISE_MR_FLAG_FLUSH)) || !sg || num_sge == 0)
+    return EINVAL;
+  const bool write = advice == IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE;
+  Context* ctx = ctx_of(p->context);
+  const uint32_t pd = from_ibv<Pd>(p)->id;
+  std::vector<uint64_t> hosts(num_sge);
+  {
+    std::lock_guard<std::mutex> g(ctx->rt->mu);
+    for (uint32_t i = 0; i < num_sge; ++i) {
+      auto r = ctx->rt->engine->prefetch_mr(pd, sg[i].lkey, sg[i].addr, sg[i].length, write);
+      if (!r) return r.status().code();
+      hosts[i] = r.value();
+    }
+  }
+  if (advice == IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT) return 0;
+  for (uint32_t i = 0; i < num_sge; ++i) {
+    uroce::Status s = t::Engine::populate(hosts[i], sg[i].length, write);
+    if (!s) return s.code();
+  }
+  return 0;
+}
+
+}  // namespace uroce::verbs
 
 // ---- Memory windows (ibv_alloc_mw(3), ibv_bind_mw(3)) ---------------------------------------
 

@@ -321,7 +321,13 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   e.rq_psn = a->rq_psn;
   e.sq_psn = a->sq_psn;
   e.dest_qp_num = a->dest_qp_num;
-  e.qp_access_flags = static_cast<uint32_t>(a->qp_access_flags);
+  // Bits that mean something for MRs only (MW_BIND, ZERO_BASED, ON_DEMAND, HUGETLB, the
+  // optional range) are ignored, as the kernel's providers do: rdma-core's suite passes its
+  // MRs' access flags, ON_DEMAND included, to its QPs.
+  e.qp_access_flags =
+      static_cast<uint32_t>(a->qp_access_flags) &
+      ~static_cast<uint32_t>(IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND |
+                             IBV_ACCESS_HUGETLB | IBV_ACCESS_OPTIONAL_RANGE);
   if (mask & IBV_QP_AV) {
     int r = to_av(rt, a->ah_attr, &e.av);
     if (r) return r;

@@ -144,6 +144,18 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
   std::memset(&full, 0, sizeof full);
   fill_device_attr(ctx_of(c), &full.orig_attr);
   full.phys_port_cnt_ex = 1;
+  if (transport::Engine::on_demand_supported()) {
+    // On-demand paging (pd_mr.cc): every operation of every transport uroce has moves an
+    // on-demand MR's bytes through the same checked copies; implicit MRs cover all memory.
+    // No XRC, so no xrc_odp_caps.
+    constexpr uint32_t kSendRecv =
+        IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
+    full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+    full.odp_caps.per_transport_caps.rc_odp_caps =
+        kSendRecv | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
+    full.odp_caps.per_transport_caps.uc_odp_caps = kSendRecv | IBV_ODP_SUPPORT_WRITE;
+    full.odp_caps.per_transport_caps.ud_odp_caps = kSendRecv;
+  }
   std::memcpy(attr, &full, std::min(len, sizeof full));
   return 0;
 }

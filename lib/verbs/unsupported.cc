@@ -46,11 +46,6 @@ UROCE_EXPORT ibv_mr* ibv_reg_dmabuf_mr(ibv_pd*, uint64_t, size_t, uint64_t, int,
   return nullptr;
 }
 
-UROCE_EXPORT int ibv_rereg_mr(ibv_mr*, int, ibv_pd*, void*, size_t, int) {
-  errno = EOPNOTSUPP;
-  return IBV_REREG_MR_ERR_INPUT;  // the old MR stays valid
-}
-
 // Kernel ABI struct conversions (ib_user_verbs.h): no kernel here; nothing to convert.
 UROCE_EXPORT void ibv_copy_ah_attr_from_kern(ibv_ah_attr* dst, void*) {
   std::memset(dst, 0, sizeof *dst);

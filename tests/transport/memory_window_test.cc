@@ -208,8 +208,8 @@ TEST(MemoryWindow, BindErrorsAreMwBindErrAndFlushTheRest) {
       {"beyond the region", kAll | kAccessMwBind, (1 << 20) - 32, 64, kAccessRemoteRead},
       {"remote write without the region's local write", kAccessRemoteRead | kAccessMwBind, 0, 64,
        kAccessRemoteWrite},
-      {"zero-based window (not supported)", kAll | kAccessMwBind, 0, 64,
-       kAccessRemoteRead | (1u << 5)},
+      {"a bit that is no window right (ON_DEMAND)", kAll | kAccessMwBind, 0, 64,
+       kAccessRemoteRead | kAccessOnDemand},
   };
   for (const Case& k : cases) {
     SCOPED_TRACE(k.what);
