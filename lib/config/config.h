@@ -45,11 +45,11 @@ struct Delay {
   /// software endpoints (docs/configuration.md has the measurement), where lib/cc's default
   /// (10 µs) assumes hardware-precise samples, as the simulator gives.
   double target_queue_us = 100;
-  double base_rtt_us = 0;       ///< the path's base round trip; 0: the smallest sample seen
-  double ai_mbps = 0;           ///< additive increase per round trip; 0: line rate / 200
-  double beta = 0.5;            ///< decrease gain
-  double max_mdf = 0.5;         ///< largest cut of one decision
-  double min_rate_mbps = 0;     ///< lowest rate; 0: line rate / 1000
+  double base_rtt_us = 0;    ///< the path's base round trip; 0: the smallest sample seen
+  double ai_mbps = 0;        ///< additive increase per round trip; 0: line rate / 200
+  double beta = 0.5;         ///< decrease gain
+  double max_mdf = 0.5;      ///< largest cut of one decision
+  double min_rate_mbps = 0;  ///< lowest rate; 0: line rate / 1000
 };
 
 /// PFC settings of a device.
