@@ -49,8 +49,9 @@ uint64_t splitmix64(uint64_t* s) {
   return z ^ (z >> 31);
 }
 
+// No persistence rights (kAccessFlushPersistent): uroce has no persistent memory domain.
 constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                                  kAccessRemoteAtomic | kAccessMwBind;
+                                  kAccessRemoteAtomic | kAccessMwBind | kAccessFlushGlobal;
 constexpr uint32_t kRemoteAccess = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 
 constexpr uint32_t kNoSlot = ~0u;

@@ -80,7 +80,8 @@ class MemoryTable {
   explicit MemoryTable(uint64_t seed);
 
   /// Registers a region. EINVAL: zero length, REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE,
-  /// unknown access bits, address range wrapping; ENOMEM: table full.
+  /// unknown access bits (kAccessFlushPersistent among them: no persistent memory domain),
+  /// address range wrapping; ENOMEM: table full.
   Result<MemoryRegion> reg(uint32_t pd, uint64_t addr, uint64_t len, uint32_t access);
   /// Deregisters by L_Key; both keys stop working at once. ENOENT: unknown key.
   Status dereg(uint32_t lkey);

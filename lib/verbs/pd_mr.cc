@@ -70,11 +70,17 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
     errno = EOPNOTSUPP;
     return nullptr;
   }
+  // FLUSH to persistence: not a device capability (no persistent memory domain), so EINVAL as
+  // the kernel's ib_check_mr_access() answers for a flush type the device lacks.
+  if (access & kIbvAccessFlushPersistent) {
+    errno = EINVAL;
+    return nullptr;
+  }
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);
   uint32_t engine_access =
       access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
+                IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | kIbvAccessFlushGlobal);
   uroce::Result<uroce::transport::MrKeys> r = uroce::Status::invalid();
   {
     std::lock_guard<std::mutex> g(ctx->rt->mu);

@@ -19,8 +19,8 @@
 namespace uroce::transport::testing {
 namespace {
 
-constexpr uint32_t kAll =
-    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                         kAccessRemoteAtomic | kAccessFlushGlobal;
 
 struct MoveSpec {
   WrOpcode op = WrOpcode::kRdmaWrite;
@@ -50,6 +50,9 @@ QpAttr rc_attr(const MoveSpec& m) {
 }
 
 /// Moves m.total bytes with op from A to B (READ: from B to A) and checks everything.
+/// ATOMIC_WRITE: every message is 8 bytes, taken from A's region into the WR. FLUSH: every
+/// message is an unsignaled WRITE followed by a signaled FLUSH of its range (alternately of the
+/// whole region), and the bytes must be at B when the FLUSH completes.
 void move_data(const MoveSpec& m) {
   TwoEngines h(m.seed, m.ipv6);
   for (int d = 0; d < 2; ++d) {
@@ -69,6 +72,13 @@ void move_data(const MoveSpec& m) {
   const bool read = m.op == WrOpcode::kRdmaRead;
   const bool send = m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm;
   const bool imm = m.op == WrOpcode::kSendWithImm || m.op == WrOpcode::kRdmaWriteWithImm;
+  const bool atomic_write = m.op == WrOpcode::kAtomicWrite;
+  const bool flush = m.op == WrOpcode::kFlush;
+  const WcOpcode want_wc = atomic_write                ? WcOpcode::kAtomicWrite
+                           : flush                     ? WcOpcode::kFlush
+                           : read                      ? WcOpcode::kRdmaRead
+                           : send                      ? WcOpcode::kSend
+                                                       : WcOpcode::kRdmaWrite;
   std::vector<uint8_t>& src = read ? bmem : amem;
   std::vector<uint8_t>& dst = read ? amem : bmem;
   MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(amem.data()), kRegion, kAll).value();
@@ -91,6 +101,7 @@ void move_data(const MoveSpec& m) {
   auto post_one = [&]() -> bool {
     uint32_t len = static_cast<uint32_t>(rng() % (m.max_msg + 1));
     if (rng() % 8 == 0) len = static_cast<uint32_t>(rng() % 64);  // many small ones too
+    if (atomic_write) len = 8;
     if (cursor + len > kRegion) return false;                     // region full: wrap later
     Msg g{next_id++, len, cursor, cursor, static_cast<uint32_t>(rng())};
     cursor += (len + 63) & ~63u;
@@ -114,10 +125,28 @@ void move_data(const MoveSpec& m) {
       rw.wr_id = g.id;
       EXPECT_TRUE(eb.post_recv(qb, rw));
     }
+    if (flush) {
+      // The data first, unsignaled: the FLUSH's completion stands for both.
+      SendWr wd;
+      wd.wr_id = ~g.id;
+      wd.opcode = WrOpcode::kRdmaWrite;
+      wd.sg = sg;
+      wd.num_sge = n;
+      wd.remote_addr = reinterpret_cast<uint64_t>(bmem.data()) + g.dst_off;
+      wd.rkey = kb.rkey;
+      Status s = ea.post_send(qa, wd, h.now());
+      EXPECT_TRUE(s) << s.code();
+    }
     SendWr w;
     w.wr_id = g.id;
     w.opcode = m.op;
     w.send_flags = kSendSignaled;
+    if (atomic_write) std::memcpy(&w.compare_add, amem.data() + g.src_off, 8);
+    if (flush) {
+      w.flush_type = kFlushGlobal;
+      w.flush_level = g.id % 2 ? kFlushMr : kFlushRange;
+      w.flush_len = len;
+    }
     if (m.inline_small && len <= 128 && !read) w.send_flags |= kSendInline;
     w.sg = sg;
     w.num_sge = n;
@@ -145,6 +174,7 @@ void move_data(const MoveSpec& m) {
       ASSERT_FALSE(posted.empty()) << "extra send completion " << cqes[i].wr_id;
       ASSERT_EQ(cqes[i].status, WcStatus::kSuccess) << "wr " << cqes[i].wr_id;
       ASSERT_EQ(cqes[i].wr_id, posted.front().id) << "send completions out of order";
+      ASSERT_EQ(cqes[i].opcode, want_wc) << "wr " << cqes[i].wr_id;
       if (!send && m.op != WrOpcode::kRdmaWriteWithImm) verify(posted.front());
       moved += posted.front().len;
       posted.pop_front();
@@ -231,6 +261,7 @@ TEST_P(RcOpLoss, MovesEveryByteOnceInOrder) {
   m.op = std::get<0>(GetParam());
   m.loss = std::get<1>(GetParam());
   m.total = m.loss >= 0.05 ? (8u << 20) : (16u << 20);
+  if (m.op == WrOpcode::kAtomicWrite) m.total = 64u << 10;  // 8 KiB operations of 8 bytes
   m.seed = static_cast<uint64_t>(m.op) * 10 + static_cast<uint64_t>(m.loss * 100);
   move_data(m);
 }
@@ -239,7 +270,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllOps, RcOpLoss,
     ::testing::Combine(::testing::Values(WrOpcode::kSend, WrOpcode::kSendWithImm,
                                          WrOpcode::kRdmaWrite, WrOpcode::kRdmaWriteWithImm,
-                                         WrOpcode::kRdmaRead),
+                                         WrOpcode::kRdmaRead, WrOpcode::kAtomicWrite,
+                                         WrOpcode::kFlush),
                        ::testing::Values(0.0, 0.01, 0.05)));
 
 TEST(RcData, PsnWrapsAcross2To24) {
