@@ -569,8 +569,8 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
   if (wr.num_sge > qp->init.max_send_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
   uint64_t total = 0;
   // Local operations, ATOMIC_WRITE (its 8 bytes are in the WR) and FLUSH carry no SGEs.
-  const bool no_data = wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw ||
-                       flush || atomic_write;
+  const bool no_data =
+      wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw || flush || atomic_write;
   if (!no_data)
     for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg[i].length;
   bool inl = (wr.send_flags & kSendInline) && !no_data && wr.opcode != WrOpcode::kRdmaRead &&
@@ -636,7 +636,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
     w->length = 8;
   } else if (flush) {
     w->length = wr.flush_len;
-    w->imm = uint32_t{wr.flush_level} << wire::kFethSelectivityShift | wr.flush_type;
+    w->imm = (uint32_t{wr.flush_level} << wire::kFethSelectivityShift) | wr.flush_type;
   }
   if (qp->state == QpState::kErr) {
     // Posting to a QP in ERR completes the WR at once with WR_FLUSH_ERR.

@@ -248,12 +248,11 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
   // ATOMIC_WRITE needs remote write; FLUSH the QP's flush rights for its placement type and a
   // defined selectivity level (as Linux rxe checks them).
   const uint32_t flush_need = info.is(OpFlag::kFlush) ? flush_access(p.feth.placement) : 0;
-  if (((info.is(OpFlag::kWrite) || info.is(OpFlag::kAtomicWrite)) &&
-       !(acc & kAccessRemoteWrite)) ||
+  if (((info.is(OpFlag::kWrite) || info.is(OpFlag::kAtomicWrite)) && !(acc & kAccessRemoteWrite)) ||
       (info.is(OpFlag::kReadRequest) && !(acc & kAccessRemoteRead)) ||
       (info.is(OpFlag::kAtomic) && !(acc & kAccessRemoteAtomic)) ||
-      (info.is(OpFlag::kFlush) && (flush_need == 0 || (acc & flush_need) != flush_need ||
-                                   p.feth.selectivity > kFlushMr))) {
+      (info.is(OpFlag::kFlush) &&
+       (flush_need == 0 || (acc & flush_need) != flush_need || p.feth.selectivity > kFlushMr))) {
     responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                     WcStatus::kRemInvReqErr);
     return;
@@ -489,10 +488,10 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     AccessCheck c;
     if (p.feth.selectivity == kFlushMr || p.reth.dma_len == 0) {
       const MemoryRegion* mr = mrs.find_rkey(p.reth.rkey);
-      c = !mr                                   ? AccessCheck::kBadKey
-          : mr->pd != pd                        ? AccessCheck::kBadPd
+      c = !mr                                       ? AccessCheck::kBadKey
+          : mr->pd != pd                            ? AccessCheck::kBadPd
           : (mr->access & flush_need) != flush_need ? AccessCheck::kBadAccess
-                                                : AccessCheck::kOk;
+                                                    : AccessCheck::kOk;
     } else {
       c = mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, flush_need, qp.qpn);
     }

@@ -219,8 +219,7 @@ void wr_atomic_write(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, const void* ato
   std::memcpy(&it->wr.compare_add, atomic_wr, 8);  // the 8 bytes, copied now
 }
 
-void wr_flush(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, size_t len, uint8_t type,
-              uint8_t level) {
+void wr_flush(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, size_t len, uint8_t type, uint8_t level) {
   auto* it = begin(q, t::WrOpcode::kFlush, kIbvQpExWithFlush);
   // The RETH carries 32 bits of length (the engine refuses more than 2^31 at complete).
   if (len > UINT32_MAX) {

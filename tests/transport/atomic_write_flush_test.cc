@@ -266,8 +266,7 @@ TEST_F(AtomicWriteFlushTest, ResponderResourcesBoundAtomicWritesAndFlushes) {
   // max_dest_rd_atomic is 4. Receive four ATOMIC_WRITEs and a FLUSH (psn 100..104) before the
   // engine transmits (in-order)
   // Expect: the fifth is not taken (no resource; the requester resends it), four responses
-  for (uint32_t i = 0; i < 4; ++i)
-    t.rx(atomic_write(100 + i, t.va(8 * i), t.keys.rkey, 1000 + i));
+  for (uint32_t i = 0; i < 4; ++i) t.rx(atomic_write(100 + i, t.va(8 * i), t.keys.rkey, 1000 + i));
   t.rx(flush(104, fva(0), fkeys.rkey, 64));
   ASSERT_EQ(t.tx(), 4u);
   for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(t.sink.pop().p.psn, Psn(100 + i));

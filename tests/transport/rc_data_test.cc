@@ -20,7 +20,7 @@ namespace uroce::transport::testing {
 namespace {
 
 constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                         kAccessRemoteAtomic | kAccessFlushGlobal;
+                          kAccessRemoteAtomic | kAccessFlushGlobal;
 
 struct MoveSpec {
   WrOpcode op = WrOpcode::kRdmaWrite;
@@ -74,11 +74,11 @@ void move_data(const MoveSpec& m) {
   const bool imm = m.op == WrOpcode::kSendWithImm || m.op == WrOpcode::kRdmaWriteWithImm;
   const bool atomic_write = m.op == WrOpcode::kAtomicWrite;
   const bool flush = m.op == WrOpcode::kFlush;
-  const WcOpcode want_wc = atomic_write                ? WcOpcode::kAtomicWrite
-                           : flush                     ? WcOpcode::kFlush
-                           : read                      ? WcOpcode::kRdmaRead
-                           : send                      ? WcOpcode::kSend
-                                                       : WcOpcode::kRdmaWrite;
+  const WcOpcode want_wc = atomic_write ? WcOpcode::kAtomicWrite
+                           : flush      ? WcOpcode::kFlush
+                           : read       ? WcOpcode::kRdmaRead
+                           : send       ? WcOpcode::kSend
+                                        : WcOpcode::kRdmaWrite;
   std::vector<uint8_t>& src = read ? bmem : amem;
   std::vector<uint8_t>& dst = read ? amem : bmem;
   MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(amem.data()), kRegion, kAll).value();
@@ -102,7 +102,7 @@ void move_data(const MoveSpec& m) {
     uint32_t len = static_cast<uint32_t>(rng() % (m.max_msg + 1));
     if (rng() % 8 == 0) len = static_cast<uint32_t>(rng() % 64);  // many small ones too
     if (atomic_write) len = 8;
-    if (cursor + len > kRegion) return false;                     // region full: wrap later
+    if (cursor + len > kRegion) return false;  // region full: wrap later
     Msg g{next_id++, len, cursor, cursor, static_cast<uint32_t>(rng())};
     cursor += (len + 63) & ~63u;
     Sge sg[4];

@@ -76,10 +76,10 @@ constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
 // rdma-core 45's names for RDMA FLUSH that rdma-core 44's headers lack, with their values.
-constexpr int kAccessFlushGlobal = 1 << 8;      ///< IBV_ACCESS_FLUSH_GLOBAL
-constexpr int kAccessFlushPersistent = 1 << 9;  ///< IBV_ACCESS_FLUSH_PERSISTENT
-constexpr uint64_t kQpExWithFlush = 1ull << 11;  ///< IBV_QP_EX_WITH_FLUSH
-constexpr int kWcFlush = 8;                      ///< IBV_WC_FLUSH
+constexpr int kAccessFlushGlobal = 1 << 8;                 ///< IBV_ACCESS_FLUSH_GLOBAL
+constexpr int kAccessFlushPersistent = 1 << 9;             ///< IBV_ACCESS_FLUSH_PERSISTENT
+constexpr uint64_t kQpExWithFlush = 1ull << 11;            ///< IBV_QP_EX_WITH_FLUSH
+constexpr int kWcFlush = 8;                                ///< IBV_WC_FLUSH
 constexpr uint8_t kFlushGlobal = 1, kFlushPersistent = 2;  ///< IBV_FLUSH_GLOBAL, _PERSISTENT
 constexpr uint8_t kFlushRange = 0, kFlushMr = 1;           ///< IBV_FLUSH_RANGE, IBV_FLUSH_MR
 /// rdma-core 45's struct ibv_qp_ex: 44's with wr_flush appended (what ibv_wr_flush() calls).

@@ -208,8 +208,9 @@ TEST_F(WrApiTest, DeviceAdvertisesAtomicWriteAndGlobalFlushButNotPersistence) {
   EXPECT_EQ(attr.device_cap_flags_ex & 0xffffffffull, attr.orig_attr.device_cap_flags);
   std::vector<uint8_t> mem(64);
   errno = 0;
-  EXPECT_EQ(ibv_reg_mr(pd_, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | kAccessFlushPersistent),
-            nullptr);
+  EXPECT_EQ(
+      ibv_reg_mr(pd_, mem.data(), mem.size(), IBV_ACCESS_LOCAL_WRITE | kAccessFlushPersistent),
+      nullptr);
   EXPECT_EQ(errno, EINVAL);
 }
 

@@ -1,8 +1,8 @@
 /**
  * @file ext_headers.h
  * @brief BTH extended transport headers (IBA Vol 1 §9.3): RETH, AETH, AtomicETH, AtomicAckETH,
- * ImmDt, IETH, DETH, FETH (IBA 1.5 Annex A19, FLUSH), and the 16 reserved bytes of a RoCEv2 CNP (Annex 17 §9.3, per
- * docs/dcqcn-pfc.md §3.1).
+ * ImmDt, IETH, DETH, FETH (IBA 1.5 Annex A19, FLUSH), and the 16 reserved bytes of a RoCEv2 CNP
+ * (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1).
  *
  * Units: bytes for lengths, virtual addresses in bytes. Each wire struct has a decoded "value"
  * twin (RethValue, ...) in host order, which ParsedPacket and FrameSpec carry.

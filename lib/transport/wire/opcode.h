@@ -48,7 +48,7 @@ inline constexpr size_t kExtHdrCount = 10;
 
 /// Wire size of each ExtHdr, bytes (kPayload: 0).
 inline constexpr std::array<uint8_t, kExtHdrCount> kExtHdrSize = {
-    sizeof(Deth),  sizeof(Feth), sizeof(Reth),        sizeof(AtomicEth), sizeof(Aeth),
+    sizeof(Deth),         sizeof(Feth),  sizeof(Reth), sizeof(AtomicEth),   sizeof(Aeth),
     sizeof(AtomicAckEth), sizeof(ImmDt), sizeof(Ieth), sizeof(CnpReserved), 0};
 
 /// A set of ExtHdr. Not constructible from an integer or an Opcode.
