@@ -140,12 +140,13 @@ struct Fixture {
 };
 
 /// Moves RC QP `qpn` to RTS: path MTU 256 (many packets per message), peer QPN 0x55, expected
-/// receive PSN 0, first send PSN `sq_psn`, the shortest timeout, 7 retries, read/atomic depth 4.
+/// receive PSN 0, first send PSN `sq_psn`, the shortest timeout, 7 retries, read/atomic depth 4;
+/// every remote access and FLUSH of both placement types allowed.
 inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint32_t sq_psn) {
   using namespace transport;
   QpAttr a;
   a.qp_state = QpState::kInit;
-  a.qp_access_flags = 0xf;
+  a.qp_access_flags = 0xf | kAccessFlushGlobal | kAccessFlushPersistent;
   e.modify_qp(qpn, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
   a.qp_state = QpState::kRtr;
   a.av.dgid = peer;

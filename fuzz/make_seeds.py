@@ -85,6 +85,13 @@ def responder_seeds():
           responder_record(0x13, 0, 8, compare=0, swap=5) +
           responder_record(0x14, 1, 16, compare=3) +
           responder_record(0x14, 1, 16, compare=3))  # the duplicate answers from the cache
+    # IBA 1.5: a WRITE, a FLUSH of its range (FETH 0x01: the first AtomicETH word), an ATOMIC
+    # WRITE and its duplicate (answered from the replay record, not written again).
+    write("responder_rx", "flush_atomic_write",
+          responder_record(0x0a, 0, 0, 200, p256[:200], ackreq=False) +
+          responder_record(0x1c, 1, 0, 200, compare=0x01) +
+          responder_record(0x1d, 2, 16, 8, p256[:8]) +
+          responder_record(0x1d, 2, 16, 8, p256[:8]))
     write("responder_rx", "ud_send", responder_record(0x64, 0, payload=p256[:64], ud=True))
     write("responder_rx", "duplicate_and_gap",
           responder_record(0x04, 0, payload=b"a") + responder_record(0x04, 0, payload=b"a") +

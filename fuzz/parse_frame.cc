@@ -54,6 +54,7 @@ FrameSpec spec_of(const ParsedPacket& p) {
   s.ackreq = p.ackreq;
   s.psn = p.psn;
   s.reth = p.reth;
+  s.feth = p.feth;
   s.aeth = p.aeth;
   s.atomic_eth = p.atomic_eth;
   s.atomic_ack_orig = p.atomic_ack_orig;
@@ -71,6 +72,11 @@ std::vector<uint8_t> canonical_transport(const uint8_t* frame, const ParsedPacke
   v[4] &= static_cast<uint8_t>(~(kBthResv6Mask >> 24));
   v[8] &= static_cast<uint8_t>(~(kBthResv7Mask >> 24));
   if (p.has(ExtHdr::kDeth)) v[p.info->offset_of(ExtHdr::kDeth) + 4] = 0;  // Resv8
+  if (p.has(ExtHdr::kFeth)) {                                             // FETH bits 31:6
+    uint8_t* f = v.data() + p.info->offset_of(ExtHdr::kFeth);
+    f[0] = f[1] = f[2] = 0;
+    f[3] &= 0x3f;
+  }
   if (p.has(ExtHdr::kCnpReserved)) {
     std::memset(v.data() + p.info->offset_of(ExtHdr::kCnpReserved), 0, sizeof(CnpReserved));
   }

@@ -54,7 +54,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   fuzz::Fixture f;
   Engine& e = f.e;
-  MrKeys krw = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(rw), kRw, 0xf).value();
+  MrKeys krw =
+      e.reg_mr(f.pd, reinterpret_cast<uint64_t>(rw), kRw, 0xf | kAccessFlushGlobal).value();
   MrKeys kro = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
 
   Reader in{data, size};
@@ -115,6 +116,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       uint32_t rkey = (sel & 4) ? in.u32() : (sel & 1) ? kro.rkey : krw.rkey;
       s.reth = {va, rkey, in.u16() * ((sel & 8) ? 1u : 97u)};
       s.atomic_eth = {va & ~uint64_t{(sel & 16) ? 0u : 7u}, rkey, in.u32(), in.u32()};
+      // FLUSH's FETH from the first AtomicETH word: placement type bits 3:0, selectivity 5:4.
+      s.feth = {static_cast<uint8_t>(s.atomic_eth.swap_add & 0xf),
+                static_cast<uint8_t>((s.atomic_eth.swap_add >> 4) & 3)};
       s.aeth.syndrome = in.u8();
       s.aeth.msn = Msn(in.u8());
       s.atomic_ack_orig = in.u32();

@@ -41,6 +41,8 @@ const char* stream_op_name(StreamOp op) {
     case StreamOp::kRead: return "Read";
     case StreamOp::kCmpSwap: return "CmpSwap";
     case StreamOp::kFetchAdd: return "FetchAdd";
+    case StreamOp::kAtomicWrite: return "AtomicWrite";
+    case StreamOp::kFlush: return "Flush";
   }
   return "?";
 }
@@ -85,10 +87,10 @@ RcStream::RcStream(const StreamConfig& cfg, EngineHost& a, uint32_t a_pd, uint32
   };
   reg(a_, a_pd_, a_buf_.data(), a_buf_.size(), kAccessLocalWrite, &a_mr_);
   reg(b_, b_pd_, b_buf_.data(), b_buf_.size(),
-      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead, &b_mr_);
+      kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessFlushGlobal, &b_mr_);
   reg(a_, a_pd_, a_atomic_res_.data(), a_atomic_res_.size() * 8, kAccessLocalWrite, &a_res_mr_);
   reg(b_, b_pd_, b_counters_.data(), b_counters_.size() * 8,
-      kAccessLocalWrite | kAccessRemoteAtomic, &b_cnt_mr_);
+      kAccessLocalWrite | kAccessRemoteAtomic | kAccessRemoteWrite, &b_cnt_mr_);
 }
 
 void RcStream::fail(const std::string& msg) {
@@ -156,6 +158,10 @@ bool RcStream::post_next(Timestamp now) {
     case StreamOp::kRead: wr.opcode = WrOpcode::kRdmaRead; break;
     case StreamOp::kCmpSwap: wr.opcode = WrOpcode::kAtomicCmpAndSwp; break;
     case StreamOp::kFetchAdd: wr.opcode = WrOpcode::kAtomicFetchAndAdd; break;
+    case StreamOp::kAtomicWrite:
+      wr.opcode = i % 3 == 2 ? WrOpcode::kAtomicFetchAndAdd : WrOpcode::kAtomicWrite;
+      break;
+    case StreamOp::kFlush: wr.opcode = WrOpcode::kFlush; break;
   }
   wr.imm_data = imm_of(i);
   if (is_atomic(cfg_.op)) {
@@ -167,7 +173,14 @@ bool RcStream::post_next(Timestamp now) {
     wr.remote_addr = reinterpret_cast<uint64_t>(&b_counters_[t]);
     wr.rkey = b_cnt_mr_.rkey;
     expect_result_[slot] = expect_counter_[t];
-    if (cfg_.op == StreamOp::kFetchAdd) {
+    if (wr.opcode == WrOpcode::kAtomicWrite) {
+      // No result: the slot stays poisoned; the counter becomes the value written.
+      const uint64_t v = swap_of(i);
+      std::memcpy(&wr.compare_add, &v, 8);
+      wr.num_sge = 0;
+      expect_result_[slot] = kResultPoison;
+      expect_counter_[t] = v;
+    } else if (wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
       wr.compare_add = add_of(i);
       expect_counter_[t] += add_of(i);
     } else {
@@ -198,6 +211,23 @@ bool RcStream::post_next(Timestamp now) {
     if (can_inline && len <= 64 && i % 3 == 0) wr.send_flags |= transport::kSendInline;
     wr.remote_addr = reinterpret_cast<uint64_t>(dst);
     wr.rkey = b_mr_.rkey;
+    if (cfg_.op == StreamOp::kFlush) {
+      // The data as an unsignaled WRITE, then the FLUSH (signaled) of its range, or of the whole
+      // region for odd messages.
+      SendWr data = wr;
+      data.wr_id = ~i;
+      data.opcode = WrOpcode::kRdmaWrite;
+      data.send_flags &= ~transport::kSendSignaled;
+      if (Status s = a_.engine().post_send(a_qpn_, data, now); !s) {
+        fail("post_send (WRITE before FLUSH) failed: errno " + std::to_string(s.code()) + at(i));
+        return false;
+      }
+      wr.send_flags = transport::kSendSignaled;
+      wr.num_sge = 0;
+      wr.flush_type = transport::kFlushGlobal;
+      wr.flush_level = i % 2 ? transport::kFlushMr : transport::kFlushRange;
+      wr.flush_len = len;
+    }
   }
   Status s = a_.engine().post_send(a_qpn_, wr, now);
   if (!s) {
@@ -242,6 +272,10 @@ bool RcStream::step_a(Timestamp now) {
         case StreamOp::kRead: want = WcOpcode::kRdmaRead; break;
         case StreamOp::kCmpSwap: want = WcOpcode::kCompSwap; break;
         case StreamOp::kFetchAdd: want = WcOpcode::kFetchAdd; break;
+        case StreamOp::kAtomicWrite:
+          want = i % 3 == 2 ? WcOpcode::kFetchAdd : WcOpcode::kAtomicWrite;
+          break;
+        case StreamOp::kFlush: want = WcOpcode::kFlush; break;
       }
       if (c.opcode != want) {
         fail("send completion opcode " + std::to_string(static_cast<int>(c.opcode)) + at(i));
@@ -257,7 +291,8 @@ bool RcStream::step_a(Timestamp now) {
               fail("READ data differs at byte " + std::to_string(b) + at(i));
               return false;
             }
-        } else if (cfg_.op == StreamOp::kWrite || cfg_.op == StreamOp::kWriteWithImm) {
+        } else if (cfg_.op == StreamOp::kWrite || cfg_.op == StreamOp::kWriteWithImm ||
+                   cfg_.op == StreamOp::kFlush) {
           uint8_t* p = b_slot(i);
           for (uint32_t b = 0; b < len; ++b)
             if (p[b] != stream_pattern(i, b)) {

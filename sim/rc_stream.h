@@ -2,7 +2,8 @@
  * @file rc_stream.h
  * @brief A self-checking traffic generator for one connected QP pair on two EngineHosts:
  * a stream of work requests of one opcode (SEND, SEND_WITH_IMM, RDMA WRITE,
- * WRITE_WITH_IMM, RDMA READ, CMP_SWAP, FETCH_ADD) from requester A to responder B, with a
+ * WRITE_WITH_IMM, RDMA READ, CMP_SWAP, FETCH_ADD, ATOMIC_WRITE, FLUSH) from requester A to
+ * responder B, with a
  * bounded window of outstanding WRs, every byte compared and every completion checked to be
  * present exactly once, in order, with the right status, opcode, length and immediate.
  *
@@ -12,7 +13,10 @@
  * only after its WR completed, and the target slot is poisoned after checking so a stale or
  * re-executed duplicate shows up. Atomics use four 8-byte counters at B; FETCH_ADD checks each
  * returned value against the running sum, CMP_SWAP chains compare values (every 7th compare is
- * made to fail on purpose). Used by tests/sim and bench/sim. Units: bytes, ns.
+ * made to fail on purpose); an ATOMIC_WRITE stream sets a counter and every third operation
+ * adds to it with FETCH_ADD, which must return what the last ATOMIC_WRITE wrote (a duplicate
+ * written again after it would show). A FLUSH stream checks the WRITE before each FLUSH is in
+ * place when the FLUSH completes. Used by tests/sim and bench/sim. Units: bytes, ns.
  */
 #pragma once
 
@@ -34,10 +38,14 @@ enum class StreamOp : uint8_t {
   kRead,
   kCmpSwap,
   kFetchAdd,
+  kAtomicWrite,  ///< ATOMIC_WRITEs, every third operation a FETCH_ADD that reads the target back
+  kFlush,        ///< unsignaled WRITEs, each followed by a signaled FLUSH of its range or region
 };
 
 const char* stream_op_name(StreamOp op);
-inline bool is_atomic(StreamOp op) { return op == StreamOp::kCmpSwap || op == StreamOp::kFetchAdd; }
+inline bool is_atomic(StreamOp op) {
+  return op == StreamOp::kCmpSwap || op == StreamOp::kFetchAdd || op == StreamOp::kAtomicWrite;
+}
 
 /// Deterministic payload byte `off` of message `msg`.
 uint8_t stream_pattern(uint64_t msg, uint64_t off);

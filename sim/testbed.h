@@ -150,7 +150,8 @@ struct ConnParams {
   uint8_t max_rd_atomic = 16;
   uint32_t qkey = 0x11111111;
   uint32_t access = transport::kAccessLocalWrite | transport::kAccessRemoteWrite |
-                    transport::kAccessRemoteRead | transport::kAccessRemoteAtomic;
+                    transport::kAccessRemoteRead | transport::kAccessRemoteAtomic |
+                    transport::kAccessFlushGlobal;
 };
 
 /// Moves `e` to RTS (or RTR/RTS for UD) towards `peer`. Returns the first failing Status.

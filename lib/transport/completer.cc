@@ -1,6 +1,7 @@
 /**
  * @file completer.cc
- * @brief The RC completer: ACK / NAK / RNR NAK / read response / atomic ACK processing,
+ * @brief The RC completer: ACK / NAK / RNR NAK / read response / atomic ACK processing (the
+ * zero-length READ response completes an ATOMIC_WRITE or a FLUSH),
  * go-back-N retransmission, the local ACK timer, retry_cnt and rnr_retry, implied NAKs, and
  * in-order completion (IBA Vol 1 §9.7.5.2 "Requester side behavior", §9.7.6 "Timers",
  * §9.9.3 error classes).
@@ -253,7 +254,15 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       return;
     }
     const Psn expect = w.first_psn + w.resp_pkts;
-    if (info.is(OpFlag::kReadResponse)) {
+    if (info.is(OpFlag::kReadResponse) && !scatters_response(w)) {
+      // ATOMIC_WRITE and FLUSH: done when one zero-length READ response answers them (IBA 1.5
+      // Annex A19, as Linux rxe answers; a READ response to another request is ignored).
+      if (!is_rd_atomic(w) || q != expect) return;
+      if (p.opcode != wire::Opcode::kRcRdmaReadResponseOnly || !p.payload.empty()) {
+        requester_fatal(qp, WcStatus::kBadRespErr);
+        return;
+      }
+    } else if (info.is(OpFlag::kReadResponse)) {
       if (w.opcode != WrOpcode::kRdmaRead) return;
       if (q != expect) {
         if (diff(q, expect) <= 0) return;  // a duplicate
@@ -270,7 +279,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       }
       if (!place_read_response(qp, w, pos, p, q)) return;
     } else {
-      if (!is_rd_atomic(w) || w.opcode == WrOpcode::kRdmaRead || q != expect) return;
+      if (!scatters_response(w) || w.opcode == WrOpcode::kRdmaRead || q != expect) return;
       uint64_t orig = p.atomic_ack_orig;
       const uint8_t* src = reinterpret_cast<const uint8_t*>(&orig);
       if (scatter(sq_sg(qp, pos), w.num_sge, qp.init.pd, 0, src, 8) != AccessCheck::kOk) {

@@ -45,6 +45,8 @@ WcOpcode wc_opcode(WrOpcode op) {
     case WrOpcode::kAtomicFetchAndAdd: return WcOpcode::kFetchAdd;
     case WrOpcode::kLocalInv: return WcOpcode::kLocalInv;
     case WrOpcode::kBindMw: return WcOpcode::kBindMw;
+    case WrOpcode::kAtomicWrite: return WcOpcode::kAtomicWrite;
+    case WrOpcode::kFlush: return WcOpcode::kFlush;
     default: return WcOpcode::kSend;
   }
 }

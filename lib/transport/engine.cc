@@ -373,8 +373,9 @@ Status check_values(const EngineConfig& cfg, const Qp& qp, const QpAttr& a, uint
   if ((mask & kAttrPort) && a.port_num != 1) return Status::invalid();
   if ((mask & kAttrPkeyIndex) && a.pkey_index != 0) return Status::invalid();
   if ((mask & kAttrDestQpn) && a.dest_qp_num > k24BitMask) return Status::invalid();
-  if ((mask & kAttrAccessFlags) && (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite |
-                                                          kAccessRemoteRead | kAccessRemoteAtomic)))
+  if ((mask & kAttrAccessFlags) &&
+      (a.qp_access_flags & ~(kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                             kAccessRemoteAtomic | kAccessFlushGlobal | kAccessFlushPersistent)))
     return Status::invalid();
   if (mask & kAttrAv) {
     if (a.av.sgid_index >= cfg.gids.size() || cfg.gids[a.av.sgid_index].is_zero() ||
@@ -593,14 +594,25 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
       break;
   }
   if (!ok_op) return Status::invalid();
+  const bool flush = wr.opcode == WrOpcode::kFlush;
+  const bool atomic_write = wr.opcode == WrOpcode::kAtomicWrite;
+  if (flush) {
+    // A defined placement type and selectivity level; the RETH carries at most 2^31 bytes
+    // (IBA C9-94).
+    if (wr.flush_type == 0 || (wr.flush_type & ~(kFlushGlobal | kFlushPersistent)) ||
+        wr.flush_level > kFlushMr || wr.flush_len > (1u << 31))
+      return Status::invalid();
+  }
   // A bind names an allocated window (ibv_post_send(3): EINVAL for a bad WR).
   if (wr.opcode == WrOpcode::kBindMw && !m.mrs.find_mw(wr.mw_rkey)) return Status::invalid();
   if (wr.num_sge > qp->init.max_send_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
   uint64_t total = 0;
-  const bool local_op = wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw;
-  if (!local_op)
+  // Local operations, ATOMIC_WRITE (its 8 bytes are in the WR) and FLUSH carry no SGEs.
+  const bool no_data =
+      wr.opcode == WrOpcode::kLocalInv || wr.opcode == WrOpcode::kBindMw || flush || atomic_write;
+  if (!no_data)
     for (uint32_t i = 0; i < wr.num_sge; ++i) total += wr.sg[i].length;
-  bool inl = (wr.send_flags & kSendInline) && !local_op && wr.opcode != WrOpcode::kRdmaRead &&
+  bool inl = (wr.send_flags & kSendInline) && !no_data && wr.opcode != WrOpcode::kRdmaRead &&
              wr.opcode != WrOpcode::kAtomicCmpAndSwp && wr.opcode != WrOpcode::kAtomicFetchAndAdd;
   if (inl && total > qp->init.max_inline_data) return Status::invalid();
   if (qp->type == QpType::kUd && wr.ah && wr.ah->sgid_index >= m.cfg.gids.size())
@@ -621,7 +633,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
                : wr.imm_data;
   w->compare_add = wr.compare_add;
   w->swap = wr.swap;
-  w->num_sge = wr.num_sge;
+  w->num_sge = no_data ? 0 : wr.num_sge;
   if (is_local_op(*w)) {
     // Local operations carry no data; a bind's fields go where SendWqe has room for them.
     w->num_sge = 0;
@@ -659,6 +671,11 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
   } else if (wr.opcode == WrOpcode::kAtomicCmpAndSwp || wr.opcode == WrOpcode::kAtomicFetchAndAdd) {
     if (w->length != 8) w->local_error = WcStatus::kLocLenErr;
     w->length = 8;
+  } else if (atomic_write) {
+    w->length = 8;
+  } else if (flush) {
+    w->length = wr.flush_len;
+    w->imm = (uint32_t{wr.flush_level} << wire::kFethSelectivityShift) | wr.flush_type;
   }
   if (qp->state == QpState::kErr) {
     // Posting to a QP in ERR completes the WR at once with WR_FLUSH_ERR.

@@ -194,6 +194,9 @@ struct Engine::Impl {
   void ud_responder(Qp& qp, const wire::ParsedPacket& p);
   bool pop_recv(Qp& qp);
   void queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal = false);
+  /// Queues the zero-length RDMA READ Response Only that answers an ATOMIC_WRITE or a FLUSH at
+  /// psn (a READ/atomic item: the caller checked max_dest_rd_atomic and room in resp_q).
+  void queue_read_zero(Qp& qp, Psn psn);
   /// Responder-detected error (IBA 9.9.3.1 class B/C/D): NAK + async event + QP ERR.
   void responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev, WcStatus recv_status);
   /// The delayed ACK (kDelayedAck).

@@ -63,8 +63,10 @@ uint64_t splitmix64(uint64_t* s) {
   return z ^ (z >> 31);
 }
 
+// No persistence rights (kAccessFlushPersistent): uroce has no persistent memory domain.
 constexpr uint32_t kKnownAccess = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
-                                  kAccessRemoteAtomic | kAccessMwBind | kAccessOnDemand;
+                                  kAccessRemoteAtomic | kAccessMwBind | kAccessOnDemand |
+                                  kAccessFlushGlobal;
 constexpr uint32_t kRemoteAccess = kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
 
 constexpr uint32_t kNoSlot = ~0u;

@@ -94,9 +94,9 @@ class MemoryTable {
 
   /// Registers a region mapping [iova, iova+len) to the caller's [addr, addr+len).
   /// EINVAL: zero length, REMOTE_WRITE/REMOTE_ATOMIC without LOCAL_WRITE, unknown access bits
-  /// (kAccessZeroBased is a window's), either range wrapping, the implicit form (addr 0,
-  /// length 2^64-1) without kAccessOnDemand; EOPNOTSUPP: kAccessOnDemand where
-  /// on_demand_available() is false; ENOMEM: table full.
+  /// (kAccessZeroBased is a window's; kAccessFlushPersistent: no persistent memory domain), either
+  /// range wrapping, the implicit form (addr 0, length 2^64-1) without kAccessOnDemand; EOPNOTSUPP:
+  /// kAccessOnDemand where on_demand_available() is false; ENOMEM: table full.
   Result<MemoryRegion> reg(uint32_t pd, uint64_t addr, uint64_t len, uint64_t iova,
                            uint32_t access);
   /// reg() with iova == addr.

@@ -40,12 +40,14 @@ struct RecvWqe {
 struct SendWqe {
   uint64_t wr_id = 0;
   uint64_t remote_addr = 0;
-  uint64_t compare_add = 0;
+  uint64_t compare_add = 0;  ///< ATOMIC_WRITE: the 8 bytes to write
   uint64_t swap = 0;
-  uint32_t length = 0;  ///< total payload bytes (READ: bytes to read; atomic: 8)
+  /// total payload bytes (READ: bytes to read; atomic and ATOMIC_WRITE: 8; FLUSH: the range)
+  uint32_t length = 0;
   uint32_t rkey = 0;
   /// immediate data (network order as given), the rkey to invalidate, or a bind's window rkey
-  /// (a bind also keeps its range in remote_addr/compare_add, its lkey<<32|access in swap)
+  /// (a bind also keeps its range in remote_addr/compare_add, its lkey<<32|access in swap);
+  /// FLUSH: its FETH (selectivity level << 4 | placement type)
   uint32_t imm = 0;
   uint32_t remote_qpn = 0;   ///< UD
   uint32_t remote_qkey = 0;  ///< UD
@@ -70,8 +72,17 @@ inline bool is_local_op(const SendWqe& w) {
   return w.opcode == WrOpcode::kBindMw || w.opcode == WrOpcode::kLocalInv;
 }
 
-/// READ and atomic WRs: answered by responses, limited by max_rd_atomic.
+/// READ, atomic, ATOMIC_WRITE and FLUSH WRs: answered by responses (READ responses, atomic
+/// ACKs; a zero-length READ response for ATOMIC_WRITE and FLUSH, IBA 1.5 Annex A19 as Linux rxe
+/// sends it), limited by max_rd_atomic, one PSN each but READ.
 inline bool is_rd_atomic(const SendWqe& w) {
+  return w.opcode == WrOpcode::kRdmaRead || w.opcode == WrOpcode::kAtomicCmpAndSwp ||
+         w.opcode == WrOpcode::kAtomicFetchAndAdd || w.opcode == WrOpcode::kAtomicWrite ||
+         w.opcode == WrOpcode::kFlush;
+}
+
+/// READ and atomic WRs: their response lands in the WR's local SGEs.
+inline bool scatters_response(const SendWqe& w) {
   return w.opcode == WrOpcode::kRdmaRead || w.opcode == WrOpcode::kAtomicCmpAndSwp ||
          w.opcode == WrOpcode::kAtomicFetchAndAdd;
 }
@@ -94,9 +105,11 @@ struct RespItem {
   uint64_t orig = 0;
 };
 
-/// Atomic replay cache entry (IBA 9.4.5: duplicate atomics are answered, not re-executed).
+/// Atomic replay cache entry (IBA 9.4.5: duplicate atomics are answered, not re-executed; so
+/// are duplicate ATOMIC_WRITEs, whose write a later request may have overwritten since).
 struct AtomicReplay {
   bool valid = false;
+  bool write = false;  ///< an ATOMIC_WRITE (answered by a zero-length READ response)
   Psn psn;
   uint64_t orig = 0;
 };

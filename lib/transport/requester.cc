@@ -146,7 +146,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   if (!w.started) {
     WcStatus err = WcStatus::kSuccess;
     if (qp.type == QpType::kUd && w.length > qp.mtu) err = WcStatus::kLocLenErr;
-    if (is_rd_atomic(w) &&
+    if (scatters_response(w) &&
         check_scatter(sq_sg(qp, pos), w.num_sge, qp.init.pd, 0, w.length) != AccessCheck::kOk)
       err = WcStatus::kLocProtErr;
     if (err != WcStatus::kSuccess) {
@@ -258,6 +258,26 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       const bool cas = w.opcode == WrOpcode::kAtomicCmpAndSwp;
       s.opcode = cas ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd;
       s.atomic_eth = {w.remote_addr, w.rkey, cas ? w.swap : w.compare_add, cas ? w.compare_add : 0};
+      r = emit(sink, qp, s, 0, prio, false, none);
+      break;
+    }
+    case WrOpcode::kAtomicWrite: {
+      // IBA 1.5 Annex A19: RETH (length 8) and the 8 bytes, written at once by the responder.
+      s.opcode = Opcode::kRcAtomicWrite;
+      s.reth = {w.remote_addr, w.rkey, 8};
+      const uint64_t value = w.compare_add;
+      r = emit(sink, qp, s, 8, prio, false, [&](uint8_t* dst) {
+        std::memcpy(dst, &value, 8);
+        return true;
+      });
+      break;
+    }
+    case WrOpcode::kFlush: {
+      // IBA 1.5 Annex A19: FETH (placement type, selectivity level) and RETH (the range).
+      s.opcode = Opcode::kRcFlush;
+      s.feth = {static_cast<uint8_t>(w.imm & wire::kFethPlacementMask),
+                static_cast<uint8_t>(w.imm >> wire::kFethSelectivityShift)};
+      s.reth = {w.remote_addr, w.rkey, w.length};
       r = emit(sink, qp, s, 0, prio, false, none);
       break;
     }

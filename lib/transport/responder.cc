@@ -1,6 +1,7 @@
 /**
  * @file responder.cc
- * @brief The responder: RC request validation and execution, duplicate handling, ACK/NAK
+ * @brief The responder: RC request validation and execution (ATOMIC_WRITE and FLUSH of IBA 1.5
+ * Annex A19 too), duplicate handling, ACK/NAK
  * generation (IBA Vol 1 §9.7.5 "Responder side behavior"); UC receive with message drop on
  * loss (§9.7.5 for UC, C9-? "a packet out of sequence drops the message"); UD receive with
  * the 40-byte GRH and the Q_Key check (§9.6.2, §10.2.5; rdma-core/rxe GRH layout for RoCEv2).
@@ -28,7 +29,27 @@ using wire::OpFlag;
 
 namespace {
 constexpr uint8_t nak(uint8_t code) { return wire::aeth_syndrome(wire::kAethTypeNak, code); }
+
+/// The access bits a FLUSH of this placement type needs of the QP and of the region; 0 for a
+/// type with no bit or a reserved bit set (IBA 1.5 Annex A19: global visibility, persistence).
+constexpr uint32_t flush_access(uint8_t placement) {
+  if (placement == 0 || (placement & ~(kFlushGlobal | kFlushPersistent))) return 0;
+  return ((placement & kFlushGlobal) ? uint32_t{kAccessFlushGlobal} : 0u) |
+         ((placement & kFlushPersistent) ? uint32_t{kAccessFlushPersistent} : 0u);
+}
 }  // namespace
+
+void Engine::Impl::queue_read_zero(Qp& qp, Psn psn) {
+  RespItem* it = qp.resp.resp_q.push();
+  if (!it) return;  // full: the requester's timer recovers
+  *it = RespItem{};
+  it->kind = RespItem::Kind::kRead;
+  it->psn = psn;
+  it->msn = qp.resp.msn;
+  it->npkts = 1;  // RDMA READ Response Only, no payload
+  qp.resp.resp_rd_atomic++;
+  activate(qp);
+}
 
 void Engine::Impl::responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   switch (qp.type) {
@@ -137,7 +158,8 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
   }
   if (d < 0) {
     // Duplicate (IBA 9.7.5.1.1): SEND/WRITE are re-ACKed, not re-executed; READ is re-read
-    // from memory; an atomic is answered from the replay cache.
+    // from memory; an atomic or an ATOMIC_WRITE is answered from the replay cache; a FLUSH is
+    // answered again.
     inc(Counter::duplicate_request);
     if (info.is(OpFlag::kReadRequest)) {
       uint32_t n = packets_for(p.reth.dma_len, qp.mtu);
@@ -158,9 +180,18 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       it->npkts = n;
       qp.resp.resp_rd_atomic++;
       activate(qp);
-    } else if (info.is(OpFlag::kAtomic)) {
+    } else if (info.is(OpFlag::kAtomic) || info.is(OpFlag::kAtomicWrite)) {
+      const bool write = info.is(OpFlag::kAtomicWrite);
       for (const AtomicReplay& r : qp.resp.replay) {
-        if (r.valid && r.psn == p.psn) {
+        if (r.valid && r.write == write && r.psn == p.psn) {
+          if (write) {
+            // Answered again, not written again: a later request may have overwritten it.
+            if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1) ||
+                qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity())
+              return;
+            queue_read_zero(qp, p.psn);
+            return;
+          }
           if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
           RespItem* it = qp.resp.resp_q.push();
           if (!it) return;
@@ -174,6 +205,13 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
           return;
         }
       }
+    } else if (info.is(OpFlag::kFlush)) {
+      // Idempotent: everything before it was placed when it first ran. Answered again.
+      if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1) ||
+          qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity())
+        return;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      queue_read_zero(qp, p.psn);
     } else {
       queue_ack(qp, kSynAck, qp.resp.epsn - 1);
     }
@@ -207,9 +245,14 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
   }
   // Operation enabled on this QP (IBA 9.7.5.1.4, qp_access_flags).
   const uint32_t acc = qp.attr.qp_access_flags;
-  if ((info.is(OpFlag::kWrite) && !(acc & kAccessRemoteWrite)) ||
+  // ATOMIC_WRITE needs remote write; FLUSH the QP's flush rights for its placement type and a
+  // defined selectivity level (as Linux rxe checks them).
+  const uint32_t flush_need = info.is(OpFlag::kFlush) ? flush_access(p.feth.placement) : 0;
+  if (((info.is(OpFlag::kWrite) || info.is(OpFlag::kAtomicWrite)) && !(acc & kAccessRemoteWrite)) ||
       (info.is(OpFlag::kReadRequest) && !(acc & kAccessRemoteRead)) ||
-      (info.is(OpFlag::kAtomic) && !(acc & kAccessRemoteAtomic))) {
+      (info.is(OpFlag::kAtomic) && !(acc & kAccessRemoteAtomic)) ||
+      (info.is(OpFlag::kFlush) &&
+       (flush_need == 0 || (acc & flush_need) != flush_need || p.feth.selectivity > kFlushMr))) {
     responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
                     WcStatus::kRemInvReqErr);
     return;
@@ -384,7 +427,7 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     AtomicReplay& r = qp.resp.replay[qp.resp.replay_next];
     qp.resp.replay_next =
         (qp.resp.replay_next + 1) % std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1);
-    r = AtomicReplay{true, p.psn, orig};
+    r = AtomicReplay{true, false, p.psn, orig};
     qp.resp.msn = qp.resp.msn + 1;
     RespItem* it = qp.resp.resp_q.push();
     *it = RespItem{};
@@ -396,6 +439,71 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     qp.resp.epsn = qp.resp.epsn + 1;
     inc(Counter::rx_atomic_requests);
     activate(qp);
+    return;
+  } else if (info.is(OpFlag::kAtomicWrite)) {
+    if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+    if (qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity()) return;
+    // IBA 1.5 Annex A19: exactly 8 bytes (RETH length and payload), inside a region with
+    // remote write, 8-byte aligned; checked in that order (as Linux rxe: the range before the
+    // alignment). Nothing is written unless all pass.
+    if (len != 8 || p.reth.dma_len != 8) {
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, 8, kAccessRemoteWrite, qp.qpn) !=
+        AccessCheck::kOk) {
+      responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    if (p.reth.va % 8 != 0) {
+      responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    uint64_t value;
+    std::memcpy(&value, p.payload.data(), 8);
+    // One 8-byte store, ordered after every earlier placement (a release store).
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(p.reth.va))
+        .store(value, std::memory_order_release);
+    AtomicReplay& r = qp.resp.replay[qp.resp.replay_next];
+    qp.resp.replay_next =
+        (qp.resp.replay_next + 1) % std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1);
+    r = AtomicReplay{true, true, p.psn, 0};
+    qp.resp.msn = qp.resp.msn + 1;
+    queue_read_zero(qp, p.psn);
+    qp.resp.epsn = qp.resp.epsn + 1;
+    inc(Counter::rx_atomic_requests);
+    return;
+  } else if (info.is(OpFlag::kFlush)) {
+    if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
+    if (qp.resp.resp_q.size() + 1 >= qp.resp.resp_q.capacity()) return;
+    // The rkey must name a region of this PD with the flush rights of the placement type: for
+    // the whole region (selectivity level 1) or a zero-length range the key alone, else the
+    // range too (Linux rxe's checks). Windows never carry flush rights.
+    AccessCheck c;
+    if (p.feth.selectivity == kFlushMr || p.reth.dma_len == 0) {
+      const MemoryRegion* mr = mrs.find_rkey(p.reth.rkey);
+      c = !mr                                       ? AccessCheck::kBadKey
+          : mr->pd != pd                            ? AccessCheck::kBadPd
+          : (mr->access & flush_need) != flush_need ? AccessCheck::kBadAccess
+                                                    : AccessCheck::kOk;
+    } else {
+      c = mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, flush_need, qp.qpn);
+    }
+    if (c != AccessCheck::kOk) {
+      responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
+                      WcStatus::kSuccess);
+      return;
+    }
+    // Every earlier request was placed by this thread before this one runs (PSN order); a
+    // full fence makes those stores globally visible before the response can go out. There is
+    // no persistence domain beyond memory to write back to (no region has persistence rights).
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    qp.resp.msn = qp.resp.msn + 1;
+    queue_read_zero(qp, p.psn);
+    qp.resp.epsn = qp.resp.epsn + 1;
     return;
   }
   qp.resp.epsn = qp.resp.epsn + 1;

@@ -4,7 +4,8 @@
  * access flags, work requests and completions.
  *
  * Numeric values equal rdma-core's (<infiniband/verbs.h>, rdma-core 44) so lib/verbs converts
- * with a cast; lib/verbs static_asserts every one. lib/transport never includes verbs.h.
+ * with a cast; lib/verbs static_asserts every one. lib/transport never includes verbs.h. The
+ * FLUSH names rdma-core 44 lacks carry rdma-core 45's values (lib/verbs ibta15.h).
  */
 #pragma once
 
@@ -65,6 +66,12 @@ enum Access : uint32_t {
   /// On-demand paging (ibv_reg_mr(3) IBV_ACCESS_ON_DEMAND): the region's memory need not be
   /// mapped; every access copies through the kernel and an unmapped page fails the access.
   kAccessOnDemand = 1 << 6,
+  /// FLUSH with placement type global visibility may target the region (or the QP allows it);
+  /// IBV_ACCESS_FLUSH_GLOBAL of rdma-core 45+ (IBA 1.5 Annex A19)
+  kAccessFlushGlobal = 1 << 8,
+  /// FLUSH with placement type persistence (IBV_ACCESS_FLUSH_PERSISTENT): a QP may allow it,
+  /// no region has it (uroce has no persistent memory domain, see docs/limits.md)
+  kAccessFlushPersistent = 1 << 9,
 };
 
 /// ibv_mw_type.
@@ -122,7 +129,17 @@ enum class WrOpcode : uint8_t {
   kLocalInv = 7,
   kBindMw = 8,
   kSendWithInv = 9,
+  kFlush = 14,        ///< IBV_WR_FLUSH of rdma-core 45+ (ibv_wr_flush)
+  kAtomicWrite = 15,  ///< IBV_WR_ATOMIC_WRITE (ibv_wr_atomic_write)
 };
+
+/// FLUSH placement type bits (ibv_placement_type of rdma-core 45+; the FETH PLT field).
+inline constexpr uint8_t kFlushGlobal = 1 << 0;
+inline constexpr uint8_t kFlushPersistent = 1 << 1;
+/// FLUSH selectivity level (ibv_selectivity_level; the FETH SEL field): the range of the WR,
+/// or the whole region its rkey names.
+inline constexpr uint8_t kFlushRange = 0;
+inline constexpr uint8_t kFlushMr = 1;
 
 /// ibv_send_flags.
 enum SendFlags : uint32_t {
@@ -167,6 +184,8 @@ enum class WcOpcode : uint8_t {
   kFetchAdd = 4,
   kBindMw = 5,
   kLocalInv = 6,
+  kFlush = 8,        ///< IBV_WC_FLUSH of rdma-core 45+
+  kAtomicWrite = 9,  ///< IBV_WC_ATOMIC_WRITE
   kRecv = 128,
   kRecvRdmaWithImm = 129,
 };
@@ -209,8 +228,14 @@ struct SendWr {
   uint32_t invalidate_rkey = 0;
   uint64_t remote_addr = 0;  ///< RDMA and atomic target
   uint32_t rkey = 0;
-  uint64_t compare_add = 0;  ///< atomic compare (CMP_SWP) or add (FETCH_ADD)
+  /// atomic compare (CMP_SWP) or add (FETCH_ADD); ATOMIC_WRITE: the 8 bytes to write, as they
+  /// lie in memory
+  uint64_t compare_add = 0;
   uint64_t swap = 0;
+  // FLUSH (ibv_wr_flush): remote_addr/rkey, the length, placement type and selectivity level
+  uint32_t flush_len = 0;
+  uint8_t flush_type = 0;   ///< kFlushGlobal | kFlushPersistent
+  uint8_t flush_level = 0;  ///< kFlushRange or kFlushMr
   // BIND_MW (ibv_send_wr.bind_mw): the window's current rkey; the rkey it gets is `rkey`
   uint32_t mw_rkey = 0;
   uint32_t bind_lkey = 0;  ///< the region (0 with bind_len 0: unbind a type 1 window)

@@ -36,6 +36,8 @@ static_assert(static_cast<int>(transport::WcStatus::kGeneralErr) == IBV_WC_GENER
 static_assert(static_cast<int>(transport::WcStatus::kRemAccessErr) == IBV_WC_REM_ACCESS_ERR);
 static_assert(static_cast<int>(transport::WcOpcode::kRecvRdmaWithImm) == IBV_WC_RECV_RDMA_WITH_IMM);
 static_assert(static_cast<int>(transport::WcOpcode::kFetchAdd) == IBV_WC_FETCH_ADD);
+static_assert(static_cast<int>(transport::WcOpcode::kAtomicWrite) == IBV_WC_ATOMIC_WRITE &&
+              static_cast<int>(transport::WcOpcode::kFlush) == kIbvWcFlush);
 static_assert(same_value(transport::kWcGrh, IBV_WC_GRH) &&
               same_value(transport::kWcWithImm, IBV_WC_WITH_IMM) &&
               same_value(transport::kWcWithInv, IBV_WC_WITH_INV));

@@ -32,6 +32,7 @@
 #include "common/port.h"
 #include "config/config.h"
 #include "transport/engine.h"
+#include "verbs/ibta15.h"
 #include "verbs/port_health.h"
 #ifdef UROCE_HAVE_STATS
 #include "stats/capture.h"
@@ -240,6 +241,9 @@ struct WrBatch {
 
 struct Qp {
   ibv_qp_ex qpx;  ///< ibv_qp is its prefix (qp_base)
+  /// rdma-core 45's ibv_qp_ex member after rdma-core 44's (ibta15.h IbvQpEx45): the next
+  /// member, no padding (ibv_qp_ex's size is a multiple of a pointer's alignment).
+  WrFlushFn wr_flush = nullptr;
   uint32_t qpn = 0;
   Context* ctx = nullptr;
   Pd* pd = nullptr;
@@ -255,6 +259,8 @@ struct Qp {
   ibv_qp* base() { return &qpx.qp_base; }
 };
 inline Qp* qp_of(ibv_qp* q) { return from_ibv<Qp>(q); }
+
+static_assert(sizeof(ibv_qp_ex) % alignof(WrFlushFn) == 0);
 
 struct Srq {
   ibv_srq srq;

@@ -69,7 +69,8 @@ static_assert(same_value(t::kAccessZeroBased, IBV_ACCESS_ZERO_BASED));
 /// The engine's Access bits of an ibv_access_flags value; optional and unneeded bits dropped.
 uint32_t engine_access(unsigned int access) {
   return access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-                   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND);
+                   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND | IBV_ACCESS_ON_DEMAND |
+                   kIbvAccessFlushGlobal);
 }
 
 ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int access) {
@@ -86,6 +87,12 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
       return nullptr;
     }
     iova = 0;
+  }
+  // FLUSH to persistence: not a device capability (no persistent memory domain), so EINVAL as
+  // the kernel's ib_check_mr_access() answers for a flush type the device lacks.
+  if (access & kIbvAccessFlushPersistent) {
+    errno = EINVAL;
+    return nullptr;
   }
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);

@@ -29,6 +29,10 @@ static_assert(same_value(t::kAccessRemoteAtomic, IBV_ACCESS_REMOTE_ATOMIC) &&
               same_value(t::kAccessLocalWrite, IBV_ACCESS_LOCAL_WRITE));
 static_assert(static_cast<int>(t::WrOpcode::kSendWithInv) == IBV_WR_SEND_WITH_INV);
 static_assert(static_cast<int>(t::WrOpcode::kAtomicFetchAndAdd) == IBV_WR_ATOMIC_FETCH_AND_ADD);
+static_assert(static_cast<int>(t::WrOpcode::kAtomicWrite) == IBV_WR_ATOMIC_WRITE &&
+              static_cast<int>(t::WrOpcode::kFlush) == kIbvWrFlush);
+static_assert(same_value(t::kAccessFlushGlobal, kIbvAccessFlushGlobal) &&
+              same_value(t::kAccessFlushPersistent, kIbvAccessFlushPersistent));
 static_assert(same_value(t::kSendInline, IBV_SEND_INLINE) &&
               same_value(t::kSendSolicited, IBV_SEND_SOLICITED) &&
               same_value(t::kSendSignaled, IBV_SEND_SIGNALED) &&
@@ -60,6 +64,8 @@ bool opcode_ok(ibv_qp_type type, int op) {
     case IBV_WR_SEND_WITH_INV: return type == IBV_QPT_RC;
     case IBV_WR_LOCAL_INV:
     case IBV_WR_BIND_MW: return type == IBV_QPT_RC || type == IBV_QPT_UC;
+    // IBV_WR_ATOMIC_WRITE and IBV_WR_FLUSH: ibv_send_wr has no field for the 8 bytes or the
+    // placement type and level; ibv_wr_atomic_write(3) and ibv_wr_flush(3) post them.
     default: return false;
   }
 }
@@ -197,7 +203,8 @@ ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
                               IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                               IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
                               IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_LOCAL_INV |
-                              IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW;
+                              IBV_QP_EX_WITH_SEND_WITH_INV | IBV_QP_EX_WITH_BIND_MW |
+                              IBV_QP_EX_WITH_ATOMIC_WRITE | kIbvQpExWithFlush;
     if (ia->send_ops_flags & ~kOps) {
       errno = EOPNOTSUPP;
       return nullptr;

@@ -1,7 +1,8 @@
 /**
  * @file qp_ex.cc
  * @brief The new post-send API of ibv_wr_post(3): ibv_wr_start, the ibv_wr_<opcode> builders,
- * ibv_wr_set_* and ibv_wr_complete/ibv_wr_abort, reached through struct ibv_qp_ex.
+ * ibv_wr_set_* and ibv_wr_complete/ibv_wr_abort, reached through struct ibv_qp_ex, and
+ * rdma-core 45's ibv_wr_flush through the member after it (ibta15.h).
  *
  * Between wr_start and wr_complete the QP's wr_mu is held and WRs are collected in a batch
  * (with copies of their SGE lists and inline data, so the program may reuse its buffers as
@@ -10,6 +11,7 @@
  * many SGEs) are remembered and returned by wr_complete.
  */
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "verbs/objects.h"
@@ -206,8 +208,29 @@ void wr_set_sge_list(ibv_qp_ex* q, size_t n, const ibv_sge* list) {
     it->sges.push_back(t::Sge{list[i].addr, list[i].length, list[i].lkey});
 }
 
-void wr_atomic_write(ibv_qp_ex* q, uint32_t, uint64_t, const void*) {
-  begin(q, t::WrOpcode::kRdmaWrite, 0);  // not supported: EINVAL at complete
+void wr_atomic_write(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, const void* atomic_wr) {
+  auto* it = begin(q, t::WrOpcode::kAtomicWrite, IBV_QP_EX_WITH_ATOMIC_WRITE);
+  if (!atomic_wr) {
+    if (!qx(q)->batch.error) qx(q)->batch.error = EINVAL;
+    return;
+  }
+  it->wr.rkey = rkey;
+  it->wr.remote_addr = addr;
+  std::memcpy(&it->wr.compare_add, atomic_wr, 8);  // the 8 bytes, copied now
+}
+
+void wr_flush(ibv_qp_ex* q, uint32_t rkey, uint64_t addr, size_t len, uint8_t type, uint8_t level) {
+  auto* it = begin(q, t::WrOpcode::kFlush, kIbvQpExWithFlush);
+  // The RETH carries 32 bits of length (the engine refuses more than 2^31 at complete).
+  if (len > UINT32_MAX) {
+    if (!qx(q)->batch.error) qx(q)->batch.error = EINVAL;
+    return;
+  }
+  it->wr.rkey = rkey;
+  it->wr.remote_addr = addr;
+  it->wr.flush_len = static_cast<uint32_t>(len);
+  it->wr.flush_type = type;
+  it->wr.flush_level = level;
 }
 
 }  // namespace
@@ -236,6 +259,7 @@ void fill_qp_ex(Qp* qp) {
   x.wr_complete = wr_complete;
   x.wr_abort = wr_abort;
   x.wr_atomic_write = wr_atomic_write;
+  qp->wr_flush = wr_flush;
 }
 
 }  // namespace uroce::verbs

@@ -143,6 +143,10 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
   ibv_device_attr_ex full;
   std::memset(&full, 0, sizeof full);
   fill_device_attr(ctx_of(c), &full.orig_attr);
+  // RDMA ATOMIC WRITE and FLUSH to global visibility (IBA 1.5 Annex A19); no persistence (no
+  // persistent memory domain). rdma-core 44 has no names for these bits (ibta15.h).
+  full.device_cap_flags_ex =
+      full.orig_attr.device_cap_flags | kIbUverbsDeviceAtomicWrite | kIbUverbsDeviceFlushGlobal;
   full.phys_port_cnt_ex = 1;
   if (transport::Engine::on_demand_supported()) {
     // On-demand paging (pd_mr.cc): every operation of every transport uroce has moves an

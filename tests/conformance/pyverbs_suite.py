@@ -54,9 +54,6 @@ KNOWN_LIMITS = {
                         r"^tests\.test_odp\.")], 2,
                       "the machine's, not uroce's: the 2 MiB huge page ODP tests skip when no "
                       "2 MiB huge pages are reserved"),
-    "atomic_write": ([(r"Extended QP is not supported on this device",
-                       r"\.test_qp_ex_rc_atomic_write$")], 1,
-                     "RDMA ATOMIC_WRITE (IBV_QP_EX_WITH_ATOMIC_WRITE): refused at QP creation"),
     "parent_domain": ([(r"Parent Domain is not supported", None),
                        (r"There are no huge pages of size 2M allocated",
                         r"^tests\.test_parent_domain\.")], 6,

@@ -141,7 +141,8 @@ INSTANTIATE_TEST_SUITE_P(
     RcOps, RcTransferTest,
     ::testing::Combine(::testing::Values(StreamOp::kSend, StreamOp::kSendWithImm, StreamOp::kWrite,
                                          StreamOp::kWriteWithImm, StreamOp::kRead,
-                                         StreamOp::kCmpSwap, StreamOp::kFetchAdd),
+                                         StreamOp::kCmpSwap, StreamOp::kFetchAdd,
+                                         StreamOp::kAtomicWrite, StreamOp::kFlush),
                        ::testing::Values(0, 1, 5)),
     case_name);
 
@@ -158,7 +159,8 @@ INSTANTIATE_TEST_SUITE_P(
     Selective, RcSelectiveTest,
     ::testing::Combine(::testing::Values(StreamOp::kSend, StreamOp::kSendWithImm, StreamOp::kWrite,
                                          StreamOp::kWriteWithImm, StreamOp::kRead,
-                                         StreamOp::kCmpSwap, StreamOp::kFetchAdd),
+                                         StreamOp::kCmpSwap, StreamOp::kFetchAdd,
+                                         StreamOp::kAtomicWrite, StreamOp::kFlush),
                        ::testing::Values(0, 1, 5)),
     case_name);
 

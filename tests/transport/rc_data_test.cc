@@ -19,8 +19,8 @@
 namespace uroce::transport::testing {
 namespace {
 
-constexpr uint32_t kAll =
-    kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead | kAccessRemoteAtomic;
+constexpr uint32_t kAll = kAccessLocalWrite | kAccessRemoteWrite | kAccessRemoteRead |
+                          kAccessRemoteAtomic | kAccessFlushGlobal;
 
 struct MoveSpec {
   WrOpcode op = WrOpcode::kRdmaWrite;
@@ -50,6 +50,9 @@ QpAttr rc_attr(const MoveSpec& m) {
 }
 
 /// Moves m.total bytes with op from A to B (READ: from B to A) and checks everything.
+/// ATOMIC_WRITE: every message is 8 bytes, taken from A's region into the WR. FLUSH: every
+/// message is an unsignaled WRITE followed by a signaled FLUSH of its range (alternately of the
+/// whole region), and the bytes must be at B when the FLUSH completes.
 void move_data(const MoveSpec& m) {
   TwoEngines h(m.seed, m.ipv6);
   for (int d = 0; d < 2; ++d) {
@@ -69,6 +72,13 @@ void move_data(const MoveSpec& m) {
   const bool read = m.op == WrOpcode::kRdmaRead;
   const bool send = m.op == WrOpcode::kSend || m.op == WrOpcode::kSendWithImm;
   const bool imm = m.op == WrOpcode::kSendWithImm || m.op == WrOpcode::kRdmaWriteWithImm;
+  const bool atomic_write = m.op == WrOpcode::kAtomicWrite;
+  const bool flush = m.op == WrOpcode::kFlush;
+  const WcOpcode want_wc = atomic_write ? WcOpcode::kAtomicWrite
+                           : flush      ? WcOpcode::kFlush
+                           : read       ? WcOpcode::kRdmaRead
+                           : send       ? WcOpcode::kSend
+                                        : WcOpcode::kRdmaWrite;
   std::vector<uint8_t>& src = read ? bmem : amem;
   std::vector<uint8_t>& dst = read ? amem : bmem;
   MrKeys ka = ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(amem.data()), kRegion, kAll).value();
@@ -91,7 +101,8 @@ void move_data(const MoveSpec& m) {
   auto post_one = [&]() -> bool {
     uint32_t len = static_cast<uint32_t>(rng() % (m.max_msg + 1));
     if (rng() % 8 == 0) len = static_cast<uint32_t>(rng() % 64);  // many small ones too
-    if (cursor + len > kRegion) return false;                     // region full: wrap later
+    if (atomic_write) len = 8;
+    if (cursor + len > kRegion) return false;  // region full: wrap later
     Msg g{next_id++, len, cursor, cursor, static_cast<uint32_t>(rng())};
     cursor += (len + 63) & ~63u;
     Sge sg[4];
@@ -114,10 +125,28 @@ void move_data(const MoveSpec& m) {
       rw.wr_id = g.id;
       EXPECT_TRUE(eb.post_recv(qb, rw));
     }
+    if (flush) {
+      // The data first, unsignaled: the FLUSH's completion stands for both.
+      SendWr wd;
+      wd.wr_id = ~g.id;
+      wd.opcode = WrOpcode::kRdmaWrite;
+      wd.sg = sg;
+      wd.num_sge = n;
+      wd.remote_addr = reinterpret_cast<uint64_t>(bmem.data()) + g.dst_off;
+      wd.rkey = kb.rkey;
+      Status s = ea.post_send(qa, wd, h.now());
+      EXPECT_TRUE(s) << s.code();
+    }
     SendWr w;
     w.wr_id = g.id;
     w.opcode = m.op;
     w.send_flags = kSendSignaled;
+    if (atomic_write) std::memcpy(&w.compare_add, amem.data() + g.src_off, 8);
+    if (flush) {
+      w.flush_type = kFlushGlobal;
+      w.flush_level = g.id % 2 ? kFlushMr : kFlushRange;
+      w.flush_len = len;
+    }
     if (m.inline_small && len <= 128 && !read) w.send_flags |= kSendInline;
     w.sg = sg;
     w.num_sge = n;
@@ -145,6 +174,7 @@ void move_data(const MoveSpec& m) {
       ASSERT_FALSE(posted.empty()) << "extra send completion " << cqes[i].wr_id;
       ASSERT_EQ(cqes[i].status, WcStatus::kSuccess) << "wr " << cqes[i].wr_id;
       ASSERT_EQ(cqes[i].wr_id, posted.front().id) << "send completions out of order";
+      ASSERT_EQ(cqes[i].opcode, want_wc) << "wr " << cqes[i].wr_id;
       if (!send && m.op != WrOpcode::kRdmaWriteWithImm) verify(posted.front());
       moved += posted.front().len;
       posted.pop_front();
@@ -231,6 +261,7 @@ TEST_P(RcOpLoss, MovesEveryByteOnceInOrder) {
   m.op = std::get<0>(GetParam());
   m.loss = std::get<1>(GetParam());
   m.total = m.loss >= 0.05 ? (8u << 20) : (16u << 20);
+  if (m.op == WrOpcode::kAtomicWrite) m.total = 64u << 10;  // 8 KiB operations of 8 bytes
   m.seed = static_cast<uint64_t>(m.op) * 10 + static_cast<uint64_t>(m.loss * 100);
   move_data(m);
 }
@@ -239,7 +270,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllOps, RcOpLoss,
     ::testing::Combine(::testing::Values(WrOpcode::kSend, WrOpcode::kSendWithImm,
                                          WrOpcode::kRdmaWrite, WrOpcode::kRdmaWriteWithImm,
-                                         WrOpcode::kRdmaRead),
+                                         WrOpcode::kRdmaRead, WrOpcode::kAtomicWrite,
+                                         WrOpcode::kFlush),
                        ::testing::Values(0.0, 0.01, 0.05)));
 
 TEST(RcData, PsnWrapsAcross2To24) {
@@ -353,6 +385,116 @@ TEST(RcData, AtomicsExactlyOnceUnderLoss) {
       for (int i = 0; i < kN; ++i)
         ASSERT_EQ(res[static_cast<size_t>(kN + i)], static_cast<uint64_t>(i)) << "CAS " << i;
       EXPECT_EQ(target[1], static_cast<uint64_t>(kN));
+      if (loss > 0) {
+        EXPECT_GT(h.b().counters.get(Counter::duplicate_request), 0u);
+      }
+    }
+  }
+}
+
+// ATOMIC_WRITE under loss, duplication and reordering executes once each, in order: every
+// ATOMIC_WRITE sets the target, and the FETCH_ADD after it must return exactly that value (an
+// older ATOMIC_WRITE written again in between, or a lost one, would show), the last value
+// stays; between them a WRITE then a FLUSH of a second region completes with the bytes there.
+TEST(RcData, AtomicWritesExactlyOnceUnderLoss) {
+  for (double loss : {0.0, 0.01, 0.05, 0.10}) {
+    for (uint8_t depth : {uint8_t{1}, uint8_t{8}}) {
+      SCOPED_TRACE(::testing::Message() << "loss " << loss << " max_rd_atomic " << int{depth});
+      TwoEngines h(5 + static_cast<uint64_t>(loss * 100) + depth);
+      for (int d = 0; d < 2; ++d) {
+        h.link(d).loss = loss;
+        h.link(d).duplicate = loss > 0 ? 0.02 : 0;
+        h.link(d).reorder = loss > 0 ? 0.05 : 0;
+      }
+      MoveSpec ms;
+      QpAttr at = rc_attr(ms);
+      at.max_rd_atomic = at.max_dest_rd_atomic = depth;
+      auto [qa, qb] = h.connect(QpType::kRc, at, 1024, 4, 0, kAll);
+      Engine& ea = *h.a().engine;
+      Engine& eb = *h.b().engine;
+      alignas(8) static uint64_t target;
+      target = 0;
+      std::vector<uint8_t> data(64 << 10), sink(64 << 10);
+      constexpr int kN = 1500;  // rounds of ATOMIC_WRITE, FETCH_ADD, WRITE + FLUSH
+      std::vector<uint64_t> res(kN, 0);
+      MrKeys ka =
+          ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(res.data()), res.size() * 8, kAll).value();
+      MrKeys kd =
+          ea.reg_mr(h.a().pd, reinterpret_cast<uint64_t>(data.data()), data.size(), kAll).value();
+      MrKeys kb =
+          eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(&target), sizeof target, kAll).value();
+      MrKeys ks =
+          eb.reg_mr(h.b().pd, reinterpret_cast<uint64_t>(sink.data()), sink.size(), kAll).value();
+      auto value = [](int i) { return 0x5100000000000000ull + static_cast<uint64_t>(i) * 7919; };
+      int posted = 0, completed = 0;  // WRs: 4 per round, the WRITE unsignaled
+      Cqe c[64];
+      while (completed < 3 * kN) {
+        while (posted < kN && 3 * posted - completed < 24) {
+          const int i = posted;
+          SendWr w;
+          w.wr_id = static_cast<uint64_t>(3 * i);
+          w.opcode = WrOpcode::kAtomicWrite;
+          w.send_flags = kSendSignaled;
+          w.remote_addr = reinterpret_cast<uint64_t>(&target);
+          w.rkey = kb.rkey;
+          w.compare_add = value(i);
+          ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+          Sge sg{reinterpret_cast<uint64_t>(&res[static_cast<size_t>(i)]), 8, ka.lkey};
+          w = SendWr{};
+          w.wr_id = static_cast<uint64_t>(3 * i + 1);
+          w.opcode = WrOpcode::kAtomicFetchAndAdd;
+          w.send_flags = kSendSignaled;
+          w.sg = &sg;
+          w.num_sge = 1;
+          w.remote_addr = reinterpret_cast<uint64_t>(&target);
+          w.rkey = kb.rkey;
+          w.compare_add = 1;
+          ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+          const uint32_t off = static_cast<uint32_t>(i % 16) * 4096;
+          fill_pattern(data.data() + off, 4096, static_cast<uint64_t>(i) + 1);
+          Sge ds{reinterpret_cast<uint64_t>(data.data()) + off, 4096, kd.lkey};
+          w = SendWr{};
+          w.opcode = WrOpcode::kRdmaWrite;
+          w.sg = &ds;
+          w.num_sge = 1;
+          w.remote_addr = reinterpret_cast<uint64_t>(sink.data()) + off;
+          w.rkey = ks.rkey;
+          ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+          w = SendWr{};
+          w.wr_id = static_cast<uint64_t>(3 * i + 2);
+          w.opcode = WrOpcode::kFlush;
+          w.send_flags = kSendSignaled;
+          w.remote_addr = reinterpret_cast<uint64_t>(sink.data()) + off;
+          w.rkey = ks.rkey;
+          w.flush_len = 4096;
+          w.flush_type = kFlushGlobal;
+          w.flush_level = kFlushRange;
+          ASSERT_TRUE(ea.post_send(qa, w, h.now()));
+          ++posted;
+        }
+        ASSERT_TRUE(h.step());
+        size_t n = ea.poll_cq(h.a().scq, c);
+        for (size_t k = 0; k < n; ++k) {
+          ASSERT_EQ(c[k].status, WcStatus::kSuccess) << "wr " << c[k].wr_id;
+          ASSERT_EQ(c[k].wr_id, static_cast<uint64_t>(completed));
+          const int i = completed / 3;
+          const WcOpcode want = completed % 3 == 0   ? WcOpcode::kAtomicWrite
+                                : completed % 3 == 1 ? WcOpcode::kFetchAdd
+                                                     : WcOpcode::kFlush;
+          ASSERT_EQ(c[k].opcode, want) << "wr " << c[k].wr_id;
+          if (completed % 3 == 1) {
+            ASSERT_EQ(res[static_cast<size_t>(i)], value(i)) << "read-back " << i;
+          }
+          if (completed % 3 == 2) {
+            // The WRITE before the FLUSH is in place (its slot is not rewritten before then: at
+            // most 8 rounds are outstanding, 16 slots).
+            const uint32_t off = static_cast<uint32_t>(i % 16) * 4096;
+            ASSERT_EQ(0, std::memcmp(sink.data() + off, data.data() + off, 4096)) << "round " << i;
+          }
+          ++completed;
+        }
+      }
+      EXPECT_EQ(target, value(kN - 1) + 1);
       if (loss > 0) {
         EXPECT_GT(h.b().counters.get(Counter::duplicate_request), 0u);
       }

@@ -75,6 +75,20 @@ struct Buffer {
 constexpr int kAllAccess = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
                            IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 
+// rdma-core 45's names for RDMA FLUSH that rdma-core 44's headers lack, with their values.
+constexpr int kAccessFlushGlobal = 1 << 8;                 ///< IBV_ACCESS_FLUSH_GLOBAL
+constexpr int kAccessFlushPersistent = 1 << 9;             ///< IBV_ACCESS_FLUSH_PERSISTENT
+constexpr uint64_t kQpExWithFlush = 1ull << 11;            ///< IBV_QP_EX_WITH_FLUSH
+constexpr int kWcFlush = 8;                                ///< IBV_WC_FLUSH
+constexpr uint8_t kFlushGlobal = 1, kFlushPersistent = 2;  ///< IBV_FLUSH_GLOBAL, _PERSISTENT
+constexpr uint8_t kFlushRange = 0, kFlushMr = 1;           ///< IBV_FLUSH_RANGE, IBV_FLUSH_MR
+/// rdma-core 45's struct ibv_qp_ex: 44's with wr_flush appended (what ibv_wr_flush() calls).
+struct QpEx45 {
+  ibv_qp_ex base;
+  void (*wr_flush)(ibv_qp_ex* qp, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type,
+                   uint8_t level);
+};
+
 /// An RDMA WRITE or READ work request of one SGE to (remote_addr, rkey), or a SEND with
 /// (0, 0); unsignaled, wr_id 0.
 inline ibv_send_wr rdma_wr(ibv_wr_opcode op, ibv_sge* sge, uint64_t remote_addr, uint32_t rkey) {
@@ -195,7 +209,8 @@ class QpPairTest : public ::testing::Test {
       ia.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |
                           IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM |
                           IBV_QP_EX_WITH_RDMA_READ | IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
-                          IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+                          IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD | IBV_QP_EX_WITH_ATOMIC_WRITE |
+                          kQpExWithFlush;
     }
     return ibv_create_qp_ex(ctx_, &ia);
   }

@@ -48,6 +48,9 @@ void expect_fields_match(const FrameSpec& s, const ParsedPacket& p, size_t paylo
   if (i.has(ExtHdr::kReth)) {
     EXPECT_EQ(p.reth, s.reth);
   }
+  if (i.has(ExtHdr::kFeth)) {
+    EXPECT_EQ(p.feth, s.feth);
+  }
   if (i.has(ExtHdr::kAeth)) {
     EXPECT_EQ(p.aeth, s.aeth);
   }
@@ -102,6 +105,43 @@ TEST(BuildParse, RoundTripEveryOpcode) {
     }
   }
   EXPECT_GT(frames, 1000);
+}
+
+TEST(BuildParse, FlushFethPrecedesRethWithSelectivityAbovePlacement) {
+  // IBA 1.5 Annex A19 as Linux rxe's rxe_hdr.h lays the FETH out: bits 5:4 selectivity level,
+  // bits 3:0 placement type, the rest reserved (zero); the RETH after it.
+  FrameSpec s = test::default_spec(Opcode::kRcFlush);
+  s.feth = {2, 1};  // persistence, whole region
+  FrameLayout l;
+  auto f = test::build_frame(s, 0, &l);
+  ASSERT_FALSE(f.empty());
+  const uint8_t* x = f.data() + l.bth_offset + 12;
+  EXPECT_EQ(load_be32(x), 0x12u);
+  EXPECT_EQ(load_be64(x + 4), s.reth.va);
+  EXPECT_EQ(load_be32(x + 12), s.reth.rkey);
+  EXPECT_EQ(load_be32(x + 16), s.reth.dma_len);
+  EXPECT_EQ(l.payload_offset, l.bth_offset + 32);
+  // Out-of-range values keep to their fields.
+  s.feth = {0xff, 0xff};
+  f = test::build_frame(s, 0, &l);
+  EXPECT_EQ(load_be32(f.data() + l.bth_offset + 12), 0x3fu);
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kOk);
+  EXPECT_EQ(p.feth, (FethValue{0x0f, 0x03}));
+}
+
+TEST(BuildParse, AtomicWriteCarriesRethAndEightBytes) {
+  FrameSpec s = test::default_spec(Opcode::kRcAtomicWrite);
+  s.reth = {0x1000, 0x42, 8};
+  FrameLayout l;
+  auto f = test::build_frame(s, 8, &l);
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(l.payload_offset, l.bth_offset + 28);
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kOk);
+  EXPECT_EQ(p.reth, s.reth);
+  EXPECT_EQ(p.payload.size(), 8u);
+  EXPECT_EQ(p.padcnt, 0);
 }
 
 TEST(BuildParse, Ipv6HeaderFields) {

@@ -55,8 +55,8 @@ TEST(OpcodeTable, PayloadOffsetEqualsLengthForEveryOpcode) {
     EXPECT_EQ(off, i.length) << i.name;
     EXPECT_LE(i.length, kMaxTransportHeaderLen) << i.name;
   }
-  // 23 RC + 12 UC + 2 UD + CNP.
-  EXPECT_EQ(defined, 38);
+  // 25 RC (FLUSH and ATOMIC WRITE included) + 12 UC + 2 UD + CNP.
+  EXPECT_EQ(defined, 40);
 }
 
 TEST(OpcodeTable, ServiceFlagMatchesOpcodeTopBits) {
@@ -81,10 +81,12 @@ TEST(OpcodeTable, ServiceFlagMatchesOpcodeTopBits) {
     // IMM <=> ImmDt present, INV <=> IETH present.
     EXPECT_EQ(i.is(OpFlag::kImm), i.has(ExtHdr::kImmDt)) << i.name;
     EXPECT_EQ(i.is(OpFlag::kInv), i.has(ExtHdr::kIeth)) << i.name;
-    // RETH exactly on WRITE first/only and READ request.
-    EXPECT_EQ(i.has(ExtHdr::kReth),
-              i.is(OpFlag::kReadRequest) || (i.is(OpFlag::kWrite) && i.is_start()))
+    // RETH exactly on WRITE first/only, READ request, ATOMIC WRITE and FLUSH; FETH on FLUSH.
+    EXPECT_EQ(i.has(ExtHdr::kReth), i.is(OpFlag::kReadRequest) ||
+                                        (i.is(OpFlag::kWrite) && i.is_start()) ||
+                                        i.is(OpFlag::kAtomicWrite) || i.is(OpFlag::kFlush))
         << i.name;
+    EXPECT_EQ(i.has(ExtHdr::kFeth), i.is(OpFlag::kFlush)) << i.name;
     // DETH exactly on UD.
     EXPECT_EQ(i.has(ExtHdr::kDeth), i.is(OpFlag::kUd)) << i.name;
     // Sends always consume a receive WQE; writes only with immediate.
@@ -105,6 +107,9 @@ TEST(OpcodeTable, KeyRows) {
   EXPECT_EQ(static_cast<int>(Opcode::kRcAcknowledge), 0x11);
   EXPECT_EQ(static_cast<int>(Opcode::kRcFetchAdd), 0x14);
   EXPECT_EQ(static_cast<int>(Opcode::kRcSendOnlyWithInvalidate), 0x17);
+  // IBA 1.5 Annex A19, as Linux's include/rdma/ib_pack.h numbers them.
+  EXPECT_EQ(static_cast<int>(Opcode::kRcFlush), 0x1c);
+  EXPECT_EQ(static_cast<int>(Opcode::kRcAtomicWrite), 0x1d);
   EXPECT_EQ(static_cast<int>(Opcode::kUcRdmaWriteOnlyWithImmediate), 0x2b);
   EXPECT_EQ(static_cast<int>(Opcode::kUdSendOnly), 0x64);
   EXPECT_EQ(static_cast<int>(Opcode::kCnp), 0x81);
@@ -122,6 +127,20 @@ TEST(OpcodeTable, KeyRows) {
   EXPECT_EQ(ud.offset_of(ExtHdr::kDeth), 12);
   EXPECT_EQ(ud.offset_of(ExtHdr::kImmDt), 20);
   EXPECT_EQ(ud.offset_of(ExtHdr::kPayload), 24);
+  // FLUSH: BTH, FETH, RETH, no payload; ATOMIC WRITE: BTH, RETH, 8 bytes of payload.
+  const OpcodeInfo& fl = opcode_info(Opcode::kRcFlush);
+  EXPECT_EQ(fl.offset_of(ExtHdr::kFeth), 12);
+  EXPECT_EQ(fl.offset_of(ExtHdr::kReth), 16);
+  EXPECT_EQ(fl.length, 32);
+  EXPECT_FALSE(fl.has_payload());
+  EXPECT_TRUE(fl.is(OpFlag::kRequest) && fl.is(OpFlag::kOnly) && !fl.is(OpFlag::kRwqe));
+  const OpcodeInfo& aw = opcode_info(Opcode::kRcAtomicWrite);
+  EXPECT_EQ(aw.offset_of(ExtHdr::kReth), 12);
+  EXPECT_EQ(aw.offset_of(ExtHdr::kPayload), 28);
+  EXPECT_TRUE(aw.has_payload());
+  EXPECT_FALSE(aw.is(OpFlag::kWrite) || aw.is(OpFlag::kAtomic));
+  EXPECT_EQ(to_string(Opcode::kRcFlush), "RC_FLUSH");
+  EXPECT_EQ(to_string(Opcode::kRcAtomicWrite), "RC_ATOMIC_WRITE");
   EXPECT_EQ(to_string(Opcode::kRcSendLastWithImmediate), "RC_SEND_LAST_WITH_IMMEDIATE");
   EXPECT_EQ(to_string(static_cast<Opcode>(0x15)), "UNKNOWN");
   EXPECT_FALSE(is_known(static_cast<Opcode>(0x40)));  // RD is not supported

@@ -12,7 +12,7 @@ ICRC over IPv4: scapy's BTH.compute_icrc (contrib/roce.py). scapy does not suppo
 docs/dcqcn-pfc.md 3.1: TC, flow label, hop limit, UDP checksum, BTH byte 4 set to ones)
 and uses zlib.crc32.
 UD/RC extended headers other than AETH are not modelled by scapy: they are packed here with
-struct from IBA Vol 1 9.3.
+struct from IBA Vol 1 9.3 (FLUSH's FETH from IBA 1.5 Annex A19 as Linux rxe lays it out).
 """
 import struct
 import sys
@@ -172,6 +172,17 @@ def frames():
         b, e = make(ipv6, 0x12, aeth=(0x1f, 0x000009), ext=be64(0x1122334455667788), bth_kw=kr)
         e["orig"] = 0x1122334455667788
         out.append(("rc_atomic_ack_" + v, b, e))
+        # IBA 1.5 Annex A19 (rxe's rxe_opcode.c / rxe_hdr.h): FLUSH = FETH (selectivity level in
+        # bits 5:4, placement type in bits 3:0) then RETH, no payload; ATOMIC WRITE = RETH and
+        # the 8 bytes
+        b, e = make(ipv6, 0x1c, ext=be32((1 << 4) | 1) + reth(0x3000, 0x66, 4096), bth_kw=k)
+        e.update({"feth_plt": 1, "feth_sel": 1, "reth_va": 0x3000, "reth_rkey": 0x66,
+                  "reth_len": 4096})
+        out.append(("rc_flush_" + v, b, e))
+        b, e = make(ipv6, 0x1d, ext=reth(0x4008, 0x67, 8), payload=be64(0x0102030405060708),
+                    bth_kw=k)
+        e.update({"reth_va": 0x4008, "reth_rkey": 0x67, "reth_len": 8})
+        out.append(("rc_atomic_write_" + v, b, e))
         # UC
         add("uc_send_only", 0x24, payload=data[:20], bth_kw=k)
         b, e = make(ipv6, 0x2a, ext=r, payload=data[:20], bth_kw=k)

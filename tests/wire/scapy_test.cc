@@ -67,6 +67,8 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
         {"reth_va", [&] { return p.has(ExtHdr::kReth) ? p.reth.va : ~0ull; }},
         {"reth_rkey", [&] { return p.has(ExtHdr::kReth) ? p.reth.rkey : ~0ull; }},
         {"reth_len", [&] { return p.has(ExtHdr::kReth) ? p.reth.dma_len : ~0ull; }},
+        {"feth_plt", [&] { return p.has(ExtHdr::kFeth) ? p.feth.placement : ~0ull; }},
+        {"feth_sel", [&] { return p.has(ExtHdr::kFeth) ? p.feth.selectivity : ~0ull; }},
         {"aeth_syn", [&] { return p.has(ExtHdr::kAeth) ? p.aeth.syndrome : ~0ull; }},
         {"aeth_msn", [&] { return p.has(ExtHdr::kAeth) ? p.aeth.msn.value() : ~0ull; }},
         {"atomic_va", [&] { return p.has(ExtHdr::kAtomicEth) ? p.atomic_eth.va : ~0ull; }},
@@ -105,16 +107,21 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
     if (!e.count("qkey")) {
       EXPECT_FALSE(p.has(ExtHdr::kDeth));
     }
+    if (!e.count("feth_plt")) {
+      EXPECT_FALSE(p.has(ExtHdr::kFeth));
+    }
 
     // Corrupting one payload/header byte after the BTH must fail the ICRC.
     auto bad = frame;
     bad[p.bth_offset + 9] ^= 0x01;  // PSN
     EXPECT_EQ(parse(bad, &p), DropReason::kBadIcrc);
   }
-  EXPECT_EQ(frames, 64);
-  // SEND, WRITE, READ req/resp, ACK, atomics, atomic ACK, UC, UD, CNP all present.
-  for (int op : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d,
-                 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17, 0x24, 0x2a, 0x64, 0x65, 0x81}) {
+  EXPECT_EQ(frames, 68);
+  // SEND, WRITE, READ req/resp, ACK, atomics, atomic ACK, FLUSH, ATOMIC WRITE, UC, UD, CNP all
+  // present.
+  for (int op :
+       {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
+        0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17, 0x1c, 0x1d, 0x24, 0x2a, 0x64, 0x65, 0x81}) {
     EXPECT_GE(opcodes_seen[op], 2) << op;
   }
 }

@@ -44,6 +44,7 @@ inline FrameSpec default_spec(Opcode op = Opcode::kRcRdmaWriteFirst, bool ipv6 =
   s.ackreq = true;
   s.se = false;
   s.reth = {0x1122334455667788ull, 0xaabbccdd, 4096};
+  s.feth = {0x1, 0x1};  // global visibility, whole region
   s.aeth = {0x1f, Msn(0x000777)};
   s.atomic_eth = {0x0102030405060708ull, 0x99887766, 0x1111222233334444ull, 0x5555666677778888ull};
   s.atomic_ack_orig = 0xdeadbeefcafef00dull;

@@ -141,6 +141,12 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
     store_be32(x, spec.deth.qkey);
     store_be32(x + 4, spec.deth.src_qpn.value());
   }
+  if (h.has(ExtHdr::kFeth)) {
+    store_be32(
+        bth + info.offset_of(ExtHdr::kFeth),
+        (spec.feth.placement & kFethPlacementMask) |
+            ((uint32_t{spec.feth.selectivity} << kFethSelectivityShift) & kFethSelectivityMask));
+  }
   if (h.has(ExtHdr::kReth)) {
     uint8_t* x = bth + info.offset_of(ExtHdr::kReth);
     store_be64(x, spec.reth.va);

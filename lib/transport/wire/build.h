@@ -61,6 +61,7 @@ struct FrameSpec {
   Psn psn;
   // Extended headers
   RethValue reth;
+  FethValue feth;
   AethValue aeth;
   AtomicEthValue atomic_eth;
   uint64_t atomic_ack_orig = 0;

@@ -36,6 +36,10 @@ std::string describe(const ParsedPacket& p) {
   if (p.has(ExtHdr::kDeth)) {
     append(&s, " DETH(qkey=0x%08x srcqp=0x%06x)", p.deth.qkey, p.deth.src_qpn.value());
   }
+  if (p.has(ExtHdr::kFeth)) {
+    append(&s, " FETH(placement=%u selectivity=%u)", unsigned{p.feth.placement},
+           unsigned{p.feth.selectivity});
+  }
   if (p.has(ExtHdr::kReth)) {
     append(&s, " RETH(va=0x%016" PRIx64 " rkey=0x%08x len=%u)", p.reth.va, p.reth.rkey,
            p.reth.dma_len);

@@ -1,8 +1,8 @@
 /**
  * @file ext_headers.h
  * @brief BTH extended transport headers (IBA Vol 1 §9.3): RETH, AETH, AtomicETH, AtomicAckETH,
- * ImmDt, IETH, DETH, and the 16 reserved bytes of a RoCEv2 CNP (Annex 17 §9.3, per
- * docs/dcqcn-pfc.md §3.1).
+ * ImmDt, IETH, DETH, FETH (IBA 1.5 Annex A19, FLUSH), and the 16 reserved bytes of a RoCEv2 CNP
+ * (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1).
  *
  * Units: bytes for lengths, virtual addresses in bytes. Each wire struct has a decoded "value"
  * twin (RethValue, ...) in host order, which ParsedPacket and FrameSpec carry.
@@ -36,6 +36,25 @@ struct RethValue {
   uint32_t rkey = 0;     ///< remote key
   uint32_t dma_len = 0;  ///< bytes
   friend constexpr bool operator==(const RethValue&, const RethValue&) = default;
+};
+
+// ---------------------------------------------------------------------------------------------
+// FLUSH Extended Transport Header (IBA 1.5 Annex A19; the layout Linux rxe's rxe_hdr.h gives):
+// bits 31:6 reserved, 5:4 selectivity level, 3:0 placement type.
+inline constexpr uint32_t kFethPlacementMask = 0x0000000f;
+inline constexpr uint32_t kFethSelectivityMask = 0x00000030;
+inline constexpr uint32_t kFethSelectivityShift = 4;
+
+/// FETH, 4 bytes: RC FLUSH, before its RETH.
+struct Feth {
+  Be32 bits;
+};
+UROCE_WIRE_ASSERT_LAYOUT(Feth, 4);
+
+struct FethValue {
+  uint8_t placement = 0;    ///< bit 0 global visibility, bit 1 persistence
+  uint8_t selectivity = 0;  ///< 0: the RETH's range of the region, 1: the whole region
+  friend constexpr bool operator==(const FethValue&, const FethValue&) = default;
 };
 
 // ---------------------------------------------------------------------------------------------

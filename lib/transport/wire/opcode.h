@@ -30,9 +30,11 @@ enum class Opcode : uint8_t {
 };
 
 /// Extended headers in their wire order after the BTH (IBA 9.2: RDETH, DETH, RETH, AtomicETH,
-/// AETH, AtomicAckETH, ImmDt, IETH, payload). kPayload marks where the payload starts.
+/// AETH, AtomicAckETH, ImmDt, IETH, payload; FLUSH's FETH comes before its RETH, IBA 1.5 Annex
+/// A19 as Linux rxe lays it out). kPayload marks where the payload starts.
 enum class ExtHdr : uint8_t {
   kDeth,
+  kFeth,
   kReth,
   kAtomicEth,
   kAeth,
@@ -42,13 +44,12 @@ enum class ExtHdr : uint8_t {
   kCnpReserved,
   kPayload,
 };
-inline constexpr size_t kExtHdrCount = 9;
+inline constexpr size_t kExtHdrCount = 10;
 
 /// Wire size of each ExtHdr, bytes (kPayload: 0).
 inline constexpr std::array<uint8_t, kExtHdrCount> kExtHdrSize = {
-    sizeof(Deth), sizeof(Reth),         sizeof(AtomicEth),
-    sizeof(Aeth), sizeof(AtomicAckEth), sizeof(ImmDt),
-    sizeof(Ieth), sizeof(CnpReserved),  0};
+    sizeof(Deth),         sizeof(Feth),  sizeof(Reth), sizeof(AtomicEth),   sizeof(Aeth),
+    sizeof(AtomicAckEth), sizeof(ImmDt), sizeof(Ieth), sizeof(CnpReserved), 0};
 
 /// A set of ExtHdr. Not constructible from an integer or an Opcode.
 class HdrMask {
@@ -86,6 +87,8 @@ enum class OpFlag : uint8_t {
   kAck,
   kAtomic,
   kAtomicAck,
+  kAtomicWrite,  ///< RDMA ATOMIC WRITE (IBA 1.5 Annex A19)
+  kFlush,        ///< RDMA FLUSH (IBA 1.5 Annex A19)
   kImm,
   kInv,
   kRwqe,  // the message consumes a receive WQE
@@ -135,6 +138,7 @@ struct OpcodeInfo {
 /// The tokens of opcodes.def.
 namespace opdef {
 inline constexpr HdrMask DETH{ExtHdr::kDeth};
+inline constexpr HdrMask FETH{ExtHdr::kFeth};
 inline constexpr HdrMask RETH{ExtHdr::kReth};
 inline constexpr HdrMask ATOMICETH{ExtHdr::kAtomicEth};
 inline constexpr HdrMask AETH{ExtHdr::kAeth};
@@ -160,6 +164,8 @@ inline constexpr OpFlags READ_RESP{OpFlag::kReadResponse};
 inline constexpr OpFlags ACK{OpFlag::kAck};
 inline constexpr OpFlags ATOMIC{OpFlag::kAtomic};
 inline constexpr OpFlags ATOMIC_ACK{OpFlag::kAtomicAck};
+inline constexpr OpFlags ATOMIC_WRITE{OpFlag::kAtomicWrite};
+inline constexpr OpFlags FLUSH{OpFlag::kFlush};
 inline constexpr OpFlags IMM{OpFlag::kImm};
 inline constexpr OpFlags INV{OpFlag::kInv};
 inline constexpr OpFlags RWQE{OpFlag::kRwqe};
@@ -221,6 +227,13 @@ static_assert(opcode_info(Opcode::kRcAcknowledge).length == 16 &&
 static_assert(opcode_info(Opcode::kRcAtomicAcknowledge).offset_of(ExtHdr::kAtomicAckEth) == 16 &&
               opcode_info(Opcode::kRcAtomicAcknowledge).length == 24);
 static_assert(opcode_info(Opcode::kRcCompareSwap).length == 40);
+static_assert(opcode_info(Opcode::kRcFlush).offset_of(ExtHdr::kFeth) == 12 &&
+              opcode_info(Opcode::kRcFlush).offset_of(ExtHdr::kReth) == 16 &&
+              opcode_info(Opcode::kRcFlush).length == 32 &&
+              !opcode_info(Opcode::kRcFlush).has_payload());
+static_assert(opcode_info(Opcode::kRcAtomicWrite).offset_of(ExtHdr::kReth) == 12 &&
+              opcode_info(Opcode::kRcAtomicWrite).length == 28 &&
+              opcode_info(Opcode::kRcAtomicWrite).has_payload());
 static_assert(opcode_info(Opcode::kUdSendOnlyWithImmediate).offset_of(ExtHdr::kImmDt) == 20 &&
               opcode_info(Opcode::kUdSendOnlyWithImmediate).length == 24);
 static_assert(opcode_info(Opcode::kCnp).length == 28 && !opcode_info(Opcode::kCnp).has_payload());

@@ -177,6 +177,12 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
     out->deth.qkey = load_be32(x);
     out->deth.src_qpn = Qpn(load_be32(x + 4) & kDethSrcQpnMask);
   }
+  if (h.has(ExtHdr::kFeth)) {
+    const uint32_t v = load_be32(bth + info.offset_of(ExtHdr::kFeth));
+    out->feth.placement = static_cast<uint8_t>(v & kFethPlacementMask);
+    out->feth.selectivity =
+        static_cast<uint8_t>((v & kFethSelectivityMask) >> kFethSelectivityShift);
+  }
   if (h.has(ExtHdr::kReth)) {
     const uint8_t* x = bth + info.offset_of(ExtHdr::kReth);
     out->reth.va = load_be64(x);

@@ -105,6 +105,7 @@ struct ParsedPacket {
   const OpcodeInfo* info = nullptr;
   // Extended headers: valid when info->has(ExtHdr::k...).
   RethValue reth;
+  FethValue feth;
   AethValue aeth;
   AtomicEthValue atomic_eth;
   uint64_t atomic_ack_orig = 0;  ///< AtomicAckETH
