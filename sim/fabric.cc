@@ -1,6 +1,6 @@
 /**
  * @file fabric.cc
- * @brief Topology construction and BFS routing. Units: none.
+ * @brief Topology construction, BFS routing and explicit next hops. Units: none.
  */
 #include "sim/fabric.h"
 
@@ -70,6 +70,21 @@ void Fabric::build_routes() {
       }
     }
   }
+}
+
+int64_t Fabric::port_to(uint32_t a, uint32_t b) const {
+  if (a >= adj_.size()) return -1;
+  for (const Adjacent& x : adj_[a])
+    if (x.neighbor == b) return x.port;
+  return -1;
+}
+
+bool Fabric::set_next_hop(uint32_t sw, uint32_t host, uint32_t next) {
+  if (host >= hosts_.size()) return false;
+  const int64_t port = port_to(sw, next);
+  if (port < 0) return false;
+  switches_[sw]->add_route(hosts_[host].mac, static_cast<uint32_t>(port));
+  return true;
 }
 
 }  // namespace uroce::sim

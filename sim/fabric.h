@@ -2,8 +2,10 @@
  * @file fabric.h
  * @brief Builds topologies: switches, hosts attached to switches, switch-to-switch links,
  * and static shortest-path forwarding tables (BFS over the switch graph, ties broken by the
- * lower port number, so routes are deterministic). Every connection is a pair of Links,
- * one per direction. Units: as LinkParams.
+ * lower port number, so routes are deterministic), which explicit next hops may then
+ * override one (switch, destination host) at a time, for routes that are not shortest (a ring
+ * taken the long way round, an up-down violation). Every connection is a pair of Links, one per
+ * direction. Units: as LinkParams.
  */
 #pragma once
 
@@ -31,8 +33,18 @@ class Fabric {
   void connect_switches(uint32_t a, uint32_t b, const LinkParams& p);
   /// Fills every switch's forwarding table; call after the topology is complete.
   void build_routes();
+  /// Switch `sw` forwards frames for host `host` to its neighbour `next` (after build_routes(),
+  /// which would overwrite it). Nothing checks that the routes stay loop-free. False when `next`
+  /// is not joined to `sw` or an index is out of range.
+  bool set_next_hop(uint32_t sw, uint32_t host, uint32_t next);
+  /// The port of switch `a` facing switch `b`, or -1 when they are not joined.
+  int64_t port_to(uint32_t a, uint32_t b) const;
 
   Switch& sw(uint32_t i) { return *switches_[i]; }
+  /// The link from switch `a` to switch `b` (joined by connect_switches()).
+  Link& link(uint32_t a, uint32_t b) {
+    return switches_[a]->egress(static_cast<uint32_t>(port_to(a, b)));
+  }
   /// The link host `h` transmits on.
   Link& uplink(uint32_t h) { return *hosts_[h].uplink; }
   /// The link that delivers to host `h` (its switch's egress port).

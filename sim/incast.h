@@ -3,19 +3,23 @@
  * @brief N:1 incast scenario runner (the DCQCN tests, bench/tradeoff): N sender hosts and one
  * receiver on one switch (RED/ECN, optional PFC), one RC WRITE stream per sender (64 KiB
  * messages, 16 outstanding), lib/dcqcn on every host, sampled every `sample` into a time
- * series (optionally a CSV for bench/plot). Units: bytes, bit/s, ns; series in Gb/s and bytes.
+ * series (optionally a CSV for bench/plot). Optionally a closed-loop short flow, open-loop
+ * short messages (sim/open_loop.h) and a victim flow beside them. Units: bytes, bit/s, ns; series
+ * in Gb/s and bytes.
  */
 #pragma once
 
 #include <algorithm>
 #include <cstdlib>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "cc/factory.h"
 #include "dcqcn/params.h"
 #include "sim/fabric.h"
+#include "sim/open_loop.h"
 #include "sim/rc_stream.h"
 #include "sim/sampler.h"
 #include "sim/testbed.h"
@@ -48,6 +52,10 @@ struct IncastSpec {
   /// Short flows beside the long ones: one more sender posting `short_bytes` WRITEs one at a
   /// time (each posted when the last completed); 0: none. completion_times() measures them.
   uint32_t short_bytes = 0;
+  /// Open-loop short messages into the same receiver from one more sender (after the short
+  /// flow's): Poisson arrivals at open_loop->load of rate_bps (IncastRun sets rate_bps).
+  /// open_loop() measures them.
+  std::optional<OpenLoopConfig> open_loop;
   /// A victim flow: sender 0 also streams to one more receiver, whose port is not congested
   /// (PFC's head-of-line blocking pauses it all the same). victim_flow() measures it.
   bool victim = false;
@@ -75,7 +83,8 @@ class IncastRun {
     sc.buffer_bytes = s.buffer_bytes;
     sw_ = fab_.add_switch(sc);
     LinkParams lp{.rate_bps = s.rate_bps, .propagation = s.propagation, .max_frames = 64};
-    const int senders = s.senders + (s.short_bytes ? 1 : 0);
+    const int streams = s.senders + (s.short_bytes ? 1 : 0);  // hosts with an RcStream
+    const int senders = streams + (s.open_loop ? 1 : 0);
     rx_ = senders;  // the receiver, then the victim's receiver
     const int n = senders + 1 + (s.victim ? 1 : 0);
     for (int i = 0; i < n; ++i) {
@@ -107,7 +116,7 @@ class IncastRun {
         fab_.downlink(static_cast<uint32_t>(i)).set_impairments({.seed = seed + 1, .loss = s.loss});
       }
     EngineHost& rx = *hosts_[static_cast<size_t>(senders)];
-    for (int k = 0; k < senders; ++k) {
+    for (int k = 0; k < streams; ++k) {
       Endpoint a = make_endpoint(*hosts_[static_cast<size_t>(k)], k, transport::QpType::kRc);
       Endpoint b = make_endpoint(rx, senders, transport::QpType::kRc);
       ConnParams c;
@@ -122,6 +131,15 @@ class IncastRun {
       st.verify = false;
       flows_.push_back(std::make_unique<RcStream>(st, *hosts_[static_cast<size_t>(k)], a.pd, a.qpn,
                                                   a.scq, rx, b.pd, b.qpn, b.rcq));
+    }
+    if (s.open_loop) {
+      OpenLoopConfig oc = *s.open_loop;
+      oc.rate_bps = s.rate_bps;
+      ConnParams c;
+      c.path_mtu = s.path_mtu;
+      open_ = std::make_unique<OpenLoopWrites>(oc, *hosts_[static_cast<size_t>(streams)], streams,
+                                               rx, senders, c);
+      if (!open_->error().empty()) error_ = open_->error();
     }
     if (s.victim) {
       EngineHost& vrx = *hosts_.back();
@@ -178,9 +196,11 @@ class IncastRun {
         sim_.call_at(Timestamp{} + at, [f] { f->start(); });
       }
     }
+    if (open_) open_->start();
     if (!sim_.run_until(Timestamp{} + spec_.run)) error_ = "simulator stalled";
     for (auto& f : flows_)
       if (!f->error().empty() && error_.empty()) error_ = f->error();
+    if (open_ && !open_->error().empty() && error_.empty()) error_ = open_->error();
     return error_.empty();
   }
 
@@ -222,6 +242,8 @@ class IncastRun {
   /// the victim flow (IncastSpec::victim).
   const RcStream& flow(size_t k) const { return *flows_[k]; }
   size_t flow_count() const { return flows_.size(); }
+  /// The open-loop messages (IncastSpec::open_loop), or nullptr.
+  const OpenLoopWrites* open_loop() const { return open_.get(); }
   /// A counter summed over every host (senders and receiver).
   uint64_t total(Counter c) const {
     uint64_t n = 0;
@@ -241,6 +263,7 @@ class IncastRun {
   std::vector<std::unique_ptr<cc::Factory>> cc_;
   std::vector<std::unique_ptr<EngineHost>> hosts_;
   std::vector<std::unique_ptr<RcStream>> flows_;
+  std::unique_ptr<OpenLoopWrites> open_;
   std::unique_ptr<Sampler> smp_;
   uint64_t last_wire_ = 0;
   std::vector<uint64_t> last_bytes_;

@@ -117,6 +117,7 @@ void Link::finish(Frame&& f, Timestamp now) {
   queued_bytes_ -= wire_len_;
   ++stats_.sent;
   stats_.sent_bytes += f.size();
+  if (!f.is_control) ++stats_.sent_by_priority[f.priority & 7];
   stats_.max_frame_bytes = std::max<uint64_t>(stats_.max_frame_bytes, f.size());
   int64_t arrive_ps = finish_ps_ + p_.propagation.ns * 1000;
 

@@ -73,6 +73,8 @@ struct LinkStats {
   uint64_t corrupted = 0;
   uint64_t max_queue_bytes = 0;  ///< high-water mark of queued bytes (all priorities)
   uint64_t max_frame_bytes = 0;  ///< longest frame sent (without FCS)
+  /// Data frames (not MAC control) that finished serialisation, per priority.
+  std::array<uint64_t, kPriorities> sent_by_priority{};
 };
 
 /// Hooks for the owner of the sending end (a host or a switch port).

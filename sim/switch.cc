@@ -65,6 +65,33 @@ void Switch::send_pfc(uint32_t port, int priority, uint16_t quanta, Timestamp no
   }
 }
 
+Duration Switch::half_pause(uint32_t port) const {
+  Duration half =
+      Duration::nanos(wire::pause_quanta_ns(0xffff, ports_[port]->link->params().rate_bps));
+  half.ns /= 2;
+  return half;
+}
+
+void Switch::arm_refresh(uint32_t port, int priority) {
+  Port& p = *ports_[port];
+  if (p.refresh_armed[priority]) return;
+  p.refresh_armed[priority] = true;
+  sim_.call_at(p.last_xoff[priority] + half_pause(port),
+               [this, port, priority] { refresh(port, priority); });
+}
+
+void Switch::refresh(uint32_t port, int priority) {
+  Port& p = *ports_[port];
+  p.refresh_armed[priority] = false;
+  if (!p.xoff[priority]) return;
+  const Timestamp now = sim_.now();
+  if (now - p.last_xoff[priority] >= half_pause(port)) {
+    p.last_xoff[priority] = now;
+    send_pfc(port, priority, 0xffff, now);
+  }
+  arm_refresh(port, priority);
+}
+
 void Switch::receive(uint32_t in, Frame&& f, Timestamp now) {
   ++stats_.received;
   if (ethertype(f.bytes) == kEtherTypeMacControl) {
@@ -110,12 +137,11 @@ void Switch::receive(uint32_t in, Frame&& f, Timestamp now) {
   stats_.max_buffer_bytes = std::max(stats_.max_buffer_bytes, used_);
   ip.ingress_bytes[prio] += f.size();
   if (lossless && ip.ingress_bytes[prio] >= cfg_.pfc.xoff_bytes) {
-    Duration half = Duration::nanos(wire::pause_quanta_ns(0xffff, ip.link->params().rate_bps));
-    half.ns /= 2;
-    if (!ip.xoff[prio] || now - ip.last_xoff[prio] >= half) {
+    if (!ip.xoff[prio] || now - ip.last_xoff[prio] >= half_pause(in)) {
       ip.xoff[prio] = true;
       ip.last_xoff[prio] = now;
       send_pfc(in, prio, 0xffff, now);
+      arm_refresh(in, prio);
     }
   }
   ++stats_.forwarded;

@@ -13,10 +13,11 @@
  * gives P(mark) on lib/dcqcn's curve (dcqcn/red.h: 0 up to kmin, linear to pmax, 1 from kmax);
  * only ECT frames are marked CE. PFC (IEEE 802.1Qbb): when an ingress port's bytes of a
  * lossless priority reach xoff_bytes the switch sends XOFF (quanta 0xffff) to that port's
- * peer, refreshes it at half the pause time while above xon, and sends XON (quanta 0) when
- * they fall to xon_bytes. Received PFC frames pause the egress of the port they came in on.
- * PFC frames are built and read by lib/transport/wire's codec (transport/wire/pfc.h).
- * Units: bytes, ns, bit/s.
+ * peer, refreshes it at half the pause time until it sends XON (quanta 0), when they fall to
+ * xon_bytes: on a frame arriving above xoff_bytes, and by a timer when none arrives (the peer
+ * is paused, so none does; without the timer a pause that cannot drain would expire).
+ * Received PFC frames pause the egress of the port they came in on. PFC frames are built and
+ * read by lib/transport/wire's codec (transport/wire/pfc.h). Units: bytes, ns, bit/s.
  */
 #pragma once
 
@@ -107,6 +108,7 @@ class Switch final : public FrameReceiver {
     std::array<uint64_t, kPriorities> ingress_bytes{};
     std::array<bool, kPriorities> xoff{};
     std::array<Timestamp, kPriorities> last_xoff{};
+    std::array<bool, kPriorities> refresh_armed{};  ///< a refresh timer is scheduled
     void on_dequeue(Frame& frame, Timestamp now) override { sw->on_dequeue(index, frame, now); }
   };
   struct MacHash {
@@ -120,6 +122,12 @@ class Switch final : public FrameReceiver {
   int classify(const Frame& f) const;
   void maybe_mark(Frame& f, uint64_t queue_bytes);
   void send_pfc(uint32_t port, int priority, uint16_t quanta, Timestamp now);
+  /// Half the pause time of an XOFF sent on `port`: the refresh interval.
+  Duration half_pause(uint32_t port) const;
+  /// Schedules refresh() at the port's last XOFF plus half_pause(), unless one is scheduled.
+  void arm_refresh(uint32_t port, int priority);
+  /// Sends XOFF again if the port is still in XOFF and its last one is half a pause old.
+  void refresh(uint32_t port, int priority);
   void on_dequeue(uint32_t port, Frame& f, Timestamp now);
 
   Simulator& sim_;

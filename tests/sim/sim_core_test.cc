@@ -413,6 +413,37 @@ TEST(SwitchTest, PfcPausesSendersInsteadOfDropping) {
   EXPECT_EQ(t.sw.stats().xoff_sent, 0u);
 }
 
+TEST(SwitchTest, XoffIsRefreshedWhileTheIngressCannotDrain) {
+  // The egress towards host 2 is held paused for 10 ms, so host 1's frames stay in the buffer
+  // above XOFF and no more arrive once host 1 is paused: only a timer can renew the pause
+  // before it expires (65535 quanta at 10 Gb/s = 3.36 ms; refreshed every 1.68 ms).
+  SwitchConfig cfg;
+  cfg.buffer_bytes = 60'000;
+  cfg.pfc = PfcConfig{.enabled = true,
+                      .lossless_mask = 1u << 3,
+                      .xoff_bytes = 10'000,
+                      .xon_bytes = 5'000,
+                      .headroom_bytes = 20'000};
+  Star s(2, LinkParams{.rate_bps = k10G, .propagation = Duration::nanos(500)}, cfg);
+  s.sw.egress(1).pause(3, Duration::millis(10), Timestamp{0});
+  s.hosts[0]->send(100, 1000, mac_of(2), 3, 26);
+  ASSERT_TRUE(s.sim.run_until(Timestamp{1'000'000}));
+  const uint64_t admitted = s.sw.stats().received;
+  EXPECT_EQ(s.sw.stats().xoff_sent, 1u);
+  EXPECT_LT(admitted, 100u);
+  ASSERT_TRUE(s.sim.run_until(Timestamp{7'500'000}));
+  // Refreshed at about 1.69, 3.36, 5.04 and 6.72 ms; host 1 never resumed; no XON.
+  EXPECT_EQ(s.sw.stats().xoff_sent, 5u);
+  EXPECT_EQ(s.hosts[0]->pfc_rx, 5u);
+  EXPECT_EQ(s.sw.stats().received, admitted);
+  EXPECT_EQ(s.sw.stats().xon_sent, 0u);
+  EXPECT_TRUE(s.hosts[1]->rx.empty());
+  // The egress resumes at 10 ms: the ingress drains, XON, every frame delivered.
+  ASSERT_TRUE(s.sim.run_until(Timestamp{20'000'000}));
+  EXPECT_EQ(s.hosts[1]->rx.size(), 100u);
+  EXPECT_GT(s.sw.stats().xon_sent, 0u);
+}
+
 TEST(SwitchTest, HeadroomSmallerThanTheCableRoundTripDropsLosslessFramesAndCountsThem) {
   // A 50 us cable at 10 Gb/s: after XOFF leaves, frames keep arriving for a round trip; two
   // senders into one port add one sender's rate to the buffer, ~2 * 50 us * 10 Gb/s = 125 KB
