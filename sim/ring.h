@@ -29,6 +29,7 @@
 #include "cc/factory.h"
 #include "dcqcn/params.h"
 #include "sim/fabric.h"
+#include "sim/fabric_host.h"
 #include "sim/pause_watch.h"
 #include "sim/rc_stream.h"
 #include "sim/sampler.h"
@@ -91,24 +92,7 @@ class RingRun {
     for (int i = 0; i < n; ++i)
       fab_.connect_switches(static_cast<uint32_t>(i), static_cast<uint32_t>((i + 1) % n), lp);
     for (int i = 0; i < n; ++i) {
-      cc::Settings cs;
-      cs.algorithm = s.algorithm;
-      cs.dcqcn = s.params;
-      cs.delay = s.delay;
-      cc_.push_back(std::make_unique<cc::Factory>(cs));
-      transport::EngineConfig cfg;
-      cfg.mac = host_mac(i);
-      cfg.gids = {host_gid(i)};
-      cfg.link_speed_bps = s.rate_bps;
-      cfg.key_seed = 700 + static_cast<uint64_t>(i);
-      cfg.cc = s.algorithm != CcAlgorithm::kOff ? cc_.back().get() : nullptr;
-      cfg.max_unacked_psns = s.max_unacked_psns;
-      cfg.loss_recovery = s.recovery;
-      std::string name = "r";
-      name += std::to_string(i);
-      hosts_.push_back(std::make_unique<EngineHost>(sim_, cfg, name));
-      for (int j = 0; j < n; ++j)
-        if (j != i) hosts_.back()->neighbors().add(host_gid(j), host_mac(j));
+      hosts_.push_back(make_fabric_host(sim_, s, i, n, 700, "r", &cc_));
       fab_.add_host(hosts_.back().get(), host_mac(i), static_cast<uint32_t>(i), lp);
     }
     fab_.build_routes();
