@@ -103,7 +103,11 @@ void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
       outstanding(qp) ? now + local_ack_timeout(qp.attr.timeout) : Timestamp::never();
   if (qp.selective) {
     sr_after_progress(qp);
-    qp.req.sr.rto_low_at = outstanding(qp) ? now + sr_rto_low(qp) : Timestamp::never();
+    qp.req.sr.rto_backoff = 0;
+    if (outstanding(qp))
+      sr_arm_rto(qp, now);
+    else
+      qp.req.sr.rto_at = Timestamp::never();
   }
   if (qp.state == QpState::kSqd && !qp.req.sqd_notified &&
       qp.req.sq.head_pos() == qp.req.started_end) {

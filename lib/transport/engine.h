@@ -70,9 +70,12 @@ struct EngineConfig {
   /// link's bytes in kSrDefaultBdpRtt, at least 16 packets.
   uint32_t sr_max_inflight = 0;
   /// Selective repeat: the short retransmission timeout, used while at most kSrFewInFlight
-  /// packets are in flight (a lost tail or a lost retransmission); the QP's local ACK timeout
-  /// applies otherwise and alone spends retry_cnt.
+  /// packets are in flight (a lost tail or a lost retransmission), and the longer one used
+  /// otherwise (IRN's RTO_low and RTO_high); each at least the RTT-based srtt + 4 rttvar, and
+  /// doubled on each expiry without progress. The QP's local ACK timeout runs beside them and
+  /// alone spends retry_cnt.
   Duration sr_rto_low = Duration::micros(100);
+  Duration sr_rto_high = Duration::micros(320);
   /// Congestion control (lib/dcqcn's adapter); nullptr = no pacing, no CNPs sent.
   /// Not owned; must outlive the engine.
   CongestionFactory* cc = nullptr;
@@ -93,6 +96,8 @@ struct EngineConfig {
 inline constexpr Duration kSrDefaultBdpRtt = Duration::micros(8);
 /// Selective repeat: at most this many packets in flight use the short timeout (IRN's N).
 inline constexpr uint32_t kSrFewInFlight = 3;
+/// Selective repeat: the retransmission timeouts double at most this many times.
+inline constexpr uint32_t kSrMaxBackoff = 6;
 
 /// Receives engine notifications (called from inside engine calls, engine lock held).
 class EngineObserver {

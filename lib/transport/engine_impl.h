@@ -259,13 +259,21 @@ struct Engine::Impl {
   /// Resends the lost PSN req.sr.hole (a READ/atomic: its request from there); returns as
   /// service_requester().
   int sr_resend(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
-  /// The short retransmission timeout (sr_rto_low).
+  /// The retransmission timeouts (sr_rto_low, sr_rto_high).
   void sr_timers(Qp& qp, Timestamp now);
-  /// The short timeout of qp: cfg.sr_rto_low, but at least its RTT-based one (RFC 6298:
-  /// srtt + 4 rttvar; a path with a deep queue or a slow bottleneck would otherwise see every
-  /// tail as lost).
-  Duration sr_rto_low(const Qp& qp) const {
-    return std::max(cfg.sr_rto_low, qp.req.srtt + qp.req.rttvar * 4);
+  /// Starts the retransmission timer at now (a send, progress).
+  void sr_arm_rto(Qp& qp, Timestamp now) {
+    qp.req.sr.rto_armed = now;
+    qp.req.sr.rto_at = now + sr_rto(qp, true);
+  }
+  /// The timeout of qp with few (or many) packets in flight: cfg.sr_rto_low (sr_rto_high),
+  /// but at least the RTT-based one (RFC 6298: srtt + 4 rttvar; a path with a deep queue or a
+  /// slow bottleneck would otherwise see every tail as lost), doubled per expiry without
+  /// progress (RFC 6298 §5.5) up to kSrMaxBackoff times.
+  Duration sr_rto(const Qp& qp, bool few) const {
+    const Duration rtt_based = qp.req.srtt + qp.req.rttvar * 4;
+    const Duration d = std::max(few ? cfg.sr_rto_low : cfg.sr_rto_high, rtt_based);
+    return Duration::nanos(d.ns << std::min<uint32_t>(qp.req.sr.rto_backoff, kSrMaxBackoff));
   }
 
   // completer.cc

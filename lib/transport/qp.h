@@ -129,7 +129,9 @@ struct SrSendState {
   /// The last PSN of every READ request that may still be at the responder (first parts,
   /// later parts, re-requests), for the QP's max_rd_atomic (sr_reads_in_flight).
   std::vector<Psn> read_ends;
-  Timestamp rto_low_at = Timestamp::never();
+  Timestamp rto_at = Timestamp::never();  ///< the retransmission timer's next check
+  Timestamp rto_armed{};                  ///< when it was last started (a send, progress)
+  uint32_t rto_backoff = 0;               ///< expiries since the last progress (doublings)
 };
 
 /// Selective repeat, completer side: which PSNs in [una, una + window) the peer holds

@@ -364,7 +364,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   if (qp.type == QpType::kRc) {
     if (qp.comp.retrans_at.is_never())
       qp.comp.retrans_at = now + local_ack_timeout(qp.attr.timeout);
-    if (qp.selective) qp.req.sr.rto_low_at = now + sr_rto_low(qp);
+    if (qp.selective) sr_arm_rto(qp, now);
   } else if (last_of_wqe) {
     // UC/UD: the WR is complete once its last packet is on the wire.
     qp.comp.una = qp.req.next_psn;

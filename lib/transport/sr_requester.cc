@@ -8,8 +8,10 @@
  * order), so it is resent, once per such evidence, before any new packet; a lost resend is found
  * the same way. New packets wait while the packets in flight (sent, neither acknowledged nor held)
  * reach the cap near the bandwidth-delay product (IRN's BDP-FC). Timers: the QP's local ACK timeout
- * (spends retry_cnt) and, while at most kSrFewInFlight packets are in flight, the short sr_rto_low;
- * both declare everything outstanding lost, and only what the peer does not hold is resent.
+ * (spends retry_cnt) and, without progress, the short sr_rto_low while at most kSrFewInFlight
+ * packets are in flight or the longer sr_rto_high otherwise (IRN's RTO_low and RTO_high, each at
+ * least RTT-based and backed off); each declares everything outstanding lost, and only what the
+ * peer does not hold is resent.
  *
  * READ: its responses are placed at their offset as they come, in or out of order, and held on
  * the same board; a READ request covers one step of transmission order per response PSN (the
@@ -238,16 +240,25 @@ int Engine::Impl::sr_resend(Qp& qp, TxSink& sink, NeighborResolver& neigh, Times
 
 void Engine::Impl::sr_timers(Qp& qp, Timestamp now) {
   SrSendState& sr = qp.req.sr;
-  if (sr.rto_low_at > now) return;
-  sr.rto_low_at = Timestamp::never();
-  // Few packets in flight means few chances for a later one to reveal a loss. A READ request
-  // in flight is one packet, however many responses it asks for.
-  const uint32_t reads = sr_reads_in_flight(qp);
-  const uint32_t few = reads ? reads : sr_in_flight(qp);
-  if (!outstanding(qp) || few > kSrFewInFlight || !qp.req.rnr_until.is_never() ||
+  if (sr.rto_at > now) return;
+  sr.rto_at = Timestamp::never();
+  if (!outstanding(qp) || !qp.req.rnr_until.is_never() ||
       (qp.state != QpState::kRts && qp.state != QpState::kSqd))
     return;
-  inc(Counter::sr_rto_low);
+  // Few packets in flight means few chances for a later one to reveal a loss: the short
+  // timeout. A READ request in flight is one packet, however many responses it asks for.
+  const uint32_t reads = sr_reads_in_flight(qp);
+  const bool few = (reads ? reads : sr_in_flight(qp)) <= kSrFewInFlight;
+  if (!few) {
+    const Timestamp due = sr.rto_armed + sr_rto(qp, false);
+    if (due > now) {
+      sr.rto_at = due;
+      return;
+    }
+  }
+  inc(few ? Counter::sr_rto_low : Counter::sr_rto_high);
+  ++sr.rto_backoff;
+  sr_arm_rto(qp, now);
   sr_declare_lost(qp, qp.comp.una);
 }
 

@@ -77,7 +77,7 @@ Timestamp Engine::Impl::qp_tx_time(const Qp& qp) const {
 }
 
 Timestamp Engine::Impl::qp_timer_time(const Qp& qp) const {
-  return std::min({qp.comp.retrans_at, qp.req.probe_at, qp.resp.dack_at, qp.req.sr.rto_low_at,
+  return std::min({qp.comp.retrans_at, qp.req.probe_at, qp.resp.dack_at, qp.req.sr.rto_at,
                    qp.cc->next_deadline()});
 }
 

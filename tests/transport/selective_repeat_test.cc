@@ -201,6 +201,51 @@ TEST_F(SelectiveRepeatTest, RequesterResendsOnlyWhatThePeerLacks) {
   EXPECT_EQ(t.counters.get(Counter::roce_adp_retrans), 1u);
 }
 
+TEST_F(SelectiveRepeatTest, AWindowLostWholeGoesAgainAfterTheLongTimeoutBackedOff) {
+  // Post an 8-packet WRITE (PSN 500..507); all eight go out and nothing comes back. With more
+  // than 3 in flight the short timeout (100 µs) does not apply: the long one (320 µs) resends
+  // everything, then waits twice as long before the next resend.
+  const Timestamp t0 = t.now;
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 8 * kMtu));
+  const std::vector<uint32_t> all{500, 501, 502, 503, 504, 505, 506, 507};
+  EXPECT_EQ(sent_psns(), all);
+  t.now = t0 + Duration::micros(101);
+  EXPECT_TRUE(sent_psns().empty());
+  EXPECT_EQ(t.e->next_deadline(), t0 + Duration::micros(320));
+  t.now = t0 + Duration::micros(320);
+  EXPECT_EQ(sent_psns(), all);
+  EXPECT_EQ(t.counters.get(Counter::sr_rto_high), 1u);
+  EXPECT_EQ(t.counters.get(Counter::sr_rto_low), 0u);
+  const Timestamp t1 = t.now;
+  t.now = t1 + Duration::micros(639);
+  EXPECT_TRUE(sent_psns().empty());
+  t.now = t1 + Duration::micros(640);
+  EXPECT_EQ(sent_psns(), all);
+  EXPECT_EQ(t.counters.get(Counter::sr_rto_high), 2u);
+  // Receive ACK 507: the WRITE completes once; the timer stops.
+  t.rx(pb.ack(507, 0x1f, 1));
+  EXPECT_EQ(t.cqes().size(), 1u);
+  t.now = t.now + Duration::millis(5);
+  EXPECT_TRUE(sent_psns().empty());
+  EXPECT_EQ(t.counters.get(Counter::sr_rto_high), 2u);
+}
+
+TEST_F(SelectiveRepeatTest, ALostTailGoesAgainAfterTheShortTimeout) {
+  // Post a 2-packet WRITE; the ACK of 500 arrives, 501 (the tail) is lost: at most 3 in
+  // flight, so 100 µs after the progress it goes again.
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 2 * kMtu));
+  EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{500, 501}));
+  t.now = t.now + Duration::micros(2);
+  t.rx(pb.ack(500, 0x1f, 0));
+  const Timestamp p = t.now;
+  t.now = p + Duration::micros(99);
+  EXPECT_TRUE(sent_psns().empty());
+  t.now = p + Duration::micros(100);
+  EXPECT_EQ(sent_psns(), (std::vector<uint32_t>{501}));
+  EXPECT_EQ(t.counters.get(Counter::sr_rto_low), 1u);
+  EXPECT_EQ(t.counters.get(Counter::sr_rto_high), 0u);
+}
+
 /// The READ requests among the frames sent now: {psn, va, dma_len} each.
 struct ReadReq {
   uint32_t psn;
