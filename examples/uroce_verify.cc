@@ -31,10 +31,14 @@
  *             2  type 2; the server posts IBV_WR_LOCAL_INV on its rkey; a WRITE
  *             3  type 2; a 9-byte WRITE of its last 8 bytes and the one past it
  *           (type 2 windows are used through the QP they were bound through, as IBA type 2B
- *           requires). --mw-at-mr-end: the region ends where window 3 ends, so that its
- *           past-the-end byte is outside the region too (a peer that bounds window accesses
- *           by the region only passes then). The server checks every window holds the last
- *           pattern and no guard byte changed. Every check is printed, with what it wants.
+ *           requires). The server checks every window holds the last pattern and no guard
+ *           byte changed. Every check is printed, with what it wants.
+ *           --rxe (server on Linux Soft-RoCE, as in Debian 12's kernel 6.1; tests/interop
+ *           README.md has the findings): rxe bounds an access through a window by the region
+ *           only, so the region ends where window 3 ends (its past-the-end byte is outside the
+ *           region too); and rxe's receive completion carries the kernel's
+ *           IB_WC_WITH_INVALIDATE bit (1 << 2, IBV_WC_IP_CSUM_OK to libibverbs) in place of
+ *           IBV_WC_WITH_INV (1 << 3), which is then accepted (and reported) as such.
  * Every completion is checked to be the one expected (the posted WR; receives in posting
  * order) and no completion may follow the last. Exit status 0 only when both sides saw no
  * mismatch, no error completion and no unexpected completion. Sizes in bytes.
@@ -57,16 +61,16 @@
 namespace {
 
 struct Options {
-  std::string dev;            ///< -d: device name (default: the first)
-  int gid_index = 0;          ///< -g
-  size_t size = 4096;         ///< -s: bytes per message (8 for atomic)
-  int iters = 100;            ///< -n
-  std::string op = "write";   ///< -o: write | read | send | atomic
-  int port = 18515;           ///< -p: TCP port
-  int timeout_s = 10;         ///< -t: seconds to wait for any one completion
-  int duration_s = 0;         ///< -D: mixed only; run this long instead of -n iterations
-  bool mw_at_mr_end = false;  ///< --mw-at-mr-end: the server's region ends with window 3
-  std::string host;           ///< server host (client mode)
+  std::string dev;           ///< -d: device name (default: the first)
+  int gid_index = 0;         ///< -g
+  size_t size = 4096;        ///< -s: bytes per message (8 for atomic)
+  int iters = 100;           ///< -n
+  std::string op = "write";  ///< -o: write | read | send | atomic
+  int port = 18515;          ///< -p: TCP port
+  int timeout_s = 10;        ///< -t: seconds to wait for any one completion
+  int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
+  bool rxe = false;          ///< --rxe: mw server on Linux rxe (its two deviations, above)
+  std::string host;          ///< server host (client mode)
 };
 
 /// mixed: receive slots the server keeps posted, and where its counter sits in its buffer.
@@ -81,10 +85,10 @@ size_t mw_offset(const Options& o, int k) {
   return kMwGuard + static_cast<size_t>(k) * (o.size + kMwGuard);
 }
 /// The server's buffer: the windows and guards; its region ends after the last guard, or with
-/// window kWinBounds under --mw-at-mr-end.
+/// window kWinBounds under --rxe.
 size_t mw_buf_len(const Options& o) { return mw_offset(o, kMwWindows); }
 size_t mw_mr_len(const Options& o) {
-  return o.mw_at_mr_end ? mw_offset(o, kWinBounds) + o.size : mw_buf_len(o);
+  return o.rxe ? mw_offset(o, kWinBounds) + o.size : mw_buf_len(o);
 }
 /// Pattern seeds: the i-th WRITE through window k, the guards' (and the whole buffer's initial)
 /// fill, the SEND_WITH_INV message, and the data of the WRITEs that must be refused.
@@ -834,18 +838,22 @@ long mw_server_run(const Options& o, Rdma* r, const Window* win, const std::vect
   ibv_wc wc{};
   const Rdma::Link& l = r->links[kWinSendInv];
   const bool got = wait_cq(l.cq, r->timeout_s, &wc);
+  // rxe writes the kernel's IB_WC_WITH_INVALIDATE (1 << 2) into the CQE libibverbs reads.
+  constexpr unsigned kKernelWithInv = 1u << 2;
   const bool inv = got && (wc.wc_flags & IBV_WC_WITH_INV);
+  const bool rxe_inv = got && o.rxe && !inv && (wc.wc_flags & kKernelWithInv);
   const long bad = got && wc.status == IBV_WC_SUCCESS
                        ? static_cast<long>(count_mismatch(r->scratch.data(), o.size, kMwSendSeed))
                        : 0;
-  c.check(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && inv &&
+  c.check(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && (inv || rxe_inv) &&
               wc.invalidated_rkey == win[kWinSendInv].rkey && wc.byte_len == o.size && bad == 0,
           "window 1: the SEND_WITH_INV's receive",
-          got ? status_name(wc.status) +
-                    (inv ? ", IBV_WC_WITH_INV rkey " + hex(wc.invalidated_rkey)
-                         : ", no IBV_WC_WITH_INV") +
-                    ", " + std::to_string(wc.byte_len) + " bytes, " + std::to_string(bad) +
-                    " differ"
+          got ? status_name(wc.status) + ", wc_flags " + hex(wc.wc_flags) +
+                    (inv       ? " (IBV_WC_WITH_INV)"
+                     : rxe_inv ? " (rxe: bit 2, the kernel's IB_WC_WITH_INVALIDATE)"
+                               : " (no IBV_WC_WITH_INV)") +
+                    " rkey " + hex(wc.invalidated_rkey) + ", " + std::to_string(wc.byte_len) +
+                    " bytes, " + std::to_string(bad) + " differ"
               : status_name(-1),
           "IBV_WC_SUCCESS, IBV_WC_WITH_INV rkey " + hex(win[kWinSendInv].rkey) + ", " +
               std::to_string(o.size) + " bytes, 0 differ");
@@ -878,7 +886,7 @@ void usage() {
       stderr,
       "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
       "                    [-o write|read|send|atomic|mixed|mw] [-D seconds] [-p tcp_port]\n"
-      "                    [-t timeout_s] [--mw-at-mr-end] [host]\n");
+      "                    [-t timeout_s] [--rxe] [host]\n");
 }
 
 }  // namespace
@@ -890,9 +898,9 @@ int main(int argc, char** argv) {
       {"size", required_argument, nullptr, 's'},    {"iters", required_argument, nullptr, 'n'},
       {"op", required_argument, nullptr, 'o'},      {"port", required_argument, nullptr, 'p'},
       {"timeout", required_argument, nullptr, 't'}, {"duration", required_argument, nullptr, 'D'},
-      {"mw-at-mr-end", no_argument, nullptr, 'E'},  {nullptr, 0, nullptr, 0}};
+      {"rxe", no_argument, nullptr, 'R'},           {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:D:Eh", longopts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:D:Rh", longopts, nullptr)) != -1) {
     switch (c) {
       case 'd': o.dev = optarg; break;
       case 'g': o.gid_index = std::atoi(optarg); break;
@@ -902,7 +910,7 @@ int main(int argc, char** argv) {
       case 'p': o.port = std::atoi(optarg); break;
       case 't': o.timeout_s = std::atoi(optarg); break;
       case 'D': o.duration_s = std::atoi(optarg); break;
-      case 'E': o.mw_at_mr_end = true; break;
+      case 'R': o.rxe = true; break;
       default: usage(); return 2;
     }
   }
@@ -914,7 +922,7 @@ int main(int argc, char** argv) {
   }
   if (o.op == "atomic") o.size = 8;
   if (o.size == 0 || o.iters <= 0 || o.duration_s < 0 || (o.duration_s && o.op != "mixed") ||
-      (o.op == "mw" && o.size < 8) || (o.mw_at_mr_end && o.op != "mw")) {
+      (o.op == "mw" && o.size < 8) || (o.rxe && o.op != "mw")) {
     usage();
     return 2;
   }

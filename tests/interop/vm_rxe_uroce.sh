@@ -62,10 +62,11 @@ cases=(
   # three type 2 windows (IBV_WR_BIND_MW) over a region that grants no remote access itself;
   # the client WRITEs and READs through the windows' rkeys, then unbind, SEND_WITH_INV,
   # LOCAL_INV and a WRITE one byte past a window must each end in IBV_WC_REM_ACCESS_ERR.
-  # rxe as server gets --mw-at-mr-end (the window's end is the region's): rxe bounds an
-  # access through a window by the region only (README.md, findings).
+  # rxe as server gets --rxe (README.md, findings): rxe bounds an access through a window by
+  # the region only, so the window under the past-the-end check ends where the region ends;
+  # and its SEND_WITH_INV receive carries the kernel's flag bit, not IBV_WC_WITH_INV.
   "verify_mw_uroce_srv|uroce|uroce_verify|-o mw -s 10000 -n 5"
-  "verify_mw_rxe_srv|rxe|uroce_verify|-o mw -s 10000 -n 5 --mw-at-mr-end"
+  "verify_mw_rxe_srv|rxe|uroce_verify|-o mw -s 10000 -n 5 --rxe"
   # RDMA CM: the guest's kernel CM (rdma_ucm + librdmacm) against uroce's librdmacm.so.1,
   # CM MADs on QP1 both ways; rping -V checks every one of the 100 pings on both sides.
   "rping_uroce_srv|uroce|rping|-C 100 -V"
