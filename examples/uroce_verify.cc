@@ -41,7 +41,8 @@
  *           IBV_WC_WITH_INV (1 << 3), which is then accepted (and reported) as such.
  * Every completion is checked to be the one expected (the posted WR; receives in posting
  * order) and no completion may follow the last. Exit status 0 only when both sides saw no
- * mismatch, no error completion and no unexpected completion. Sizes in bytes.
+ * mismatch, no error completion (mw: only the expected ones) and no unexpected completion.
+ * Sizes in bytes.
  */
 #include <getopt.h>
 #include <infiniband/verbs.h>
