@@ -218,8 +218,10 @@ for c in "${cases[@]}"; do
   # window (a kernel wait makes it narrower); the pings and the CM exchange were complete.
   teardown_race=0
   if [[ $h == *" rc=255 "* ]]; then
-    before=$(grep -a -B3 "^CASE $name " "$out/host.log" || true)
-    last=$(grep -a -B1 "^CASE $name " "$out/host.log" | head -1 || true)
+    # Without uroce's counters line: rping's exit() from its CM thread prints it last.
+    before=$(grep -avE "^uroce: .* counters at (close|exit):" "$out/host.log" |
+             grep -a -B3 "^CASE $name " || true)
+    last=$(printf '%s\n' "$before" | tail -2 | head -1)
     [[ $before == *"server DISCONNECT EVENT"* &&
        $last == "rdma_get_cm_event: Bad file descriptor" ]] && teardown_race=1
   fi
