@@ -18,9 +18,31 @@
  *           i) and a SEND the server checks (it keeps 16 receives posted, re-posting each);
  *           with -D the client runs for that many seconds instead of -n iterations (the soak
  *           test); the server checks the counter and the number of SENDs at the end.
+ *   mw      memory windows (ibv_alloc_mw(3), ibv_bind_mw(3)). The server's region grants no
+ *           remote access itself (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND); four QP pairs,
+ *           one window on each, each window -s bytes between 64-byte guards, and the server
+ *           sends the windows' rkeys and addresses (not the region's) over TCP. Per window the
+ *           client WRITEs pattern(i) through the window's rkey and READs it back (-n times),
+ *           then checks that access ends as the window says (IBV_WC_REM_ACCESS_ERR expected):
+ *             0  type 1, bound by ibv_bind_mw; the server unbinds it (zero-length bind); a
+ *                WRITE through its rkey
+ *             1  type 2, bound by IBV_WR_BIND_MW; the client's SEND_WITH_INV names its rkey
+ *                (the server's receive must report IBV_WC_WITH_INV and that rkey); a WRITE
+ *             2  type 2; the server posts IBV_WR_LOCAL_INV on its rkey; a WRITE
+ *             3  type 2; a 9-byte WRITE of its last 8 bytes and the one past it
+ *           (type 2 windows are used through the QP they were bound through, as IBA type 2B
+ *           requires). The server checks every window holds the last pattern and no guard
+ *           byte changed. Every check is printed, with what it wants.
+ *           --rxe (server on Linux Soft-RoCE, as in Debian 12's kernel 6.1; tests/interop
+ *           README.md has the findings): rxe bounds an access through a window by the region
+ *           only, so the region ends where window 3 ends (its past-the-end byte is outside the
+ *           region too); and rxe's receive completion carries the kernel's
+ *           IB_WC_WITH_INVALIDATE bit (1 << 2, IBV_WC_IP_CSUM_OK to libibverbs) in place of
+ *           IBV_WC_WITH_INV (1 << 3), which is then accepted (and reported) as such.
  * Every completion is checked to be the one expected (the posted WR; receives in posting
  * order) and no completion may follow the last. Exit status 0 only when both sides saw no
- * mismatch, no error completion and no unexpected completion. Sizes in bytes.
+ * mismatch, no error completion (mw: only the expected ones) and no unexpected completion.
+ * Sizes in bytes.
  */
 #include <getopt.h>
 #include <infiniband/verbs.h>
@@ -48,12 +70,33 @@ struct Options {
   int port = 18515;          ///< -p: TCP port
   int timeout_s = 10;        ///< -t: seconds to wait for any one completion
   int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
+  bool rxe = false;          ///< --rxe: mw server on Linux rxe (its two deviations, above)
   std::string host;          ///< server host (client mode)
 };
 
 /// mixed: receive slots the server keeps posted, and where its counter sits in its buffer.
 constexpr size_t kMixedSlots = 16;
 size_t counter_offset(const Options& o) { return (o.size + 7) & ~size_t{7}; }
+
+/// mw: four windows of -s bytes, each between kMwGuard-byte guards, one QP pair per window.
+constexpr int kMwWindows = 4;
+enum MwWindow { kWinType1 = 0, kWinSendInv = 1, kWinLocalInv = 2, kWinBounds = 3 };
+constexpr size_t kMwGuard = 64;
+size_t mw_offset(const Options& o, int k) {
+  return kMwGuard + static_cast<size_t>(k) * (o.size + kMwGuard);
+}
+/// The server's buffer: the windows and guards; its region ends after the last guard, or with
+/// window kWinBounds under --rxe.
+size_t mw_buf_len(const Options& o) { return mw_offset(o, kMwWindows); }
+size_t mw_mr_len(const Options& o) {
+  return o.rxe ? mw_offset(o, kWinBounds) + o.size : mw_buf_len(o);
+}
+/// Pattern seeds: the i-th WRITE through window k, the guards' (and the whole buffer's initial)
+/// fill, the SEND_WITH_INV message, and the data of the WRITEs that must be refused.
+uint32_t mw_seed(int k, int i) {
+  return (static_cast<uint32_t>(k + 1) << 16) | static_cast<uint32_t>(i);
+}
+constexpr uint32_t kMwGuardSeed = 0x6a6a, kMwSendSeed = 0x5e9d, kMwRefusedSeed = 0xeeee;
 
 /// Peer parameters exchanged over TCP.
 struct Peer {
@@ -167,6 +210,12 @@ struct Rdma {
   ibv_mr* mr = nullptr;
   ibv_mr* smr = nullptr;
   int timeout_s = 10;
+  /// mw: one QP and its own CQ per window; links[0] is {qp, cq}.
+  struct Link {
+    ibv_qp* qp = nullptr;
+    ibv_cq* cq = nullptr;
+  };
+  std::vector<Link> links;
 };
 
 bool setup(const Options& o, bool server, Rdma* r) {
@@ -191,18 +240,26 @@ bool setup(const Options& o, bool server, Rdma* r) {
   }
   r->pd = ibv_alloc_pd(r->ctx);
   const bool mixed = o.op == "mixed";
+  const bool mw = o.op == "mw";
   r->cq = ibv_create_cq(r->ctx, mixed ? 64 : 2 * o.iters + 16, nullptr, nullptr, 0);
   const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
                      IBV_ACCESS_REMOTE_ATOMIC;
   // A SEND server keeps one slot per message, so no message overwrites an unchecked one.
   size_t slots = server && o.op == "send" ? static_cast<size_t>(o.iters) : 1;
-  r->buf.assign(mixed ? counter_offset(o) + 8 + kMixedSlots * o.size : o.size * slots, 0);
+  r->buf.assign(mixed ? counter_offset(o) + 8 + kMixedSlots * o.size
+                : mw  ? mw_buf_len(o)
+                      : o.size * slots,
+                0);
   r->scratch.assign(o.size, 0);
   if (!r->pd || !r->cq) {
     std::perror("ibv_alloc_pd/ibv_create_cq");
     return false;
   }
-  r->mr = ibv_reg_mr(r->pd, r->buf.data(), r->buf.size(), access);
+  if (server && mw)  // the windows grant remote access; the region itself grants none
+    r->mr =
+        ibv_reg_mr(r->pd, r->buf.data(), mw_mr_len(o), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+  else
+    r->mr = ibv_reg_mr(r->pd, r->buf.data(), r->buf.size(), access);
   r->smr = ibv_reg_mr(r->pd, r->scratch.data(), r->scratch.size(), access);
   if (!r->mr || !r->smr) {
     std::perror("ibv_reg_mr");
@@ -221,19 +278,30 @@ bool setup(const Options& o, bool server, Rdma* r) {
     std::perror("ibv_create_qp");
     return false;
   }
+  r->links.push_back({r->qp, r->cq});
+  for (int k = 1; mw && k < kMwWindows; ++k) {
+    Rdma::Link l;
+    l.cq = ibv_create_cq(r->ctx, 2 * o.iters + 16, nullptr, nullptr, 0);
+    ia.send_cq = ia.recv_cq = l.cq;
+    l.qp = l.cq ? ibv_create_qp(r->pd, &ia) : nullptr;
+    if (!l.qp) {
+      std::perror("ibv_create_cq/ibv_create_qp");
+      return false;
+    }
+    r->links.push_back(l);
+  }
   r->timeout_s = o.timeout_s;
   return true;
 }
 
-bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
+bool connect_qp(const Options& o, Rdma* r, ibv_qp* qp, const Peer& me, const Peer& peer) {
   ibv_port_attr pa;
   if (ibv_query_port(r->ctx, 1, &pa)) return false;
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
-  if (ibv_modify_qp(r->qp, &a,
-                    IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     std::perror("modify INIT");
     return false;
   }
@@ -249,7 +317,7 @@ bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
   a.ah_attr.grh.sgid_index = static_cast<uint8_t>(o.gid_index);
   a.ah_attr.grh.hop_limit = 64;
   a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(r->qp, &a,
+  if (ibv_modify_qp(qp, &a,
                     IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)) {
     std::perror("modify RTR");
@@ -262,7 +330,7 @@ bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
   a.rnr_retry = 7;
   a.sq_psn = me.psn;
   a.max_rd_atomic = 4;
-  if (ibv_modify_qp(r->qp, &a,
+  if (ibv_modify_qp(qp, &a,
                     IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
                         IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)) {
     std::perror("modify RTS");
@@ -271,23 +339,27 @@ bool connect_qp(const Options& o, Rdma* r, const Peer& me, const Peer& peer) {
   return true;
 }
 
+/// Waits for one completion on cq, of any status; false on timeout or a poll failure.
+bool wait_cq(ibv_cq* cq, int timeout_s, ibv_wc* wc) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
+  while (std::chrono::steady_clock::now() < deadline) {
+    int n = ibv_poll_cq(cq, 1, wc);
+    if (n < 0) return false;
+    if (n == 1) return true;
+  }
+  std::fprintf(stderr, "uroce_verify: no completion within %d s\n", timeout_s);
+  return false;
+}
+
 /// Waits for one completion; false on timeout or an error status.
 bool wait_one(Rdma* r, ibv_wc* wc) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(r->timeout_s);
-  while (std::chrono::steady_clock::now() < deadline) {
-    int n = ibv_poll_cq(r->cq, 1, wc);
-    if (n < 0) return false;
-    if (n == 1) {
-      if (wc->status != IBV_WC_SUCCESS) {
-        std::fprintf(stderr, "uroce_verify: completion wr_id %" PRIu64 ": %s\n", wc->wr_id,
-                     ibv_wc_status_str(wc->status));
-        return false;
-      }
-      return true;
-    }
+  if (!wait_cq(r->cq, r->timeout_s, wc)) return false;
+  if (wc->status != IBV_WC_SUCCESS) {
+    std::fprintf(stderr, "uroce_verify: completion wr_id %" PRIu64 ": %s\n", wc->wr_id,
+                 ibv_wc_status_str(wc->status));
+    return false;
   }
-  std::fprintf(stderr, "uroce_verify: no completion within %d s\n", r->timeout_s);
-  return false;
+  return true;
 }
 
 bool post(Rdma* r, ibv_wr_opcode op, uint8_t* local, ibv_mr* lmr, uint32_t len, const Peer& peer,
@@ -324,9 +396,9 @@ bool post(Rdma* r, ibv_wr_opcode op, uint8_t* local, ibv_mr* lmr, uint32_t len, 
 }
 
 /// After the last expected completion: no other completion may follow (each exactly once).
-bool no_extra_completion(Rdma* r) {
+bool no_extra_completion(ibv_cq* cq) {
   ibv_wc wc;
-  int n = ibv_poll_cq(r->cq, 1, &wc);
+  int n = ibv_poll_cq(cq, 1, &wc);
   if (n != 0)
     std::fprintf(stderr, "uroce_verify: unexpected completion (wr_id %" PRIu64 ") after the last\n",
                  n > 0 ? wc.wr_id : 0);
@@ -397,7 +469,7 @@ long run_client(const Options& o, Rdma* r, const Peer& peer, int* done) {
       bad += old != expect;
     }
   }
-  return no_extra_completion(r) ? bad : -1;
+  return no_extra_completion(r->cq) ? bad : -1;
 }
 
 /// Server side of mixed: keeps kMixedSlots receives posted and checks each SEND (in order)
@@ -445,7 +517,7 @@ long server_run_mixed(const Options& o, Rdma* r, int fd, long* theirs, long* ite
     ++bad;
   }
   // The receives still posted are flushed when the QP is destroyed; nothing else may complete.
-  return no_extra_completion(r) ? bad : -1;
+  return no_extra_completion(r->cq) ? bad : -1;
 }
 
 /// Server side: prepare the buffer, and for SEND receive and check every message.
@@ -473,7 +545,7 @@ long server_run_send(const Options& o, Rdma* r) {
     bad += static_cast<long>(
         count_mismatch(r->buf.data() + wc.wr_id * o.size, o.size, static_cast<uint32_t>(wc.wr_id)));
   }
-  return no_extra_completion(r) ? bad : -1;
+  return no_extra_completion(r->cq) ? bad : -1;
 }
 
 long server_check_end(const Options& o, Rdma* r) {
@@ -489,28 +561,347 @@ long server_check_end(const Options& o, Rdma* r) {
   return 0;
 }
 
+// ---- mw: memory windows ------------------------------------------------------------------
+
+/// Where a window lies on the server and the rkey that reaches it.
+struct Window {
+  uint64_t addr = 0;
+  uint32_t rkey = 0;
+};
+
+/// A completion status by its enum name (ibv_wc_status_str's words would read as a failure in
+/// a log where the status is the expected one). -1: no completion.
+std::string status_name(int st) {
+  switch (st) {
+    case -1: return "no completion";
+    case IBV_WC_SUCCESS: return "IBV_WC_SUCCESS";
+    case IBV_WC_LOC_QP_OP_ERR: return "IBV_WC_LOC_QP_OP_ERR";
+    case IBV_WC_LOC_PROT_ERR: return "IBV_WC_LOC_PROT_ERR";
+    case IBV_WC_WR_FLUSH_ERR: return "IBV_WC_WR_FLUSH_ERR";
+    case IBV_WC_MW_BIND_ERR: return "IBV_WC_MW_BIND_ERR";
+    case IBV_WC_REM_INV_REQ_ERR: return "IBV_WC_REM_INV_REQ_ERR";
+    case IBV_WC_REM_ACCESS_ERR: return "IBV_WC_REM_ACCESS_ERR";
+    case IBV_WC_REM_OP_ERR: return "IBV_WC_REM_OP_ERR";
+    case IBV_WC_RETRY_EXC_ERR: return "IBV_WC_RETRY_EXC_ERR";
+    default: return "status " + std::to_string(st);
+  }
+}
+
+std::string hex(uint64_t v) {
+  char b[24];
+  std::snprintf(b, sizeof b, "0x%" PRIx64, v);
+  return b;
+}
+
+/// The checks of one side: each printed with what it saw and what it wants.
+struct Checks {
+  const char* side;
+  long failed = 0;
+  void check(bool ok, const std::string& what, const std::string& got, const std::string& want) {
+    failed += !ok;
+    std::printf("uroce_verify mw %s: %s: %s (want %s) %s\n", side, what.c_str(), got.c_str(),
+                want.c_str(), ok ? "ok" : "FAILED");
+    std::fflush(stdout);
+  }
+};
+
+/// Posts one signalled WR on link l and waits for its completion: its status, or -1 (post
+/// refused, no completion, or the completion of another WR).
+int mw_post(Rdma* r, const Rdma::Link& l, ibv_send_wr* wr, ibv_wc* out = nullptr) {
+  wr->send_flags |= IBV_SEND_SIGNALED;
+  ibv_send_wr* bad = nullptr;
+  if (int e = ibv_post_send(l.qp, wr, &bad)) {
+    std::fprintf(stderr, "uroce_verify: ibv_post_send (opcode %d): %s\n", wr->opcode,
+                 std::strerror(e));
+    return -1;
+  }
+  ibv_wc wc{};
+  if (!wait_cq(l.cq, r->timeout_s, &wc)) return -1;
+  if (out) *out = wc;
+  if (wc.wr_id != wr->wr_id) {
+    std::fprintf(stderr, "uroce_verify: completion for wr_id %" PRIu64 ", expected %" PRIu64 "\n",
+                 wc.wr_id, wr->wr_id);
+    return -1;
+  }
+  return wc.status;
+}
+
+/// A WRITE or READ of len bytes between local (in lmr) and the window at raddr/rkey.
+int mw_rdma(Rdma* r, const Rdma::Link& l, ibv_wr_opcode op, uint8_t* local, ibv_mr* lmr,
+            uint32_t len, uint64_t raddr, uint32_t rkey) {
+  ibv_sge sge{reinterpret_cast<uintptr_t>(local), len, lmr->lkey};
+  ibv_send_wr wr{};
+  wr.wr_id = static_cast<uint64_t>(op) + 1;
+  wr.sg_list = &sge;
+  wr.num_sge = 1;
+  wr.opcode = op;
+  wr.wr.rdma.remote_addr = raddr;
+  wr.wr.rdma.rkey = rkey;
+  return mw_post(r, l, &wr);
+}
+
+/// The client: per window, -n WRITE + READ back through its rkey, then the access that the
+/// window must refuse (the server unbinds or invalidates on request: "UNBIND"/"INV" lines).
+/// Returns the number of failed checks.
+long mw_client(const Options& o, Rdma* r, const Window* win, int fd) {
+  Checks c{"client"};
+  static const char* const kName[kMwWindows] = {"window 0 (type 1)", "window 1 (type 2)",
+                                                "window 2 (type 2)", "window 3 (type 2)"};
+  const auto len = static_cast<uint32_t>(o.size);
+  for (int k = 0; k < kMwWindows; ++k) {
+    const Rdma::Link& l = r->links[static_cast<size_t>(k)];
+    const std::string name = kName[k];
+    int st = IBV_WC_SUCCESS, at = 0;
+    long bad = 0;
+    for (; at < o.iters; ++at) {
+      const uint32_t seed = mw_seed(k, at);
+      fill(r->buf.data(), o.size, seed);
+      st = mw_rdma(r, l, IBV_WR_RDMA_WRITE, r->buf.data(), r->mr, len, win[k].addr, win[k].rkey);
+      if (st != IBV_WC_SUCCESS) break;
+      std::memset(r->scratch.data(), 0, o.size);
+      st =
+          mw_rdma(r, l, IBV_WR_RDMA_READ, r->scratch.data(), r->smr, len, win[k].addr, win[k].rkey);
+      if (st != IBV_WC_SUCCESS) break;
+      bad += static_cast<long>(count_mismatch(r->scratch.data(), o.size, seed));
+    }
+    c.check(st == IBV_WC_SUCCESS && bad == 0,
+            name + ": " + std::to_string(o.iters) + " x WRITE + READ back through rkey " +
+                hex(win[k].rkey),
+            st == IBV_WC_SUCCESS ? std::to_string(bad) + " bytes differ"
+                                 : "iteration " + std::to_string(at) + ": " + status_name(st),
+            "IBV_WC_SUCCESS, 0 bytes differ");
+    if (st != IBV_WC_SUCCESS) continue;  // its QP is in the error state: nothing more to try
+
+    // The access the window must refuse; its data must not land (the server checks).
+    fill(r->buf.data(), o.size, kMwRefusedSeed);
+    std::string what, line;
+    uint64_t at_addr = win[k].addr;
+    uint32_t n = 8;
+    if (k == kWinType1 || k == kWinLocalInv) {
+      const char* req = k == kWinType1 ? "UNBIND" : "INV";
+      int srv = -1;
+      if (!send_line(fd, req) || !recv_line(fd, &line) ||
+          std::sscanf(line.c_str(), "%*s %d", &srv) != 1)
+        return -1;
+      c.check(srv == IBV_WC_SUCCESS,
+              name + (k == kWinType1 ? ": the server's zero-length ibv_bind_mw"
+                                     : ": the server's IBV_WR_LOCAL_INV"),
+              status_name(srv), "IBV_WC_SUCCESS");
+      what = k == kWinType1 ? ": after the unbind, WRITE through rkey "
+                            : ": after LOCAL_INV, WRITE through rkey ";
+    } else if (k == kWinSendInv) {
+      ibv_sge sge{reinterpret_cast<uintptr_t>(r->buf.data()), len, r->mr->lkey};
+      fill(r->buf.data(), o.size, kMwSendSeed);
+      ibv_send_wr wr{};
+      wr.wr_id = 42;
+      wr.sg_list = &sge;
+      wr.num_sge = 1;
+      wr.opcode = IBV_WR_SEND_WITH_INV;
+      wr.invalidate_rkey = win[k].rkey;
+      const int s = mw_post(r, l, &wr);
+      c.check(s == IBV_WC_SUCCESS, name + ": SEND_WITH_INV naming rkey " + hex(win[k].rkey),
+              status_name(s), "IBV_WC_SUCCESS");
+      if (s != IBV_WC_SUCCESS) continue;
+      fill(r->buf.data(), o.size, kMwRefusedSeed);
+      what = ": after SEND_WITH_INV, WRITE through rkey ";
+    } else {  // kWinBounds: the last 8 bytes of the window and the one past its end
+      at_addr = win[k].addr + o.size - 8;
+      n = 9;
+      what = ": 9-byte WRITE of the last 8 bytes and the one past the end, rkey ";
+    }
+    st = mw_rdma(r, l, IBV_WR_RDMA_WRITE, r->buf.data(), r->mr, n, at_addr, win[k].rkey);
+    c.check(st == IBV_WC_REM_ACCESS_ERR, name + what + hex(win[k].rkey), status_name(st),
+            "IBV_WC_REM_ACCESS_ERR");
+  }
+  for (size_t k = 0; k < r->links.size(); ++k) {
+    const bool none = no_extra_completion(r->links[k].cq);
+    c.check(none, "QP " + std::to_string(k) + ": no completion beyond those expected",
+            none ? "none" : "one more", "none");
+  }
+  return c.failed;
+}
+
+/// The server before the client starts: windows allocated and bound over its buffer (filled
+/// with the guard pattern), the receive for the SEND_WITH_INV posted. Returns the failed checks,
+/// -1 if the windows could not even be allocated.
+long mw_server_bind(const Options& o, Rdma* r, Window* win, std::vector<ibv_mw*>* mws) {
+  Checks c{"server"};
+  ibv_device_attr da{};
+  const bool caps = ibv_query_device(r->ctx, &da) == 0;
+  c.check(caps && (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) &&
+              (da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) && da.max_mw > 0,
+          "device capabilities",
+          caps ? "max_mw " + std::to_string(da.max_mw) +
+                     ((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW) ? ", MEM_WINDOW" : "") +
+                     ((da.device_cap_flags & IBV_DEVICE_MEM_WINDOW_TYPE_2B) ? ", TYPE_2B" : "")
+               : "ibv_query_device refused",
+          "max_mw > 0, MEM_WINDOW, TYPE_2B");
+  fill(r->buf.data(), r->buf.size(), kMwGuardSeed);
+  ibv_sge rsge{reinterpret_cast<uintptr_t>(r->scratch.data()), static_cast<uint32_t>(o.size),
+               r->smr->lkey};
+  ibv_recv_wr rwr{};
+  rwr.wr_id = 7;
+  rwr.sg_list = &rsge;
+  rwr.num_sge = 1;
+  ibv_recv_wr* rbad = nullptr;
+  if (ibv_post_recv(r->links[kWinSendInv].qp, &rwr, &rbad) != 0) return -1;
+  for (int k = 0; k < kMwWindows; ++k) {
+    const Rdma::Link& l = r->links[static_cast<size_t>(k)];
+    const ibv_mw_type type = k == kWinType1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2;
+    ibv_mw* mw = ibv_alloc_mw(r->pd, type);
+    if (!mw) {
+      std::perror("ibv_alloc_mw");
+      return -1;
+    }
+    mws->push_back(mw);
+    ibv_mw_bind_info info{};
+    info.mr = r->mr;
+    info.addr = reinterpret_cast<uintptr_t>(r->buf.data()) + mw_offset(o, k);
+    info.length = o.size;
+    info.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    int st = -1;
+    ibv_wc wc{};
+    if (type == IBV_MW_TYPE_1) {
+      // ibv_bind_mw(3): the new rkey is in mw->rkey at once, the bind completes in order.
+      ibv_mw_bind b{};
+      b.wr_id = 100;
+      b.send_flags = IBV_SEND_SIGNALED;
+      b.bind_info = info;
+      if (ibv_bind_mw(l.qp, mw, &b) == 0 && wait_cq(l.cq, r->timeout_s, &wc) && wc.wr_id == 100)
+        st = wc.status;
+      win[k].rkey = mw->rkey;
+    } else {
+      // A type 2 window is bound by a WR on the QP it will serve; the key is the consumer's.
+      ibv_send_wr wr{};
+      wr.wr_id = 100;
+      wr.opcode = IBV_WR_BIND_MW;
+      wr.bind_mw.mw = mw;
+      wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+      wr.bind_mw.bind_info = info;
+      st = mw_post(r, l, &wr, &wc);
+      win[k].rkey = wr.bind_mw.rkey;
+    }
+    win[k].addr = info.addr;
+    c.check(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+            "window " + std::to_string(k) + (k == kWinType1 ? " (type 1)" : " (type 2)") +
+                ": bind over bytes " + std::to_string(mw_offset(o, k)) + ".." +
+                std::to_string(mw_offset(o, k) + o.size) + " of the region (" +
+                std::to_string(mw_mr_len(o)) + " bytes), rkey " + hex(win[k].rkey),
+            status_name(st) + (st == IBV_WC_SUCCESS && wc.opcode != IBV_WC_BIND_MW
+                                   ? ", opcode " + std::to_string(wc.opcode)
+                                   : ""),
+            "IBV_WC_SUCCESS, IBV_WC_BIND_MW");
+  }
+  return c.failed;
+}
+
+/// The server while the client runs: unbinds window 0 and invalidates window 2 when asked,
+/// then (after "DONE <client's failed checks>") checks the SEND_WITH_INV receive, the windows'
+/// contents and the guards. Returns its failed checks, -1 on a broken exchange.
+long mw_server_run(const Options& o, Rdma* r, const Window* win, const std::vector<ibv_mw*>& mws,
+                   int fd, long* theirs) {
+  Checks c{"server"};
+  std::string line;
+  for (;;) {
+    if (!recv_line(fd, &line)) return -1;
+    if (std::sscanf(line.c_str(), "DONE %ld", theirs) == 1) break;
+    int st = -1;
+    ibv_wc wc{};
+    if (line == "UNBIND") {
+      const Rdma::Link& l = r->links[kWinType1];
+      ibv_mw_bind b{};  // ibv_bind_mw(3) with a zero length: the window reaches nothing
+      b.wr_id = 200;
+      b.send_flags = IBV_SEND_SIGNALED;
+      b.bind_info.mr = r->mr;
+      if (ibv_bind_mw(l.qp, mws[kWinType1], &b) == 0 && wait_cq(l.cq, r->timeout_s, &wc) &&
+          wc.wr_id == 200)
+        st = wc.status;
+      c.check(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW,
+              "window 0: zero-length ibv_bind_mw (unbind)", status_name(st),
+              "IBV_WC_SUCCESS, IBV_WC_BIND_MW");
+    } else if (line == "INV") {
+      ibv_send_wr wr{};
+      wr.wr_id = 300;
+      wr.opcode = IBV_WR_LOCAL_INV;
+      wr.invalidate_rkey = win[kWinLocalInv].rkey;
+      st = mw_post(r, r->links[kWinLocalInv], &wr, &wc);
+      c.check(st == IBV_WC_SUCCESS && wc.opcode == IBV_WC_LOCAL_INV,
+              "window 2: IBV_WR_LOCAL_INV of rkey " + hex(win[kWinLocalInv].rkey), status_name(st),
+              "IBV_WC_SUCCESS, IBV_WC_LOCAL_INV");
+    } else {
+      std::fprintf(stderr, "uroce_verify: unexpected line '%s'\n", line.c_str());
+      return -1;
+    }
+    if (!send_line(fd, line + " " + std::to_string(st))) return -1;
+  }
+  // The SEND_WITH_INV was ACKed before the client said DONE, and a receive completes before
+  // its ACK leaves.
+  ibv_wc wc{};
+  const Rdma::Link& l = r->links[kWinSendInv];
+  const bool got = wait_cq(l.cq, r->timeout_s, &wc);
+  // rxe writes the kernel's IB_WC_WITH_INVALIDATE (1 << 2) into the CQE libibverbs reads.
+  constexpr unsigned kKernelWithInv = 1u << 2;
+  const bool inv = got && (wc.wc_flags & IBV_WC_WITH_INV);
+  const bool rxe_inv = got && o.rxe && !inv && (wc.wc_flags & kKernelWithInv);
+  const long bad = got && wc.status == IBV_WC_SUCCESS
+                       ? static_cast<long>(count_mismatch(r->scratch.data(), o.size, kMwSendSeed))
+                       : 0;
+  c.check(got && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && (inv || rxe_inv) &&
+              wc.invalidated_rkey == win[kWinSendInv].rkey && wc.byte_len == o.size && bad == 0,
+          "window 1: the SEND_WITH_INV's receive",
+          got ? status_name(wc.status) + ", wc_flags " + hex(wc.wc_flags) +
+                    (inv       ? " (IBV_WC_WITH_INV)"
+                     : rxe_inv ? " (rxe: bit 2, the kernel's IB_WC_WITH_INVALIDATE)"
+                               : " (no IBV_WC_WITH_INV)") +
+                    " rkey " + hex(wc.invalidated_rkey) + ", " + std::to_string(wc.byte_len) +
+                    " bytes, " + std::to_string(bad) + " differ"
+              : status_name(-1),
+          "IBV_WC_SUCCESS, IBV_WC_WITH_INV rkey " + hex(win[kWinSendInv].rkey) + ", " +
+              std::to_string(o.size) + " bytes, 0 differ");
+  // Every window holds the client's last WRITE through it; the refused WRITEs left no byte.
+  for (int k = 0; k < kMwWindows; ++k) {
+    const long diff = static_cast<long>(
+        count_mismatch(r->buf.data() + mw_offset(o, k), o.size, mw_seed(k, o.iters - 1)));
+    c.check(diff == 0, "window " + std::to_string(k) + " holds the last pattern written",
+            std::to_string(diff) + " bytes differ", "0");
+  }
+  std::vector<uint8_t> init(r->buf.size());
+  fill(init.data(), init.size(), kMwGuardSeed);
+  long guard = 0;
+  for (int k = 0; k <= kMwWindows; ++k) {  // the guard before each window and after the last
+    const size_t from = k == 0 ? 0 : mw_offset(o, k - 1) + o.size;
+    for (size_t i = from; i < from + kMwGuard; ++i) guard += r->buf[i] != init[i];
+  }
+  c.check(guard == 0, "guard bytes around the windows unchanged",
+          std::to_string(guard) + " of " + std::to_string(5 * kMwGuard) + " changed", "0");
+  for (size_t k = 0; k < r->links.size(); ++k) {
+    const bool none = no_extra_completion(r->links[k].cq);
+    c.check(none, "QP " + std::to_string(k) + ": no completion beyond those expected",
+            none ? "none" : "one more", "none");
+  }
+  return c.failed;
+}
+
 void usage() {
-  std::fprintf(stderr,
-               "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
-               "                    [-o write|read|send|atomic|mixed] [-D seconds] [-p tcp_port]\n"
-               "                    [-t timeout_s] [host]\n");
+  std::fprintf(
+      stderr,
+      "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
+      "                    [-o write|read|send|atomic|mixed|mw] [-D seconds] [-p tcp_port]\n"
+      "                    [-t timeout_s] [--rxe] [host]\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  static const option longopts[] = {{"ib-dev", required_argument, nullptr, 'd'},
-                                    {"gid-idx", required_argument, nullptr, 'g'},
-                                    {"size", required_argument, nullptr, 's'},
-                                    {"iters", required_argument, nullptr, 'n'},
-                                    {"op", required_argument, nullptr, 'o'},
-                                    {"port", required_argument, nullptr, 'p'},
-                                    {"timeout", required_argument, nullptr, 't'},
-                                    {"duration", required_argument, nullptr, 'D'},
-                                    {nullptr, 0, nullptr, 0}};
+  static const option longopts[] = {
+      {"ib-dev", required_argument, nullptr, 'd'},  {"gid-idx", required_argument, nullptr, 'g'},
+      {"size", required_argument, nullptr, 's'},    {"iters", required_argument, nullptr, 'n'},
+      {"op", required_argument, nullptr, 'o'},      {"port", required_argument, nullptr, 'p'},
+      {"timeout", required_argument, nullptr, 't'}, {"duration", required_argument, nullptr, 'D'},
+      {"rxe", no_argument, nullptr, 'R'},           {nullptr, 0, nullptr, 0}};
   int c;
-  while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:D:h", longopts, nullptr)) != -1) {
+  while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:D:Rh", longopts, nullptr)) != -1) {
     switch (c) {
       case 'd': o.dev = optarg; break;
       case 'g': o.gid_index = std::atoi(optarg); break;
@@ -520,16 +911,19 @@ int main(int argc, char** argv) {
       case 'p': o.port = std::atoi(optarg); break;
       case 't': o.timeout_s = std::atoi(optarg); break;
       case 'D': o.duration_s = std::atoi(optarg); break;
+      case 'R': o.rxe = true; break;
       default: usage(); return 2;
     }
   }
   if (optind < argc) o.host = argv[optind];
-  if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" && o.op != "mixed") {
+  if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" && o.op != "mixed" &&
+      o.op != "mw") {
     usage();
     return 2;
   }
   if (o.op == "atomic") o.size = 8;
-  if (o.size == 0 || o.iters <= 0 || o.duration_s < 0 || (o.duration_s && o.op != "mixed")) {
+  if (o.size == 0 || o.iters <= 0 || o.duration_s < 0 || (o.duration_s && o.op != "mixed") ||
+      (o.op == "mw" && o.size < 8) || (o.rxe && o.op != "mw")) {
     usage();
     return 2;
   }
@@ -543,7 +937,7 @@ int main(int argc, char** argv) {
   Peer me;
   me.qpn = r.qp->qp_num;
   me.psn = static_cast<uint32_t>(getpid() * 7919u) & 0xffffff;
-  me.rkey = r.mr->rkey;
+  me.rkey = o.op == "mw" ? 0 : r.mr->rkey;  // mw: the windows' rkeys follow once bound
   me.addr = reinterpret_cast<uintptr_t>(r.buf.data());
   if (ibv_query_gid(r.ctx, 1, o.gid_index, &me.gid)) {
     std::fprintf(stderr, "uroce_verify: no GID at index %d\n", o.gid_index);
@@ -560,7 +954,50 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "uroce_verify: bad peer parameters '%s'\n", line.c_str());
     return 1;
   }
-  if (!connect_qp(o, &r, me, peer)) return 1;
+  if (!connect_qp(o, &r, r.qp, me, peer)) return 1;
+  Window win[kMwWindows];
+  std::vector<ibv_mw*> mws;
+  long mw_bind_failed = 0;
+  if (o.op == "mw") {
+    // The other QPs' numbers, then each connected like the first.
+    std::string qps = "QPS";
+    for (size_t k = 1; k < r.links.size(); ++k) qps += " " + std::to_string(r.links[k].qp->qp_num);
+    uint32_t q[kMwWindows] = {peer.qpn};
+    if (!send_line(fd, qps) || !recv_line(fd, &line) ||
+        std::sscanf(line.c_str(), "QPS %u %u %u", &q[1], &q[2], &q[3]) != kMwWindows - 1) {
+      std::fprintf(stderr, "uroce_verify: bad QP numbers '%s'\n", line.c_str());
+      return 1;
+    }
+    for (size_t k = 1; k < r.links.size(); ++k) {
+      Peer p = peer;
+      p.qpn = q[k];
+      if (!connect_qp(o, &r, r.links[k].qp, me, p)) return 1;
+    }
+    // The server binds its windows (its QPs are ready to send now) and passes their rkeys.
+    if (server) {
+      mw_bind_failed = mw_server_bind(o, &r, win, &mws);
+      if (mw_bind_failed < 0) return 1;
+      std::string w = "WIN";
+      for (const Window& x : win) w += " " + hex(x.addr) + " " + hex(x.rkey);
+      if (!send_line(fd, w)) return 1;
+    } else {
+      int n = 0, at = 0;
+      if (recv_line(fd, &line) && line.rfind("WIN", 0) == 0) {
+        const char* p = line.c_str() + 3;
+        for (Window& x : win) {
+          unsigned rkey = 0;
+          if (std::sscanf(p, " %" SCNx64 " %x%n", &x.addr, &rkey, &at) != 2) break;
+          x.rkey = rkey;
+          p += at;
+          ++n;
+        }
+      }
+      if (n != kMwWindows) {
+        std::fprintf(stderr, "uroce_verify: bad window line '%s'\n", line.c_str());
+        return 1;
+      }
+    }
+  }
   if (server && server_prepare(o, &r) < 0) {
     std::fprintf(stderr, "uroce_verify: ibv_post_recv failed\n");
     return 1;
@@ -570,7 +1007,11 @@ int main(int argc, char** argv) {
 
   long mine = 0, theirs = 0;
   int iters = o.iters;
-  if (server && o.op == "mixed") {
+  if (server && o.op == "mw") {
+    mine = mw_server_run(o, &r, win, mws, fd, &theirs);
+    if (mine >= 0) mine += mw_bind_failed;
+    send_line(fd, "RESULT " + std::to_string(mine));
+  } else if (server && o.op == "mixed") {
     long n = 0;
     mine = server_run_mixed(o, &r, fd, &theirs, &n);
     iters = static_cast<int>(n);
@@ -582,7 +1023,7 @@ int main(int argc, char** argv) {
     if (mine >= 0) mine += server_check_end(o, &r);
     send_line(fd, "RESULT " + std::to_string(mine));
   } else {
-    mine = run_client(o, &r, peer, &iters);
+    mine = o.op == "mw" ? mw_client(o, &r, win, fd) : run_client(o, &r, peer, &iters);
     send_line(fd, "DONE " + std::to_string(mine) + " " + std::to_string(iters));
     if (!recv_line(fd, &line)) return 1;
     std::sscanf(line.c_str(), "RESULT %ld", &theirs);
@@ -591,6 +1032,11 @@ int main(int argc, char** argv) {
   std::printf("uroce_verify %s: op=%s size=%zu iters=%d local_mismatch=%ld peer_mismatch=%ld %s\n",
               server ? "server" : "client", o.op.c_str(), o.size, iters, mine, theirs,
               mine == 0 && theirs == 0 ? "OK" : "FAILED");
+  for (ibv_mw* mw : mws) ibv_dealloc_mw(mw);  // before the region they are bound to
+  for (size_t k = 1; k < r.links.size(); ++k) {
+    ibv_destroy_qp(r.links[k].qp);
+    ibv_destroy_cq(r.links[k].cq);
+  }
   ibv_destroy_qp(r.qp);
   ibv_dereg_mr(r.mr);
   ibv_dereg_mr(r.smr);

@@ -98,6 +98,9 @@ VERIFY_VARIANTS = {
     "read": ["-o", "read", "-s", "65536", "-n", "50"],
     "send": ["-o", "send", "-s", "4096", "-n", "200"],
     "atomic": ["-o", "atomic", "-n", "200"],
+    # Memory windows: type 1 and 2 bound on the server, WRITE + READ through their rkeys, then
+    # unbind, SEND_WITH_INV, LOCAL_INV and a WRITE past a window's end, each refused.
+    "mw": ["-o", "mw", "-s", "10000", "-n", "20"],
 }
 
 SHORT = {  # the default (not `long`) set beyond the memif defaults
@@ -172,8 +175,8 @@ def all_cases():
     for link in ("memif", "af_packet"):
         # examples/uroce_verify: data checked byte for byte on both sides.
         for var, args in VERIFY_VARIANTS.items():
-            add(f"{link}.uroce_verify.{var}", "verify", link, 120, short=var == "write",
-                args=args)
+            add(f"{link}.uroce_verify.{var}", "verify", link, 120,
+                short=var == "write" or (var == "mw" and link == "memif"), args=args)
         # The default set kills the peer on af_packet: DPDK 22.11's memif client does not always
         # reconnect to a restarted server (drivers/dpdk/PMDS.md), so round 2 of the memif case
         # fails in some runs through no fault of uroce's; it stays in the long set.
@@ -229,7 +232,7 @@ def all_cases():
         add(f"routed.{tool}.default", "perftest", "routed", 120, short=True, tool=tool, args=[])
     add("routed.ib_write_bw.v6", "perftest", "routed", 120, short=True, tool="ib_write_bw",
         args=[], **v6)
-    for var in ("write", "read", "send", "atomic"):
+    for var in ("write", "read", "send", "atomic", "mw"):
         add(f"routed.uroce_verify.{var}", "verify", "routed", 120, short=var in ("write", "read"),
             args=VERIFY_VARIANTS[var])
     add("routed.uroce_verify.v6", "verify", "routed", 120, short=True,
