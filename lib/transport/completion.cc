@@ -3,12 +3,16 @@
  * @brief Completions, error-state flushing and checked memory copies.
  *
  * CQ overflow raises kCqErr once and drops the completion (IBA 11.4.2.1: CQ overrun is an
- * affiliated asynchronous error). A completion error that takes the QP to ERR raises one
- * affiliated QP error event per trip (kQpFatal, or the responder's kQpReqErr/kQpAccessErr;
- * IBA 11.6.3.1), besides the failed WQE's status. Entering ERR flushes every outstanding WQE of
- * both queues with WR_FLUSH_ERR, in order, signaled or not (IBA 10.3.1 "Error", C10-?: flushed WQEs
- * always complete); a QP on an SRQ raises kQpLastWqeReached (IBA 11.6.3, "Last WQE Reached").
- * Memory copies check every touched SGE (key, PD, bounds, LOCAL_WRITE) before moving a byte.
+ * affiliated asynchronous error). Every completion carries the engine's time when it was
+ * generated (last_now: the step's or the posting call's). An armed CQ signals its event at
+ * once, or, with moderation (modify_cq), at the mod_count-th completion that would signal or
+ * mod_period after the first of them, whichever comes first (poll_transmit fires the timers). A
+ * completion error that takes the QP to ERR raises one affiliated QP error event per trip
+ * (kQpFatal, or the responder's kQpReqErr/kQpAccessErr; IBA 11.6.3.1), besides the failed WQE's
+ * status. Entering ERR flushes every outstanding WQE of both queues with WR_FLUSH_ERR, in order,
+ * signaled or not (IBA 10.3.1 "Error", C10-?: flushed WQEs always complete); a QP on an SRQ raises
+ * kQpLastWqeReached (IBA 11.6.3, "Last WQE Reached"). Memory copies check every touched SGE (key,
+ * PD, bounds, LOCAL_WRITE) before moving a byte.
  */
 #include <algorithm>
 #include <cstring>
@@ -27,12 +31,53 @@ bool Engine::Impl::push_cqe(uint32_t cq_id, const Cqe& e, bool solicited) {
     }
     return false;
   }
-  *cq->ring.push() = e;
+  Cqe* slot = cq->ring.push();
+  *slot = e;
+  slot->ts = last_now;
   if (cq->armed && (!cq->solicited_only || solicited || e.status != WcStatus::kSuccess)) {
-    cq->armed = false;
-    if (obs) obs->on_cq_event(cq_id);
+    if (cq->mod_seen++ == 0) cq->mod_first = last_now;
+    if (cq_event_due(*cq, last_now))
+      signal_cq(cq_id, *cq);
+    else if (cq->mod_seen == 1)
+      cq_mod_waiting.push_back(cq_id);
   }
   return true;
+}
+
+bool Engine::Impl::cq_event_due(const Cq& cq, Timestamp now) {
+  if (cq.mod_count == 0 && cq.mod_period.ns == 0) return true;  // not moderated
+  if (cq.mod_count != 0 && cq.mod_seen >= cq.mod_count) return true;
+  return cq.mod_period.ns != 0 && now - cq.mod_first >= cq.mod_period;
+}
+
+void Engine::Impl::signal_cq(uint32_t cq_id, Cq& cq) {
+  cq.armed = false;
+  if (cq.mod_seen > 0) {
+    cq.mod_seen = 0;
+    cq.mod_first = Timestamp::never();
+    std::erase(cq_mod_waiting, cq_id);
+  }
+  if (obs) obs->on_cq_event(cq_id);
+}
+
+void Engine::Impl::cq_mod_timers(Timestamp now) {
+  for (size_t i = 0; i < cq_mod_waiting.size();) {
+    const uint32_t id = cq_mod_waiting[i];
+    Cq* cq = find_cq(id);
+    if (cq && cq_event_due(*cq, now))
+      signal_cq(id, *cq);  // erases entry i
+    else
+      ++i;
+  }
+}
+
+Timestamp Engine::Impl::cq_mod_deadline() const {
+  Timestamp t = Timestamp::never();
+  for (uint32_t id : cq_mod_waiting) {
+    const Cq& cq = cqs[id - 1];
+    if (cq.mod_period.ns != 0) t = std::min(t, cq.mod_first + cq.mod_period);
+  }
+  return t;
 }
 
 namespace {

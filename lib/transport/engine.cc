@@ -191,6 +191,7 @@ Status Engine::destroy_cq(uint32_t id) {
   if (!cq) return Status::not_found();
   if (cq->users) return Status::busy();
   *cq = Cq{};
+  std::erase(impl_->cq_mod_waiting, id);
   return Status::ok();
 }
 
@@ -211,6 +212,22 @@ Status Engine::req_notify_cq(uint32_t id, bool solicited_only) {
   cq->armed = true;
   cq->solicited_only = solicited_only;
   return Status::ok();
+}
+
+Status Engine::modify_cq(uint32_t id, uint32_t count, Duration period) {
+  Cq* cq = impl_->find_cq(id);
+  if (!cq) return Status::not_found();
+  if (count > kMaxCqModCount || period.ns < 0 || period > Duration::micros(kMaxCqModPeriodUs))
+    return Status::invalid();
+  cq->mod_count = static_cast<uint16_t>(count);
+  cq->mod_period = period;
+  // An event held back under the old bounds goes now if the new ones say so.
+  if (cq->mod_seen > 0 && Impl::cq_event_due(*cq, impl_->last_now)) impl_->signal_cq(id, *cq);
+  return Status::ok();
+}
+
+void Engine::advance_clock(Timestamp now) {
+  if (now > impl_->last_now) impl_->last_now = now;
 }
 
 // ---- SRQ ------------------------------------------------------------------------------------

@@ -103,7 +103,8 @@ inline constexpr uint32_t kSrMaxBackoff = 6;
 class EngineObserver {
  public:
   virtual ~EngineObserver() = default;
-  /// A completion was added to an armed CQ (ibv_req_notify_cq); the arm is consumed.
+  /// An armed CQ's event is due (ibv_req_notify_cq): at its first completion, or as its
+  /// moderation says (modify_cq); the arm is consumed.
   virtual void on_cq_event(uint32_t cq_id) = 0;
   /// An asynchronous event (ibv_get_async_event).
   virtual void on_async_event(const AsyncEvent& ev) = 0;
@@ -210,6 +211,13 @@ class Engine {
   /// Arms the CQ: the next completion (solicited only: the next solicited or error one) calls
   /// EngineObserver::on_cq_event once.
   Status req_notify_cq(uint32_t cq, bool solicited_only);
+  /// Event moderation (ibv_modify_cq(3)): from now on an armed CQ signals at the count-th
+  /// completion that would signal, or `period` after the first of them, whichever comes
+  /// first (poll_transmit fires the period's end; next_deadline() includes it); 0 turns a
+  /// bound off, both 0 signal at once (the default). An event already held back goes at once
+  /// if the new bounds are met. EINVAL: count > kMaxCqModCount, period negative or over
+  /// kMaxCqModPeriodUs; ENOENT: no such CQ.
+  Status modify_cq(uint32_t cq, uint32_t count, Duration period);
 
   /// Shared receive queues. limit: an SRQ_LIMIT_REACHED event fires once when fewer than
   /// `limit` WQEs remain (0 disarms).
@@ -262,6 +270,9 @@ class Engine {
   Timestamp next_deadline() const;
   /// True when poll_transmit() would write a frame right away.
   bool has_tx_work() const;
+  /// Moves the engine's clock to now if it is later: the time given to completions that an
+  /// API call generates outside a step (ibv_modify_qp's flush to ERR).
+  void advance_clock(Timestamp now);
   /// Replaces the GID table (a netdev's addresses changed). Index i keeps its meaning for QPs
   /// already using it while the entry stays; a zero entry is a free slot that no new QP or AH
   /// may use (EINVAL). QPs whose source GID vanished keep sending from their old address.

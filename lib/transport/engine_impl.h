@@ -107,6 +107,13 @@ struct Cq {
   bool armed = false;
   bool solicited_only = false;
   bool overflowed = false;  ///< a CQE was lost; kCqErr was raised
+  // Event moderation (Engine::modify_cq): an armed CQ signals at the mod_count-th completion
+  // that would signal, or mod_period after the first of them, whichever comes first; a bound
+  // of 0 is off, both 0 signal at once.
+  uint16_t mod_count = 0;
+  Duration mod_period{};
+  uint32_t mod_seen = 0;  ///< completions that would have signalled since the arm
+  Timestamp mod_first = Timestamp::never();  ///< the first of them
 };
 
 struct Srq {
@@ -138,7 +145,8 @@ struct Engine::Impl {
   std::vector<Qp*> active;               ///< QPs with work or timers
   uint32_t rr = 0;                       ///< round-robin start in active
   Timestamp last_now{0};
-  Gsi gsi;  ///< QP1 (gsi.h)
+  std::vector<uint32_t> cq_mod_waiting;  ///< CQs holding back a moderated event (mod_seen > 0)
+  Gsi gsi;                               ///< QP1 (gsi.h)
 
   void inc(Counter c, uint64_t n = 1) { ctr->inc(c, n); }
 
@@ -152,6 +160,14 @@ struct Engine::Impl {
   // completion.cc
   /// Appends a completion; handles overflow and notification. Returns false on overflow.
   bool push_cqe(uint32_t cq_id, const Cqe& e, bool solicited);
+  /// Whether an armed CQ holding mod_seen completions signals at now (its moderation).
+  static bool cq_event_due(const Cq& cq, Timestamp now);
+  /// Signals the CQ's event (EngineObserver::on_cq_event) and disarms it.
+  void signal_cq(uint32_t cq_id, Cq& cq);
+  /// Signals the moderated events whose period ended by now (poll_transmit).
+  void cq_mod_timers(Timestamp now);
+  /// Earliest end of a moderation period; never() when none runs.
+  Timestamp cq_mod_deadline() const;
   void complete_send(Qp& qp, const SendWqe& w, WcStatus st);
   void complete_recv(Qp& qp, uint64_t wr_id, WcStatus st, WcOpcode op, uint32_t byte_len,
                      uint32_t imm, uint32_t wc_flags, bool solicited);

@@ -1,8 +1,8 @@
 /**
  * @file tx.cc
- * @brief Transmission scheduling: poll_transmit (timers of every role, then the QPs'
- * responses, CNPs and requests), next_deadline(), the per-QP frame template and neighbour
- * resolution, the timers of each role. The frames themselves are built by the roles:
+ * @brief Transmission scheduling: poll_transmit (timers of every role and of moderated CQ
+ * events, then the QPs' responses, CNPs and requests), next_deadline(), the per-QP frame template
+ * and neighbour resolution, the timers of each role. The frames themselves are built by the roles:
  * responder_tx.cc, notification.cc, requester.cc.
  *
  * Scheduling: QPs with work or timers sit in `active`; poll_transmit fires due timers, then
@@ -83,6 +83,7 @@ Timestamp Engine::Impl::qp_timer_time(const Qp& qp) const {
 
 Timestamp Engine::Impl::next_deadline() const {
   Timestamp t = np ? np->next_deadline() : Timestamp::never();
+  if (!cq_mod_waiting.empty()) t = std::min(t, cq_mod_deadline());
   for (const Qp* qp : active) {
     t = std::min(t, qp_tx_time(*qp));
     t = std::min(t, qp_timer_time(*qp));
@@ -101,6 +102,7 @@ void Engine::Impl::on_timers(Qp& qp, Timestamp now) {
 
 size_t Engine::Impl::poll_transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now) {
   if (now > last_now) last_now = now;
+  if (!cq_mod_waiting.empty()) cq_mod_timers(now);
   for (size_t i = 0; i < active.size(); ++i) on_timers(*active[i], now);
   if (np && np->next_deadline() <= now) {
     // Coalesced CNPs: CE packets inside min_time_between_cnps send one when it ends.

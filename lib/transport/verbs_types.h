@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "common/time.h"
 #include "common/types.h"
 
 namespace uroce::transport {
@@ -215,6 +216,10 @@ inline constexpr uint32_t kMaxPds = 1u << 16;  ///< live PDs per device (max_pd)
 /// max_rd_atomic / max_dest_rd_atomic limit: READs/atomics outstanding per QP (rxe: 128).
 inline constexpr uint32_t kMaxRdAtomic = 128;
 inline constexpr uint32_t kMaxInline = 512;  ///< bytes of inline data per work request
+/// CQ event moderation bounds (Engine::modify_cq): the whole range of ibv_moderate_cq's
+/// 16-bit fields (a count of completions, a period in microseconds).
+inline constexpr uint32_t kMaxCqModCount = 0xffff;
+inline constexpr uint32_t kMaxCqModPeriodUs = 0xffff;
 
 /// A send work request as the engine takes it. sg points at num_sge elements that the engine
 /// reads during post_send() only (it copies what it keeps).
@@ -271,6 +276,8 @@ struct Cqe {
   Gid sgid;          ///< UD: the sender's GID (also written into the GRH)
   Gid dgid;          ///< UD: the destination GID of the datagram
   bool ipv4 = true;  ///< UD: the datagram came over IPv4 (GRH holds an IPv4 header)
+  /// When the engine generated it: the time of the step or call that did (Engine::push_cqe).
+  Timestamp ts{};
 };
 
 /// Async events (ibv_event_type values).

@@ -8,6 +8,18 @@
  * with poll/epoll and with O_NONBLOCK set by the program. Events come from the engine's
  * EngineObserver::on_cq_event (runtime.cc) once per arm (ibv_req_notify_cq).
  *
+ * Extended CQs (ibv_create_cq_ex) take the wc_flags that mean something on RoCE: byte_len, imm,
+ * qp_num, src_qp, sl, slid and dlid_path_bits (0: RoCE has no LIDs) and the two completion
+ * timestamps; CVLAN and FLOW_TAG (raw packet QPs and flow steering) and TM_INFO (hardware tag
+ * matching) are EOPNOTSUPP, as is any unknown bit. The timestamp is the engine's time when it
+ * generated the completion (transport Cqe::ts): the device clock is CLOCK_MONOTONIC in
+ * nanoseconds (hca_core_clock 1 GHz, ibv_query_rt_values_ex's raw clock), and the wall-clock
+ * reading adds CLOCK_REALTIME - CLOCK_MONOTONIC as of the read.
+ *
+ * ibv_modify_cq(3) sets event moderation (transport Engine::modify_cq): an armed CQ's event
+ * comes at its cq_count-th completion or cq_period microseconds after the first, whichever is
+ * first.
+ *
  * The `sl` of a UD receive completion (it has IBV_WC_GRH) is the RoCE packet type, as
  * ConnectX (mlx5) reports it on RoCE ports: bit 3 = the frame had a UDP header (RoCEv2), bits
  * 2..0 = its L3 header (0 GRH / RoCEv1, 1 IPv6, 2 IPv4). A RoCE frame has no service level of
@@ -15,12 +27,14 @@
  * address sits in the 40-byte GRH slot; with anything else it drops every IPv4 datagram.
  */
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
+#include "verbs/domain.h"
 #include "verbs/objects.h"
 #include "verbs/scratch.h"
 #include "verbs/symver.h"
@@ -30,7 +44,9 @@ namespace uroce::verbs {
 namespace {
 
 constexpr int kMaxCqe = static_cast<int>(transport::kMaxCqe);  // the engine's limit
-constexpr uint64_t kSupportedWcFlags = IBV_WC_STANDARD_FLAGS;
+constexpr uint64_t kSupportedWcFlags = uint64_t{IBV_WC_STANDARD_FLAGS} |
+                                       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
+                                       IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
 
 static_assert(static_cast<int>(transport::WcStatus::kGeneralErr) == IBV_WC_GENERAL_ERR);
 static_assert(static_cast<int>(transport::WcStatus::kRemAccessErr) == IBV_WC_REM_ACCESS_ERR);
@@ -84,14 +100,19 @@ unsigned int read_wc_flags(ibv_cq_ex* c) { return cqx(c)->cur.wc_flags; }
 uint32_t read_slid(ibv_cq_ex*) { return 0; }
 uint8_t read_sl(ibv_cq_ex* c) { return wc_sl(cqx(c)->cur); }
 uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
-uint64_t read_completion_ts(ibv_cq_ex*) { return 0; }
+uint64_t read_completion_ts(ibv_cq_ex* c) { return static_cast<uint64_t>(cqx(c)->cur.ts.ns); }
 uint16_t read_cvlan(ibv_cq_ex*) { return 0; }
 uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
 void read_tm_info(ibv_cq_ex*, ibv_wc_tm_info* tm) { std::memset(tm, 0, sizeof *tm); }
-uint64_t read_completion_wallclock_ns(ibv_cq_ex*) { return 0; }
+uint64_t read_completion_wallclock_ns(ibv_cq_ex* c) {
+  timespec r;
+  clock_gettime(CLOCK_REALTIME, &r);
+  const int64_t wall = int64_t{r.tv_sec} * 1'000'000'000 + r.tv_nsec;
+  return static_cast<uint64_t>(cqx(c)->cur.ts.ns + (wall - now().ns));
+}
 
 Cq* create_cq_obj(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* channel,
-                  int comp_vector, uint64_t wc_flags) {
+                  int comp_vector, uint64_t wc_flags, Pd* parent = nullptr) {
   Context* ctx = ctx_of(c);
   if (cqe < 1 || cqe > kMaxCqe || comp_vector < 0 || comp_vector >= c->num_comp_vectors) {
     errno = EINVAL;
@@ -101,14 +122,15 @@ Cq* create_cq_obj(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* c
     errno = EINVAL;
     return nullptr;
   }
-  auto* cq = new Cq();
+  auto* cq = new_obj<Cq>(parent, kResCq);
+  if (!cq) return nullptr;
   std::memset(&cq->cq, 0, sizeof cq->cq);
   Runtime* rt = ctx->rt;
   {
     std::lock_guard<std::mutex> g(rt->mu);
     auto r = rt->engine->create_cq(static_cast<uint32_t>(cqe));
     if (!r) {
-      delete cq;
+      delete_obj(cq, kResCq);
       errno = r.status().code();
       return nullptr;
     }
@@ -122,6 +144,8 @@ Cq* create_cq_obj(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* c
     __atomic_add_fetch(&channel->refcnt, 1, __ATOMIC_RELAXED);
   }
   cq->wc_flags = wc_flags;
+  cq->parent = parent;
+  if (parent) hold_domain(&parent->pd);
   ibv_cq_ex& x = cq->cq;
   x.context = c;
   x.channel = channel;
@@ -197,9 +221,30 @@ int op_req_notify_cq(ibv_cq* c, int solicited_only) {
   return rt->engine->req_notify_cq(cq->id, solicited_only != 0).code();
 }
 
-int op_modify_cq(ibv_cq*, ibv_modify_cq_attr* attr) {
-  if (!attr || attr->attr_mask == 0) return EINVAL;
-  return EOPNOTSUPP;  // no completion moderation
+/// ibv_modify_cq(3): IBV_CQ_ATTR_MODERATE is the only attribute. EINVAL: no attr, mask 0 or
+/// unknown bits (as rdma-core's ibv_cmd_modify_cq). Both values' whole 16-bit range is within
+/// cq_mod_caps.
+int op_modify_cq(ibv_cq* c, ibv_modify_cq_attr* attr) {
+  if (!attr || attr->attr_mask == 0 || (attr->attr_mask & ~uint32_t{IBV_CQ_ATTR_MODERATE}))
+    return EINVAL;
+  Cq* cq = cq_of(c);
+  Runtime* rt = cq->ctx->rt;
+  std::lock_guard<std::mutex> g(rt->mu);
+  return rt->engine
+      ->modify_cq(cq->id, attr->moderate.cq_count, Duration::micros(attr->moderate.cq_period))
+      .code();
+}
+
+/// ibv_query_rt_values_ex(3): the device clock (CLOCK_MONOTONIC, the completion timestamps'
+/// clock) as a timespec. EINVAL: a comp_mask bit other than IBV_VALUES_MASK_RAW_CLOCK.
+int op_query_rt_values(ibv_context*, ibv_values_ex* values) {
+  if (!values || (values->comp_mask & ~uint32_t{IBV_VALUES_MASK_RAW_CLOCK})) return EINVAL;
+  if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+    const Timestamp t = now();
+    values->raw_clock.tv_sec = static_cast<time_t>(t.ns / 1'000'000'000);
+    values->raw_clock.tv_nsec = static_cast<long>(t.ns % 1'000'000'000);
+  }
+  return 0;
 }
 
 ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* a) {
@@ -221,8 +266,18 @@ ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* a) {
     errno = EINVAL;
     return nullptr;
   }
+  Pd* parent = nullptr;
+  if (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_PD) {
+    // A parent domain of this context (ibv_alloc_parent_domain(3)); a plain PD is EINVAL.
+    if (!a->parent_domain || a->parent_domain->context != c ||
+        !from_ibv<Pd>(a->parent_domain)->protection) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    parent = from_ibv<Pd>(a->parent_domain);
+  }
   Cq* cq = create_cq_obj(c, static_cast<int>(a->cqe), a->cq_context, a->channel,
-                         static_cast<int>(a->comp_vector), a->wc_flags);
+                         static_cast<int>(a->comp_vector), a->wc_flags, parent);
   return cq ? &cq->cq : nullptr;
 }
 
@@ -264,10 +319,11 @@ UROCE_EXPORT int uroce_destroy_cq_1_1(ibv_cq* c) {
     cq->channel->cqs--;
     __atomic_sub_fetch(&cq->channel->ch.refcnt, 1, __ATOMIC_RELAXED);
   }
+  if (cq->parent) release_domain(&cq->parent->pd);
   cq->ctx->children--;
   pthread_mutex_destroy(&cq->cq.mutex);
   pthread_cond_destroy(&cq->cq.cond);
-  delete cq;
+  delete_obj(cq, kResCq);
   return 0;
 }
 UROCE_DEFAULT_VERSION(uroce_destroy_cq_1_1, ibv_destroy_cq, "IBVERBS_1.1");

@@ -15,7 +15,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "verbs/domain.h"
 #include "verbs/objects.h"
 #include "verbs/symver.h"
 
@@ -224,25 +226,31 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
   int left = ctx->children.load();
   if (left > 0 && getenv("UROCE_VERBS_DEBUG"))
     std::fprintf(stderr, "uroce: ibv_close_device: releasing %d objects still open\n", left);
+  // QPs, SRQs, CQs and PDs are freed after the engine lock is released: a parent domain's
+  // free callback (domain.h) is the application's code.
+  std::vector<Qp*> qps;
+  std::vector<Srq*> srqs;
+  std::vector<Cq*> cqs;
+  std::vector<Pd*> pds;
   {
     std::lock_guard<std::mutex> g(rt->mu);
     std::erase_if(rt->qps, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_qp(kv.first);
       stats_remove_qp(rt, kv.second);
-      delete kv.second;
+      qps.push_back(kv.second);
       return true;
     });
     std::erase_if(rt->srqs, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_srq(kv.first);
-      delete kv.second;
+      srqs.push_back(kv.second);
       return true;
     });
     std::erase_if(rt->cqs, [&](const auto& kv) {
       if (kv.second->ctx != ctx) return false;
       rt->engine->destroy_cq(kv.first);
-      delete kv.second;
+      cqs.push_back(kv.second);
       return true;
     });
     std::lock_guard<std::mutex> o(ctx->obj_mu);
@@ -256,9 +264,10 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
     }
     for (Ah* a : ctx->ahs) delete a;
     for (Pd* p : ctx->pds) {
-      rt->engine->dealloc_pd(p->id);
-      delete p;
+      if (!p->protection) rt->engine->dealloc_pd(p->id);  // a parent domain's is its PD's
+      pds.push_back(p);
     }
+    for (Td* t : ctx->tds) delete t;
     for (Channel* ch : ctx->channels) {
       close(ch->ch.fd);
       close(ch->wr_fd);
@@ -266,6 +275,10 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
     }
     std::erase(rt->contexts, ctx);
   }
+  for (Qp* q : qps) delete_obj(q, kResQp);
+  for (Srq* q : srqs) delete_obj(q, kResSrq);
+  for (Cq* q : cqs) delete_obj(q, kResCq);
+  for (Pd* p : pds) delete p;
   release_runtime(rt);
   close(c->async_fd);
   close(ctx->async_wr);

@@ -50,6 +50,7 @@ struct Mw;
 struct Pd;
 struct Qp;
 struct Srq;
+struct Td;
 
 /// Compares values of two different enums (engine vs verbs.h) in static_asserts.
 template <typename A, typename B>
@@ -164,6 +165,7 @@ struct Context {
   std::unordered_set<Mw*> mws;
   std::unordered_set<Ah*> ahs;
   std::unordered_set<Channel*> channels;
+  std::unordered_set<Td*> tds;
   template <typename T>
   void track(std::unordered_set<T*>& set, T* obj) {
     std::lock_guard<std::mutex> g(obj_mu);
@@ -186,10 +188,26 @@ inline Context* ctx_of(ibv_context* c) {
   return from_ibv<Context>(vctx);
 }
 
+/// A protection domain, or a parent domain (ibv_alloc_parent_domain(3); domain.cc).
 struct Pd {
   ibv_pd pd;
-  uint32_t id = 0;
+  uint32_t id = 0;          ///< the engine's PD (a parent domain's is its protection's)
   std::atomic<int> ahs{0};  ///< AHs (the engine does not know them)
+  /// A plain PD: the parent domains made from it. A parent domain: the QPs, CQs, SRQs, MRs
+  /// and MWs created through it. Either way ibv_dealloc_pd is EBUSY while it is not 0.
+  std::atomic<int> users{0};
+  // Parent domain only (protection != nullptr).
+  Pd* protection = nullptr;  ///< the PD it was made from
+  Td* td = nullptr;          ///< its thread domain, if any
+  void* (*alloc)(ibv_pd*, void*, size_t, size_t, uint64_t) = nullptr;  ///< custom allocator
+  void (*free)(ibv_pd*, void*, void*, uint64_t) = nullptr;
+  void* pd_context = nullptr;
+};
+
+/// A thread domain (ibv_alloc_td(3); domain.cc).
+struct Td {
+  ibv_td td;
+  std::atomic<int> users{0};  ///< parent domains using it (ibv_dealloc_td: EBUSY)
 };
 
 struct Mr {
@@ -220,6 +238,8 @@ struct Cq {
   Context* ctx = nullptr;
   Channel* channel = nullptr;
   uint64_t wc_flags = 0;  ///< ibv_create_cq_ex wc_flags
+  Pd* parent = nullptr;   ///< IBV_CQ_INIT_ATTR_MASK_PD's parent domain
+  Pd* mem_pd = nullptr;   ///< the parent domain whose allocator holds this object (domain.h)
   transport::Cqe cur;     ///< the entry start_poll/next_poll made current
   std::atomic<int> qps{0};
 
@@ -255,6 +275,7 @@ struct Qp {
   std::mutex wr_mu;  ///< held from wr_start to wr_complete/abort
   WrBatch batch;
   void* stats_rec = nullptr;  ///< its stats::QpRecord (rt->mu), if any
+  Pd* mem_pd = nullptr;       ///< the parent domain whose allocator holds this object (domain.h)
 
   ibv_qp* base() { return &qpx.qp_base; }
 };
@@ -268,6 +289,7 @@ struct Srq {
   Context* ctx = nullptr;
   Pd* pd = nullptr;
   std::atomic<int> qps{0};
+  Pd* mem_pd = nullptr;  ///< the parent domain whose allocator holds this object (domain.h)
 };
 
 struct Ah {
@@ -336,6 +358,11 @@ ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr);
 ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr);
 ibv_srq* op_create_srq_ex(ibv_context* c, ibv_srq_init_attr_ex* attr);
 int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
+int op_query_rt_values(ibv_context* c, ibv_values_ex* values);
+// thread and parent domains (domain.cc)
+ibv_td* op_alloc_td(ibv_context* c, ibv_td_init_attr* attr);
+int op_dealloc_td(ibv_td* td);
+ibv_pd* op_alloc_parent_domain(ibv_context* c, ibv_parent_domain_init_attr* attr);
 /// Fills the wr_* pointers of a QP created with send ops flags (qp_ex.cc).
 void fill_qp_ex(Qp* qp);
 

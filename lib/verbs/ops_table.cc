@@ -90,11 +90,9 @@ void fill_ops(Context* ctx) {
     return fail_null<ibv_flow_action>();
   };
   v.modify_qp_rate_limit = [](ibv_qp*, ibv_qp_rate_limit_attr*) { return EOPNOTSUPP; };
-  v.alloc_parent_domain = [](ibv_context*, ibv_parent_domain_init_attr*) {
-    return fail_null<ibv_pd>();
-  };
-  v.dealloc_td = [](ibv_td*) { return EOPNOTSUPP; };
-  v.alloc_td = [](ibv_context*, ibv_td_init_attr*) { return fail_null<ibv_td>(); };
+  v.alloc_parent_domain = op_alloc_parent_domain;
+  v.dealloc_td = op_dealloc_td;
+  v.alloc_td = op_alloc_td;
   v.modify_cq = op_modify_cq;
   v.post_srq_ops = [](ibv_srq*, ibv_ops_wr* op, ibv_ops_wr** bad) {
     if (bad) *bad = op;
@@ -107,7 +105,7 @@ void fill_ops(Context* ctx) {
   v.destroy_wq = [](ibv_wq*) { return EOPNOTSUPP; };
   v.modify_wq = [](ibv_wq*, ibv_wq_attr*) { return EOPNOTSUPP; };
   v.create_wq = [](ibv_context*, ibv_wq_init_attr*) { return fail_null<ibv_wq>(); };
-  v.query_rt_values = [](ibv_context*, ibv_values_ex*) { return EOPNOTSUPP; };
+  v.query_rt_values = op_query_rt_values;
   v.create_cq_ex = op_create_cq_ex;
   v.priv = nullptr;
   v.query_device_ex = op_query_device_ex;

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <vector>
 
+#include "verbs/domain.h"
 #include "verbs/objects.h"
 #include "verbs/symver.h"
 
@@ -44,10 +45,20 @@ UROCE_EXPORT ibv_pd* uroce_alloc_pd_1_1(ibv_context* c) {
 }
 UROCE_DEFAULT_VERSION(uroce_alloc_pd_1_1, ibv_alloc_pd, "IBVERBS_1.1");
 
+/// Also frees a parent domain (ibv_alloc_parent_domain(3)). EBUSY: AHs on it; a PD with parent
+/// domains made from it; a parent domain with objects created through it (domain.cc).
 UROCE_EXPORT int uroce_dealloc_pd_1_1(ibv_pd* p) {
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);
-  if (pd->ahs.load() > 0) return EBUSY;
+  if (pd->ahs.load() > 0 || pd->users.load() > 0) return EBUSY;
+  if (pd->protection) {  // a parent domain: the engine PD is its protection domain's
+    pd->protection->users--;
+    if (pd->td) pd->td->users--;
+    ctx->children--;
+    ctx->untrack(ctx->pds, pd);
+    delete pd;
+    return 0;
+  }
   {
     std::lock_guard<std::mutex> g(ctx->rt->mu);
     uroce::Status s = ctx->rt->engine->dealloc_pd(pd->id);
@@ -117,6 +128,7 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
   mr->mr.rkey = r->rkey;
   mr->iova = iova;
   mr->access = acc;
+  hold_domain(p);
   ctx->track(ctx->mrs, mr);
   return &mr->mr;
 }
@@ -175,6 +187,10 @@ UROCE_EXPORT int ibv_rereg_mr(ibv_mr* m, int flags, ibv_pd* new_pd, void* addr, 
     s = ctx->rt->engine->rereg_mr(m->lkey, from_ibv<Pd>(pd)->id, host, length, iova, acc);
   }
   if (!s) return input_error(s.code());
+  if (pd != m->pd) {
+    hold_domain(pd);
+    release_domain(m->pd);
+  }
   m->pd = pd;
   m->addr = reinterpret_cast<void*>(host);
   m->length = length;
@@ -190,6 +206,7 @@ UROCE_EXPORT int uroce_dereg_mr_1_1(ibv_mr* m) {
     uroce::Status s = ctx->rt->engine->dereg_mr(m->lkey);
     if (!s) return s.code();
   }
+  release_domain(m->pd);
   ctx->untrack(ctx->mrs, from_ibv<Mr>(m));
   delete from_ibv<Mr>(m);
   return 0;
@@ -263,6 +280,7 @@ ibv_mw* op_alloc_mw(ibv_pd* p, ibv_mw_type type) {
   mw->mw.rkey = r.value();
   mw->mw.handle = r.value();
   mw->mw.type = type;
+  hold_domain(p);
   ctx->track(ctx->mws, mw);
   return &mw->mw;
 }
@@ -274,6 +292,7 @@ int op_dealloc_mw(ibv_mw* m) {
     uroce::Status s = ctx->rt->engine->dealloc_mw(m->handle);
     if (!s) return s.code();
   }
+  release_domain(m->pd);
   ctx->untrack(ctx->mws, from_ibv<Mw>(m));
   delete from_ibv<Mw>(m);
   return 0;

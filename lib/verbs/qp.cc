@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "verbs/domain.h"
 #include "verbs/objects.h"
 #include "verbs/recv_chain.h"
 #include "verbs/scratch.h"
@@ -127,14 +128,15 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
   e.max_recv_sge = srq ? 0 : ia->cap.max_recv_sge;
   e.max_inline_data = ia->cap.max_inline_data;
   e.sq_sig_all = ia->sq_sig_all != 0;
-  auto* qp = new Qp();
+  auto* qp = new_obj<Qp>(pd, kResQp);
+  if (!qp) return nullptr;
   std::memset(&qp->qpx, 0, sizeof qp->qpx);
   Runtime* rt = ctx->rt;
   {
     std::lock_guard<std::mutex> g(rt->mu);
     auto r = rt->engine->create_qp(e);
     if (!r) {
-      delete qp;
+      delete_obj(qp, kResQp);
       errno = r.status().code();
       return nullptr;
     }
@@ -158,6 +160,7 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
   scq->qps++;
   rcq->qps++;
   if (srq) srq->qps++;
+  hold_domain(p);
   ibv_qp* b = qp->base();
   b->context = p->context;
   b->qp_context = ia->qp_context;
@@ -357,6 +360,7 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   e.max_recv_sge = a->cap.max_recv_sge;
   e.max_inline_data = a->cap.max_inline_data;
   std::lock_guard<std::mutex> g(rt->mu);
+  rt->engine->advance_clock(now());  // the time of the completions a move to ERR flushes
   uroce::Status s = rt->engine->modify_qp(qp->qpn, e, mask);
   if (!s) return s.code();
   stats_update_qp(rt, qp);
@@ -429,10 +433,11 @@ UROCE_EXPORT int uroce_destroy_qp_1_1(ibv_qp* q) {
   qp->send_cq->qps--;
   qp->recv_cq->qps--;
   if (qp->srq) qp->srq->qps--;
+  release_domain(q->pd);
   qp->ctx->children--;
   pthread_mutex_destroy(&q->mutex);
   pthread_cond_destroy(&q->cond);
-  delete qp;
+  delete_obj(qp, kResQp);
   return 0;
 }
 UROCE_DEFAULT_VERSION(uroce_destroy_qp_1_1, ibv_destroy_qp, "IBVERBS_1.1");

@@ -148,6 +148,13 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
   full.device_cap_flags_ex =
       full.orig_attr.device_cap_flags | kIbUverbsDeviceAtomicWrite | kIbUverbsDeviceFlushGlobal;
   full.phys_port_cnt_ex = 1;
+  // Completion timestamps (cq.cc): the device clock is CLOCK_MONOTONIC in nanoseconds, a 1 GHz
+  // counter (hca_core_clock is in kHz) whose values stay below 2^63.
+  full.completion_timestamp_mask = ~uint64_t{0} >> 1;
+  full.hca_core_clock = 1'000'000;
+  // CQ event moderation (ibv_modify_cq; transport Engine::modify_cq).
+  full.cq_mod_caps.max_cq_count = static_cast<uint16_t>(transport::kMaxCqModCount);
+  full.cq_mod_caps.max_cq_period = static_cast<uint16_t>(transport::kMaxCqModPeriodUs);
   if (transport::Engine::on_demand_supported()) {
     // On-demand paging (pd_mr.cc): every operation of every transport uroce has moves an
     // on-demand MR's bytes through the same checked copies; implicit MRs cover all memory.

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/byteorder.h"
+#include "verbs/domain.h"
 #include "verbs/neighbor_wait.h"
 #include "verbs/objects.h"
 #include "verbs/recv_chain.h"
@@ -43,13 +44,14 @@ ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr) {
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);
   Runtime* rt = ctx->rt;
-  auto* srq = new Srq();
+  auto* srq = new_obj<Srq>(pd, kResSrq);
+  if (!srq) return nullptr;
   std::memset(&srq->srq, 0, sizeof srq->srq);
   {
     std::lock_guard<std::mutex> g(rt->mu);
     auto r = rt->engine->create_srq(pd->id, attr->max_wr, attr->max_sge, attr->srq_limit);
     if (!r) {
-      delete srq;
+      delete_obj(srq, kResSrq);
       errno = r.status().code();
       return nullptr;
     }
@@ -67,6 +69,7 @@ ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr) {
   srq->srq.srq_context = srq_context;
   srq->srq.pd = p;
   srq->srq.handle = srq->id;
+  hold_domain(p);
   pthread_mutex_init(&srq->srq.mutex, nullptr);
   pthread_cond_init(&srq->srq.cond, nullptr);
   ctx->children++;
@@ -139,10 +142,11 @@ UROCE_EXPORT int uroce_destroy_srq_1_1(ibv_srq* s) {
     if (!st) return st.code();
     rt->srqs.erase(srq->id);
   }
+  release_domain(s->pd);
   srq->ctx->children--;
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond);
-  delete srq;
+  delete_obj(srq, kResSrq);
   return 0;
 }
 UROCE_DEFAULT_VERSION(uroce_destroy_srq_1_1, ibv_destroy_srq, "IBVERBS_1.1");

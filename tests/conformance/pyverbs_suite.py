@@ -50,14 +50,10 @@ OTHER_VENDOR_REASONS = re.compile(r"(?i)\bmlx5\b|\bEFA\b|\bCUDA\b|\bdma-?buf\b|/
 KNOWN_LIMITS = {
     "xrc": ([(r"Create XRCD is not supported", None)], 7,
             "XRC domains, XRC SRQs and XRC QPs: not implemented"),
-    "odp_hugepages": ([(r"There are no huge pages of size 2M allocated",
-                        r"^tests\.test_odp\.")], 2,
-                      "the machine's, not uroce's: the 2 MiB huge page ODP tests skip when no "
-                      "2 MiB huge pages are reserved"),
-    "parent_domain": ([(r"Parent Domain is not supported", None),
-                       (r"There are no huge pages of size 2M allocated",
-                        r"^tests\.test_parent_domain\.")], 6,
-                      "thread domains and parent domains: not implemented"),
+    "hugepages": ([(r"There are no huge pages of size 2M allocated",
+                    r"^tests\.test_(odp|parent_domain)\.")], 3,
+                  "the machine's, not uroce's: the 2 MiB huge page tests (two ODP, one parent "
+                  "domain) skip when no 2 MiB huge pages are reserved"),
     "tag_matching": ([(r"Extended CQ is not supported", r"^tests\.test_tag_matching\.")], 4,
                      "hardware tag matching (IBV_SRQT_TM, IBV_WC_EX_WITH_TM_INFO): "
                      "ibv_create_cq_ex refuses TM_INFO"),

@@ -2,7 +2,8 @@
  * @file control_test.cc
  * @brief Engine control path: modify_qp against the ibv_modify_qp(3) table (EINVAL, nothing
  * changes on failure), value checks, EBUSY rules of PD/CQ/SRQ, post_send/post_recv errors,
- * CQ overflow and notification, SRQ limit event, the QPN tag of a shared netdev.
+ * CQ overflow and notification, CQ event moderation and completion timestamps (injected
+ * time), SRQ limit event, the QPN tag of a shared netdev.
  */
 #include <gtest/gtest.h>
 
@@ -289,6 +290,144 @@ TEST(Control, SrqLimitEventFiresOnce) {
   ASSERT_TRUE(t.e->query_srq(srq, nullptr, nullptr, &limit));
   EXPECT_EQ(limit, 0u);  // disarmed
   EXPECT_EQ(t.cqes().size(), 3u);
+}
+
+// ---- CQ event moderation and completion timestamps (Engine::modify_cq, Cqe::ts) ----------
+
+/// A CQ of 64 entries with an RC QP in ERR on it: every post_recv completes at once (flushed),
+/// one completion per call, at the engine's current time.
+struct ModFixture : Fixture {
+  ModFixture() {
+    mcq = e->create_cq(64).value();
+    QpInitAttr ia;
+    ia.type = QpType::kRc;
+    ia.pd = pd;
+    ia.send_cq = ia.recv_cq = mcq;
+    ia.max_send_wr = 4;
+    ia.max_recv_wr = 64;
+    ia.max_send_sge = ia.max_recv_sge = 1;
+    q = e->create_qp(ia).value();
+    EXPECT_TRUE(e->modify_qp(q, good_attr(QpState::kInit), kInitRc));
+    QpAttr err;
+    err.qp_state = QpState::kErr;
+    EXPECT_TRUE(e->modify_qp(q, err, kAttrState));
+  }
+  /// One completion at time t (ns).
+  void complete_at(int64_t t) {
+    e->advance_clock(Timestamp{t});
+    EXPECT_TRUE(e->post_recv(q, RecvWr{}));
+  }
+  /// A progress step at time t (fires due moderation timers).
+  void step_at(int64_t t) { e->poll_transmit(sink, neigh, Timestamp{t}); }
+  size_t events() const { return obs.cq_events.size(); }
+  uint32_t mcq = 0, q = 0;
+  CaptureSink sink;
+  FixedNeighbors neigh;
+};
+
+TEST(CqModeration, UnmoderatedCqSignalsTheFirstCompletion) {
+  ModFixture f;
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(1000);
+  EXPECT_EQ(f.events(), 1u);
+  EXPECT_EQ(f.obs.cq_events.back(), f.mcq);
+  f.complete_at(2000);  // the arm was consumed
+  EXPECT_EQ(f.events(), 1u);
+}
+
+TEST(CqModeration, CountSignalsAtTheNthCompletionOfTheArm) {
+  ModFixture f;
+  ASSERT_TRUE(f.e->modify_cq(f.mcq, 3, Duration{}));
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(1000);
+  f.complete_at(2000);
+  EXPECT_EQ(f.events(), 0u);
+  EXPECT_TRUE(f.e->next_deadline().is_never());  // no period: no timer
+  f.complete_at(3000);
+  EXPECT_EQ(f.events(), 1u);
+  f.complete_at(4000);  // not armed: not counted
+  f.complete_at(5000);
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(6000);
+  f.complete_at(7000);
+  EXPECT_EQ(f.events(), 1u);  // the count starts again at the arm
+  f.complete_at(8000);
+  EXPECT_EQ(f.events(), 2u);
+}
+
+TEST(CqModeration, PeriodSignalsThatLongAfterTheFirstCompletion) {
+  ModFixture f;
+  ASSERT_TRUE(f.e->modify_cq(f.mcq, 100, Duration::micros(50)));
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(10'000);
+  f.complete_at(20'000);
+  EXPECT_EQ(f.events(), 0u);
+  EXPECT_EQ(f.e->next_deadline(), Timestamp{10'000 + 50'000});  // from the first completion
+  f.step_at(59'999);
+  EXPECT_EQ(f.events(), 0u);
+  f.step_at(60'000);
+  EXPECT_EQ(f.events(), 1u);
+  EXPECT_TRUE(f.e->next_deadline().is_never());
+  f.step_at(200'000);
+  EXPECT_EQ(f.events(), 1u);
+}
+
+TEST(CqModeration, CountEndsThePeriodEarly) {
+  ModFixture f;
+  ASSERT_TRUE(f.e->modify_cq(f.mcq, 2, Duration::micros(50)));
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(10'000);
+  f.complete_at(11'000);
+  EXPECT_EQ(f.events(), 1u);
+  EXPECT_TRUE(f.e->next_deadline().is_never());
+  f.step_at(100'000);
+  EXPECT_EQ(f.events(), 1u);  // the period's timer went with the event
+}
+
+TEST(CqModeration, ModifyReleasesAHeldEventAndRejectsBadValues) {
+  ModFixture f;
+  ASSERT_TRUE(f.e->modify_cq(f.mcq, 10, Duration::micros(1000)));
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(1000);
+  EXPECT_EQ(f.events(), 0u);
+  EXPECT_EQ(f.e->modify_cq(f.mcq, kMaxCqModCount + 1, Duration{}), Status::invalid());
+  EXPECT_EQ(f.e->modify_cq(f.mcq, 1, Duration::micros(kMaxCqModPeriodUs + 1)), Status::invalid());
+  EXPECT_EQ(f.e->modify_cq(f.mcq, 1, Duration{-1}), Status::invalid());
+  EXPECT_EQ(f.e->modify_cq(f.mcq + 100, 1, Duration{}), Status::not_found());
+  EXPECT_EQ(f.events(), 0u);  // the failed calls changed nothing
+  EXPECT_EQ(f.e->next_deadline(), Timestamp{1000 + 1'000'000});
+  // Moderation off: the event held back goes at once.
+  ASSERT_TRUE(f.e->modify_cq(f.mcq, 0, Duration{}));
+  EXPECT_EQ(f.events(), 1u);
+  EXPECT_TRUE(f.e->next_deadline().is_never());
+  // The largest values are accepted.
+  EXPECT_TRUE(f.e->modify_cq(f.mcq, kMaxCqModCount, Duration::micros(kMaxCqModPeriodUs)));
+}
+
+TEST(CqModeration, DestroyingACqDropsItsTimer) {
+  ModFixture f;
+  ASSERT_TRUE(f.e->modify_cq(f.mcq, 0, Duration::micros(5)));
+  ASSERT_TRUE(f.e->req_notify_cq(f.mcq, false));
+  f.complete_at(1000);
+  EXPECT_FALSE(f.e->next_deadline().is_never());
+  ASSERT_TRUE(f.e->destroy_qp(f.q));
+  ASSERT_TRUE(f.e->destroy_cq(f.mcq));
+  EXPECT_TRUE(f.e->next_deadline().is_never());
+  f.step_at(100'000);
+  EXPECT_EQ(f.events(), 0u);
+}
+
+TEST(CqTimestamp, EachCompletionCarriesTheEngineTimeItWasMadeAt) {
+  ModFixture f;
+  f.complete_at(1234);
+  f.complete_at(5678);
+  f.e->advance_clock(Timestamp{10});  // the clock never goes back
+  EXPECT_TRUE(f.e->post_recv(f.q, RecvWr{}));
+  Cqe c[4];
+  ASSERT_EQ(f.e->poll_cq(f.mcq, c), 3u);
+  EXPECT_EQ(c[0].ts, Timestamp{1234});
+  EXPECT_EQ(c[1].ts, Timestamp{5678});
+  EXPECT_EQ(c[2].ts, Timestamp{5678});
 }
 
 }  // namespace

@@ -81,9 +81,9 @@ TEST_F(AbiContext, UnsupportedOpsFailWithEopnotsupp) {
     errno = 0;
     EXPECT_EQ(ibv_alloc_mw(pd, static_cast<ibv_mw_type>(3)), nullptr);
     EXPECT_EQ(errno, EINVAL);
-    ibv_td_init_attr td{};
+    ibv_wq_init_attr wa{};
     errno = 0;
-    EXPECT_EQ(ibv_alloc_td(ctx_, &td), nullptr);
+    EXPECT_EQ(ibv_create_wq(ctx_, &wa), nullptr);
     EXPECT_EQ(errno, EOPNOTSUPP);
     EXPECT_EQ(ibv_dealloc_pd(pd), 0);
   }

@@ -241,17 +241,5 @@ TEST_F(CqExTest, StartNextEndPollReadFields) {
     EXPECT_EQ(std::memcmp(dst.bytes.data() + i * 100, src.bytes.data(), 100), 0);
 }
 
-TEST(CqExCreate, UnsupportedWcFlagsAreRefused) {
-  ibv_context* ctx = open_builtin();
-  ASSERT_NE(ctx, nullptr);
-  ibv_cq_init_attr_ex ca{};
-  ca.cqe = 8;
-  ca.wc_flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-  errno = 0;
-  EXPECT_EQ(ibv_create_cq_ex(ctx, &ca), nullptr);
-  EXPECT_EQ(errno, EOPNOTSUPP);
-  EXPECT_EQ(ibv_close_device(ctx), 0);
-}
-
 }  // namespace
 }  // namespace uroce::verbs_test
