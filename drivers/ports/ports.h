@@ -2,7 +2,7 @@
  * @file ports.h
  * @brief open_port(): the port a device's configuration names, from whichever driver this
  * build has (drivers/loopback, drivers/host, drivers/dpdk). The libibverbs.so.1 composition
- * root (lib/verbs runtime.cc) calls it; the engine sees only the common/port.h interface.
+ * root (lib/device runtime.cc) calls it; the engine sees only the common/port.h interface.
  */
 #pragma once
 

@@ -1,7 +1,7 @@
 /**
  * @file clock.h
  * @brief The clock interface. lib/ code never reads a clock itself: it is given Timestamps.
- * Composition roots (lib/verbs' device, the simulator, tests) own a Clock and pass now() down.
+ * Composition roots (lib/device's runtime, the simulator, tests) own a Clock and pass now() down.
  */
 #pragma once
 

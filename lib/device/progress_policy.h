@@ -4,7 +4,7 @@
  * long: a sans-IO policy driven by injected time and by what the application and the last
  * engine step did (docs/design.md, "Threads and progress").
  *
- * The thread that owns it (lib/verbs/runtime.cc) reads the clock, asks the policy, and does what
+ * The thread that owns it (lib/device/runtime.cc) reads the clock, asks the policy, and does what
  * the decision says. Phases, chosen from the application's calls (the time of its last post or
  * poll):
  *  - driving:   it called less than kAppDriving ago (a post/poll loop): its calls make progress,

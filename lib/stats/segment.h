@@ -7,7 +7,7 @@
  * behind until the next process creates its first segment in that run dir, or `uroce show`
  * runs: both remove it (reader.h reap_stale()) and print one summary line.
  *
- * Typical use in the composition root of a device (lib/verbs):
+ * Typical use in the composition root of a device (lib/device runtime.cc):
  *   auto seg = stats::StatsSegment::create(cfg.name, stats::summarize(cfg), &err);
  *   CounterBlock* counters = seg ? seg->counters() : &private_counters;
  *   engine = std::make_unique<transport::Engine>(ec, counters, observer);

@@ -1,7 +1,8 @@
 /**
  * @file objects.h
- * @brief The verbs objects behind the C handles of <infiniband/verbs.h>, and the device runtime
- * (port + engine + engine lock + progress thread) they share.
+ * @brief The verbs objects behind the C handles of <infiniband/verbs.h>, and the verbs side of
+ * the device runtime (lib/device runtime.h: port + engine + engine lock + progress thread) they
+ * share.
  *
  * Every object embeds its rdma-core struct as its FIRST member, so the pointer a program holds
  * (ibv_pd*, ibv_cq*, ...) converts back with from_ibv(). The context embeds struct
@@ -27,17 +28,11 @@
 #include <unordered_set>
 #include <vector>
 
-#include "cc/congestion.h"
-#include "common/counters.h"
-#include "common/port.h"
+#include "common/time.h"
 #include "config/config.h"
+#include "device/runtime.h"
 #include "transport/engine.h"
 #include "verbs/ibta15.h"
-#include "verbs/port_health.h"
-#ifdef UROCE_HAVE_STATS
-#include "stats/capture.h"
-#include "stats/segment.h"
-#endif
 
 namespace uroce::verbs {
 
@@ -73,32 +68,19 @@ struct DeviceEntry {
   int index = 0;       ///< ibv_get_device_index
 };
 
-/// The per-device engine with its port; shared by every context opened on the device.
-struct Runtime final : transport::EngineObserver, FrameHandler {
-  explicit Runtime(DeviceEntry* d) : dev(d) {}
-  ~Runtime() override;
-  /// The counters the engine writes: the stats segment's when there is one, else `counters`.
-  CounterBlock* engine_counters();
-  /// UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr, one line
-  /// "uroce: <dev>: counters at <when>: name=value ..."; once per runtime.
-  void print_counters(const char* when);
+static_assert(same_value(IBV_MTU_256, 1) && same_value(IBV_MTU_1024, 3) &&
+              same_value(IBV_MTU_4096, 5));  // device::mtu_code()
+
+/// The device runtime of one opened device, shared by every context opened on it, with what the
+/// ABI needs of it: the objects by engine id (the engine's events name ids), the contexts its
+/// port events go to, and the GSI eventfd. Turns engine events into completion-channel and
+/// async events (runtime.cc).
+struct Runtime final : device::Runtime {
+  explicit Runtime(DeviceEntry* d) : device::Runtime(d->cfg, d->source), dev(d) {}
+  ~Runtime() override { shut_down(); }  // the progress thread calls the methods below
 
   DeviceEntry* dev;
-  std::mutex mu;  ///< the engine lock
-  std::unique_ptr<Port> port;
-  std::unique_ptr<cc::CongestionFactory> cc;  ///< null: no congestion control; outlives engine
-  CounterBlock counters;                      ///< used when there is no stats segment
-#ifdef UROCE_HAVE_STATS
-  std::unique_ptr<stats::StatsSegment> stats;     ///< shared-memory counters for `uroce show`
-  std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs
-#endif
-  std::unique_ptr<transport::Engine> engine;
-  std::vector<Gid> gids;              ///< GID table (index = address index; zero = free slot)
-  uint8_t active_mtu = IBV_MTU_1024;  ///< enum ibv_mtu of the configured MTU
-  bool link_up = true;                ///< the netdev's link (host mode; others always up)
-  int ifindex = 0;                    ///< the netdev's ifindex (host mode), else 0
-  uint64_t link_version = 0;          ///< Port::link_version() last applied (mu)
-  int open_count = 0;                 ///< contexts using it (global registry lock)
+  int open_count = 0;  ///< contexts using it (global registry lock)
 
   // Objects by engine id, for observer callbacks (guarded by mu).
   std::unordered_map<uint32_t, Cq*> cqs;
@@ -106,46 +88,17 @@ struct Runtime final : transport::EngineObserver, FrameHandler {
   std::unordered_map<uint32_t, Srq*> srqs;
   std::vector<Context*> contexts;
 
-  Timestamp rx_now{};   ///< time of the RX burst in progress
-  Timestamp last_rx{};  ///< when the RX queue was last polled (mu)
-  int gsi_fd = -1;      ///< eventfd: GSI MADs wait (gsi_api.cc; mu)
-  int gsi_users = 0;    ///< uroce_gsi_open handles (mu)
-  PortHealth health;    ///< pause-storm watchdog reports (mu)
-
-  // Progress thread.
-  std::thread thread;
-  std::atomic<bool> stop{false};
-  /// When the application last made progress itself (a post or poll; Timestamp ns): the
-  /// progress thread stays out of its way while it calls, and polls right after it stops.
-  std::atomic<int64_t> last_app_call{0};
-  bool exiting = false;           ///< process exit began: no more progress (mu)
-  bool counters_printed = false;  ///< print_counters ran
-
-  /// What one progress step did: frames received and frames sent.
-  struct Progress {
-    size_t rx = 0;
-    size_t tx = 0;
-    size_t total() const { return rx + tx; }
-  };
-  /// One progress step: RX burst, timers + transmit, flush. Requires mu.
-  Progress progress_locked(Timestamp now);
-  /// The transmit half of a step: timers + transmit, flush. Requires mu. Returns frames sent.
-  size_t transmit_locked(Timestamp now);
-  /// Applies a changed Port::link_state(): GID table (IBV_EVENT_GID_CHANGE), link
-  /// (IBV_EVENT_PORT_ERR / IBV_EVENT_PORT_ACTIVE), active MTU. Requires mu.
-  void follow_link_locked();
-  /// Logs pause storms the port's watchdog counted and raises IBV_EVENT_PORT_ERR for an error
-  /// (port_health.h). Requires mu.
-  void check_port_health();
-  /// Starts the background progress thread.
-  void start_thread();
+  int gsi_fd = -1;    ///< eventfd: GSI MADs wait (gsi_api.cc; mu)
+  int gsi_users = 0;  ///< uroce_gsi_open handles (mu)
 
   // transport::EngineObserver (called with mu held)
   void on_cq_event(uint32_t cq_id) override;
   void on_async_event(const transport::AsyncEvent& ev) override;
   void on_gsi_mad() override;  // gsi_api.cc
-  // FrameHandler (port RX; called with mu held)
-  void on_frame(std::span<const uint8_t> frame, const RxMeta& meta) override;
+
+ protected:
+  /// The per-QP records of the stats segment (qp_stats.cc).
+  void refresh_stats_locked() override;
 };
 
 /// An opened device.
@@ -299,15 +252,12 @@ struct Ah {
 
 // ---- Shared helpers (defined in the .cc files named) ----------------------------------------
 
-/// CLOCK_MONOTONIC as a Timestamp (runtime.cc). The only clock read of the stack.
-Timestamp now();
-/// Application-driven progress: a few progress steps while they find work. Requires rt->mu.
-void drive_locked(Runtime* rt);
-/// The same, for a caller that has just read the clock (one read per call on the hot path).
-void drive_locked(Runtime* rt, Timestamp t);
-/// Progress after a post (ibv_post_send, ibv_wr_complete): sends what is ready; receives too
-/// unless the RX queue was polled less than device::kPostRxGap ago. Requires rt->mu.
-void drive_post_locked(Runtime* rt, Timestamp t);
+using device::now;  ///< CLOCK_MONOTONIC as a Timestamp (lib/device runtime.h)
+/// Application-driven progress (device::Runtime::drive_locked). Requires rt->mu.
+inline void drive_locked(Runtime* rt, Timestamp t) { rt->drive_locked(t); }
+inline void drive_locked(Runtime* rt) { rt->drive_locked(now()); }
+/// Progress after a post (device::Runtime::drive_post_locked). Requires rt->mu.
+inline void drive_post_locked(Runtime* rt, Timestamp t) { rt->drive_post_locked(t); }
 /// Opens (or shares) the runtime of a device; nullptr + errno on failure (runtime.cc).
 Runtime* acquire_runtime(DeviceEntry* dev);
 void release_runtime(Runtime* rt);
@@ -328,11 +278,6 @@ void stats_add_qp(Runtime* rt, Qp* qp, uint32_t type);
 void stats_update_qp(Runtime* rt, Qp* qp, bool in_error = false);
 void stats_remove_qp(Runtime* rt, Qp* qp);
 void stats_refresh_qps(Runtime* rt);
-/// Copies the port's counters (PMD, PFC, per-priority TX) into the segment (port_stats.cc).
-void stats_refresh_port(Runtime* rt);
-/// Attaches to a `uroce capture` ring created for this device and process, or lets go of one
-/// the tool removed (capture_tap.h). Requires mu.
-void stats_refresh_capture(Runtime* rt);
 /// Device capability limits reported by query_device (query.cc).
 void fill_device_attr(Context* ctx, ibv_device_attr* a);
 

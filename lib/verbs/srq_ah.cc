@@ -9,16 +9,13 @@
  *
  * ibv_create_ah and ibv_resolve_eth_l2_from_gid resolve the destination's MAC and, on an ARP/ND
  * cache miss, wait up to 1 s for the reply with the engine's progress running
- * (neighbor_wait.h); then EHOSTUNREACH.
+ * (device::Runtime::resolve_neighbor, lib/device neighbor_wait.h); then EHOSTUNREACH.
  */
 #include <cerrno>
-#include <chrono>
 #include <cstring>
-#include <thread>
 
 #include "common/byteorder.h"
 #include "verbs/domain.h"
-#include "verbs/neighbor_wait.h"
 #include "verbs/objects.h"
 #include "verbs/recv_chain.h"
 #include "verbs/symver.h"
@@ -155,18 +152,10 @@ UROCE_DEFAULT_VERSION(uroce_destroy_srq_1_1, ibv_destroy_srq, "IBVERBS_1.1");
 
 namespace {
 
-/// Resolves the MAC of g, waiting up to kNeighborWaitBudget for an ARP/ND reply while the
-/// engine's progress runs (RX bursts learn the reply). EHOSTUNREACH when it never came.
+/// Resolves the MAC of g, waiting up to device::kNeighborWaitBudget for an ARP/ND reply while
+/// the engine's progress runs (RX bursts learn the reply). EHOSTUNREACH when it never came.
 int resolve_blocking(Runtime* rt, const uroce::Gid& g, uroce::MacAddr* mac) {
-  std::unique_lock<std::mutex> l(rt->mu);
-  bool ok = uroce::verbs::wait_for_neighbor(
-      [&] { return rt->port->resolve(g, mac); }, [&] { drive_locked(rt); }, [] { return now(); },
-      [&] {
-        l.unlock();  // let the progress thread and other callers in meanwhile
-        std::this_thread::sleep_for(std::chrono::nanoseconds(uroce::verbs::kNeighborWaitPause.ns));
-        l.lock();
-      });
-  return ok ? 0 : EHOSTUNREACH;
+  return rt->resolve_neighbor(g, mac) ? 0 : EHOSTUNREACH;
 }
 
 }  // namespace

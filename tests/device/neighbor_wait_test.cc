@@ -1,14 +1,14 @@
 /**
  * @file neighbor_wait_test.cc
- * @brief The blocking neighbour wait of ibv_create_ah (lib/verbs/neighbor_wait.h) with a fake
+ * @brief The blocking neighbour wait of ibv_create_ah (lib/device/neighbor_wait.h) with a fake
  * resolver that answers after N polls and a fake clock: it keeps progress running between
  * tries, succeeds when the reply comes within the 1 s budget, and gives up after it.
  */
-#include "verbs/neighbor_wait.h"
+#include "device/neighbor_wait.h"
 
 #include <gtest/gtest.h>
 
-namespace uroce::verbs {
+namespace uroce::device {
 namespace {
 
 /// An ARP cache that learns the reply during the progress step that follows `answer_after`
@@ -73,4 +73,4 @@ TEST(NeighborWait, NoReplyGivesUpAfterTheBudget) {
 }
 
 }  // namespace
-}  // namespace uroce::verbs
+}  // namespace uroce::device

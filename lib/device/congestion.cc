@@ -6,12 +6,12 @@
  * overrides by NVIDIA name) and the [device.delay] knobs, built by cc::Factory.
  * Units: bit/s, bytes, ns.
  */
-#include "verbs/congestion.h"
+#include "device/congestion.h"
 
 #include "cc/factory.h"
 #include "dcqcn/params.h"
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 std::unique_ptr<cc::CongestionFactory> make_congestion(const config::Device& dev,
                                                        std::string* err) {
@@ -40,4 +40,4 @@ std::unique_ptr<cc::CongestionFactory> make_congestion(const config::Device& dev
   return std::make_unique<cc::Factory>(s);
 }
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

@@ -1,6 +1,6 @@
 /**
  * @file capture_tap.h
- * @brief `uroce capture` on the verbs side: a TxSink that copies every frame the engine sends
+ * @brief `uroce capture` in the device runtime: a TxSink that copies every frame the engine sends
  * into the capture ring (lib/stats capture.h) on its way to the port, and the per-device
  * check that attaches to a ring the tool created and lets it go when the tool is done.
  * Frames the port answers itself (ARP, neighbour discovery, PFC) are not seen here.
@@ -13,7 +13,7 @@
 #include "common/packet_io.h"
 #include "stats/capture.h"
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 /// CLOCK_REALTIME in ns (pcap timestamps).
 inline uint64_t wall_ns() {
@@ -39,4 +39,4 @@ class CaptureTap final : public TxSink {
   uint8_t* cur_ = nullptr;
 };
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

@@ -1,7 +1,7 @@
 /**
  * @file neighbor_wait.h
- * @brief Blocking neighbour (ARP/ND) resolution for ibv_create_ah and
- * ibv_resolve_eth_l2_from_gid, as rdma-core on RoCE waits for the kernel's neighbour entry
+ * @brief Blocking neighbour (ARP/ND) resolution for the verbs that create address handles and
+ * resolve a GID's L2 address, as rdma-core on RoCE waits for the kernel's neighbour entry
  * instead of failing on the first cache miss.
  *
  * The port's resolve() starts an ARP request / neighbour solicitation on a miss (at most one per
@@ -10,16 +10,18 @@
  * until the address resolves or `budget` (default 1 s) has passed.
  *
  * Header-only and parameterised by callables (resolve, step, clock, pause), so the loop is
- * tested with a fake resolver and a fake clock (tests/verbs/neighbor_wait_test.cc).
+ * tested with a fake resolver and a fake clock (tests/device/neighbor_wait_test.cc).
  * Units: Duration/Timestamp (ns).
  */
 #pragma once
 
 #include "common/time.h"
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 /// How long create_ah waits for a neighbour before EHOSTUNREACH, and the pause between tries.
+/// No measurement of these values; the pause lets the progress thread and other callers take
+/// the engine lock between tries.
 inline constexpr Duration kNeighborWaitBudget = Duration::seconds(1);
 inline constexpr Duration kNeighborWaitPause = Duration::millis(1);
 
@@ -38,4 +40,4 @@ bool wait_for_neighbor(Resolve&& resolve, Step&& step, Clock&& now, Pause&& paus
   }
 }
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

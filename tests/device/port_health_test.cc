@@ -1,14 +1,14 @@
 /**
  * @file port_health_test.cc
- * @brief The pause-storm watchdog's report (lib/verbs port_health.h): nothing while the storm
+ * @brief The pause-storm watchdog's report (lib/device port_health.h): nothing while the storm
  * counters stand still, one log line per rise, and a port error event only for an error
  * (not a warning), naming the paused priorities.
  */
-#include "verbs/port_health.h"
+#include "device/port_health.h"
 
 #include <gtest/gtest.h>
 
-namespace uroce::verbs {
+namespace uroce::device {
 namespace {
 
 TEST(PortHealth, QuietCountersReportNothing) {
@@ -51,4 +51,4 @@ TEST(PortHealth, AnErrorRaisesThePortErrorOncePerRise) {
 }
 
 }  // namespace
-}  // namespace uroce::verbs
+}  // namespace uroce::device

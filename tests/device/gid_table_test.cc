@@ -1,13 +1,13 @@
 /**
  * @file gid_table_test.cc
- * @brief merge_gid_table() (lib/verbs gid_table.h): slots keep their index while their
+ * @brief merge_gid_table() (lib/device gid_table.h): slots keep their index while their
  * address stays, removed addresses free their slot, new ones take the lowest free slot.
  */
-#include "verbs/gid_table.h"
+#include "device/gid_table.h"
 
 #include <gtest/gtest.h>
 
-namespace uroce::verbs {
+namespace uroce::device {
 namespace {
 
 Gid v4(uint8_t last) { return Gid::from_ipv4(0xC6120000u | last); }  // 198.18.0.<last>
@@ -45,4 +45,4 @@ TEST(GidTable, UnchangedAddressesGiveTheSameTable) {
 }
 
 }  // namespace
-}  // namespace uroce::verbs
+}  // namespace uroce::device

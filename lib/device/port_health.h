@@ -3,8 +3,9 @@
  * @brief The PFC pause-storm watchdog as an application sees it (docs/dcqcn-pfc.md §4.3): the
  * port's watchdog (lib/dcqcn PfcRx) counts tx_pause_storm_warning_events / _error_events; this
  * turns a rise of those counters into one log line each and, for an error (a priority paused for
- * the whole detection time), an IBV_EVENT_PORT_ERR async event on every context of the
- * device. Checked by the progress thread every 100 ms. Pure logic, no I/O.
+ * the whole detection time), a port-error async event (AsyncEventType::kPortErr, which the verbs
+ * layer delivers as a port error to every context of the device). Checked by the progress
+ * thread every 100 ms. Pure logic, no I/O.
  */
 #pragma once
 
@@ -14,12 +15,12 @@
 
 #include "common/port.h"
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 class PortHealth {
  public:
   struct Report {
-    bool port_error = false;         ///< raise IBV_EVENT_PORT_ERR
+    bool port_error = false;         ///< raise a port-error async event
     std::vector<std::string> lines;  ///< log lines (without the "uroce: <device>: " prefix)
   };
 
@@ -58,4 +59,4 @@ class PortHealth {
   uint64_t errors_ = 0;
 };
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

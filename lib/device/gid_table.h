@@ -10,7 +10,7 @@
 
 #include "common/types.h"
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 /// The table after the netdev's addresses became `now` (RoCEv2 GIDs in the kernel's order):
 /// entries still present keep their slot, entries gone become zero (free), and new addresses
@@ -18,4 +18,4 @@ namespace uroce::verbs {
 /// Trailing free slots are dropped. `old` empty: the table is `now`.
 std::vector<Gid> merge_gid_table(const std::vector<Gid>& old, const std::vector<Gid>& now);
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

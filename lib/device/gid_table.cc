@@ -2,11 +2,11 @@
  * @file gid_table.cc
  * @brief merge_gid_table() (gid_table.h).
  */
-#include "verbs/gid_table.h"
+#include "device/gid_table.h"
 
 #include <algorithm>
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 std::vector<Gid> merge_gid_table(const std::vector<Gid>& old, const std::vector<Gid>& now) {
   auto has = [](const std::vector<Gid>& v, const Gid& g) {
@@ -28,4 +28,4 @@ std::vector<Gid> merge_gid_table(const std::vector<Gid>& old, const std::vector<
   return out;
 }
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

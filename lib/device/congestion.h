@@ -12,11 +12,11 @@
 #include "cc/congestion.h"
 #include "config/config.h"
 
-namespace uroce::verbs {
+namespace uroce::device {
 
 /// The factory for dev, or nullptr when it runs no congestion control. A bad parameter
 /// (lib/config validates names and ranges; lib/dcqcn its own) returns nullptr with *err set
 /// to one line.
 std::unique_ptr<cc::CongestionFactory> make_congestion(const config::Device& dev, std::string* err);
 
-}  // namespace uroce::verbs
+}  // namespace uroce::device

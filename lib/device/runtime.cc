@@ -1,0 +1,400 @@
+/**
+ * @file runtime.cc
+ * @brief The composition root of one device (runtime.h): opens the port, builds the engine,
+ * reads the clock, and runs the progress model of docs/design.md, "Threads and progress", as
+ * ProgressPolicy (progress_policy.h, with its tuning constants) decides it.
+ * Units: nanoseconds (Timestamp).
+ */
+#include "device/runtime.h"
+
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+
+#include "device/gid_table.h"
+#include "device/neighbor_wait.h"
+#include "device/progress_policy.h"
+#include "ports/ports.h"
+#ifdef UROCE_HAVE_DCQCN
+#include "device/congestion.h"
+#endif
+#ifdef UROCE_HAVE_STATS
+#include "device/capture_tap.h"
+#include "stats/summary.h"
+#endif
+
+namespace uroce::device {
+
+namespace {
+
+/// Runtimes whose progress thread started and that are not shut down (guarded by live_mu).
+/// Never destroyed: programs may still close devices from atexit handlers.
+std::mutex& live_mu() {
+  static std::mutex mu;
+  return mu;
+}
+std::vector<Runtime*>& live() {
+  static auto* v = new std::vector<Runtime*>();
+  return *v;
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/// Whether the progress thread shares its only CPU with busy application threads: the process
+/// is pinned to one CPU, and its other threads used more than half of it over the last
+/// kAppCpuPeriod (getrusage: the process's CPU time minus this thread's). Read at most once
+/// per period (two syscalls). Neither the period nor the half-a-core threshold was measured
+/// as a value of its own (bench/RESULTS.md has none).
+class AppCpu {
+ public:
+  static constexpr Duration kAppCpuPeriod = Duration::millis(1);
+
+  AppCpu() {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    pinned_ = sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1;
+  }
+
+  bool busy(Timestamp t) {
+    if (!pinned_) return false;
+    if (t - last_ < kAppCpuPeriod) return busy_;
+    const int64_t others = process_ns(RUSAGE_SELF) - process_ns(RUSAGE_THREAD);
+    if (last_.ns != 0) busy_ = (others - others_) * 2 > (t - last_).ns;
+    others_ = others;
+    last_ = t;
+    return busy_;
+  }
+
+ private:
+  static int64_t process_ns(int who) {
+    rusage u{};
+    getrusage(who, &u);
+    return (int64_t{u.ru_utime.tv_sec} + u.ru_stime.tv_sec) * 1'000'000'000 +
+           (int64_t{u.ru_utime.tv_usec} + u.ru_stime.tv_usec) * 1'000;
+  }
+
+  bool pinned_ = false;
+  bool busy_ = false;
+  Timestamp last_{};
+  int64_t others_ = 0;
+};
+
+void sleep_for(Duration d) {
+  if (d.ns <= 0) return;
+  timespec ts{static_cast<time_t>(d.ns / 1'000'000'000), static_cast<long>(d.ns % 1'000'000'000)};
+  nanosleep(&ts, nullptr);
+}
+
+}  // namespace
+
+Timestamp now() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return Timestamp{int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec};
+}
+
+uint8_t mtu_code(uint32_t bytes) {
+  switch (bytes) {
+    case 256: return 1;
+    case 512: return 2;
+    case 2048: return 4;
+    case 4096: return 5;
+    default: return 3;
+  }
+}
+
+Runtime::Runtime(const config::Device& c, std::string src) : cfg(c), source(std::move(src)) {}
+
+Runtime::~Runtime() { shut_down(); }
+
+void Runtime::shut_down() {
+  {
+    std::lock_guard<std::mutex> g(live_mu());
+    if (live_) std::erase(live(), this);
+    live_ = false;
+  }
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  print_counters("close");
+}
+
+void Runtime::stop_at_exit() {
+  stop_.store(true);
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> l(mu);
+  exiting = true;
+  // A device the program never closed (librdmacm's, for one) reports its counters now.
+  print_counters("exit");
+}
+
+/// At exit: stop every progress thread before lib/stats' own atexit handler unmaps the
+/// counter segments the engines write (handlers run in reverse order of registration, and
+/// this one is registered after the first segment exists). Application-driven progress stops
+/// too; verbs calls from later atexit handlers still work but no longer progress the engine.
+void Runtime::stop_all_at_exit() {
+  std::lock_guard<std::mutex> g(live_mu());
+  for (Runtime* rt : live()) rt->stop_at_exit();
+}
+
+void Runtime::print_counters(const char* when) {
+  // UROCE_PRINT_COUNTERS=1: the device's non-zero counters on stderr as it closes (or at exit
+  // when it never closes), one line, for tests that check them after the program ends (its
+  // stats segment goes with it).
+  if (counters_printed_) return;
+  if (const char* env = getenv("UROCE_PRINT_COUNTERS"); env && *env && *env != '0' && engine) {
+    counters_printed_ = true;
+    const CounterBlock* c = engine_counters();
+    std::string line = "uroce: " + cfg.name + ": counters at " + when + ":";
+    for (size_t i = 0; i < kCounterCount; ++i)
+      if (uint64_t v = c->get(static_cast<Counter>(i)))
+        line += " " + std::string(kCounterNames[i]) + "=" + std::to_string(v);
+    PortCounters pc;  // stays all zero on a port that keeps no counters
+    if (port) port->read_counters(&pc);
+    auto add = [&line](const std::string& name, uint64_t v) {
+      if (v) line += " " + name + "=" + std::to_string(v);
+    };
+    for (int p = 0; p < PortCounters::kPriorities; ++p) {
+      const std::string prio = "_prio" + std::to_string(p);
+      add("rx" + prio + "_packets", pc.rx_prio_packets[p]);
+      add("tx" + prio + "_packets", pc.tx_prio_packets[p]);
+      add("rx" + prio + "_pause", pc.rx_prio_pause[p]);
+    }
+    add("rx_packets_phy", pc.rx_packets_phy);
+    add("rx_discards_phy", pc.rx_discards_phy);
+    add("tx_pause_storm_warning_events", pc.tx_pause_storm_warning_events);
+    add("tx_pause_storm_error_events", pc.tx_pause_storm_error_events);
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
+}
+
+CounterBlock* Runtime::engine_counters() {
+#ifdef UROCE_HAVE_STATS
+  if (stats) return stats->counters();
+#endif
+  return &counters;
+}
+
+Runtime::Progress Runtime::progress_locked(Timestamp t) {
+  rx_now = t;
+  last_rx = t;
+  Progress p;
+  p.rx = port->rx_burst(*this, kRxBurst, t);
+  if (port->link_version() != link_version) follow_link_locked();
+  p.tx = transmit_locked(t);
+  return p;
+}
+
+void Runtime::follow_link_locked() {
+  LinkState st;
+  link_version = port->link_version();
+  if (!port->link_state(&st)) return;
+  ifindex = st.ifindex;
+  if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
+  std::vector<Gid> table = merge_gid_table(gids, st.gids);
+  if (table != gids) {
+    gids = table;
+    engine->set_gids(table);
+    on_async_event({transport::AsyncEventType::kGidChange, 1});
+  }
+  if (st.up != link_up) {
+    link_up = st.up;
+    on_async_event(
+        {st.up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr, 1});
+  }
+}
+
+size_t Runtime::transmit_locked(Timestamp t) {
+  size_t n;
+#ifdef UROCE_HAVE_STATS
+  if (capture) {
+    CaptureTap tap(*port, *capture);
+    n = engine->poll_transmit(tap, *port, t);
+  } else {
+    n = engine->poll_transmit(*port, *port, t);
+  }
+#else
+  n = engine->poll_transmit(*port, *port, t);
+#endif
+  port->flush();
+  return n;
+}
+
+void Runtime::drive_post_locked(Timestamp t) {
+  if (exiting) return;
+  if (post_polls_rx(t, last_rx)) {
+    drive_locked(t);
+    return;
+  }
+  last_app_call.store(t.ns, std::memory_order_relaxed);
+  transmit_locked(t);
+}
+
+void Runtime::drive_locked(Timestamp t) {
+  if (exiting) return;
+  last_app_call.store(t.ns, std::memory_order_relaxed);
+  for (int i = 0; i < kDriveRounds; ++i) {
+    Progress p = progress_locked(t);
+    if (!step_again(p.rx, p.tx, [this] { return engine->has_tx_work(); })) break;
+  }
+}
+
+bool Runtime::resolve_neighbor(const Gid& g, MacAddr* mac) {
+  std::unique_lock<std::mutex> l(mu);
+  return wait_for_neighbor([&] { return port->resolve(g, mac); }, [&] { drive_locked(now()); },
+                           [] { return now(); },
+                           [&] {
+                             l.unlock();  // let the progress thread and other callers in meanwhile
+                             sleep_for(kNeighborWaitPause);
+                             l.lock();
+                           });
+}
+
+void Runtime::check_port_health() {
+  PortCounters c;
+  if (!port->read_counters(&c)) return;
+  PortHealth::Report r = health.update(c);
+  for (const std::string& line : r.lines)
+    std::fprintf(stderr, "uroce: %s: %s\n", cfg.name.c_str(), line.c_str());
+  if (r.port_error) on_async_event({transport::AsyncEventType::kPortErr, 1});
+}
+
+void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
+#ifdef UROCE_HAVE_STATS
+  if (capture) capture->write(frame, false, wall_ns());
+#endif
+  engine->on_frame(frame, rx_now);
+}
+
+void Runtime::start_thread() {
+  {
+    std::lock_guard<std::mutex> g(live_mu());
+    live().push_back(this);
+    live_ = true;
+  }
+  thread_ = std::thread([this] { run(); });
+}
+
+void Runtime::run() {
+  // 5 us: short sleeps stay short (the default is 50 us). No measurement of this value.
+  prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
+  pthread_setname_np(pthread_self(), "uroce-progress");
+  using Action = ProgressPolicy::Action;
+  AppCpu app_cpu;
+  ProgressPolicy policy(now());
+  while (!stop_.load(std::memory_order_relaxed)) {
+    const Timestamp t = now();
+    const ProgressPolicy::Decision look =
+        policy.look(t, Timestamp{last_app_call.load(std::memory_order_relaxed)});
+    if (look.action == Action::kSleep) {  // the application drives
+      sleep_for(look.sleep);
+      continue;
+    }
+    if (look.stats_due) {
+      mu.lock();
+    } else if (!mu.try_lock()) {  // an application call holds the engine
+      sleep_for(policy.engine_busy().sleep);
+      continue;
+    }
+    const bool follow_up = policy.app_called_recently() || app_cpu.busy(t);
+    const size_t work = progress_locked(t).total();
+    Timestamp deadline = Timestamp::never();
+    if (ProgressPolicy::needs_deadline(work, follow_up)) deadline = engine->next_deadline();
+    if (look.stats_due) {  // QP rates and counters for `uroce show`
+      refresh_stats_locked();
+      check_port_health();
+      refresh_port_stats_locked();
+      refresh_capture_locked();
+    }
+    mu.unlock();
+    const ProgressPolicy::Decision next = policy.after_step(t, work, follow_up, deadline);
+    switch (next.action) {
+      case Action::kStep:
+      case Action::kAgain: break;
+      case Action::kSpin: cpu_relax(); break;
+      case Action::kYield: sched_yield(); break;
+      case Action::kSleep: sleep_for(next.sleep); break;
+      case Action::kBackOff: sleep_for(policy.back_off_sleep(now(), deadline)); break;
+    }
+  }
+}
+
+int Runtime::open() {
+  std::string err;
+  port = open_port(cfg, &err);
+  if (!port) {
+    std::fprintf(stderr, "uroce: %s: cannot open port '%s': %s\n", cfg.name.c_str(),
+                 cfg.port.c_str(), err.c_str());
+    return ENODEV;
+  }
+  transport::EngineConfig ec;
+  ec.mac = cfg.mac ? *cfg.mac : port->mac();
+  for (const auto& a : cfg.addresses) ec.gids.push_back(a.gid);
+  ec.max_mtu = cfg.mtu;
+  ec.link_speed_bps = port->link_speed_bps();
+  ec.roce_dscp = cfg.roce_dscp;
+  ec.cnp_dscp = cfg.cnp_dscp;
+  ec.ecn = cfg.ecn;
+  ec.dscp_to_prio = cfg.dscp_to_prio;
+  ec.loss_recovery = cfg.loss_recovery == config::Device::LossRecovery::kSelective
+                         ? transport::LossRecovery::kSelective
+                         : transport::LossRecovery::kGoBackN;
+  ec.vlan = cfg.vlan;
+#ifdef UROCE_HAVE_DCQCN
+  if (config::cc_in_force(cfg) != CcAlgorithm::kOff) {
+    std::string cerr;
+    cc = make_congestion(cfg, &cerr);
+    if (!cc) {
+      std::fprintf(stderr, "uroce: %s: %s\n", cfg.name.c_str(), cerr.c_str());
+      return EINVAL;
+    }
+  }
+  ec.cc = cc.get();
+#endif
+  std::random_device rd;
+  ec.key_seed = (uint64_t{rd()} << 32) | rd();
+  active_mtu = mtu_code(cfg.mtu);
+  if (LinkState st; port->link_state(&st)) {
+    // Host mode: the GIDs are the netdev's addresses; the path MTU is what its MTU carries.
+    link_version = port->link_version();
+    link_up = st.up;
+    ifindex = st.ifindex;
+    ec.gids = st.gids;
+    if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs carry the client slot
+      ec.qpn_tag_bits = kSharedQpnTagBits;
+      ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
+    }
+    if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
+    ec.max_mtu = 128u << active_mtu;
+  }
+  gids = ec.gids;
+#ifdef UROCE_HAVE_STATS
+  // Counters live in the device's shared-memory segment when it can be created; a failure
+  // (no writable run dir) only costs visibility from outside the process.
+  std::string serr;
+  stats = stats::StatsSegment::create(cfg.name, stats::summarize(cfg, source), &serr);
+  if (!stats && getenv("UROCE_VERBS_DEBUG")) std::fprintf(stderr, "uroce: %s\n", serr.c_str());
+#endif
+  // Registered after the first stats segment (and after the port, whose driver may register
+  // its own cleanup), so it runs before their handlers.
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(stop_all_at_exit); });
+  engine = std::make_unique<transport::Engine>(ec, engine_counters(), this);
+  refresh_port_stats_locked();
+  start_thread();
+  return 0;
+}
+
+}  // namespace uroce::device
