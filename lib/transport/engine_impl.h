@@ -277,6 +277,13 @@ struct Engine::Impl {
   int sr_resend(Qp& qp, TxSink& sink, NeighborResolver& neigh, Timestamp now);
   /// The retransmission timeouts (sr_rto_low, sr_rto_high).
   void sr_timers(Qp& qp, Timestamp now);
+  /// A packet newly held by the peer, or a READ response placed ahead: the path delivers, so
+  /// the retransmission timer starts again, not backed off (a hole alone is left to the
+  /// transmission order).
+  void sr_alive(Qp& qp, Timestamp now) {
+    qp.req.sr.rto_backoff = 0;
+    sr_arm_rto(qp, now);
+  }
   /// Starts the retransmission timer at now (a send, progress).
   void sr_arm_rto(Qp& qp, Timestamp now) {
     qp.req.sr.rto_armed = now;

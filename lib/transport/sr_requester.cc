@@ -131,6 +131,7 @@ void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now)
       if (!e) {
         e = 1;
         b.count++;
+        sr_alive(qp, now);
         sr_delivered(qp, x);
         if (x == qp.req.rtt_psn) rtt_on_arrived(qp, x, now);
       }
@@ -184,6 +185,7 @@ bool Engine::Impl::sr_hold_response(Qp& qp, Psn psn) {
   if (e) return false;
   e = 1;
   qp.comp.sack.count++;
+  sr_alive(qp, last_now);
   return true;
 }
 
