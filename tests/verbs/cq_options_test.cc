@@ -146,38 +146,9 @@ TEST_F(TimestampTest, CompletionsCarryTheDeviceClockAndTheWallClock) {
   EXPECT_GT(ts[2], ts[0]);
 }
 
-/// A channel CQ (ecq_) receiving b2_'s completions; a2_ sends to b2_.
-class ModerationTest : public QpPairTest {
+/// Moderation on the channel CQ ecq_ (ChannelPairTest).
+class ModerationTest : public ChannelPairTest {
  protected:
-  void SetUp() override {
-    open(IBV_QPT_RC);
-    ch_ = ibv_create_comp_channel(ctx_);
-    ASSERT_NE(ch_, nullptr);
-    ecq_ = ibv_create_cq(ctx_, 64, this, ch_, 0);
-    ASSERT_NE(ecq_, nullptr);
-    a2_ = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
-    b2_ = make_qp(IBV_QPT_RC, ecq_, nullptr, false);
-    ASSERT_NE(a2_, nullptr);
-    ASSERT_NE(b2_, nullptr);
-    ASSERT_EQ(connect_qp(ctx_, a2_, b2_->qp_num, 5, 6), 0);
-    ASSERT_EQ(connect_qp(ctx_, b2_, a2_->qp_num, 6, 5), 0);
-  }
-  void extra_qp_teardown() override {
-    if (a2_) {
-      EXPECT_EQ(ibv_destroy_qp(a2_), 0);
-    }
-    if (b2_) {
-      EXPECT_EQ(ibv_destroy_qp(b2_), 0);
-    }
-  }
-  void extra_teardown() override {
-    if (ecq_) {
-      EXPECT_EQ(ibv_destroy_cq(ecq_), 0);
-    }
-    if (ch_) {
-      EXPECT_EQ(ibv_destroy_comp_channel(ch_), 0);
-    }
-  }
   /// One SEND a2 -> b2 into a posted receive; returns once the sender's completion is in, so
   /// the receive's completion is in ecq_ (the responder completes before it acknowledges).
   void send_one(Buffer& src, Buffer& dst) {
@@ -209,10 +180,6 @@ class ModerationTest : public QpPairTest {
     pollfd p{ch_->fd, POLLIN, 0};
     return poll(&p, 1, timeout_ms) == 1;
   }
-  ibv_comp_channel* ch_ = nullptr;
-  ibv_cq* ecq_ = nullptr;
-  ibv_qp* a2_ = nullptr;
-  ibv_qp* b2_ = nullptr;
 };
 
 TEST_F(ModerationTest, BadAttributesAreRefused) {

@@ -19,38 +19,8 @@
 namespace uroce::verbs_test {
 namespace {
 
-class ChannelTest : public QpPairTest {
+class ChannelTest : public ChannelPairTest {
  protected:
-  void SetUp() override {
-    open(IBV_QPT_RC);
-    ch_ = ibv_create_comp_channel(ctx_);
-    ASSERT_NE(ch_, nullptr);
-    ecq_ = ibv_create_cq(ctx_, 64, this, ch_, 0);
-    ASSERT_NE(ecq_, nullptr);
-    // A third QP pair side: b2 receives on the event CQ, connected to a2.
-    a2_ = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
-    b2_ = make_qp(IBV_QPT_RC, ecq_, nullptr, false);
-    ASSERT_NE(a2_, nullptr);
-    ASSERT_NE(b2_, nullptr);
-    ASSERT_EQ(connect_qp(ctx_, a2_, b2_->qp_num, 5, 6), 0);
-    ASSERT_EQ(connect_qp(ctx_, b2_, a2_->qp_num, 6, 5), 0);
-  }
-  void extra_qp_teardown() override {
-    if (a2_) {
-      EXPECT_EQ(ibv_destroy_qp(a2_), 0);
-    }
-    if (b2_) {
-      EXPECT_EQ(ibv_destroy_qp(b2_), 0);
-    }
-  }
-  void extra_teardown() override {
-    if (ecq_) {
-      EXPECT_EQ(ibv_destroy_cq(ecq_), 0);
-    }
-    if (ch_) {
-      EXPECT_EQ(ibv_destroy_comp_channel(ch_), 0);
-    }
-  }
   void post_recv_b2(Buffer& dst, uint64_t id) {
     ibv_sge s{dst.addr(), static_cast<uint32_t>(dst.bytes.size()), dst.mr->lkey};
     ibv_recv_wr rwr = recv_wr(id, &s);
@@ -70,10 +40,6 @@ class ChannelTest : public QpPairTest {
     ASSERT_EQ(wcs.size(), 1u);
     EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS);
   }
-  ibv_comp_channel* ch_ = nullptr;
-  ibv_cq* ecq_ = nullptr;
-  ibv_qp* a2_ = nullptr;
-  ibv_qp* b2_ = nullptr;
 };
 
 TEST_F(ChannelTest, ArmedCqSignalsTheFdOnce) {

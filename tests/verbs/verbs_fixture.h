@@ -267,6 +267,45 @@ class QpPairTest : public ::testing::Test {
 };
 
 /// A deterministic byte pattern (seeded) for byte-for-byte checks.
+/// QpPairTest plus a second RC pair: b2_ receives on ecq_, a CQ with a completion channel
+/// (ch_); a2_ sends to b2_ and completes on cq_a_.
+class ChannelPairTest : public QpPairTest {
+ protected:
+  void SetUp() override {
+    open(IBV_QPT_RC);
+    ch_ = ibv_create_comp_channel(ctx_);
+    ASSERT_NE(ch_, nullptr);
+    ecq_ = ibv_create_cq(ctx_, 64, this, ch_, 0);
+    ASSERT_NE(ecq_, nullptr);
+    a2_ = make_qp(IBV_QPT_RC, cq_a_, nullptr, false);
+    b2_ = make_qp(IBV_QPT_RC, ecq_, nullptr, false);
+    ASSERT_NE(a2_, nullptr);
+    ASSERT_NE(b2_, nullptr);
+    ASSERT_EQ(connect_qp(ctx_, a2_, b2_->qp_num, 5, 6), 0);
+    ASSERT_EQ(connect_qp(ctx_, b2_, a2_->qp_num, 6, 5), 0);
+  }
+  void extra_qp_teardown() override {
+    if (a2_) {
+      EXPECT_EQ(ibv_destroy_qp(a2_), 0);
+    }
+    if (b2_) {
+      EXPECT_EQ(ibv_destroy_qp(b2_), 0);
+    }
+  }
+  void extra_teardown() override {
+    if (ecq_) {
+      EXPECT_EQ(ibv_destroy_cq(ecq_), 0);
+    }
+    if (ch_) {
+      EXPECT_EQ(ibv_destroy_comp_channel(ch_), 0);
+    }
+  }
+  ibv_comp_channel* ch_ = nullptr;
+  ibv_cq* ecq_ = nullptr;
+  ibv_qp* a2_ = nullptr;
+  ibv_qp* b2_ = nullptr;
+};
+
 inline void fill_pattern(std::vector<uint8_t>& v, uint32_t seed) {
   uint32_t x = seed * 2654435761u + 1;
   for (auto& b : v) {
