@@ -239,6 +239,9 @@ struct Engine::Impl {
   void sack_forget_below(Qp& qp);
   /// Whether the peer holds psn (a SACKETH said so); psn >= una.
   bool sack_held(const Qp& qp, Psn psn) const;
+  /// Marks psn (inside the window) held on the board; false when it already was. A newly held
+  /// PSN restarts the retransmission timer (sr_alive).
+  bool sack_hold(Qp& qp, Psn psn, Timestamp now);
   /// Sent, neither acknowledged nor held by the peer.
   uint32_t sr_in_flight(const Qp& qp) const;
   /// The lowest lost PSN from `from` on into req.sr.hole (has_hole false: none).
@@ -257,6 +260,8 @@ struct Engine::Impl {
   bool sr_read_done(const Qp& qp, Psn last) const;
   /// READ requests that may still be at the responder.
   uint32_t sr_reads_in_flight(const Qp& qp) const;
+  /// sr_reads_in_flight() has reached the QP's max_rd_atomic: no more READ request may go.
+  bool sr_reads_full(const Qp& qp) const;
   /// A READ request ending at PSN `last` went out: it counts against max_rd_atomic until done.
   void sr_note_read(Qp& qp, Psn last);
   /// A response for psn arrived: its request's transmission did (loss by transmission order).

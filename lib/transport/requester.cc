@@ -82,7 +82,7 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
       // A READ (or its next part) once a useful part fits and max_rd_atomic allows.
       const uint32_t left = w.started ? w.npkts - qp.req.send_off : packets_for(w.length, qp.mtu);
       if (room < static_cast<int32_t>(std::min(left, cfg.sr_window / 4))) return false;
-      if (sr_reads_in_flight(qp) >= std::max<uint32_t>(qp.attr.max_rd_atomic, 1)) return false;
+      if (sr_reads_full(qp)) return false;
     }
     return room > 0 && sr_in_flight(qp) < sr_cap(qp);
   }
@@ -95,8 +95,7 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
 bool Engine::Impl::requester_ready(const Qp& qp) const {
   if (qp.selective && qp.req.sr.has_hole &&
       (qp.state == QpState::kRts || qp.state == QpState::kSqd))
-    return !qp.req.sr.hole_read ||
-           sr_reads_in_flight(qp) < std::max<uint32_t>(qp.attr.max_rd_atomic, 1);
+    return !qp.req.sr.hole_read || !sr_reads_full(qp);
   return requester_has_packet(qp);
 }
 

@@ -115,7 +115,6 @@ void Engine::Impl::sr_declare_lost(Qp& qp, Psn from) {
 
 void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   sack_forget_below(qp);
-  SackBoard& b = qp.comp.sack;
   if (p.ext == wire::UroceExt::kSack) {
     bool bad = false;
     for (uint32_t j = 0; j < 32u * p.sack.nwords; ++j) {
@@ -127,11 +126,7 @@ void Engine::Impl::sr_on_ack(Qp& qp, const wire::ParsedPacket& p, Timestamp now)
         bad = true;
         continue;
       }
-      uint8_t& e = b.held[x.value() & qp.sr_mask];
-      if (!e) {
-        e = 1;
-        b.count++;
-        sr_alive(qp, now);
+      if (sack_hold(qp, x, now)) {
         sr_delivered(qp, x);
         if (x == qp.req.rtt_psn) rtt_on_arrived(qp, x, now);
       }
@@ -166,6 +161,10 @@ uint32_t Engine::Impl::sr_reads_in_flight(const Qp& qp) const {
   return n;
 }
 
+bool Engine::Impl::sr_reads_full(const Qp& qp) const {
+  return sr_reads_in_flight(qp) >= std::max<uint32_t>(qp.attr.max_rd_atomic, 1);
+}
+
 void Engine::Impl::sr_note_read(Qp& qp, Psn last) {
   std::vector<Psn>& v = qp.req.sr.read_ends;
   std::erase_if(v, [&](Psn e) { return sr_read_done(qp, e); });  // a short list
@@ -181,11 +180,15 @@ bool Engine::Impl::sr_hold_response(Qp& qp, Psn psn) {
   sack_forget_below(qp);
   const int32_t d = diff(psn, qp.comp.una);
   if (d < 0 || d >= static_cast<int32_t>(cfg.sr_window)) return false;
+  return sack_hold(qp, psn, last_now);
+}
+
+bool Engine::Impl::sack_hold(Qp& qp, Psn psn, Timestamp now) {
   uint8_t& e = qp.comp.sack.held[psn.value() & qp.sr_mask];
   if (e) return false;
   e = 1;
   qp.comp.sack.count++;
-  sr_alive(qp, last_now);
+  sr_alive(qp, now);
   return true;
 }
 
