@@ -70,7 +70,8 @@ def main():
             f.write("0")
     os.makedirs(OUT, exist_ok=True)
     for name in os.listdir(OUT):
-        os.unlink(os.path.join(OUT, name))
+        if not name.startswith("regress-"):  # crashes found by fuzzing stay as seeds
+            os.unlink(os.path.join(OUT, name))
     mon = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
     mon.bind((0, GROUPS))
     mon.setblocking(False)

@@ -1,6 +1,7 @@
 // Kernel notifications into NetdevState through libnl's parsers (message.h).
 #include "netlink/message.h"
 
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <netlink/msg.h>
@@ -9,7 +10,10 @@
 #include <netlink/route/link.h>
 #include <sys/socket.h>
 
+#include <algorithm>
+#include <array>
 #include <cstring>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -67,45 +71,44 @@ void on_object(nl_object* obj, void* arg) {
     if (rtnl_link_get_ifindex(link) == a->state->ifindex) apply_link(a, link);
   } else if (type == "route/addr") {
     apply_addr(a, reinterpret_cast<rtnl_addr*>(obj));
-  } else if (type == "route/route") {
-    a->changes |= kRoutesChanged;
-  } else if (type == "route/neigh") {
-    a->changes |= kNeighChanged;
   }
 }
 
-/// False for a route message whose RTA_MULTIPATH holds a next hop shorter than its own header
-/// or longer than what is left: libnl's parser (route_obj.c parse_multipath) advances by
-/// RTNH_ALIGN(rtnh_len), so a zero length makes it add next hops until memory runs out. The
-/// kernel never sends one; such a message is ignored whole.
-bool multipath_well_formed(const nlmsghdr* hdr) {
-  if (hdr->nlmsg_type != RTM_NEWROUTE && hdr->nlmsg_type != RTM_DELROUTE) return true;
-  // Headers are copied out (memcpy): attribute data carries no alignment guarantee.
-  const auto* base = reinterpret_cast<const uint8_t*>(hdr);
-  const size_t end = hdr->nlmsg_len;
-  size_t off = NLMSG_HDRLEN + NLMSG_ALIGN(sizeof(rtmsg));
-  while (off + sizeof(rtattr) <= end) {
-    rtattr a;
-    std::memcpy(&a, base + off, sizeof a);
-    if (a.rta_len < sizeof(rtattr) || off + a.rta_len > end) break;
-    if ((a.rta_type & NLA_TYPE_MASK) == RTA_MULTIPATH) {
-      const size_t stop = off + a.rta_len;
-      for (size_t p = off + RTA_LENGTH(0); p + sizeof(rtnexthop) <= stop;) {
-        rtnexthop nh;
-        std::memcpy(&nh, base + p, sizeof nh);
-        if (nh.rtnh_len < sizeof(rtnexthop) || p + nh.rtnh_len > stop) return false;
-        p += RTNH_ALIGN(nh.rtnh_len);
-      }
-    }
-    off += RTA_ALIGN(a.rta_len);
+/// What a route or neighbour message changes, without libnl's object parsers: they are only a
+/// signal to look again (routes, neighbours), and libnl's route parser trusts attribute lengths
+/// the kernel always gets right (a short RTA_VIA makes nl_addr_build copy (size_t)-1 bytes, a
+/// zero-length RTA_MULTIPATH next hop loops until memory runs out). The framing is still checked:
+/// a message whose header or attributes do not fit is ignored.
+std::optional<unsigned> signal_only(const nlmsghdr* hdr) {
+  int family_header = 0;
+  int max_type = 0;
+  unsigned change = kNoChange;
+  switch (hdr->nlmsg_type) {
+    case RTM_NEWROUTE:
+    case RTM_DELROUTE:
+      family_header = sizeof(rtmsg);
+      max_type = RTA_MAX;
+      change = kRoutesChanged;
+      break;
+    case RTM_NEWNEIGH:
+    case RTM_DELNEIGH:
+      family_header = sizeof(ndmsg);
+      max_type = NDA_MAX;
+      change = kNeighChanged;
+      break;
+    default: return std::nullopt;
   }
-  return true;
+  std::array<nlattr*, std::max(RTA_MAX, NDA_MAX) + 1> tb{};
+  if (nlmsg_parse(const_cast<nlmsghdr*>(hdr), family_header, tb.data(), max_type, nullptr) < 0) {
+    return kNoChange;
+  }
+  return change;
 }
 
 }  // namespace
 
 unsigned apply_message(NetdevState* state, nl_msg* msg) {
-  if (!multipath_well_formed(nlmsg_hdr(msg))) return kNoChange;
+  if (auto change = signal_only(nlmsg_hdr(msg))) return *change;
   Apply a{state, nlmsg_hdr(msg)->nlmsg_type};
   nl_msg_parse(msg, on_object, &a);
   return a.changes;

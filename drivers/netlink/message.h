@@ -2,7 +2,8 @@
  * @file message.h
  * @brief One rtnetlink notification (link, address, route, neighbour) applied to a
  * NetdevState: the only place kernel messages become state, so it is what fuzz/netlink_msg.cc
- * feeds. Decoding is libnl's (nl_msg_parse with the route cache parsers).
+ * feeds. Link and address messages are decoded by libnl (nl_msg_parse with the route cache
+ * parsers); route and neighbour messages only have their framing checked.
  *
  * Link messages for state->ifindex update name, MAC, MTU, up and rx queues; a deleted link is
  * down. Address messages for it add or remove the GID (at the end of its rxe group: Monitor
