@@ -12,7 +12,8 @@
  *
  * With the first input byte odd, the QP uses selective repeat (uroce's extension) and ACKs may
  * carry a forged SACKETH bitmap: the board, the loss detection and the resends must hold the
- * same invariants.
+ * same invariants. With its bit 1 set, the QP uses peer timestamps and ACKs carry a TSETH whose
+ * echo and hold come from the input (forged ones included).
  *
  * Input: one mode byte, then records, each a tag byte then fields (see the loop). Units: bytes,
  * ns.
@@ -57,9 +58,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MrKeys k = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(buf), kBuf, 0xf).value();
 
   fuzz::Reader in{data, size};
-  const bool selective = in.u8() & 1;
+  const uint8_t mode = in.u8();
+  const bool selective = mode & 1, timestamps = mode & 2;
   const uint32_t rc = f.create_qp(QpType::kRc);
   if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
+  if (timestamps) check(static_cast<bool>(e.set_peer_timestamps(rc, true)));
   fuzz::rc_to_rts(e, rc, f.peer, kSqPsn);
 
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicCmpAndSwp,
@@ -101,6 +104,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         s.sack.nwords = static_cast<uint8_t>(1 + in.u8() % wire::kSackMaxWords);
         for (size_t w = 0; w < s.sack.nwords; ++w) s.sack.bits[w] = in.u32();
         plen = 0;
+      }
+      if (timestamps && s.opcode == wire::Opcode::kRcAcknowledge) {
+        s.has_tseth = true;
+        s.tseth = {static_cast<uint32_t>(now.ns) - in.u16() * 16u, in.u16() * 8u};
       }
       f.deliver(s, in, plen, now);
     }

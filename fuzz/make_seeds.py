@@ -27,10 +27,11 @@ def u32(v):
 
 
 def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=False,
-                     compare=0, swap=0, recv_seq=None):
+                     compare=0, swap=0, recv_seq=None, stamp=None):
     """One structured record of responder_rx: valid keys, address rw+off-64, RETH length as
     is (sel bit 3), DETH Q_Key 0x1234 (sel bit 5), default P_Key; with recv_seq an SRETH
-    (sel bit 7: selective repeat, VA or offset from off)."""
+    (sel bit 7: selective repeat, VA or offset from off); with stamp a TSETH (mode bit 1: peer
+    timestamps, on every RC request record)."""
     tag = 1 | (4 if ud else 0) | (32 if ackreq else 0)
     sel = 8 | 32 | (128 if recv_seq is not None else 0)
     rec = u8(tag) + u8(opcode) + u8(psn) + u8(sel) + u16(off + 64) + u16(length)
@@ -41,13 +42,17 @@ def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=
     rec += u16(len(payload))
     if recv_seq is not None:
         rec += u8(recv_seq)                         # SRETH recv_seq
+    if stamp is not None:
+        rec += u32(stamp)                           # TSETH stamp
     return rec + payload
 
 
-def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0, sack=None):
+def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0, sack=None,
+                     ts=None):
     """One structured record of completer_rx: kind indexes its kResponses table, rel_psn counts
     from the QP's first send PSN; sack (base relative to the first send PSN, [bitmap words])
-    adds a SACKETH (tag bit 7, selective repeat)."""
+    adds a SACKETH (tag bit 7, selective repeat); ts (age in 16 ns units, hold in 8 ns units)
+    the TSETH of an ACK (mode bit 1: peer timestamps, on every ACK record)."""
     tag = 1 | 32 | (16 if syndrome is not None else 0) | (128 if sack else 0)
     rec = u8(tag) + u8(kind) + u8(rel_psn + 4)
     if syndrome is not None:
@@ -56,12 +61,14 @@ def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0, s
     rec += u16(len(payload))
     if sack:
         rec += u8(sack[0] + 4) + u8(len(sack[1]) - 1) + b"".join(u32(w) for w in sack[1])
-        return rec
-    return rec + payload
+    if ts:
+        rec += u16(ts[0]) + u16(ts[1])
+    return rec if sack else rec + payload
 
 
 def write(folder, name, data, mode=None):
-    """mode: the engine targets' first input byte (1: selective repeat, 0: go-back-N)."""
+    """mode: the engine targets' first input byte (bit 0: selective repeat, else go-back-N; bit
+    1: peer timestamps)."""
     if folder in ("responder_rx", "completer_rx"):
         data = u8(mode or 0) + data
     path = os.path.join(HERE, "corpus", folder)
@@ -96,6 +103,11 @@ def responder_seeds():
     write("responder_rx", "duplicate_and_gap",
           responder_record(0x04, 0, payload=b"a") + responder_record(0x04, 0, payload=b"a") +
           responder_record(0x04, 3, payload=b"b"))
+    # Peer timestamps: every RC request carries a stamp; the ACKs echo them.
+    write("responder_rx", "ts_write_send",
+          responder_record(0x0a, 0, 0, 200, p256[:200], stamp=1000) +
+          responder_record(0x04, 1, payload=b"a", stamp=0xfffffff0) +
+          responder_record(0x64, 0, payload=p256[:64], ud=True), mode=2)
     # Selective repeat: packets ahead of the expected PSN placed, then the gap filled.
     write("responder_rx", "sr_write_out_of_order",
           responder_record(0x06, 0, 0, 600, p256, ackreq=False, recv_seq=0) +
@@ -127,6 +139,12 @@ def completer_seeds():
           mode=1)
     write("completer_rx", "sr_sack_forged",
           completer_record(4, 0, msn=0, sack=(2, [0xffffffff] * 16)), mode=1)
+    # Peer timestamps: echoes 8 µs old held 2 µs, then one from the future (forged).
+    write("completer_rx", "ts_acks",
+          read0 + completer_record(4, 7, msn=2, ts=(500, 250)) +
+          completer_record(4, 12, msn=4, ts=(0, 65535)), mode=2)
+    write("completer_rx", "ts_sr_sack",
+          read0 + completer_record(4, 3, msn=1, sack=(5, [0xe8000000]), ts=(300, 10)), mode=3)
 
 
 CONFIGS = {

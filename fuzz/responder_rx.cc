@@ -13,7 +13,8 @@
  * After each record the engine transmits (into a discarding sink) and fake time advances.
  * With the first input byte odd, the RC QP uses selective repeat (uroce's extension) and
  * structured SEND/WRITE requests may carry an SRETH (recv_seq, R_Key, VA or offset from the
- * input): out-of-order placement must keep to the same regions.
+ * input): out-of-order placement must keep to the same regions. With its bit 1 set, the QP
+ * uses peer timestamps and RC requests may carry a TSETH (its stamp from the input).
  * Units: bytes, ns.
  */
 #include <cstddef>
@@ -59,9 +60,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MrKeys kro = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
 
   Reader in{data, size};
-  const bool selective = in.u8() & 1;
+  const uint8_t mode = in.u8();
+  const bool selective = mode & 1, timestamps = mode & 2;
   const uint32_t rc = f.create_qp(QpType::kRc);
   if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
+  if (timestamps) check(static_cast<bool>(e.set_peer_timestamps(rc, true)));
   fuzz::rc_to_rts(e, rc, f.peer, 1000);
   const uint32_t ud = f.create_qp(QpType::kUd);
   QpAttr u;
@@ -133,6 +136,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           (oi.is(wire::OpFlag::kSend) || oi.is(wire::OpFlag::kWrite))) {
         s.ext = wire::UroceExt::kSreth;
         s.sreth = {in.u8() % 16u, rkey, oi.is(wire::OpFlag::kWrite) ? va : off};
+      }
+      if (timestamps && oi.is(wire::OpFlag::kRc) && oi.is(wire::OpFlag::kRequest)) {
+        s.has_tseth = true;
+        s.tseth.stamp = in.u32();
       }
       f.deliver(s, in, plen, now);
     }

@@ -21,7 +21,7 @@ namespace uroce::sim {
 
 /// Host i of n, named name_prefix + i, its key seed key_base + i; its cc::Factory goes to *cc.
 /// S is the scenario's settings: algorithm, params (DCQCN), delay, rate_bps,
-/// max_unacked_psns, recovery.
+/// max_unacked_psns, recovery, peer_timestamps.
 template <class S>
 std::unique_ptr<EngineHost> make_fabric_host(Simulator& sim, const S& s, int i, int n,
                                              uint64_t key_base, const char* name_prefix,
@@ -39,6 +39,7 @@ std::unique_ptr<EngineHost> make_fabric_host(Simulator& sim, const S& s, int i, 
   cfg.cc = s.algorithm != CcAlgorithm::kOff ? cc->back().get() : nullptr;
   cfg.max_unacked_psns = s.max_unacked_psns;
   cfg.loss_recovery = s.recovery;
+  cfg.peer_timestamps = s.peer_timestamps;
   std::string name = name_prefix;
   name += std::to_string(i);  // not prefix + ...: GCC 12's -Wrestrict false positive
   auto h = std::make_unique<EngineHost>(sim, cfg, name);

@@ -49,6 +49,7 @@ struct IncastSpec {
   dcqcn::DcqcnParams params = dcqcn::paper_preset();
   cc::DelayParams delay;  ///< kDelay, kDcqcnDelay
   transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
+  bool peer_timestamps = false;         ///< uroce's timestamp extension on every RC QP
   uint64_t buffer_bytes = 12ull << 20;  ///< the switch's shared buffer
   /// Short flows beside the long ones: one more sender posting `short_bytes` WRITEs one at a
   /// time (each posted when the last completed); 0: none. completion_times() measures them.

@@ -60,6 +60,7 @@ struct RingSpec {
   /// 1 KB frames stored and forwarded at 40 Gb/s: about 8 us.
   cc::DelayParams delay{.base_rtt = Duration::micros(8)};
   transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
+  bool peer_timestamps = false;     ///< uroce's timestamp extension on every RC QP
   uint64_t buffer_bytes = 1 << 20;  ///< each switch's shared buffer
   uint8_t path_mtu = 3;             ///< 1 KB packets
   uint32_t max_unacked_psns = 4096;

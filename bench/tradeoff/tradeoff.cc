@@ -12,8 +12,8 @@
  *   lossless     PFC + ECN + DCQCN, go-back-N            (classic RoCE)
  *   ecn-gbn      no PFC, ECN + DCQCN, go-back-N          (NIC "lossy RoCE")
  *   ecn-sr       no PFC, ECN + DCQCN, selective repeat
- *   delay-sr     no PFC, no ECN, delay-based, selective repeat
- *   lossy        no PFC, ECN, DCQCN + delay-based, selective repeat (uroce's `lossy` profile)
+ *   delay-sr     no PFC, no ECN, delay-based from peer timestamps, selective repeat
+ *   lossy        no PFC, ECN, DCQCN + delay-based (peer timestamps), selective repeat (`lossy`)
  * Workloads (20 ms each, measured from 5 ms): one flow at 0.1/1/5 % random loss on every link;
  * 8:1 and 16:1 incasts with a short flow (4 KB messages, one at a time) into the same receiver;
  * a victim flow from one incast sender to an idle receiver beside an 8:1 incast; open-loop
@@ -46,6 +46,7 @@ struct Config {
   bool pfc, ecn;
   CcAlgorithm algorithm;
   transport::LossRecovery recovery;
+  bool timestamps = false;  ///< peer timestamps (the delay-based control's round trips)
 };
 
 enum class Kind { kIncast, kOpenLoop, kRing };
@@ -86,6 +87,7 @@ IncastSpec spec(const Config& c, const Workload& w) {
   s.algorithm = c.algorithm;
   s.delay.base_rtt = Duration::micros(5);  // the path through empty queues (delay_incast_test)
   s.recovery = c.recovery;
+  s.peer_timestamps = c.timestamps;
   s.loss = w.loss;
   s.short_bytes = w.short_flow ? 4096 : 0;
   s.victim = w.victim;
@@ -138,6 +140,7 @@ bool run_ring(const Config& c, const Workload& w, Row* out) {
   s.algorithm = is.algorithm;
   s.delay.target_queue = is.delay.target_queue;  // the base round trip is the ring's own
   s.recovery = is.recovery;
+  s.peer_timestamps = is.peer_timestamps;
   s.buffer_bytes = is.buffer_bytes;
   s.run = is.run;
   RingRun r(s);
@@ -170,8 +173,8 @@ int main() {
   const Config configs[] = {{"lossless", true, true, A::kDcqcn, R::kGoBackN},
                             {"ecn-gbn", false, true, A::kDcqcn, R::kGoBackN},
                             {"ecn-sr", false, true, A::kDcqcn, R::kSelective},
-                            {"delay-sr", false, false, A::kDelay, R::kSelective},
-                            {"lossy", false, true, A::kDcqcnDelay, R::kSelective}};
+                            {"delay-sr", false, false, A::kDelay, R::kSelective, true},
+                            {"lossy", false, true, A::kDcqcnDelay, R::kSelective, true}};
   const Workload workloads[] = {{"loss 0.1%", 1, 0.001, false, false},
                                 {"loss 1%", 1, 0.01, false, false},
                                 {"loss 5%", 1, 0.05, false, false},

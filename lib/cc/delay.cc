@@ -36,6 +36,12 @@ Duration DelayControl::target_delay() const {
 
 void DelayControl::on_rtt(Duration rtt, Timestamp now) {
   if (rtt.ns <= 0) return;
+  // ai per round trip however many samples it brings: each adds the share of a round trip
+  // since the one before (all of it for the first).
+  const double share = last_rtt_.ns == 0
+                           ? 1.0
+                           : std::min(1.0, static_cast<double>((now - last_sample_at_).ns) /
+                                               static_cast<double>(rtt.ns));
   ++stats_.samples;
   last_rtt_ = rtt;
   last_sample_at_ = now;
@@ -43,7 +49,7 @@ void DelayControl::on_rtt(Duration rtt, Timestamp now) {
   const Duration target = target_delay();
   if (rtt < target) {
     if (rate_ < line_) {
-      rate_ = std::min(line_, rate_ + ai_);
+      rate_ = std::min(line_, rate_ + ai_ * share);
       ++stats_.increases;
     }
     return;

@@ -6,9 +6,10 @@
  * as the signal) and Swift's (Kumar et al., SIGCOMM 2020: a target delay, AIMD, a cut in
  * proportion to how far the delay is above the target, at most one cut per round trip).
  *
- * Per round-trip sample `rtt` (the transport times one request packet per round trip):
+ * Per round-trip sample `rtt` (the transport times one request packet per round trip, or
+ * takes one from every acknowledgement with peer timestamps):
  *   target = base + target_queue            base: configured, or the smallest sample seen
- *   rtt <  target:  rate += ai              (one sample per round trip: ai per round trip)
+ *   rtt <  target:  rate += ai * min(1, (now - previous sample) / rtt)   (ai per round trip)
  *   rtt >= target:  rate *= max(1 - beta * (rtt - target) / rtt, 1 - max_mdf)
  *                   at most once per round trip (the last cut is at least `rtt` old)
  *   a packet lost:  rate *= 1 - max_mdf, at most once per round trip, unless a recent sample

@@ -100,6 +100,10 @@ struct Device {
   /// on both ends. ECE (ibv_set_ece, rdma_set_local_ece) agrees on selective repeat per QP
   /// whatever this says.
   enum class LossRecovery : uint8_t { kGoBackN, kSelective } loss_recovery = LossRecovery::kGoBackN;
+  /// Peer timestamps on RC QPs whose peer did not negotiate them through ECE (uroce's
+  /// extension, docs/loss-recovery.md): round trips for the delay-based control without the
+  /// responder's hold time. Every peer must then speak it: set it on both ends.
+  bool peer_timestamps = false;
   /// How RC/UC senders react to congestion: DCQCN from CNPs (switches mark ECN), the
   /// delay-based control from measured round trips (switches mark nothing), both (each QP sends
   /// at the lower rate), or none. dcqcn.enabled = false takes DCQCN out of either choice.

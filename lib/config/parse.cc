@@ -25,14 +25,29 @@ namespace uroce::config {
 
 namespace {
 
-constexpr std::string_view kDeviceKeys[] = {"name",         "port",          "eal",
-                                            "netdev",       "addresses",     "mtu",
-                                            "queues",       "mac",           "neighbors",
-                                            "profile",      "roce_dscp",     "cnp_dscp",
-                                            "dscp_to_prio", "trust",         "pcp_to_prio",
-                                            "vlan",         "ecn",           "pfc",
-                                            "dcqcn",        "loss_recovery", "congestion_control",
-                                            "delay"};
+constexpr std::string_view kDeviceKeys[] = {"name",
+                                            "port",
+                                            "eal",
+                                            "netdev",
+                                            "addresses",
+                                            "mtu",
+                                            "queues",
+                                            "mac",
+                                            "neighbors",
+                                            "profile",
+                                            "roce_dscp",
+                                            "cnp_dscp",
+                                            "dscp_to_prio",
+                                            "trust",
+                                            "pcp_to_prio",
+                                            "vlan",
+                                            "ecn",
+                                            "pfc",
+                                            "dcqcn",
+                                            "loss_recovery",
+                                            "congestion_control",
+                                            "delay",
+                                            "peer_timestamps"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -305,6 +320,7 @@ class Parser {
 
     if (!get_bool(t, "ecn", "ecn", &dev->ecn)) return false;
     if (!parse_recovery_and_cc(t, dev)) return false;
+    if (!get_bool(t, "peer_timestamps", "peer_timestamps", &dev->peer_timestamps)) return false;
     if (!parse_pfc(t, dev)) return false;
     if (!parse_delay(t, dev)) return false;
     return parse_dcqcn(t, dev);

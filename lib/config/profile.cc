@@ -30,6 +30,7 @@ void apply_profile(std::string_view name, Device* dev) {
     dev->dcqcn.enabled = true;
     dev->congestion_control = CcAlgorithm::kDcqcnDelay;
     dev->loss_recovery = Device::LossRecovery::kSelective;
+    dev->peer_timestamps = true;
   } else if (name == "hpc") {
     make_lossless(dev, 64 * 1024, 32 * 1024);
     dev->dcqcn.params["rpg_time_reset"] = 100;

@@ -43,9 +43,10 @@ inline constexpr std::string_view kDcqcnParamNames[] = {"rpg_time_reset",
 /// dev->dscp_to_prio to pick the lossless priority, so call it after those are set.
 ///   lossless: PFC on the RoCE data priority, xoff 64 KiB / xon 32 KiB, ECN and DCQCN on.
 ///   lossy:    no PFC; ECN on; congestion control "dcqcn+delay" (DCQCN where switches mark
-///             ECN, the delay-based control where they do not); selective repeat, so every RC
-///             peer must be a uroce with the same setting (QPs set up through the RDMA CM agree
-///             per QP and fall back to go-back-N with a peer that does not).
+///             ECN, the delay-based control where they do not); selective repeat and peer
+///             timestamps, so every RC peer must be a uroce with the same setting (QPs set up
+///             through the RDMA CM agree per QP and fall back to go-back-N with a peer that does
+///             not).
 ///   hpc:      lossless, plus faster DCQCN recovery (rpg_time_reset 100 µs, rpg_ai_rate 20,
 ///             min_time_between_cnps 0), the low-latency tuning of docs/dcqcn-pfc.md §1.1.
 ///   storage:  lossless with deeper buffers (xoff 256 KiB / xon 128 KiB) for large bursts.

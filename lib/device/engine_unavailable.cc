@@ -49,6 +49,8 @@ Status Engine::query_qp(uint32_t, QpAttr*, QpInitAttr*) { return Status::unsuppo
 Status Engine::destroy_qp(uint32_t) { return Status::unsupported(); }
 Status Engine::set_selective_repeat(uint32_t, bool) { return Status::unsupported(); }
 bool Engine::selective_repeat(uint32_t) const { return false; }
+Status Engine::set_peer_timestamps(uint32_t, bool) { return Status::unsupported(); }
+bool Engine::peer_timestamps(uint32_t) const { return false; }
 uint64_t Engine::qp_rate_bps(uint32_t) const { return 0; }
 bool Engine::qp_cc_state(uint32_t, Timestamp, QpCcState*) const { return false; }
 Status Engine::post_send(uint32_t, const SendWr&, Timestamp) { return Status::unsupported(); }

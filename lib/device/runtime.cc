@@ -351,6 +351,7 @@ int Runtime::open() {
   ec.loss_recovery = cfg.loss_recovery == config::Device::LossRecovery::kSelective
                          ? transport::LossRecovery::kSelective
                          : transport::LossRecovery::kGoBackN;
+  ec.peer_timestamps = cfg.peer_timestamps;
   ec.vlan = cfg.vlan;
 #ifdef UROCE_HAVE_DCQCN
   if (config::cc_in_force(cfg) != CcAlgorithm::kOff) {

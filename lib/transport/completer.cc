@@ -80,7 +80,7 @@ void Engine::Impl::rtt_on_arrived(Qp& qp, Psn psn, Timestamp now) {
   RequesterState& r = qp.req;
   if (r.rtt_sent.is_never() || diff(psn, r.rtt_psn) < 0) return;
   const Duration rtt = now - r.rtt_sent;
-  if (!r.rtt_read) qp.cc->on_rtt(rtt, now);
+  if (!r.rtt_read && !qp.timestamps) qp.cc->on_rtt(rtt, now);
   r.rtt_sent = Timestamp::never();
   // Smoothed with its variation as TCP does (RFC 6298 §2: gains 1/8 and 1/4), for selective
   // repeat's short RTO.
@@ -92,6 +92,14 @@ void Engine::Impl::rtt_on_arrived(Qp& qp, Psn psn, Timestamp now) {
     r.rttvar = Duration::nanos(r.rttvar.ns + ((err < 0 ? -err : err) - r.rttvar.ns) / 4);
     r.srtt = Duration::nanos(r.srtt.ns + err / 8);
   }
+}
+
+void Engine::Impl::peer_rtt(Qp& qp, const wire::TsethValue& t, Timestamp now) {
+  // Modulo 2^32 ns: exact for round trips under ~2 s; a later or forged echo is ignored.
+  const uint32_t since_sent = static_cast<uint32_t>(now.ns) - t.stamp;
+  if (since_sent > 0x7fffffffu || t.hold >= since_sent) return;
+  inc(Counter::ts_samples);
+  qp.cc->on_rtt(Duration::nanos(since_sent - t.hold), now);
 }
 
 void Engine::Impl::on_progress(Qp& qp, Timestamp now) {
@@ -230,6 +238,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
   const wire::OpcodeInfo& info = *p.info;
   const Psn q = p.psn;
   if (diff(q, qp.comp.una) < -1 || diff(q, qp.req.max_psn) >= 0) return;  // stale, or never sent
+  if (p.has_tseth) peer_rtt(qp, p.tseth, now);
 
   if (info.is(OpFlag::kReadResponse) || info.is(OpFlag::kAtomicAck)) {
     if (qp.selective) sr_response_arrived(qp, q);

@@ -357,6 +357,7 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   qp->resp.replay.assign(1, AtomicReplay{});  // resized with max_dest_rd_atomic (modify_qp)
   if (a.type == QpType::kRc && m.cfg.loss_recovery == LossRecovery::kSelective)
     m.sr_setup(*qp, true);
+  qp->timestamps = a.type == QpType::kRc && m.cfg.peer_timestamps;
   qp->attr.max_send_wr = a.max_send_wr;
   qp->attr.max_recv_wr = a.max_recv_wr;
   qp->attr.max_send_sge = a.max_send_sge;
@@ -496,6 +497,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
         qp->resp.msn = Msn(0);
         for (auto& r : qp->resp.replay) r.valid = false;
         m.sr_setup(*qp, qp->selective);
+        qp->resp.ts_arrived = Timestamp::never();
         // Its completions still in its CQs go too, as rdma-core's mlx5 provider cleans the CQs
         // on RESET: a QP brought back from ERR does not hand its old flush completions to the
         // next poll of its new life.
@@ -568,6 +570,20 @@ Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
 bool Engine::selective_repeat(uint32_t qpn) const {
   const Qp* qp = impl_->find_qp(qpn);
   return qp && qp->selective;
+}
+
+Status Engine::set_peer_timestamps(uint32_t qpn, bool on) {
+  Qp* qp = impl_->find_qp(qpn);
+  if (!qp) return Status::not_found();
+  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
+    return Status::invalid();
+  qp->timestamps = on;
+  return Status::ok();
+}
+
+bool Engine::peer_timestamps(uint32_t qpn) const {
+  const Qp* qp = impl_->find_qp(qpn);
+  return qp && qp->timestamps;
 }
 
 Status Engine::destroy_qp(uint32_t qpn) {

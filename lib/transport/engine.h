@@ -62,6 +62,10 @@ struct EngineConfig {
   /// uroce's extension: use it only when the peer agreed (both devices' configs, or ECE);
   /// set_selective_repeat() changes one QP before it leaves INIT.
   LossRecovery loss_recovery = LossRecovery::kGoBackN;
+  /// Peer timestamps (wire/ts_ext.h) on RC QPs created from now on: uroce's extension, so only
+  /// when every peer agreed (both devices' configs, or ECE); set_peer_timestamps() changes one
+  /// QP before it leaves INIT.
+  bool peer_timestamps = false;
   /// Selective repeat: PSNs after the oldest unacknowledged one that the requester tracks and
   /// the responder holds out of order (a power of two, 16..512: a SACKETH's bitmap).
   uint32_t sr_window = 512;
@@ -240,6 +244,11 @@ class Engine {
   Status set_selective_repeat(uint32_t qpn, bool on);
   /// Whether the QP recovers loss by selective repeat.
   bool selective_repeat(uint32_t qpn) const;
+  /// Peer timestamps on (or off) for one RC QP in RESET or INIT, e.g. after ECE agreed them
+  /// with the peer. EINVAL: not RC, or past INIT.
+  Status set_peer_timestamps(uint32_t qpn, bool on);
+  /// Whether the QP carries peer timestamps.
+  bool peer_timestamps(uint32_t qpn) const;
   /// The QP's current congestion-control rate in bit/s (0: unlimited, no CC, or unknown QPN),
   /// for tools (lib/stats QP records).
   uint64_t qp_rate_bps(uint32_t qpn) const;

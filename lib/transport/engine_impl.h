@@ -221,6 +221,8 @@ struct Engine::Impl {
   // sr_responder.cc (selective repeat)
   /// Selective repeat on or off for qp, its windows sized and emptied.
   void sr_setup(Qp& qp, bool on);
+  /// Peer timestamps: the fabric round trip an ACK's TSETH gives, to the QP's congestion control.
+  void peer_rtt(Qp& qp, const wire::TsethValue& t, Timestamp now);
   /// Places a request ahead of the expected PSN where its SRETH says; false: not taken.
   bool sr_place(Qp& qp, const wire::ParsedPacket& p);
   /// A request ahead of the expected PSN: placed and held, or dropped; an ACK with SACK follows.

@@ -234,6 +234,10 @@ struct ResponderState {
   uint32_t replay_next = 0;
   bool comm_est = false;  ///< kCommEst already raised
   SrRecvState sr;
+  /// Peer timestamps: the stamp of the newest request with a TSETH and when it arrived
+  /// (never: none yet), echoed with the time held on every ACK/NAK.
+  uint32_t ts_echo = 0;
+  Timestamp ts_arrived = Timestamp::never();
 };
 
 /// Notification point (DCQCN NP, Annex 17 §A17.9.3): the CNP target of a CE-marked flow.
@@ -258,6 +262,10 @@ struct Qp {
   bool fatal_raised = false;  ///< an affiliated QP error event was raised since RESET
   bool selective = false;     ///< RC loss recovery by selective repeat (uroce's extension)
   uint32_t sr_mask = 0;       ///< selective repeat: window - 1
+  /// Peer timestamps (uroce's extension, wire/ts_ext.h): requests with AckReq carry a TSETH,
+  /// ACKs echo it with the responder's hold time, and the delay control's round trips come
+  /// from them.
+  bool timestamps = false;
 
   RequesterState req;
   CompleterState comp;

@@ -17,6 +17,18 @@ using wire::Opcode;
 
 namespace {
 
+/// Peer timestamps: a TSETH with the clock now on a request packet, when the frame stays within
+/// what a full path MTU with the longest IBA headers takes (roce_path_mtu() in common/port.h
+/// keeps 32 bytes after the BTH for them), so a netdev that carries the path MTU carries it.
+void stamp(wire::FrameSpec& s, uint32_t payload, uint32_t path_mtu, Timestamp now) {
+  constexpr size_t kHeaderRoom = 32;
+  const size_t after_bth = wire::opcode_info(s.opcode).length - sizeof(wire::Bth) +
+                           wire::ext_len(s.ext, s.sack) + wire::kTsethRequestLen + payload;
+  if (after_bth > path_mtu + kHeaderRoom) return;
+  s.has_tseth = true;
+  s.tseth.stamp = static_cast<uint32_t>(now.ns);
+}
+
 /// UC opcodes are the RC ones + 0x20 (IBA 9.2.1 Table 37).
 Opcode for_type(QpType t, Opcode rc) {
   return t == QpType::kUc ? static_cast<Opcode>(static_cast<uint8_t>(rc) + 0x20) : rc;
@@ -305,6 +317,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
         s.sreth = {w.recv_seq, write ? w.rkey : 0u, write ? w.remote_addr + off : uint64_t{off}};
       }
       if (qp.type == QpType::kRc) s.ackreq = wants_ackreq(qp, w, last, pos, now);
+      if (s.ackreq && qp.timestamps) stamp(s, chunk, qp.mtu, now);
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
         if (chunk == 0) return true;

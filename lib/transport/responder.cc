@@ -53,7 +53,13 @@ void Engine::Impl::queue_read_zero(Qp& qp, Psn psn) {
 
 void Engine::Impl::responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   switch (qp.type) {
-    case QpType::kRc: rc_responder(qp, p, now); break;
+    case QpType::kRc:
+      if (p.has_tseth) {
+        qp.resp.ts_echo = p.tseth.stamp;
+        qp.resp.ts_arrived = now;
+      }
+      rc_responder(qp, p, now);
+      break;
     case QpType::kUc: uc_responder(qp, p); break;
     case QpType::kUd: ud_responder(qp, p); break;
   }

@@ -37,9 +37,16 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       s.psn = it.psn;
       s.aeth.syndrome = it.syndrome;
       if (it.kind == RespItem::Kind::kAck) sr_fill_sack(qp, s);
+      if (qp.timestamps && !qp.resp.ts_arrived.is_never()) {
+        // Each stamp is echoed once, with the time it waited here.
+        s.has_tseth = true;
+        s.tseth = {qp.resp.ts_echo, static_cast<uint32_t>(std::clamp<int64_t>(
+                                        (now - qp.resp.ts_arrived).ns, 0, INT32_MAX))};
+      }
       r = emit(sink, qp, s, 0, prio, false, none);
       if (r > 0 && s.ext == wire::UroceExt::kSack) inc(Counter::sr_sacks_sent);
       if (r > 0) qp.resp.resp_q.pop();
+      if (r > 0 && s.has_tseth) qp.resp.ts_arrived = Timestamp::never();
       return r > 0 ? 1 : r;
     }
     case RespItem::Kind::kAtomic: {

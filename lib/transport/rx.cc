@@ -77,6 +77,10 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
     inc(Counter::sr_unnegotiated);  // uroce's extension from a peer this QP did not agree with
     return;
   }
+  if (p.has_tseth && !qp->timestamps) {
+    inc(Counter::ts_unnegotiated);
+    return;
+  }
   qp->traffic.rx_packets++;
   qp->traffic.rx_bytes += frame.size();
   if (p.ecn == wire::kEcnCe) note_ce(*qp, p, now);

@@ -1,9 +1,10 @@
 /**
  * @file ece.cc
  * @brief Enhanced Connection Establishment (ibv_query_ece(3), ibv_set_ece(3)): how two ends
- * agree on uroce's selective repeat per QP. ibv_query_ece reports uroce's vendor id and the
- * options the QP has now (before it is connected: every option uroce offers); the peer's
- * answer, handed to ibv_set_ece before RTR, switches selective repeat on or off for this QP.
+ * agree on uroce's extensions per QP (selective repeat, peer timestamps). ibv_query_ece reports
+ * uroce's vendor id and the options the QP has now (before it is connected: every option uroce
+ * offers); the peer's answer, handed to ibv_set_ece before RTR, switches each on or off for
+ * this QP.
  * Errors: EINVAL for another vendor's options, unknown option bits, or a QP past INIT.
  */
 #include <infiniband/verbs.h>
@@ -31,6 +32,7 @@ UROCE_EXPORT int ibv_query_ece(ibv_qp* q, ibv_ece* ece) {
   const bool open =
       a.qp_state == transport::QpState::kReset || a.qp_state == transport::QpState::kInit;
   if (open || rt->engine->selective_repeat(qp->qpn)) ece->options |= kEceSelectiveRepeat;
+  if (open || rt->engine->peer_timestamps(qp->qpn)) ece->options |= kEcePeerTimestamps;
   return 0;
 }
 
@@ -43,9 +45,12 @@ UROCE_EXPORT int ibv_set_ece(ibv_qp* q, ibv_ece* ece) {
   std::lock_guard<std::mutex> g(rt->mu);
   transport::QpInitAttr init;
   if (!rt->engine->query_qp(qp->qpn, nullptr, &init)) return EINVAL;
-  const bool on = (ece->options & kEceSelectiveRepeat) != 0;
-  if (init.type != transport::QpType::kRc) return on ? EINVAL : 0;
-  return rt->engine->set_selective_repeat(qp->qpn, on) ? 0 : EINVAL;
+  if (init.type != transport::QpType::kRc) return ece->options ? EINVAL : 0;
+  if (!rt->engine->set_selective_repeat(qp->qpn, (ece->options & kEceSelectiveRepeat) != 0))
+    return EINVAL;
+  return rt->engine->set_peer_timestamps(qp->qpn, (ece->options & kEcePeerTimestamps) != 0)
+             ? 0
+             : EINVAL;
 }
 
 }  // namespace uroce::verbs

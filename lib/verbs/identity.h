@@ -17,9 +17,11 @@ namespace uroce::verbs {
 /// (ConnectX-3's path MTU).
 inline constexpr uint32_t kVendorId = 0xFFFFFF;
 
-/// ECE option bits (ibv_ece::options) a uroce QP offers: selective repeat (uroce's extension,
-/// docs/loss-recovery.md). Linux rxe implements no ECE, so no peer reads these bits otherwise.
+/// ECE option bits (ibv_ece::options) a uroce QP offers: selective repeat and peer timestamps
+/// (uroce's extensions, docs/loss-recovery.md). Linux rxe implements no ECE, so no peer reads
+/// these bits otherwise.
 inline constexpr uint32_t kEceSelectiveRepeat = 1u << 0;
-inline constexpr uint32_t kEceSupported = kEceSelectiveRepeat;
+inline constexpr uint32_t kEcePeerTimestamps = 1u << 1;
+inline constexpr uint32_t kEceSupported = kEceSelectiveRepeat | kEcePeerTimestamps;
 
 }  // namespace uroce::verbs

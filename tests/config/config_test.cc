@@ -301,6 +301,24 @@ TEST(ConfigParse, LossRecoveryDefaultsToGoBackN) {
   EXPECT_EQ(gbn->devices[0].loss_recovery, Device::LossRecovery::kGoBackN);
 }
 
+TEST(ConfigParse, PeerTimestampsFollowTheLossyProfileUnlessSet) {
+  std::string err;
+  auto d = parse(device(""), kSource, &err);
+  ASSERT_TRUE(d.has_value()) << err;
+  EXPECT_FALSE(d->devices[0].peer_timestamps);
+  auto lossy = parse(device("profile = \"lossy\""), kSource, &err);
+  ASSERT_TRUE(lossy.has_value()) << err;
+  EXPECT_TRUE(lossy->devices[0].peer_timestamps);
+  auto off = parse(device("profile = \"lossy\"\npeer_timestamps = false"), kSource, &err);
+  ASSERT_TRUE(off.has_value()) << err;
+  EXPECT_FALSE(off->devices[0].peer_timestamps);
+  auto on = parse(device("peer_timestamps = true"), kSource, &err);
+  ASSERT_TRUE(on.has_value()) << err;
+  EXPECT_TRUE(on->devices[0].peer_timestamps);
+  EXPECT_FALSE(parse(device("peer_timestamps = \"yes\""), kSource, &err).has_value());
+  EXPECT_NE(err.find("peer_timestamps"), std::string::npos) << err;
+}
+
 TEST(ConfigParse, CongestionControlAndDelayKnobs) {
   std::string err;
   auto d = parse(device(""), kSource, &err);

@@ -20,7 +20,7 @@
 namespace {
 
 constexpr uint32_t kVendor = 0xFFFFFF;  // uroce's (lib/verbs/identity.h)
-constexpr uint32_t kSelective = 1;
+constexpr uint32_t kOffered = 1 | 2;    // selective repeat, peer timestamps
 
 uint16_t next_port() {
   static std::atomic<uint16_t> port{static_cast<uint16_t>(30000 + getpid() % 20000)};
@@ -115,15 +115,15 @@ void run(const ibv_ece* client_offer, Outcome* server, Outcome* client) {
   rdma_freeaddrinfo(cres);
 }
 
-TEST(RdmacmEce, UroceEndsAgreeOnSelectiveRepeat) {
+TEST(RdmacmEce, UroceEndsAgreeOnSelectiveRepeatAndTimestamps) {
   Outcome s, c;
   run(nullptr, &s, &c);
   EXPECT_EQ(s.remote.vendor_id, kVendor);  // the REQ's offer
-  EXPECT_EQ(s.remote.options, kSelective);
+  EXPECT_EQ(s.remote.options, kOffered);
   EXPECT_EQ(c.remote.vendor_id, kVendor);  // the REP's answer
-  EXPECT_EQ(c.remote.options, kSelective);
-  EXPECT_EQ(s.options, kSelective);
-  EXPECT_EQ(c.options, kSelective);
+  EXPECT_EQ(c.remote.options, kOffered);
+  EXPECT_EQ(s.options, kOffered);
+  EXPECT_EQ(c.options, kOffered);
 }
 
 TEST(RdmacmEce, AnOfferOfNothingLeavesBothOnGoBackN) {

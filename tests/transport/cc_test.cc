@@ -3,7 +3,8 @@
  * @brief The congestion-control seam and frame fields: CE marks -> notification point ->
  * CNP (Annex 17 §A17.9.3), CNP -> reaction point, the per-QP send-time gate and its deadline,
  * AckReq often enough for a paced sender's timer,
- * DSCP from the AV traffic class -> TxMeta priority, and the receive gate's drop counters.
+ * DSCP from the AV traffic class -> TxMeta priority, the receive gate's drop counters, and
+ * round trips from peer timestamps (the TSETH echo and hold time).
  */
 #include <gtest/gtest.h>
 
@@ -461,6 +462,101 @@ TEST(Congestion, AReadResponseLostOnTheWayBackIsNotTheQpsLoss) {
   ASSERT_EQ(u.tx(), 1u);
   u.rx(u.pb.ack(EngineUnderTest::kSqPsn, wire::kAethTypeNak | wire::kAethNakPsnSeqError));
   EXPECT_EQ(f.last->losses, 1);
+}
+
+// ---- Peer timestamps (uroce's extension, wire/ts_ext.h) ----
+
+/// An ACK of psn with a TSETH echoing stamp, held `hold` at the responder.
+std::vector<uint8_t> stamped_ack(const EngineUnderTest& t, uint32_t psn, uint32_t stamp,
+                                 Duration hold) {
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcAcknowledge, psn, false);
+  s.aeth.syndrome = 0x1f;
+  s.has_tseth = true;
+  s.tseth = {stamp, static_cast<uint32_t>(hold.ns)};
+  return t.pb.build(s);
+}
+
+TEST(PeerTimestamps, TheRoundTripLeavesOutTheResponderHoldTime) {
+  // The request asking for an ACK carries the clock; the ACK echoes it with the time the
+  // responder held it; the QP's control gets the rest, the fabric's round trip, and no sample
+  // of the requester's own timing beside it.
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f, std::nullopt, LossRecovery::kGoBackN, 0, true);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 1000));
+  ASSERT_EQ(t.tx(), 1u);
+  Captured c = t.sink.pop();
+  ASSERT_TRUE(c.p.ackreq);
+  ASSERT_TRUE(c.p.has_tseth);
+  EXPECT_EQ(c.p.tseth.stamp, static_cast<uint32_t>(t.now.ns));
+  t.now = t.now + Duration::micros(10);
+  t.rx(stamped_ack(t, EngineUnderTest::kSqPsn, c.p.tseth.stamp, Duration::micros(4)));
+  ASSERT_EQ(f.last->rtts.size(), 1u);
+  EXPECT_EQ(f.last->rtts[0], Duration::micros(6));
+  EXPECT_EQ(t.counters.get(Counter::ts_samples), 1u);
+  EXPECT_EQ(t.cqes().size(), 1u);
+}
+
+TEST(PeerTimestamps, AnEchoFromTheFutureOrLongerThanItsHoldIsIgnored) {
+  FakeFactory f;
+  EngineUnderTest t(QpType::kRc, &f, std::nullopt, LossRecovery::kGoBackN, 0, true);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 1000));
+  ASSERT_EQ(t.tx(), 1u);
+  const uint32_t stamp = t.sink.pop().p.tseth.stamp;
+  t.now = t.now + Duration::micros(10);
+  // Forged: a stamp 1 µs ahead of the clock, then a hold longer than the round trip.
+  t.rx(stamped_ack(t, EngineUnderTest::kSqPsn - 1, stamp + 11'000, Duration{}));
+  t.rx(stamped_ack(t, EngineUnderTest::kSqPsn - 1, stamp, Duration::micros(10)));
+  EXPECT_TRUE(f.last->rtts.empty());
+  EXPECT_EQ(t.counters.get(Counter::ts_samples), 0u);
+}
+
+TEST(PeerTimestamps, TheResponderEchoesEachStampOnceWithItsHoldTime) {
+  EngineUnderTest t(QpType::kRc, nullptr, std::nullopt, LossRecovery::kGoBackN, 0, true);
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, EngineUnderTest::kRqPsn, true);
+  s.reth = {t.va(), t.keys.rkey, 8};
+  s.has_tseth = true;
+  s.tseth.stamp = 0xabcdef01;
+  std::vector<uint8_t> pl(8, 7);
+  t.rx(t.pb.build(s, pl));
+  t.now = t.now + Duration::micros(3);
+  ASSERT_EQ(t.tx(), 1u);
+  Captured ack = t.sink.pop();
+  EXPECT_EQ(ack.p.opcode, Opcode::kRcAcknowledge);
+  ASSERT_TRUE(ack.p.has_tseth);
+  EXPECT_EQ(ack.p.tseth, (wire::TsethValue{0xabcdef01, 3000}));
+  // The same packet again (a duplicate, no TSETH this time): its ACK echoes nothing.
+  s.has_tseth = false;
+  t.rx(t.pb.build(s, pl));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_FALSE(t.sink.pop().p.has_tseth);
+}
+
+TEST(PeerTimestamps, AFrameWithATsethForAQpWithoutThemIsDropped) {
+  EngineUnderTest t;
+  wire::FrameSpec s = t.pb.spec(Opcode::kRcRdmaWriteOnly, EngineUnderTest::kRqPsn, true);
+  s.reth = {t.va(), t.keys.rkey, 8};
+  s.has_tseth = true;
+  std::vector<uint8_t> pl(8, static_cast<uint8_t>(~t.mem()[0]));
+  const std::vector<uint8_t> before(t.mem(), t.mem() + 8);
+  t.rx(t.pb.build(s, pl));
+  EXPECT_EQ(t.counters.get(Counter::ts_unnegotiated), 1u);
+  EXPECT_EQ(t.tx(), 0u);
+  EXPECT_EQ(std::vector<uint8_t>(t.mem(), t.mem() + 8), before);  // nothing placed
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST(PeerTimestamps, AFullPathMtuPacketWithAnSrethCarriesNone) {
+  // The TSETH rides only where the frame stays within what roce_path_mtu() keeps room for:
+  // a 1024-byte WRITE ONLY with an SRETH has no room left for it, a shorter one has.
+  EngineUnderTest t(QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective, 0, true);
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 1024));
+  ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 2, 0, 1000));
+  ASSERT_EQ(t.tx(), 2u);
+  Captured full = t.sink.pop();
+  Captured shorter = t.sink.pop();
+  EXPECT_TRUE(full.p.ackreq && shorter.p.ackreq);
+  EXPECT_FALSE(full.p.has_tseth);
+  EXPECT_TRUE(shorter.p.has_tseth);
 }
 
 }  // namespace

@@ -48,6 +48,30 @@ int main(int argc, char** argv) {
       ++n;
     }
   }
+  // uroce's extensions (sr_ext.h, ts_ext.h): an SRETH, a SACKETH, TSETHs on both sides.
+  struct Ext {
+    const char* name;
+    Opcode op;
+    UroceExt ext;
+    bool tseth;
+  };
+  for (const Ext& x : {Ext{"uroce_sreth", Opcode::kRcRdmaWriteFirst, UroceExt::kSreth, false},
+                       Ext{"uroce_sreth_tseth", Opcode::kRcSendOnly, UroceExt::kSreth, true},
+                       Ext{"uroce_tseth_request", Opcode::kRcRdmaWriteOnly, UroceExt::kNone, true},
+                       Ext{"uroce_sack", Opcode::kRcAcknowledge, UroceExt::kSack, false},
+                       Ext{"uroce_sack_tseth", Opcode::kRcAcknowledge, UroceExt::kSack, true},
+                       Ext{"uroce_tseth_ack", Opcode::kRcAcknowledge, UroceExt::kNone, true}}) {
+    FrameSpec s = test::default_spec(x.op);
+    s.ext = x.ext;
+    s.sreth = {1, 0xaabbccdd, 0x1000};
+    s.sack.base = Psn(0x123458);
+    s.sack.nwords = 2;
+    s.sack.set(1);
+    s.has_tseth = x.tseth;
+    s.tseth = {0x01020304, x.op == Opcode::kRcAcknowledge ? 2500u : 0u};
+    write(dir, x.name, test::build_frame(s, opcode_info(x.op).has_payload() ? 16 : 0));
+    ++n;
+  }
   std::vector<uint8_t> cnp = {0x02, 0, 0, 0, 0, 0x07, 0x02, 0, 0, 0, 0, 0x08, 0x08, 0x00};
   const auto ip = test::unhex(
       "4589003C98C64000201169271616160816161607DBAE12B7002800008100FFFF400000D200000000"

@@ -57,7 +57,7 @@ inline FrameSpec default_spec(Opcode op = Opcode::kRcRdmaWriteFirst, bool ipv6 =
 /// Builds a whole frame with payload bytes 0, 1, 2, ... (payload_len of them).
 inline std::vector<uint8_t> build_frame(const FrameSpec& s, size_t payload_len,
                                         FrameLayout* layout_out = nullptr) {
-  std::vector<uint8_t> buf(payload_len + kMaxFrameOverhead + ext_len(s.ext, s.sack));
+  std::vector<uint8_t> buf(payload_len + kMaxFrameOverhead + ext_len(s));
   const FrameLayout l = build_headers(s, buf);
   if (l.payload_offset == 0) return {};
   for (size_t i = 0; i < payload_len; ++i) buf[l.payload_offset + i] = static_cast<uint8_t>(i);

@@ -170,6 +170,10 @@ Managed managed_entries(std::string_view name, const config::Device& parsed) {
            tag + (d.loss_recovery == config::Device::LossRecovery::kSelective
                       ? "selective repeat: every RC peer must be a uroce saying the same"
                       : "IBA go-back-N, what every RoCE peer speaks")));
+  m.main.push_back(
+      line(fmt::format("peer_timestamps = {}", d.peer_timestamps ? "true" : "false"),
+           tag + (d.peer_timestamps ? "round trips from timestamps both uroce peers carry"
+                                    : "round trips timed by the sender alone")));
   bool lossless = d.pfc.enabled[prio];
   m.pfc.push_back(line("enabled = " + prio_list(d.pfc.enabled),
                        lossless ? tag + fmt::format("PFC (802.1Qbb) on priority {}, the RoCE data "
@@ -267,7 +271,7 @@ bool apply_profile_text(const std::string& text, const std::string& source, std:
                 source, b, e.key, e.key.substr(0, e.key.find('.')));
             return false;
           }
-        drop = {"profile", "ecn", "congestion_control", "loss_recovery"};
+        drop = {"profile", "ecn", "congestion_control", "loss_recovery", "peer_timestamps"};
         add = &m.main;
       } else if (t.name == "device.pfc") {
         drop = {"enabled", "xoff_bytes", "xon_bytes"};

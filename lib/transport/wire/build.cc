@@ -59,8 +59,8 @@ size_t frame_len_for(const FrameSpec& spec, size_t payload_len) {
   const bool ipv6 = !(v4_mapped(spec.src_ip) && v4_mapped(spec.dst_ip));
   return sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0) +
          (ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr)) + sizeof(UdpHdr) +
-         opcode_info(spec.opcode).length + ext_len(spec.ext, spec.sack) + payload_len +
-         ((0u - payload_len) & 3u) + kIcrcLen;
+         opcode_info(spec.opcode).length + ext_len(spec) + payload_len + ((0u - payload_len) & 3u) +
+         kIcrcLen;
 }
 
 FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
@@ -72,7 +72,7 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   uint16_t ipv4_sum_partial = 0;
   const size_t l2 = sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0);
   const size_t l3 = ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
-  const size_t xlen = ext_len(spec.ext, spec.sack);
+  const size_t xlen = ext_len(spec);
   const size_t need = l2 + l3 + sizeof(UdpHdr) + info.length + xlen;
   if (buf.size() < need) return FrameLayout{};
   uint8_t* p = buf.data();
@@ -131,8 +131,9 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   store_be16(bth + 2, spec.pkey);
   store_be32(bth + 4, (spec.fecn ? kBthFecnMask : 0) | (spec.becn ? kBthBecnMask : 0) |
                           spec.dest_qpn.value());
-  store_be32(bth + 8,
-             (spec.ackreq ? kBthAckReqMask : 0) | (xlen ? kBthUroceExtMask : 0) | spec.psn.value());
+  store_be32(bth + 8, (spec.ackreq ? kBthAckReqMask : 0) |
+                          (spec.ext != UroceExt::kNone ? kBthUroceExtMask : 0) |
+                          (spec.has_tseth ? kBthUroceTsMask : 0) | spec.psn.value());
 
   // Extended headers at the table's offsets.
   const HdrMask h = info.hdrs;
@@ -181,6 +182,11 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
     uint8_t* x = bth + info.length;
     store_be32(x, (uint32_t{spec.sack.nwords} << kSackWordsShift) | spec.sack.base.value());
     for (size_t k = 0; k < spec.sack.nwords; ++k) store_be32(x + 4 + 4 * k, spec.sack.bits[k]);
+  }
+  if (spec.has_tseth) {
+    uint8_t* x = bth + info.length + ext_len(spec.ext, spec.sack);
+    store_be32(x, spec.tseth.stamp);
+    if (spec.opcode == Opcode::kRcAcknowledge) store_be32(x + 4, spec.tseth.hold);
   }
   return make_layout(static_cast<uint16_t>(l2), static_cast<uint16_t>(l2 + l3),
                      static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr)),

@@ -26,6 +26,7 @@
 #include "transport/wire/ext_headers.h"
 #include "transport/wire/opcode.h"
 #include "transport/wire/sr_ext.h"
+#include "transport/wire/ts_ext.h"
 
 namespace uroce::wire {
 
@@ -72,6 +73,10 @@ struct FrameSpec {
   UroceExt ext = UroceExt::kNone;
   SrethValue sreth;
   SackValue sack;
+  /// uroce's timestamp extension (ts_ext.h): a TSETH after it, 4 bytes on a request, 8 on an
+  /// RC Acknowledge.
+  bool has_tseth = false;
+  TsethValue tseth;
 };
 
 /// Where build_headers() put things. Offsets from the start of the frame, bytes.
@@ -90,13 +95,19 @@ struct FrameLayout {
 static_assert(sizeof(FrameLayout) == 16);
 
 /// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header an IBA frame can
-/// have (a frame with uroce's extension adds ext_len()).
+/// have (a frame with uroce's extensions adds ext_len()).
 inline constexpr size_t kMaxHeadersLen = 14 + 4 + 40 + 8 + kMaxTransportHeaderLen;
 /// Bytes of uroce's extension header a frame carries (sr_ext.h).
 constexpr size_t ext_len(UroceExt e, const SackValue& sack = {}) {
   return e == UroceExt::kSreth  ? sizeof(Sreth)
          : e == UroceExt::kSack ? 4 + 4 * size_t{sack.nwords}
                                 : 0;
+}
+/// Bytes of uroce's extension headers spec carries: the selective-repeat one and the TSETH.
+constexpr size_t ext_len(const FrameSpec& spec) {
+  const bool request = spec.opcode != Opcode::kRcAcknowledge;
+  return ext_len(spec.ext, spec.sack) +
+         (spec.has_tseth ? (request ? kTsethRequestLen : kTsethAckLen) : 0);
 }
 /// Bytes a frame needs besides the payload: headers, up to 3 pad bytes and the ICRC.
 inline constexpr size_t kMaxFrameOverhead = kMaxHeadersLen + 3 + 4;

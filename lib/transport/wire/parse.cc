@@ -149,6 +149,18 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
       return DropReason::kBadExtension;
     }
   }
+  // uroce's timestamp header (ts_ext.h) follows it.
+  const size_t ts_off = info.length + ext_len;
+  out->has_tseth = (w2 & kBthUroceTsMask) != 0;
+  if (out->has_tseth) {
+    if (info.is(OpFlag::kRc) && info.is(OpFlag::kRequest)) {
+      ext_len += kTsethRequestLen;
+    } else if (bth[0] == static_cast<uint8_t>(Opcode::kRcAcknowledge)) {
+      ext_len += kTsethAckLen;
+    } else {
+      return DropReason::kBadExtension;
+    }
+  }
   if (roce_len < info.length + ext_len + kIcrcLen) return DropReason::kHeaderTruncated;
   const size_t data_len = roce_len - info.length - ext_len - kIcrcLen;  // payload + pad
   out->padcnt = static_cast<uint8_t>((b1 & kBthPadCntMask) >> kBthPadCntShift);
@@ -219,6 +231,10 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
     out->sack.base = Psn(w & kBthPsnMask);
     out->sack.bits = {};
     for (size_t k = 0; k < out->sack.nwords; ++k) out->sack.bits[k] = load_be32(x + 4 + 4 * k);
+  }
+  if (out->has_tseth) {
+    out->tseth.stamp = load_be32(bth + ts_off);
+    out->tseth.hold = info.is(OpFlag::kRequest) ? 0 : load_be32(bth + ts_off + 4);
   }
   out->payload = std::span<const uint8_t>(bth + info.length + ext_len, data_len - out->padcnt);
   out->bth_offset = static_cast<uint16_t>(bth - p);

@@ -5,7 +5,8 @@
  * Checks, in order: Ethernet (+ optional 802.1Q), EtherType IPv4/IPv6, IP version / IHL /
  * lengths / checksum (IPv4) / no fragments, protocol UDP, UDP length, destination port 4791,
  * BTH opcode in the table, TVer 0, header length from the table, uroce's extension header
- * (sr_ext.h: only on RC SEND/WRITE requests and RC Acknowledge), pad count vs payload, ICRC.
+ * (sr_ext.h: only on RC SEND/WRITE requests and RC Acknowledge; ts_ext.h: only on RC requests
+ * and RC Acknowledge), pad count vs payload, ICRC.
  * It never reads outside `frame`. Bytes after the IP packet (Ethernet padding) are ignored.
  * References: IBA Annex 17 (RoCEv2), IBA Vol 1 §9.2-9.3 (BTH, extended headers).
  * Units: bytes.
@@ -21,6 +22,7 @@
 #include "transport/wire/ext_headers.h"
 #include "transport/wire/opcode.h"
 #include "transport/wire/sr_ext.h"
+#include "transport/wire/ts_ext.h"
 
 namespace uroce::wire {
 
@@ -101,6 +103,9 @@ struct ParsedPacket {
   UroceExt ext = UroceExt::kNone;
   SrethValue sreth;
   SackValue sack;
+  /// uroce's timestamp extension (ts_ext.h): whether the frame carries a TSETH, and its value.
+  bool has_tseth = false;
+  TsethValue tseth;
   /// The opcode's table row (never null after a successful parse).
   const OpcodeInfo* info = nullptr;
   // Extended headers: valid when info->has(ExtHdr::k...).

@@ -49,7 +49,7 @@ class PacketBuilder {
   }
   std::vector<uint8_t> build(const wire::FrameSpec& s,
                              std::span<const uint8_t> payload = {}) const {
-    std::vector<uint8_t> f(wire::kMaxFrameOverhead + wire::ext_len(s.ext, s.sack) + payload.size());
+    std::vector<uint8_t> f(wire::kMaxFrameOverhead + wire::ext_len(s) + payload.size());
     wire::FrameLayout l = wire::build_headers(s, f);
     EXPECT_NE(l.payload_offset, 0);
     if (!payload.empty()) std::memcpy(f.data() + l.payload_offset, payload.data(), payload.size());
@@ -158,10 +158,13 @@ struct EngineUnderTest {
   /// vlan: EngineConfig::vlan (802.1Q tag on every frame sent).
   /// rec: EngineConfig::loss_recovery (selective repeat on the QP).
   /// sr_window: EngineConfig::sr_window (0: its default).
+  /// timestamps: EngineConfig::peer_timestamps (uroce's timestamp extension on the QP).
   explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr,
                            std::optional<uint16_t> vlan = std::nullopt,
-                           LossRecovery rec = LossRecovery::kGoBackN, uint32_t sr_window = 0) {
+                           LossRecovery rec = LossRecovery::kGoBackN, uint32_t sr_window = 0,
+                           bool timestamps = false) {
     EngineConfig cfg;
+    cfg.peer_timestamps = timestamps;
     if (sr_window) cfg.sr_window = sr_window;
     cfg.cc = cc;
     cfg.vlan = vlan;
