@@ -134,6 +134,7 @@ inline constexpr std::string_view kQpStateNames[] = {"RESET", "INIT", "RTR", "RT
 /// QpRecord::flags.
 inline constexpr uint32_t kQpFlagDelayInForce = 1;  ///< the delay-based rate limits the QP
 inline constexpr uint32_t kQpFlagSelective = 2;     ///< RC loss recovery by selective repeat
+inline constexpr uint32_t kQpFlagTimestamps = 4;    ///< round trips from peer timestamps
 
 /// One QP's slot in the fixed table. Identity fields (type .. peer_gid) change under the
 /// seqlock; PSNs, rates and counters are relaxed atomics that change at any time.

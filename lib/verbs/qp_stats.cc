@@ -25,7 +25,8 @@ void write_live(Runtime* rt, Qp* qp, stats::QpRecord* r) {
   r->set_rate(static_cast<double>(s.rate_bps) / 1e6, static_cast<double>(s.target_rate_bps) / 1e6,
               s.alpha);
   const uint32_t flags = (s.delay_in_force ? stats::kQpFlagDelayInForce : 0u) |
-                         (rt->engine->selective_repeat(qp->qpn) ? stats::kQpFlagSelective : 0u);
+                         (rt->engine->selective_repeat(qp->qpn) ? stats::kQpFlagSelective : 0u) |
+                         (rt->engine->peer_timestamps(qp->qpn) ? stats::kQpFlagTimestamps : 0u);
   r->set_cc(static_cast<uint32_t>(s.algorithm), flags, static_cast<double>(s.delay_rate_bps) / 1e6,
             static_cast<double>(s.rtt_ns) / 1e3, static_cast<double>(s.target_delay_ns) / 1e3);
   transport::QpTraffic t;

@@ -124,7 +124,8 @@ inline std::unique_ptr<stats::StatsSegment> make_segment(const std::string& dir,
   q->set_peer(0x34, gid);
   q->set_psns(100, 200);
   q->set_rate(2500, 10000, 0.25);
-  q->set_cc(3, stats::kQpFlagDelayInForce | stats::kQpFlagSelective, 2500, 17.5, 15);
+  q->set_cc(3, stats::kQpFlagDelayInForce | stats::kQpFlagSelective | stats::kQpFlagTimestamps,
+            2500, 17.5, 15);
   q->inc(stats::QpCounter::retransmits, 4);
   if (qp_out) *qp_out = q;
   return seg;

@@ -165,6 +165,8 @@ TEST(ExporterTest, ScrapesRawCumulativeValues) {
   EXPECT_EQ(s1["rdma_rp_current_rate_mbps" + ql], 2500);
   EXPECT_EQ(s1["rdma_rp_alpha" + ql], 0.25);
   EXPECT_EQ(s1["rdma_qp_state" + ql], 3);
+  EXPECT_EQ(s1["rdma_qp_selective_repeat" + ql], 1);
+  EXPECT_EQ(s1["rdma_qp_peer_timestamps" + ql], 1);
   EXPECT_EQ(s1["rdma_exporter_segments{state=\"live\"}"], 1);
   EXPECT_EQ(s1["rdma_exporter_segments{state=\"stale\"}"], 1);
   EXPECT_EQ(t1.find("device=\"ghost\""), std::string::npos);

@@ -189,6 +189,7 @@ TEST_F(UroceShowTest, ShowQp) {
   EXPECT_EQ(q["loss_recovery"].str, "selective");
   EXPECT_EQ(q["congestion_control"].str, "dcqcn+delay");
   EXPECT_TRUE(q["delay_in_force"].b);
+  EXPECT_TRUE(q["peer_timestamps"].b);
   EXPECT_EQ(q["delay_rate_mbps"].num, 2500);
   EXPECT_EQ(q["rtt_us"].num, 17.5);
   EXPECT_EQ(q["target_delay_us"].num, 15);

@@ -130,6 +130,8 @@ void add_snapshot(Families& f, const stats::Snapshot& s) {
           MetricType::Gauge, ql, q.state);
     f.add("rdma_qp_selective_repeat", "1 when the QP recovers loss by selective repeat",
           MetricType::Gauge, ql, (q.flags & stats::kQpFlagSelective) ? 1 : 0);
+    f.add("rdma_qp_peer_timestamps", "1 when the QP's round trips come from peer timestamps",
+          MetricType::Gauge, ql, (q.flags & stats::kQpFlagTimestamps) ? 1 : 0);
     f.add("rdma_qp_delay_in_force",
           "1 when the delay-based control's rate limits the QP (below DCQCN's)", MetricType::Gauge,
           ql, (q.flags & stats::kQpFlagDelayInForce) ? 1 : 0);

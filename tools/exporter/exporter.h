@@ -12,7 +12,8 @@
  *   rdma_<port stat>_total, rdma_link_speed_mbps {device, port, pid}
  *   rdma_qp_<qp counter>_total                   counter  {device, port, pid, qp}
  *   rdma_rp_current_rate_mbps, rdma_rp_target_rate_mbps, rdma_rp_alpha, rdma_qp_state,
- *   rdma_qp_selective_repeat, rdma_qp_delay_in_force, rdma_qp_delay_rate_mbps, rdma_qp_rtt_us
+ *   rdma_qp_selective_repeat, rdma_qp_peer_timestamps, rdma_qp_delay_in_force,
+ *   rdma_qp_delay_rate_mbps, rdma_qp_rtt_us
  *                                                gauge    {device, port, pid, qp}
  *   rdma_device_info{device, port, pid, profile, lossless, trust, dcqcn_mode,
  *                    congestion_control, loss_recovery} 1

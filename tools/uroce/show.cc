@@ -123,16 +123,18 @@ Snapshot from_config(const config::Device& dev, const std::string& source) {
   return s;
 }
 
-/// How many of the device's QPs recover by selective repeat, and how many the delay-based
-/// control limits now.
+/// How many of the device's QPs recover by selective repeat, how many carry peer timestamps,
+/// and how many the delay-based control limits now.
 struct QpSummary {
   uint64_t selective = 0;
+  uint64_t timestamps = 0;
   uint64_t delay_limited = 0;
 };
 QpSummary summarize_qps(const Snapshot& s) {
   QpSummary q;
   for (const stats::QpRecord& r : s.qps) {
     if (r.flags & stats::kQpFlagSelective) ++q.selective;
+    if (r.flags & stats::kQpFlagTimestamps) ++q.timestamps;
     if (r.flags & stats::kQpFlagDelayInForce) ++q.delay_limited;
   }
   return q;
@@ -195,6 +197,7 @@ Json roce_json(const Snapshot& s, bool running) {
   control["qps_delay_limited"] = qs.delay_limited;
   j["loss_recovery"] = stats::get_text(c.loss_recovery);
   j["qps_selective_repeat"] = qs.selective;
+  j["qps_peer_timestamps"] = qs.timestamps;
   Json& congestion = j["congestion"];
   for (std::string_view n : kCongestion) congestion[n] = s.counter(n);
   Json& reliability = j["reliability"];
@@ -239,9 +242,10 @@ void roce_table(std::string& out, const Snapshot& s, bool running) {
   }
   const QpSummary qs = summarize_qps(s);
   out += fmt::format(
-      "  congestion control {}  loss recovery {}  QPs: selective repeat {}, delay-limited {}\n",
+      "  congestion control {}  loss recovery {}  QPs: selective repeat {}, peer timestamps {}, "
+      "delay-limited {}\n",
       stats::get_text(c.congestion_control), stats::get_text(c.loss_recovery), qs.selective,
-      qs.delay_limited);
+      qs.timestamps, qs.delay_limited);
   const std::string_view algo = stats::get_text(c.congestion_control);
   if (algo == "delay" || algo == "dcqcn+delay")
     out += fmt::format(
@@ -439,6 +443,7 @@ int show_qp(const ShowOptions& o) {
         e["loss_recovery"] = selective ? "selective" : "go-back-n";
         e["congestion_control"] = to_string(static_cast<CcAlgorithm>(q.cc));
         e["delay_in_force"] = (q.flags & stats::kQpFlagDelayInForce) != 0;
+        e["peer_timestamps"] = (q.flags & stats::kQpFlagTimestamps) != 0;
         e["delay_rate_mbps"] = stats::load_double(q.delay_mbps);
         e["rtt_us"] = rtt;
         e["target_delay_us"] = stats::load_double(q.target_us);
