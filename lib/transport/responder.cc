@@ -169,9 +169,17 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
     inc(Counter::duplicate_request);
     if (info.is(OpFlag::kReadRequest)) {
       uint32_t n = packets_for(p.reth.dma_len, qp.mtu);
-      if (diff(p.psn + (n - 1), qp.resp.epsn) >= 0) return;  // not inside what we answered
+      uint32_t len = p.reth.dma_len;
+      if (diff(p.psn + (n - 1), qp.resp.epsn) >= 0) {
+        // It reaches past what we answered. An IBA requester never asks so; a selective-repeat
+        // one does when it asks again for a missing run that crosses into a READ part whose
+        // request was lost: answer the PSNs answered before, and it asks for the rest as new.
+        if (!qp.selective) return;
+        n = static_cast<uint32_t>(diff(qp.resp.epsn, p.psn));
+        len = n * qp.mtu;
+      }
       if (qp.resp.resp_rd_atomic >= std::max<uint32_t>(qp.attr.max_dest_rd_atomic, 1)) return;
-      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, p.reth.dma_len, kAccessRemoteRead, qp.qpn) !=
+      if (mrs.check_remote(p.reth.rkey, pd, p.reth.va, len, kAccessRemoteRead, qp.qpn) !=
           AccessCheck::kOk)
         return;
       RespItem* it = qp.resp.resp_q.push();
@@ -182,7 +190,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       it->msn = qp.resp.msn;
       it->va = p.reth.va;
       it->rkey = p.reth.rkey;
-      it->len = p.reth.dma_len;
+      it->len = len;
       it->npkts = n;
       qp.resp.resp_rd_atomic++;
       activate(qp);

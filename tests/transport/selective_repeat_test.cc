@@ -181,6 +181,37 @@ TEST_F(SelectiveRepeatTest, BeyondTheWindowAndReadRequestsAreNotHeld) {
   EXPECT_TRUE(response);
 }
 
+TEST_F(SelectiveRepeatTest, AReadAskedAgainAcrossALostPartIsAnsweredUpToWhatWasAnswered) {
+  // Receive READ 100..101 (a first part, answered); the part at 102.. is lost. Receive a READ
+  // for 101..103: the requester asks again for the run it misses, which crosses into the lost
+  // part. Expect: PSN 101 answered again (a one-packet READ response), 102..103 not (they come
+  // as a new request at 102); a go-back-N responder answers nothing (no IBA requester asks so).
+  t.rx(pb.read(100, t.va(), t.keys.rkey, 2 * kMtu));
+  t.tx();
+  while (!t.sink.empty()) t.sink.pop();
+  t.rx(pb.read(101, t.va(kMtu), t.keys.rkey, 3 * kMtu));
+  t.tx();
+  ASSERT_FALSE(t.sink.empty());
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaReadResponseOnly);
+  EXPECT_EQ(c.p.psn, Psn(101));
+  EXPECT_EQ(c.p.payload.size(), kMtu);
+  EXPECT_EQ(std::memcmp(c.p.payload.data(), t.mem() + kMtu, kMtu), 0);
+  EXPECT_TRUE(t.sink.empty());
+  t.rx(pb.read(102, t.va(2 * kMtu), t.keys.rkey, 2 * kMtu));  // the rest, as new
+  t.tx();
+  std::vector<uint32_t> psns;
+  while (!t.sink.empty()) psns.push_back(t.sink.pop().p.psn.value());
+  EXPECT_EQ(psns, (std::vector<uint32_t>{102, 103}));
+
+  EngineUnderTest gbn;
+  gbn.rx(gbn.pb.read(100, gbn.va(), gbn.keys.rkey, 2 * kMtu));
+  gbn.tx();
+  while (!gbn.sink.empty()) gbn.sink.pop();
+  gbn.rx(gbn.pb.read(101, gbn.va(kMtu), gbn.keys.rkey, 3 * kMtu));
+  EXPECT_EQ(gbn.tx(), 0u);
+}
+
 TEST_F(SelectiveRepeatTest, RequesterResendsOnlyWhatThePeerLacks) {
   // Post a 4-packet WRITE (PSN 500..503); all four go out.
   ASSERT_TRUE(t.post_send(WrOpcode::kRdmaWrite, 1, 0, 4 * kMtu));
