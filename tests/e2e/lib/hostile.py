@@ -66,7 +66,7 @@ def main():
     ap.add_argument("--qpn", required=True, help="the victim's QPN, or - to read it from stdin")
     ap.add_argument("--count", type=int, default=100, help="frames of each RoCE kind")
     ap.add_argument("--cnps", type=int, default=50)
-    ap.add_argument("--pause-ms", type=int, default=400)
+    ap.add_argument("--pause-ms", type=int, default=1500)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
     if args.qpn == "-":
@@ -120,7 +120,9 @@ def main():
     # Pause storm: XOFF refreshed every 100 us, well before it expires (3.4 ms at the 10 Gb/s
     # af_packet reports), for pause_ms. Real-time priority for it: on 2 cores filled by the
     # busy-polling victim and peer, a normal thread is descheduled for longer than a pause
-    # lasts, and a storm with gaps is no storm.
+    # lasts, and a storm with gaps is no storm. The storm lasts several times the watchdog's
+    # warning time (170 ms): on a loaded machine the victim's poller may itself be descheduled
+    # for longer than a pause lasts, which restarts its count.
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     except (AttributeError, PermissionError, OSError):
