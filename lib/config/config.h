@@ -111,6 +111,9 @@ struct Device {
   Pfc pfc;
   Dcqcn dcqcn;
   Delay delay;
+  /// [device.progress]: the progress thread's tunable values that differ from their measured
+  /// defaults (lib/device/progress_policy.h), by name; for measuring them (bench/progress).
+  std::map<std::string, double> progress;
 };
 
 /// "go-back-n", "selective".

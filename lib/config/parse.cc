@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
 #include <optional>
 #include <set>
@@ -47,7 +48,8 @@ constexpr std::string_view kDeviceKeys[] = {"name",
                                             "loss_recovery",
                                             "congestion_control",
                                             "delay",
-                                            "peer_timestamps"};
+                                            "peer_timestamps",
+                                            "progress"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -323,6 +325,7 @@ class Parser {
     if (!get_bool(t, "peer_timestamps", "peer_timestamps", &dev->peer_timestamps)) return false;
     if (!parse_pfc(t, dev)) return false;
     if (!parse_delay(t, dev)) return false;
+    if (!parse_progress(t, dev)) return false;
     return parse_dcqcn(t, dev);
   }
 
@@ -381,6 +384,47 @@ class Parser {
       if (!(key->lo_open ? *x > key->lo : *x >= key->lo) || !(*x <= key->hi))
         return fail_b("delay." + ks, "is out of range", key->allowed);
       *key->out = *x;
+    }
+    return true;
+  }
+
+  /// [device.progress]: numbers, each in its range (whole numbers for counts).
+  bool parse_progress(const toml::table& t, Device* dev) {
+    const toml::node* n = t.get("progress");
+    if (!n) return true;
+    const toml::table* pt = n->as_table();
+    if (!pt) return wrong_type("progress", *n, "a table [device.progress]");
+    struct Key {
+      std::string_view name;
+      double lo, hi;
+      bool whole;
+      std::string_view allowed;
+    };
+    static constexpr Key keys[] = {
+        {"spin_rounds", 0, 100000, true, "a whole number in [0, 100000]"},
+        {"yield_rounds", 0, 10000, true, "a whole number in [0, 10000]"},
+        {"max_sleep_us", 1, 64, false, "a number of µs in [1, 64]"},
+        {"app_driving_us", 0, 1e6, false, "a number of µs in [0, 1000000]"},
+        {"follow_up_us", 0, 1e7, false, "a number of µs in [0, 10000000]"},
+        {"follow_up_sleep_us", 1, 1e4, false, "a number of µs in [1, 10000]"},
+        {"driving_max_sleep_us", 1, 1e6, false, "a number of µs in [1, 1000000]"},
+        {"rx_burst", 1, 1024, true, "a whole number in [1, 1024]"},
+        {"drive_rounds", 1, 64, true, "a whole number in [1, 64]"},
+        {"post_rx_gap_us", 0, 1e6, false, "a number of µs in [0, 1000000]"}};
+    std::string allowed_keys;
+    for (const Key& k : keys)
+      allowed_keys += (allowed_keys.empty() ? "" : ", ") + std::string(k.name);
+    for (auto&& [k, v] : *pt) {
+      std::string ks(k.str());
+      const Key* key = nullptr;
+      for (const Key& c : keys)
+        if (c.name == ks) key = &c;
+      if (!key) return fail_b("progress." + ks, "unknown key", allowed_keys);
+      std::optional<double> x = number(v);
+      if (!x) return wrong_type("progress." + ks, v, key->allowed);
+      if (!(*x >= key->lo && *x <= key->hi) || (key->whole && *x != std::floor(*x)))
+        return fail_b("progress." + ks, "is out of range", key->allowed);
+      dev->progress[ks] = *x;
     }
     return true;
   }

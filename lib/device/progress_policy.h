@@ -30,13 +30,16 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
+#include <string>
 
 #include "common/time.h"
 
 namespace uroce::device {
 
 // Measurements are in bench/RESULTS.md under the heading named. Constants without one say so:
-// they are reasonable orders of magnitude, not tuned values.
+// they are reasonable orders of magnitude, not tuned values. Those in ProgressTuning can be
+// set per device ([device.progress]); `bench/progress KEY VALUES` measures them one at a time.
 
 /// Idle rounds spun (a pause instruction each) before yielding: a frame arriving right after a
 /// burst is picked up without a scheduler call. No measurement of this value.
@@ -92,21 +95,42 @@ inline constexpr int kDriveRounds = 4;
 /// with kDriveRounds (2026-12-04 19:49 UTC).
 inline constexpr Duration kPostRxGap = Duration::micros(2);
 
+/// The values above that a configuration may change ([device.progress], so that bench/progress
+/// can measure them one by one); the defaults are the constants.
+struct ProgressTuning {
+  int spin_rounds = kSpinRounds;
+  int yield_rounds = kYieldRounds;
+  Duration max_sleep = kMaxSleep;
+  Duration app_driving = kAppDriving;
+  Duration follow_up = kFollowUp;
+  Duration follow_up_sleep = kFollowUpSleep;
+  Duration driving_max_sleep = kDrivingMaxSleep;
+  size_t rx_burst = kRxBurst;
+  int drive_rounds = kDriveRounds;
+  Duration post_rx_gap = kPostRxGap;
+};
+
+/// The tuning with the configuration's [device.progress] values (names and ranges checked by
+/// lib/config) in place of the defaults.
+ProgressTuning progress_tuning(const std::map<std::string, double>& overrides);
+
 /// Whether a post at t also polls RX, the RX queue last polled at last_rx.
-constexpr bool post_polls_rx(Timestamp t, Timestamp last_rx) { return t - last_rx >= kPostRxGap; }
+constexpr bool post_polls_rx(Timestamp t, Timestamp last_rx, const ProgressTuning& k = {}) {
+  return t - last_rx >= k.post_rx_gap;
+}
 
 /// Whether a verbs call runs another step after one that received rx frames and sent tx: only
 /// when it left work behind (a full RX burst, or the port refused a frame the engine still has
 /// ready). tx_work_left() (the engine's has_tx_work) is asked only when that decides.
 template <typename F>
-bool step_again(size_t rx, size_t tx, F&& tx_work_left) {
-  return rx >= kRxBurst || (tx != 0 && tx_work_left());
+bool step_again(size_t rx, size_t tx, F&& tx_work_left, const ProgressTuning& k = {}) {
+  return rx >= k.rx_burst || (tx != 0 && tx_work_left());
 }
 
 /// The sleep after the n-th look in a row that found the application driving.
-Duration driving_sleep(int n);
-/// The sleep after `quiet` without work: kMaxSleep, then kDeepSleep, then kDeeperSleep.
-Duration idle_sleep(Duration quiet);
+Duration driving_sleep(int n, const ProgressTuning& k = {});
+/// The sleep after `quiet` without work: max_sleep, then kDeepSleep, then kDeeperSleep.
+Duration idle_sleep(Duration quiet, const ProgressTuning& k = {});
 /// d, but not past `deadline` (seen at t).
 Duration until(Duration d, Timestamp deadline, Timestamp t);
 
@@ -129,7 +153,8 @@ class ProgressPolicy {
   };
 
   /// A thread started at `start` (no work seen yet, statistics just refreshed).
-  explicit ProgressPolicy(Timestamp start) : last_work_(start), last_rates_(start) {}
+  explicit ProgressPolicy(Timestamp start, const ProgressTuning& k = {})
+      : k_(k), last_work_(start), last_rates_(start) {}
 
   /// At the top of the loop, at t, the application's last call at last_app_call: kSleep (the
   /// application drives) or kStep.
@@ -137,9 +162,9 @@ class ProgressPolicy {
   /// After look() said kStep without stats_due and the engine lock was taken by an application
   /// call: look again later (kSleep).
   Decision engine_busy();
-  /// After look(): whether the application called within kFollowUp, so the step follows it
+  /// After look(): whether the application called within follow_up, so the step follows it
   /// whatever its CPU use (the caller then need not measure that).
-  bool app_called_recently() const { return since_app_ < kFollowUp; }
+  bool app_called_recently() const { return since_app_ < k_.follow_up; }
   /// Whether after_step needs the engine's next deadline: only a sleep does, so a thread driving
   /// a busy engine alone skips reading it.
   static constexpr bool needs_deadline(size_t work, bool follow_up) {
@@ -159,6 +184,7 @@ class ProgressPolicy {
  private:
   Decision look_again_later();
 
+  ProgressTuning k_;
   int idle_ = 0;     ///< idle rounds in a row while alone
   int driving_ = 0;  ///< looks in a row that found the application driving
   Timestamp last_work_;

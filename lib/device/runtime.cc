@@ -191,7 +191,7 @@ Runtime::Progress Runtime::progress_locked(Timestamp t) {
   rx_now = t;
   last_rx = t;
   Progress p;
-  p.rx = port->rx_burst(*this, kRxBurst, t);
+  p.rx = port->rx_burst(*this, tuning.rx_burst, t);
   if (port->link_version() != link_version) follow_link_locked();
   p.tx = transmit_locked(t);
   return p;
@@ -234,7 +234,7 @@ size_t Runtime::transmit_locked(Timestamp t) {
 
 void Runtime::drive_post_locked(Timestamp t) {
   if (exiting) return;
-  if (post_polls_rx(t, last_rx)) {
+  if (post_polls_rx(t, last_rx, tuning)) {
     drive_locked(t);
     return;
   }
@@ -245,9 +245,11 @@ void Runtime::drive_post_locked(Timestamp t) {
 void Runtime::drive_locked(Timestamp t) {
   if (exiting) return;
   last_app_call.store(t.ns, std::memory_order_relaxed);
-  for (int i = 0; i < kDriveRounds; ++i) {
+  for (int i = 0; i < tuning.drive_rounds; ++i) {
     Progress p = progress_locked(t);
-    if (!step_again(p.rx, p.tx, [this] { return engine->has_tx_work(); })) break;
+    if (!step_again(
+            p.rx, p.tx, [this] { return engine->has_tx_work(); }, tuning))
+      break;
   }
 }
 
@@ -293,7 +295,7 @@ void Runtime::run() {
   pthread_setname_np(pthread_self(), "uroce-progress");
   using Action = ProgressPolicy::Action;
   AppCpu app_cpu;
-  ProgressPolicy policy(now());
+  ProgressPolicy policy(now(), tuning);
   while (!stop_.load(std::memory_order_relaxed)) {
     const Timestamp t = now();
     const ProgressPolicy::Decision look =

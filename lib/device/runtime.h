@@ -42,6 +42,7 @@
 #include "common/types.h"
 #include "config/config.h"
 #include "device/port_health.h"
+#include "device/progress_policy.h"
 #include "transport/engine.h"
 #ifdef UROCE_HAVE_STATS
 #include "stats/capture.h"
@@ -99,6 +100,7 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   bool resolve_neighbor(const Gid& g, MacAddr* mac);
 
   const config::Device cfg;  ///< the device's configuration (fixed while open)
+  const ProgressTuning tuning = progress_tuning(cfg.progress);  ///< [device.progress]
   const std::string source;  ///< the file it came from, or "built-in"
 
   std::mutex mu;  ///< the engine lock

@@ -319,6 +319,26 @@ TEST(ConfigParse, PeerTimestampsFollowTheLossyProfileUnlessSet) {
   EXPECT_NE(err.find("peer_timestamps"), std::string::npos) << err;
 }
 
+TEST(ConfigParse, ProgressTuningKeysAreCheckedByNameAndRange) {
+  std::string err;
+  auto d = parse(device("[device.progress]\nspin_rounds = 50\nmax_sleep_us = 16\n"
+                        "post_rx_gap_us = 0.5"),
+                 kSource, &err);
+  ASSERT_TRUE(d.has_value()) << err;
+  EXPECT_EQ(d->devices[0].progress,
+            (std::map<std::string, double>{
+                {"spin_rounds", 50}, {"max_sleep_us", 16}, {"post_rx_gap_us", 0.5}}));
+  EXPECT_TRUE(parse(device(""), kSource, &err)->devices[0].progress.empty());
+  EXPECT_FALSE(parse(device("[device.progress]\nspin = 1"), kSource, &err).has_value());
+  EXPECT_NE(err.find("progress.spin: unknown key"), std::string::npos) << err;
+  EXPECT_FALSE(parse(device("[device.progress]\nrx_burst = 0"), kSource, &err).has_value());
+  EXPECT_NE(err.find("progress.rx_burst: is out of range"), std::string::npos) << err;
+  EXPECT_FALSE(parse(device("[device.progress]\nspin_rounds = 1.5"), kSource, &err).has_value());
+  EXPECT_NE(err.find("whole number"), std::string::npos) << err;
+  EXPECT_FALSE(parse(device("[device.progress]\nmax_sleep_us = \"4\""), kSource, &err).has_value());
+  EXPECT_FALSE(parse(device("progress = 3"), kSource, &err).has_value());
+}
+
 TEST(ConfigParse, CongestionControlAndDelayKnobs) {
   std::string err;
   auto d = parse(device(""), kSource, &err);

@@ -281,5 +281,43 @@ TEST(AppDrivenProgress, AnotherStepOnlyWhenTheLastLeftWork) {
   EXPECT_EQ(asked, 2);
 }
 
+TEST(ProgressPolicy, ATuningFromTheConfigurationReplacesTheDefaults) {
+  // [device.progress]: names the configuration checked, values in their units (µs).
+  const ProgressTuning k = progress_tuning({{"spin_rounds", 2},
+                                            {"yield_rounds", 1},
+                                            {"max_sleep_us", 4},
+                                            {"follow_up_sleep_us", 3},
+                                            {"driving_max_sleep_us", 6},
+                                            {"app_driving_us", 50},
+                                            {"rx_burst", 8},
+                                            {"drive_rounds", 2},
+                                            {"post_rx_gap_us", 0.5}});
+  EXPECT_EQ(k.spin_rounds, 2);
+  EXPECT_EQ(k.rx_burst, 8u);
+  EXPECT_EQ(k.drive_rounds, 2);
+  EXPECT_EQ(k.post_rx_gap, Duration::nanos(500));
+  EXPECT_EQ(k.follow_up, kFollowUp);  // not named: the default
+  ProgressPolicy p(kStart, k);
+  // Idle rounds 1 (spin), 2 (the spin rounds used up: yield), 3 (the yield too: back off).
+  EXPECT_EQ(idle_until_back_off(p, kStart + ms(1)),
+            (std::vector<Action>{Action::kSpin, Action::kYield, Action::kBackOff}));
+  // The back-off never sleeps longer than max_sleep.
+  EXPECT_EQ(p.back_off_sleep(kStart + ms(1), Timestamp::never()), us(1));
+  for (int i = 0; i < 100; ++i) p.after_step(kStart + ms(1), 0, false, Timestamp::never());
+  EXPECT_EQ(p.back_off_sleep(kStart + ms(1), Timestamp::never()), us(4));
+  // Driving: from follow_up_sleep, capped at driving_max_sleep, within app_driving.
+  const Timestamp t = kStart + ms(2);
+  EXPECT_EQ(p.look(t, t - us(40)).sleep, us(3));
+  for (int i = 0; i < 10; ++i) p.look(t, t - us(40));
+  EXPECT_EQ(p.look(t, t - us(40)).sleep, us(6));
+  EXPECT_EQ(p.look(t, t - us(50)).action, Action::kStep);
+  EXPECT_TRUE(step_again(
+      8, 0, [] { return false; }, k));
+  EXPECT_FALSE(step_again(
+      7, 0, [] { return false; }, k));
+  EXPECT_TRUE(post_polls_rx(t, t - Duration::nanos(500), k));
+  EXPECT_FALSE(post_polls_rx(t, t - Duration::nanos(499), k));
+}
+
 }  // namespace
 }  // namespace uroce::device
