@@ -182,6 +182,20 @@ mode = "paper"
 max_burst_bytes = 16384
 rpg_time_reset = 300
 ''',
+    "lossy_progress": '''[[device]]
+name = "uroce0"
+port = "loopback"
+addresses = ["198.18.0.1/15"]
+profile = "lossy"
+peer_timestamps = false
+congestion_control = "delay"
+[device.delay]
+target_queue_us = 50
+[device.progress]
+spin_rounds = 50
+max_sleep_us = 16
+post_rx_gap_us = 0.5
+''',
     "two_devices": '''[[device]]
 name = "a"
 port = "net_ring0"
