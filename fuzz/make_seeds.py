@@ -27,10 +27,11 @@ def u32(v):
 
 
 def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=False,
-                     compare=0, swap=0, recv_seq=None):
+                     compare=0, swap=0, recv_seq=None, xrc=None):
     """One structured record of responder_rx: valid keys, address rw+off-64, RETH length as
     is (sel bit 3), DETH Q_Key 0x1234 (sel bit 5), default P_Key; with recv_seq an SRETH
-    (sel bit 7: selective repeat, VA or offset from off)."""
+    (sel bit 7: selective repeat, VA or offset from off); with xrc (the XRC mode's records)
+    the XRCETH selector byte: 0 the domain's XRC SRQ, 1 another domain's, 2 a basic SRQ."""
     tag = 1 | (4 if ud else 0) | (32 if ackreq else 0)
     sel = 8 | 32 | (128 if recv_seq is not None else 0)
     rec = u8(tag) + u8(opcode) + u8(psn) + u8(sel) + u16(off + 64) + u16(length)
@@ -39,6 +40,8 @@ def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=
     rec += u16(7)                                   # DETH source QPN
     rec += u8(2)                                    # ECT(0)
     rec += u16(len(payload))
+    if xrc is not None:
+        rec += u8(xrc)                              # XRCETH: which SRQ
     if recv_seq is not None:
         rec += u8(recv_seq)                         # SRETH recv_seq
     return rec + payload
@@ -61,7 +64,8 @@ def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0, s
 
 
 def write(folder, name, data, mode=None):
-    """mode: the engine targets' first input byte (1: selective repeat, 0: go-back-N)."""
+    """mode: the engine targets' first input byte (bit 0: selective repeat, else go-back-N;
+    responder_rx bit 1: structured frames to its XRC_RECV QP)."""
     if folder in ("responder_rx", "completer_rx"):
         data = u8(mode or 0) + data
     path = os.path.join(HERE, "corpus", folder)
@@ -105,6 +109,15 @@ def responder_seeds():
           responder_record(0x02, 1, 256, payload=p256[:10], recv_seq=0) +
           responder_record(0x04, 2, 0, payload=b"x", recv_seq=1) +
           responder_record(0x00, 0, 0, payload=p256, ackreq=False, recv_seq=0), mode=1)
+    # XRC (mode bit 1): a SEND to the domain's XRC SRQ, a WRITE, a READ; then a SEND naming
+    # another domain's SRQ (an invalid request NAK, the QP to ERR).
+    write("responder_rx", "xrc_send_write_read",
+          responder_record(0xa4, 0, payload=p256[:100], xrc=0) +
+          responder_record(0xaa, 1, 0, 200, p256[:200], xrc=0) +
+          responder_record(0xac, 2, 128, 300, xrc=0), mode=2)
+    write("responder_rx", "xrc_wrong_domain",
+          responder_record(0xa0, 0, payload=p256, ackreq=False, xrc=0) +
+          responder_record(0xa2, 1, payload=p256[:10], xrc=1), mode=2)
 
 
 def completer_seeds():

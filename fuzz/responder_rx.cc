@@ -14,6 +14,9 @@
  * With the first input byte odd, the RC QP uses selective repeat (uroce's extension) and
  * structured SEND/WRITE requests may carry an SRETH (recv_seq, R_Key, VA or offset from the
  * input): out-of-order placement must keep to the same regions.
+ * With bit 1 of the first byte set, structured frames go to an XRC_RECV QP instead of the RC
+ * QP, and each record has one more byte after its payload length: the XRCETH's SRQ number (an
+ * XRC SRQ of the QP's domain, one of another domain, a basic SRQ, or any 24-bit value).
  * Units: bytes, ns.
  */
 #include <cstddef>
@@ -59,7 +62,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   MrKeys kro = e.reg_mr(f.pd, reinterpret_cast<uint64_t>(ro), kRo, kAccessRemoteRead).value();
 
   Reader in{data, size};
-  const bool selective = in.u8() & 1;
+  const uint8_t mode = in.u8();
+  const bool selective = mode & 1;
+  const bool xrc = mode & 2;
   const uint32_t rc = f.create_qp(QpType::kRc);
   if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
   fuzz::rc_to_rts(e, rc, f.peer, 1000);
@@ -70,6 +75,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.modify_qp(ud, u, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey);
   u.qp_state = QpState::kRtr;
   e.modify_qp(ud, u, kAttrState);
+  // XRC: a domain with an SRQ (receives in the rw region) and an XRC_RECV QP, another domain
+  // with its own SRQ, and a basic SRQ.
+  const uint32_t xrcd = e.alloc_xrcd().value();
+  const uint32_t other_xrcd = e.alloc_xrcd().value();
+  const uint32_t srqs[3] = {e.create_xrc_srq(f.pd, xrcd, f.cq, 8, 1, 0).value(),
+                            e.create_xrc_srq(f.pd, other_xrcd, f.cq, 8, 1, 0).value(),
+                            e.create_srq(f.pd, 8, 1, 0).value()};
+  QpInitAttr xa;
+  xa.type = QpType::kXrcRecv;
+  xa.xrcd = xrcd;
+  const uint32_t xq = e.create_qp(xa).value();
+  fuzz::xrc_recv_to_rts(e, xq, f.peer);
+  const uint32_t target = xrc ? xq : rc;
 
   // Receive buffers (in the rw region) and outstanding requests, so responses have a target.
   for (int i = 0; i < 8; ++i) {
@@ -80,6 +98,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     r.num_sge = 1;
     e.post_recv(rc, r);
     e.post_recv(ud, r);
+    for (uint32_t s : srqs) e.post_srq_recv(s, r);
   }
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicFetchAndAdd,
                           WrOpcode::kSend, WrOpcode::kRdmaRead};
@@ -103,7 +122,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       wire::FrameSpec s = base;
       s.opcode = static_cast<wire::Opcode>(in.u8());
       bool to_ud = tag & 4;
-      s.dest_qpn = Qpn(to_ud ? ud : (tag & 8) ? in.u32() : rc);
+      s.dest_qpn = Qpn(to_ud ? ud : (tag & 8) ? in.u32() : target);
       s.psn = Psn((tag & 16) ? in.u32() : in.u8());  // near the expected PSNs, or anywhere
       s.ackreq = tag & 32;
       s.se = tag & 64;
@@ -128,6 +147,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.pkey = (sel & 64) ? in.u16() : uint16_t{0xffff};
       s.ecn = in.u8() & 3;
       size_t plen = in.u16() % 1100;
+      if (xrc) {
+        const uint8_t x = in.u8();
+        s.xrc_srqn = x < 3 ? srqs[x] : (uint32_t{x} << 16 | in.u16());
+      }
       const wire::OpcodeInfo& oi = wire::opcode_info(s.opcode);
       if (selective && (sel & 128) && oi.is(wire::OpFlag::kRc) && oi.is(wire::OpFlag::kRequest) &&
           (oi.is(wire::OpFlag::kSend) || oi.is(wire::OpFlag::kWrite))) {
