@@ -12,7 +12,7 @@
  *
  * With the first input byte odd, the QP uses selective repeat (uroce's extension) and ACKs may
  * carry a forged SACKETH bitmap: the board, the loss detection and the resends must hold the
- * same invariants. With its bit 1 set, the QP uses peer timestamps and ACKs carry a TSETH whose
+ * same invariants. With its bit 2 set, the QP uses peer timestamps and ACKs carry a TSETH whose
  * echo and hold come from the input (forged ones included).
  *
  * Input: one mode byte, then records, each a tag byte then fields (see the loop). Units: bytes,
@@ -59,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   fuzz::Reader in{data, size};
   const uint8_t mode = in.u8();
-  const bool selective = mode & 1, timestamps = mode & 2;
+  const bool selective = mode & 1, timestamps = mode & 4;
   const uint32_t rc = f.create_qp(QpType::kRc);
   if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
   if (timestamps) check(static_cast<bool>(e.set_peer_timestamps(rc, true)));

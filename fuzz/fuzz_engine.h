@@ -168,4 +168,25 @@ inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint3
       kAttrState | kAttrTimeout | kAttrRetryCnt | kAttrRnrRetry | kAttrSqPsn | kAttrMaxQpRdAtomic);
 }
 
+/// Moves XRC_RECV QP `qpn` to RTS as rc_to_rts moves an RC QP (the XRC_TGT masks).
+inline void xrc_recv_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer) {
+  using namespace transport;
+  QpAttr a;
+  a.qp_state = QpState::kInit;
+  a.qp_access_flags = 0xf;
+  e.modify_qp(qpn, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
+  a.qp_state = QpState::kRtr;
+  a.av.dgid = peer;
+  a.path_mtu = 1;
+  a.dest_qp_num = 0x56;
+  a.rq_psn = 0;
+  a.max_dest_rd_atomic = 4;
+  e.modify_qp(qpn, a,
+              kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
+                  kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  a.qp_state = QpState::kRts;
+  a.timeout = 1;
+  e.modify_qp(qpn, a, kAttrState | kAttrTimeout | kAttrSqPsn);
+}
+
 }  // namespace uroce::fuzz

@@ -27,11 +27,12 @@ def u32(v):
 
 
 def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=False,
-                     compare=0, swap=0, recv_seq=None, stamp=None):
+                     compare=0, swap=0, recv_seq=None, xrc=None, stamp=None):
     """One structured record of responder_rx: valid keys, address rw+off-64, RETH length as
     is (sel bit 3), DETH Q_Key 0x1234 (sel bit 5), default P_Key; with recv_seq an SRETH
-    (sel bit 7: selective repeat, VA or offset from off); with stamp a TSETH (mode bit 1: peer
-    timestamps, on every RC request record)."""
+    (sel bit 7: selective repeat, VA or offset from off); with xrc (the XRC mode's records)
+    the XRCETH selector byte: 0 the domain's XRC SRQ, 1 another domain's, 2 a basic SRQ; with
+    stamp a TSETH (mode bit 2: peer timestamps, on every RC request record)."""
     tag = 1 | (4 if ud else 0) | (32 if ackreq else 0)
     sel = 8 | 32 | (128 if recv_seq is not None else 0)
     rec = u8(tag) + u8(opcode) + u8(psn) + u8(sel) + u16(off + 64) + u16(length)
@@ -40,6 +41,8 @@ def responder_record(opcode, psn, off=0, length=0, payload=b"", ackreq=True, ud=
     rec += u16(7)                                   # DETH source QPN
     rec += u8(2)                                    # ECT(0)
     rec += u16(len(payload))
+    if xrc is not None:
+        rec += u8(xrc)                              # XRCETH: which SRQ
     if recv_seq is not None:
         rec += u8(recv_seq)                         # SRETH recv_seq
     if stamp is not None:
@@ -67,8 +70,8 @@ def completer_record(kind, rel_psn, payload=b"", syndrome=None, msn=0, orig=0, s
 
 
 def write(folder, name, data, mode=None):
-    """mode: the engine targets' first input byte (bit 0: selective repeat, else go-back-N; bit
-    1: peer timestamps)."""
+    """mode: the engine targets' first input byte (bit 0: selective repeat, else go-back-N;
+    responder_rx bit 1: structured frames to its XRC_RECV QP; bit 2: peer timestamps)."""
     if folder in ("responder_rx", "completer_rx"):
         data = u8(mode or 0) + data
     path = os.path.join(HERE, "corpus", folder)
@@ -107,7 +110,7 @@ def responder_seeds():
     write("responder_rx", "ts_write_send",
           responder_record(0x0a, 0, 0, 200, p256[:200], stamp=1000) +
           responder_record(0x04, 1, payload=b"a", stamp=0xfffffff0) +
-          responder_record(0x64, 0, payload=p256[:64], ud=True), mode=2)
+          responder_record(0x64, 0, payload=p256[:64], ud=True), mode=4)
     # Selective repeat: packets ahead of the expected PSN placed, then the gap filled.
     write("responder_rx", "sr_write_out_of_order",
           responder_record(0x06, 0, 0, 600, p256, ackreq=False, recv_seq=0) +
@@ -117,6 +120,15 @@ def responder_seeds():
           responder_record(0x02, 1, 256, payload=p256[:10], recv_seq=0) +
           responder_record(0x04, 2, 0, payload=b"x", recv_seq=1) +
           responder_record(0x00, 0, 0, payload=p256, ackreq=False, recv_seq=0), mode=1)
+    # XRC (mode bit 1): a SEND to the domain's XRC SRQ, a WRITE, a READ; then a SEND naming
+    # another domain's SRQ (an invalid request NAK, the QP to ERR).
+    write("responder_rx", "xrc_send_write_read",
+          responder_record(0xa4, 0, payload=p256[:100], xrc=0) +
+          responder_record(0xaa, 1, 0, 200, p256[:200], xrc=0) +
+          responder_record(0xac, 2, 128, 300, xrc=0), mode=2)
+    write("responder_rx", "xrc_wrong_domain",
+          responder_record(0xa0, 0, payload=p256, ackreq=False, xrc=0) +
+          responder_record(0xa2, 1, payload=p256[:10], xrc=1), mode=2)
 
 
 def completer_seeds():
@@ -142,9 +154,9 @@ def completer_seeds():
     # Peer timestamps: echoes 8 µs old held 2 µs, then one from the future (forged).
     write("completer_rx", "ts_acks",
           read0 + completer_record(4, 7, msn=2, ts=(500, 250)) +
-          completer_record(4, 12, msn=4, ts=(0, 65535)), mode=2)
+          completer_record(4, 12, msn=4, ts=(0, 65535)), mode=4)
     write("completer_rx", "ts_sr_sack",
-          read0 + completer_record(4, 3, msn=1, sack=(5, [0xe8000000]), ts=(300, 10)), mode=3)
+          read0 + completer_record(4, 3, msn=1, sack=(5, [0xe8000000]), ts=(300, 10)), mode=5)
 
 
 CONFIGS = {

@@ -61,6 +61,7 @@ FrameSpec spec_of(const ParsedPacket& p) {
   s.imm = p.imm;
   s.ieth_rkey = p.ieth_rkey;
   s.deth = p.deth;
+  s.xrc_srqn = p.xrc_srqn;
   return s;
 }
 
@@ -72,6 +73,7 @@ std::vector<uint8_t> canonical_transport(const uint8_t* frame, const ParsedPacke
   v[4] &= static_cast<uint8_t>(~(kBthResv6Mask >> 24));
   v[8] &= static_cast<uint8_t>(~(kBthResv7Mask >> 24));
   if (p.has(ExtHdr::kDeth)) v[p.info->offset_of(ExtHdr::kDeth) + 4] = 0;  // Resv8
+  if (p.has(ExtHdr::kXrcEth)) v[p.info->offset_of(ExtHdr::kXrcEth)] = 0;  // Resv8
   if (p.has(ExtHdr::kFeth)) {                                             // FETH bits 31:6
     uint8_t* f = v.data() + p.info->offset_of(ExtHdr::kFeth);
     f[0] = f[1] = f[2] = 0;

@@ -13,8 +13,12 @@
  * After each record the engine transmits (into a discarding sink) and fake time advances.
  * With the first input byte odd, the RC QP uses selective repeat (uroce's extension) and
  * structured SEND/WRITE requests may carry an SRETH (recv_seq, R_Key, VA or offset from the
- * input): out-of-order placement must keep to the same regions. With its bit 1 set, the QP
- * uses peer timestamps and RC requests may carry a TSETH (its stamp from the input).
+ * input): out-of-order placement must keep to the same regions.
+ * With bit 1 of the first byte set, structured frames go to an XRC_RECV QP instead of the RC
+ * QP, and each record has one more byte after its payload length: the XRCETH's SRQ number (an
+ * XRC SRQ of the QP's domain, one of another domain, a basic SRQ, or any 24-bit value).
+ * With bit 2 set, the RC QP uses peer timestamps and RC requests carry a TSETH (its stamp from
+ * the input, after the SRETH byte).
  * Units: bytes, ns.
  */
 #include <cstddef>
@@ -61,7 +65,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   Reader in{data, size};
   const uint8_t mode = in.u8();
-  const bool selective = mode & 1, timestamps = mode & 2;
+  const bool selective = mode & 1;
+  const bool xrc = mode & 2;
+  const bool timestamps = mode & 4;
   const uint32_t rc = f.create_qp(QpType::kRc);
   if (selective) check(static_cast<bool>(e.set_selective_repeat(rc, true)));
   if (timestamps) check(static_cast<bool>(e.set_peer_timestamps(rc, true)));
@@ -73,6 +79,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   e.modify_qp(ud, u, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrQkey);
   u.qp_state = QpState::kRtr;
   e.modify_qp(ud, u, kAttrState);
+  // XRC: a domain with an SRQ (receives in the rw region) and an XRC_RECV QP, another domain
+  // with its own SRQ, and a basic SRQ.
+  const uint32_t xrcd = e.alloc_xrcd().value();
+  const uint32_t other_xrcd = e.alloc_xrcd().value();
+  const uint32_t srqs[3] = {e.create_xrc_srq(f.pd, xrcd, f.cq, 8, 1, 0).value(),
+                            e.create_xrc_srq(f.pd, other_xrcd, f.cq, 8, 1, 0).value(),
+                            e.create_srq(f.pd, 8, 1, 0).value()};
+  QpInitAttr xa;
+  xa.type = QpType::kXrcRecv;
+  xa.xrcd = xrcd;
+  const uint32_t xq = e.create_qp(xa).value();
+  fuzz::xrc_recv_to_rts(e, xq, f.peer);
+  const uint32_t target = xrc ? xq : rc;
 
   // Receive buffers (in the rw region) and outstanding requests, so responses have a target.
   for (int i = 0; i < 8; ++i) {
@@ -83,6 +102,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     r.num_sge = 1;
     e.post_recv(rc, r);
     e.post_recv(ud, r);
+    for (uint32_t s : srqs) e.post_srq_recv(s, r);
   }
   const WrOpcode ops[] = {WrOpcode::kRdmaRead, WrOpcode::kRdmaWrite, WrOpcode::kAtomicFetchAndAdd,
                           WrOpcode::kSend, WrOpcode::kRdmaRead};
@@ -106,7 +126,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       wire::FrameSpec s = base;
       s.opcode = static_cast<wire::Opcode>(in.u8());
       bool to_ud = tag & 4;
-      s.dest_qpn = Qpn(to_ud ? ud : (tag & 8) ? in.u32() : rc);
+      s.dest_qpn = Qpn(to_ud ? ud : (tag & 8) ? in.u32() : target);
       s.psn = Psn((tag & 16) ? in.u32() : in.u8());  // near the expected PSNs, or anywhere
       s.ackreq = tag & 32;
       s.se = tag & 64;
@@ -131,6 +151,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       s.pkey = (sel & 64) ? in.u16() : uint16_t{0xffff};
       s.ecn = in.u8() & 3;
       size_t plen = in.u16() % 1100;
+      if (xrc) {
+        const uint8_t x = in.u8();
+        s.xrc_srqn = x < 3 ? srqs[x] : (uint32_t{x} << 16 | in.u16());
+      }
       const wire::OpcodeInfo& oi = wire::opcode_info(s.opcode);
       if (selective && (sel & 128) && oi.is(wire::OpFlag::kRc) && oi.is(wire::OpFlag::kRequest) &&
           (oi.is(wire::OpFlag::kSend) || oi.is(wire::OpFlag::kWrite))) {

@@ -46,7 +46,8 @@ struct rte_mempool;
 namespace uroce::dpdk {
 
 /// Bytes a RoCEv2 frame may add to its payload: Ethernet 14 + 802.1Q 4 + IPv6 40 + UDP 8 +
-/// BTH 12 + AtomicETH 28 (the largest extended header) + ICRC 4 + pad 3, rounded up to 128.
+/// BTH 12 + XRCETH 4 + AtomicETH 28 (the longest extended headers) + ICRC 4 + pad 3, rounded
+/// up to 128.
 inline constexpr size_t kRoceOverhead = 128;
 
 /// Frames per RX/TX burst.

@@ -125,9 +125,9 @@ inline constexpr StatDesc kQpStats[] = {
 #undef X
 };
 
-/// QP type and state as numbers: type 0 RC, 1 UC, 2 UD; state the IBV_QPS_* values
-/// (0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 SQD, 5 SQE, 6 ERR).
-inline constexpr std::string_view kQpTypeNames[] = {"RC", "UC", "UD"};
+/// QP type and state as numbers: type 0 RC, 1 UC, 2 UD, 3 XRC_SEND, 4 XRC_RECV; state the
+/// IBV_QPS_* values (0 RESET, 1 INIT, 2 RTR, 3 RTS, 4 SQD, 5 SQE, 6 ERR).
+inline constexpr std::string_view kQpTypeNames[] = {"RC", "UC", "UD", "XRC_SEND", "XRC_RECV"};
 inline constexpr std::string_view kQpStateNames[] = {"RESET", "INIT", "RTR", "RTS",
                                                      "SQD",   "SQE",  "ERR"};
 
@@ -142,7 +142,7 @@ struct QpRecord {
   uint32_t seq;          ///< seqlock sequence: odd while the writer changes identity fields
   uint32_t in_use;       ///< 1 while the QP exists (release store after the fields are set)
   uint32_t qpn;          ///< 24-bit QP number
-  uint32_t type;         ///< 0 RC, 1 UC, 2 UD
+  uint32_t type;         ///< 0 RC, 1 UC, 2 UD, 3 XRC_SEND, 4 XRC_RECV
   uint32_t state;        ///< IBV_QPS_* value
   uint32_t peer_qpn;     ///< destination QP (RC/UC), 0 otherwise
   uint8_t peer_gid[16];  ///< destination GID (RC/UC), zero otherwise

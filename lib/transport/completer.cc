@@ -44,7 +44,7 @@ void Engine::Impl::retire_head(Qp& qp, WcStatus st) {
 
 void Engine::Impl::requester_fatal(Qp& qp, WcStatus st) {
   if (!qp.req.sq.empty()) retire_head(qp, st);
-  if (qp.type == QpType::kRc) {
+  if (is_reliable(qp.type)) {
     qp_error(qp);
     raise_qp_error_event(qp);
   } else {
@@ -271,7 +271,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       // ATOMIC_WRITE and FLUSH: done when one zero-length READ response answers them (IBA 1.5
       // Annex A19, as Linux rxe answers; a READ response to another request is ignored).
       if (!is_rd_atomic(w) || q != expect) return;
-      if (p.opcode != wire::Opcode::kRcRdmaReadResponseOnly || !p.payload.empty()) {
+      if (wire::rc_twin(p.opcode) != wire::Opcode::kRcRdmaReadResponseOnly || !p.payload.empty()) {
         requester_fatal(qp, WcStatus::kBadRespErr);
         return;
       }
@@ -362,7 +362,7 @@ void Engine::Impl::completer_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
 void Engine::Impl::completer_timers(Qp& qp, Timestamp now) {
   if (qp.comp.retrans_at > now) return;
   qp.comp.retrans_at = Timestamp::never();
-  if (qp.type != QpType::kRc || !outstanding(qp) ||
+  if (!is_reliable(qp.type) || !outstanding(qp) ||
       (qp.state != QpState::kRts && qp.state != QpState::kSqd) || !qp.req.rnr_until.is_never())
     return;
   // Local ACK timeout (IBA 9.7.6.1.3): resend from the oldest unacknowledged PSN.

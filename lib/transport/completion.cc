@@ -135,7 +135,9 @@ void Engine::Impl::complete_recv(Qp& qp, uint64_t wr_id, WcStatus st, WcOpcode o
   e.wc_flags = wc_flags;
   e.qp_num = qp.qpn;
   e.src_qp = qp.attr.dest_qp_num;
-  if (!push_cqe(qp.init.recv_cq, e, solicited) && qp.state != QpState::kErr) {
+  // An XRC_RECV QP's receives complete on the CQ of the XRC SRQ the WQE came from.
+  const uint32_t cq = qp.type == QpType::kXrcRecv ? qp.resp.cur_cq : qp.init.recv_cq;
+  if (!push_cqe(cq, e, solicited) && qp.state != QpState::kErr) {
     raise_qp_error_event(qp);
     qp_error(qp);
   }
@@ -187,7 +189,9 @@ void Engine::Impl::qp_error(Qp& qp) {
   qp.resp.rx_msg = ResponderState::RxMsg::kNone;
   flush_sq(qp);
   flush_rq(qp);
-  if (qp.resp.srq && !was_err) async_event(AsyncEventType::kQpLastWqeReached, qp.qpn);
+  // (An XRC_RECV QP has no SRQ of its own: resp.srq is only the one a request names.)
+  if (qp.resp.srq && qp.type != QpType::kXrcRecv && !was_err)
+    async_event(AsyncEventType::kQpLastWqeReached, qp.qpn);
 }
 
 void Engine::Impl::raise_qp_error_event(Qp& qp, AsyncEventType t) {

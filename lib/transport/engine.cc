@@ -285,8 +285,45 @@ Status Engine::destroy_srq(uint32_t id) {
   if (!s) return Status::not_found();
   if (s->users) return Status::busy();
   impl_->pds[s->pd - 1].users--;
+  if (s->xrcd) impl_->xrcds[s->xrcd - 1].users--;
+  if (Cq* cq = impl_->find_cq(s->cq)) cq->users--;
   *s = Srq{};
   return Status::ok();
+}
+
+Result<uint32_t> Engine::alloc_xrcd() {
+  auto& x = impl_->xrcds;
+  size_t i = 0;
+  while (i < x.size() && x[i].live) ++i;
+  if (i >= kMaxXrcds) return Status::no_memory();
+  if (i == x.size()) x.emplace_back();
+  x[i] = Xrcd{};
+  x[i].live = true;
+  return static_cast<uint32_t>(i + 1);
+}
+
+Status Engine::dealloc_xrcd(uint32_t id) {
+  auto& x = impl_->xrcds;
+  if (id == 0 || id > x.size() || !x[id - 1].live) return Status::not_found();
+  if (x[id - 1].users) return Status::busy();
+  x[id - 1] = Xrcd{};
+  return Status::ok();
+}
+
+Result<uint32_t> Engine::create_xrc_srq(uint32_t pd, uint32_t xrcd, uint32_t cq, uint32_t max_wr,
+                                        uint32_t max_sge, uint32_t limit) {
+  auto& x = impl_->xrcds;
+  if (xrcd == 0 || xrcd > x.size() || !x[xrcd - 1].live) return Status::not_found();
+  Cq* c = impl_->find_cq(cq);
+  if (!c) return Status::not_found();
+  auto r = create_srq(pd, max_wr, max_sge, limit);
+  if (!r) return r;
+  Srq* s = impl_->find_srq(r.value());
+  s->xrcd = xrcd;
+  s->cq = cq;
+  x[xrcd - 1].users++;
+  c->users++;
+  return r;
 }
 
 Status Engine::post_srq_recv(uint32_t id, const RecvWr& wr) {
@@ -306,16 +343,31 @@ Status Engine::post_srq_recv(uint32_t id, const RecvWr& wr) {
 
 Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   Impl& m = *impl_;
-  if (a.type != QpType::kRc && a.type != QpType::kUc && a.type != QpType::kUd)
+  if (a.type != QpType::kRc && a.type != QpType::kUc && a.type != QpType::kUd &&
+      a.type != QpType::kXrcSend && a.type != QpType::kXrcRecv)
     return Status::invalid();
-  if (a.pd == 0 || a.pd > m.pds.size() || !m.pds[a.pd - 1].live) return Status::not_found();
-  Cq* scq = m.find_cq(a.send_cq);
-  Cq* rcq = m.find_cq(a.recv_cq);
-  if (!scq || !rcq) return Status::not_found();
+  const bool xrc_recv = a.type == QpType::kXrcRecv;
+  if (xrc_recv) {
+    // Only its domain: the XRC SRQs its requests name bring the PD, the WQEs and the CQ.
+    if (a.xrcd == 0 || a.xrcd > m.xrcds.size() || !m.xrcds[a.xrcd - 1].live)
+      return Status::not_found();
+    a.pd = a.send_cq = a.recv_cq = a.srq = 0;
+    a.max_send_wr = a.max_recv_wr = a.max_send_sge = a.max_recv_sge = a.max_inline_data = 0;
+  } else {
+    a.xrcd = 0;
+    if (a.pd == 0 || a.pd > m.pds.size() || !m.pds[a.pd - 1].live) return Status::not_found();
+  }
+  if (a.type == QpType::kXrcSend) {
+    a.recv_cq = a.srq = 0;  // no receive queue
+    a.max_recv_wr = a.max_recv_sge = 0;
+  }
+  Cq* scq = a.send_cq ? m.find_cq(a.send_cq) : nullptr;
+  Cq* rcq = a.recv_cq ? m.find_cq(a.recv_cq) : nullptr;
+  if ((!scq && !xrc_recv) || (!rcq && !is_xrc(a.type))) return Status::not_found();
   Srq* srq = nullptr;
   if (a.srq) {
     srq = m.find_srq(a.srq);
-    if (!srq) return Status::not_found();
+    if (!srq || srq->xrcd) return Status::not_found();
   }
   if (a.max_send_wr > kMaxQpWr || a.max_recv_wr > kMaxQpWr || a.max_send_sge > kMaxSge ||
       a.max_recv_sge > kMaxSge || a.max_inline_data > kMaxInline)
@@ -338,20 +390,22 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
             static_cast<uint32_t>(slot);
   qp->type = a.type;
   // Round capacities up and write them back (ibv_create_qp(3) semantics).
-  a.max_send_wr = std::bit_ceil(std::max(a.max_send_wr, 1u));
-  a.max_recv_wr = srq ? 0 : std::bit_ceil(std::max(a.max_recv_wr, 1u));
-  a.max_send_sge = std::max(a.max_send_sge, 1u);
-  a.max_recv_sge = srq ? 0 : std::max(a.max_recv_sge, 1u);
+  const bool has_rq = !srq && !is_xrc(a.type);
+  a.max_send_wr = xrc_recv ? 0 : std::bit_ceil(std::max(a.max_send_wr, 1u));
+  a.max_recv_wr = has_rq ? std::bit_ceil(std::max(a.max_recv_wr, 1u)) : 0;
+  a.max_send_sge = xrc_recv ? 0 : std::max(a.max_send_sge, 1u);
+  a.max_recv_sge = has_rq ? std::max(a.max_recv_sge, 1u) : 0;
   qp->init = a;
-  qp->req.sq.reset(a.max_send_wr);
+  // Rings of at least one entry; a queue the type lacks stays empty (posting to it is EINVAL).
+  qp->req.sq.reset(std::max(a.max_send_wr, 1u));
   qp->req.sq_sges.assign(size_t{a.max_send_wr} * a.max_send_sge, Sge{});
   qp->req.sq_inline.assign(size_t{a.max_send_wr} * a.max_inline_data, 0);
-  if (!srq) {
-    qp->resp.rq.reset(a.max_recv_wr);
-    qp->resp.rq_sges.assign(size_t{a.max_recv_wr} * a.max_recv_sge, Sge{});
-  } else {
+  if (srq) {
     qp->resp.srq = srq;
     srq->users++;
+  } else {
+    qp->resp.rq.reset(std::max(a.max_recv_wr, 1u));
+    qp->resp.rq_sges.assign(size_t{a.max_recv_wr} * a.max_recv_sge, Sge{});
   }
   qp->resp.resp_q.reset(kRespQueueDepth);
   qp->resp.replay.assign(1, AtomicReplay{});  // resized with max_dest_rd_atomic (modify_qp)
@@ -366,9 +420,10 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   qp->mtu = a.type == QpType::kUd ? m.cfg.max_mtu : 1024;
   if (m.cfg.cc) qp->cc = m.cfg.cc->make_qp(qp->qpn, m.cfg.link_speed_bps);
   if (!qp->cc) qp->cc = std::make_unique<NoCongestion>();
-  scq->users++;
-  rcq->users++;
-  m.pds[a.pd - 1].users++;
+  if (scq) scq->users++;
+  if (rcq) rcq->users++;
+  if (a.pd) m.pds[a.pd - 1].users++;
+  if (a.xrcd) m.xrcds[a.xrcd - 1].users++;
   uint32_t qpn = qp->qpn;
   m.qps[slot] = std::move(qp);
   return qpn;
@@ -592,8 +647,9 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (!qp) return Status::not_found();
   if (Cq* c = m.find_cq(qp->init.send_cq)) c->users--;
   if (Cq* c = m.find_cq(qp->init.recv_cq)) c->users--;
-  if (qp->resp.srq) qp->resp.srq->users--;
-  m.pds[qp->init.pd - 1].users--;
+  if (qp->resp.srq && qp->type != QpType::kXrcRecv) qp->resp.srq->users--;
+  if (qp->init.pd) m.pds[qp->init.pd - 1].users--;
+  if (qp->init.xrcd) m.xrcds[qp->init.xrcd - 1].users--;
   std::erase(m.active, qp);
   if (m.np) m.np->forget(qpn);
   m.qps[qpn & ((1u << kQpSlotBits) - 1)].reset();
@@ -617,6 +673,11 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
   bool ok_op = false;
   switch (qp->type) {
     case QpType::kRc: ok_op = true; break;
+    case QpType::kXrcSend:
+      // As RC but FLUSH and ATOMIC WRITE (no XRC opcodes for them, opcodes.def).
+      ok_op = wr.opcode != WrOpcode::kFlush && wr.opcode != WrOpcode::kAtomicWrite;
+      break;
+    case QpType::kXrcRecv: ok_op = false; break;
     case QpType::kUc:
       ok_op = wr.opcode == WrOpcode::kSend || wr.opcode == WrOpcode::kSendWithImm ||
               wr.opcode == WrOpcode::kRdmaWrite || wr.opcode == WrOpcode::kRdmaWriteWithImm ||
@@ -678,6 +739,7 @@ Status Engine::post_send(uint32_t qpn, const SendWr& wr, Timestamp now) {
     }
   }
   w->inline_data = inl;
+  if (qp->type == QpType::kXrcSend) w->remote_qpn = wr.xrc_srqn & k24BitMask;
   if (qp->type == QpType::kUd) {
     w->av = *wr.ah;
     w->remote_qpn = wr.remote_qpn & k24BitMask;
@@ -727,7 +789,7 @@ Status Engine::post_recv(uint32_t qpn, const RecvWr& wr) {
   Impl& m = *impl_;
   Qp* qp = m.find_qp(qpn);
   if (!qp) return Status::not_found();
-  if (qp->resp.srq || qp->state == QpState::kReset) return Status::invalid();
+  if (qp->resp.srq || is_xrc(qp->type) || qp->state == QpState::kReset) return Status::invalid();
   if (wr.num_sge > qp->init.max_recv_sge || (wr.num_sge && !wr.sg)) return Status::invalid();
   uint32_t pos = qp->resp.rq.tail_pos();
   RecvWqe* w = qp->resp.rq.push();

@@ -119,10 +119,11 @@ class EngineObserver {
 /// ibv_qp_init_attr as the engine takes it.
 struct QpInitAttr {
   QpType type = QpType::kRc;
-  uint32_t pd = 0;
-  uint32_t send_cq = 0;
-  uint32_t recv_cq = 0;
-  uint32_t srq = 0;  ///< 0: none
+  uint32_t pd = 0;       ///< 0 for kXrcRecv (its SRQs' PDs protect its memory)
+  uint32_t xrcd = 0;     ///< kXrcRecv: its XRC domain
+  uint32_t send_cq = 0;  ///< 0 for kXrcRecv
+  uint32_t recv_cq = 0;  ///< 0 for kXrcSend and kXrcRecv (an XRC SRQ has its own CQ)
+  uint32_t srq = 0;      ///< 0: none
   uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0,
            max_inline_data = 0;
   bool sq_sig_all = false;
@@ -231,7 +232,21 @@ class Engine {
   Status destroy_srq(uint32_t srq);
   Status post_srq_recv(uint32_t srq, const RecvWr& wr);
 
+  /// XRC domains (ibv_open_xrcd(3)): what XRC SRQs and XRC_RECV QPs belong to. dealloc_xrcd:
+  /// EBUSY while an SRQ or a QP belongs to it; ENOENT: no such domain.
+  Result<uint32_t> alloc_xrcd();
+  Status dealloc_xrcd(uint32_t xrcd);
+  /// An XRC SRQ (ibv_create_srq_ex(3), IBV_SRQT_XRC) of domain xrcd: its receives complete on
+  /// cq, its pd protects every access of a request that names it. Returns its handle, which is
+  /// also its XRC SRQ number (ibv_get_srq_num(3), the XRCETH's XRCSRQ field). ENOENT: unknown
+  /// pd, xrcd or cq; EINVAL as create_srq.
+  Result<uint32_t> create_xrc_srq(uint32_t pd, uint32_t xrcd, uint32_t cq, uint32_t max_wr,
+                                  uint32_t max_sge, uint32_t limit);
+
   /// Queue pairs. create_qp returns the QPN; caps in attr are rounded up and written back.
+  /// kXrcSend needs a pd and a send CQ (no receive queue); kXrcRecv an xrcd (no PD, CQs, send
+  /// or receive queue: requests name one of the domain's XRC SRQs). ENOENT: unknown pd, CQ,
+  /// SRQ or xrcd.
   Result<uint32_t> create_qp(QpInitAttr& attr);
   /// ibv_modify_qp: the transition table of IBA §10.3 with the masks ibv_modify_qp(3) requires
   /// per QP type. EINVAL: illegal transition, missing or extra attribute, bad value.

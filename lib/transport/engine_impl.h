@@ -118,13 +118,21 @@ struct Cq {
 
 struct Srq {
   bool live = false;
-  uint32_t id = 0;  ///< its handle (index + 1), for events
+  uint32_t id = 0;  ///< its handle (index + 1), for events; an XRC SRQ's number
   uint32_t pd = 0;
+  uint32_t xrcd = 0;  ///< XRC SRQ: its domain (0: a basic SRQ)
+  uint32_t cq = 0;    ///< XRC SRQ: the CQ its receives complete on
   uint32_t max_sge = 0;
   uint32_t limit = 0;
   uint32_t users = 0;
   Ring<RecvWqe> ring;
   std::vector<Sge> sges;  ///< ring capacity * max_sge
+};
+
+/// An XRC domain (ibv_open_xrcd(3)).
+struct Xrcd {
+  bool live = false;
+  uint32_t users = 0;  ///< XRC SRQs and XRC_RECV QPs in it
 };
 
 struct Engine::Impl {
@@ -140,6 +148,7 @@ struct Engine::Impl {
   std::vector<Cq> cqs;
   /// A deque: QPs keep a Srq* (Qp::srq), so creating an SRQ must not move the others.
   std::deque<Srq> srqs;
+  std::vector<Xrcd> xrcds;
   std::vector<std::unique_ptr<Qp>> qps;  ///< by slot
   std::vector<uint8_t> qp_gen;           ///< generation per slot
   std::vector<Qp*> active;               ///< QPs with work or timers
@@ -206,6 +215,10 @@ struct Engine::Impl {
   /// An RC request at the expected PSN: checks, execution, ePSN, ACK. held: a packet that
   /// selective repeat placed earlier (its bytes are in place; only the bookkeeping runs).
   void rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now, const HeldPacket* held);
+  /// An XRC_RECV QP's request: its XRCETH names the XRC SRQ (of the QP's domain) whose PD,
+  /// receive WQEs and CQ the request uses; otherwise as rc_responder. A bad XRCETH is an
+  /// invalid request (NAK, QP to ERR).
+  void xrc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
   void uc_responder(Qp& qp, const wire::ParsedPacket& p);
   void ud_responder(Qp& qp, const wire::ParsedPacket& p);
   bool pop_recv(Qp& qp);

@@ -49,7 +49,7 @@ struct SendWqe {
   /// (a bind also keeps its range in remote_addr/compare_add, its lkey<<32|access in swap);
   /// FLUSH: its FETH (selectivity level << 4 | placement type)
   uint32_t imm = 0;
-  uint32_t remote_qpn = 0;   ///< UD
+  uint32_t remote_qpn = 0;   ///< UD; XRC_SEND: the remote XRC SRQ number
   uint32_t remote_qkey = 0;  ///< UD
   uint32_t num_sge = 0;
   uint32_t recv_seq = 0;  ///< selective repeat: index among receive-consuming messages
@@ -98,6 +98,7 @@ struct RespItem {
   // READ
   uint64_t va = 0;
   uint32_t rkey = 0;
+  uint32_t pd = 0;     ///< the PD the READ was checked against (XRC: its SRQ's)
   uint32_t len = 0;    ///< bytes still to send
   uint32_t npkts = 0;  ///< total response packets of this stream
   uint32_t sent = 0;   ///< response packets already sent
@@ -209,6 +210,8 @@ struct CompleterState {
 };
 
 struct ResponderState {
+  /// The SRQ receives come from; XRC_RECV: the one the request being handled names (set per
+  /// packet from its XRCETH, nullptr between packets).
   Srq* srq = nullptr;
   Ring<RecvWqe> rq;
   std::vector<Sge> rq_sges;  ///< capacity * max_recv_sge
@@ -225,6 +228,8 @@ struct ResponderState {
   uint32_t wr_resid = 0;  ///< bytes still expected
   uint32_t wr_len = 0;    ///< DMA length of the WRITE in progress
   bool cur_recv = false;  ///< a receive WQE is being filled
+  uint32_t cur_cq = 0;    ///< XRC_RECV: the CQ of the XRC SRQ the current WQE came from
+  uint32_t cur_srqn = 0;  ///< XRC_RECV: and that SRQ's number
   RecvWqe cur_rwqe;
   std::array<Sge, kMaxSge> cur_sg{};
   uint32_t cur_off = 0;  ///< bytes placed into it

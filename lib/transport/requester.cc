@@ -29,9 +29,11 @@ void stamp(wire::FrameSpec& s, uint32_t payload, uint32_t path_mtu, Timestamp no
   s.tseth.stamp = static_cast<uint32_t>(now.ns);
 }
 
-/// UC opcodes are the RC ones + 0x20 (IBA 9.2.1 Table 37).
+/// UC opcodes are the RC ones + 0x20, XRC ones the RC ones | 0xa0 (IBA 9.2.1 Table 37).
 Opcode for_type(QpType t, Opcode rc) {
-  return t == QpType::kUc ? static_cast<Opcode>(static_cast<uint8_t>(rc) + 0x20) : rc;
+  return t == QpType::kUc        ? static_cast<Opcode>(static_cast<uint8_t>(rc) + 0x20)
+         : t == QpType::kXrcSend ? wire::xrc_twin(rc)
+                                 : rc;
 }
 
 /// SEND/WRITE opcode for one packet.
@@ -78,7 +80,7 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
   if (is_local_op(w)) return qp.state == QpState::kRts && qp.req.send_pos == qp.req.sq.head_pos();
   if (!w.started) {
     if (qp.state == QpState::kSqd) return false;
-    if (qp.type == QpType::kRc) {
+    if (is_reliable(qp.type)) {
       const uint32_t limit = std::max<uint32_t>(qp.attr.max_rd_atomic, 1);
       if (is_rd_atomic(w) && qp.req.rd_atomic_out >= limit) return false;
       // Fence (IBA 10.8.3.3): wait for every earlier READ/atomic to complete.
@@ -98,7 +100,7 @@ bool Engine::Impl::requester_has_packet(const Qp& qp) const {
     }
     return room > 0 && sr_in_flight(qp) < sr_cap(qp);
   }
-  if (qp.type == QpType::kRc &&
+  if (is_reliable(qp.type) &&
       diff(qp.req.next_psn, qp.comp.una) >= static_cast<int32_t>(cfg.max_unacked_psns))
     return false;
   return true;
@@ -229,6 +231,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
 
   const Psn psn = qp.req.next_psn;
   s.psn = psn;
+  s.xrc_srqn = w.remote_qpn;  // XRC_SEND: every request packet names the remote XRC SRQ
   const uint8_t prio = prio_of(s.dscp);
   uint32_t payload = 0;
   bool last_of_wqe = true;
@@ -243,7 +246,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     case WrOpcode::kRdmaRead: {
       const uint32_t k = qp.req.send_off;  // resume point, in response packets
       const uint32_t off = std::min(w.length, k * qp.mtu);
-      s.opcode = Opcode::kRcRdmaReadRequest;
+      s.opcode = for_type(qp.type, Opcode::kRcRdmaReadRequest);
       s.psn = w.first_psn + k;
       uint32_t run = w.npkts - k;
       if (qp.selective) {
@@ -267,7 +270,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
     case WrOpcode::kAtomicCmpAndSwp:
     case WrOpcode::kAtomicFetchAndAdd: {
       const bool cas = w.opcode == WrOpcode::kAtomicCmpAndSwp;
-      s.opcode = cas ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd;
+      s.opcode = for_type(qp.type, cas ? Opcode::kRcCompareSwap : Opcode::kRcFetchAdd);
       s.atomic_eth = {w.remote_addr, w.rkey, cas ? w.swap : w.compare_add, cas ? w.compare_add : 0};
       r = emit(sink, qp, s, 0, prio, false, none);
       break;
@@ -316,7 +319,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
         s.ext = wire::UroceExt::kSreth;
         s.sreth = {w.recv_seq, write ? w.rkey : 0u, write ? w.remote_addr + off : uint64_t{off}};
       }
-      if (qp.type == QpType::kRc) s.ackreq = wants_ackreq(qp, w, last, pos, now);
+      if (is_reliable(qp.type)) s.ackreq = wants_ackreq(qp, w, last, pos, now);
       if (s.ackreq && qp.timestamps) stamp(s, chunk, qp.mtu, now);
       const uint8_t* inl = w.inline_data ? sq_inl(qp, pos) + off : nullptr;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
@@ -343,7 +346,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   if (r <= 0) return r;
 
   // Sent.
-  if (qp.type == QpType::kRc)
+  if (is_reliable(qp.type))
     rtt_on_sent(qp, w, s.psn, diff(s.psn, qp.req.max_psn) >= 0, s.ackreq || is_rd_atomic(w), now);
   if (qp.req.force_ackreq) {
     qp.req.force_ackreq = false;  // the ACK probe: a duplicate by design, not a retransmission
@@ -363,7 +366,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   qp.req.burst_pkts = now - qp.req.last_sent >= kAckReqStreamGap ? 1 : qp.req.burst_pkts + 1;
   qp.req.last_sent = now;
   // READ and atomic requests draw responses that acknowledge everything before them.
-  const bool unasked = qp.type == QpType::kRc && !s.ackreq && !is_rd_atomic(w);
+  const bool unasked = is_reliable(qp.type) && !s.ackreq && !is_rd_atomic(w);
   qp.req.probe_at = unasked ? now + kAckProbeDelay : Timestamp::never();
   if (last_of_wqe) {
     qp.req.send_pos = pos + 1;
@@ -373,7 +376,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
   } else {
     qp.req.send_off += payload;
   }
-  if (qp.type == QpType::kRc) {
+  if (is_reliable(qp.type)) {
     if (qp.comp.retrans_at.is_never())
       qp.comp.retrans_at = now + local_ack_timeout(qp.attr.timeout);
     if (qp.selective) sr_arm_rto(qp, now);

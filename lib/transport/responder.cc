@@ -62,7 +62,34 @@ void Engine::Impl::responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       break;
     case QpType::kUc: uc_responder(qp, p); break;
     case QpType::kUd: ud_responder(qp, p); break;
+    case QpType::kXrcRecv: xrc_responder(qp, p, now); break;
+    case QpType::kXrcSend: break;  // rx.cc sends it responses only
   }
+}
+
+void Engine::Impl::xrc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
+  // The XRCETH names the SRQ every packet of the message uses (IBA 9.3.9 and §11.2.5.2: its
+  // PD, its receive WQEs, its CQ); it must be an XRC SRQ of the QP's domain. Checked for
+  // duplicates too: they are answered from that SRQ's PD (a READ is read again). A bad one is
+  // counted in resp_remote_invalid_request.
+  Srq* s = find_srq(p.xrc_srqn);
+  // The packets after the first of a SEND go to the WQE the first one took: the same SRQ.
+  const bool other_srq = diff(p.psn, qp.resp.epsn) == 0 && qp.resp.cur_recv &&
+                         qp.resp.rx_msg == ResponderState::RxMsg::kSend && s &&
+                         s->id != qp.resp.cur_srqn;
+  if (!s || s->xrcd == 0 || s->xrcd != qp.init.xrcd || other_srq) {
+    if (diff(p.psn, qp.resp.epsn) > 0) {
+      // Ahead of the expected PSN the packet is dropped unread (a sequence NAK).
+      rc_responder(qp, p, now);
+      return;
+    }
+    responder_fatal(qp, wire::kAethNakInvalidRequest, AsyncEventType::kQpReqErr,
+                    WcStatus::kRemInvReqErr);
+    return;
+  }
+  qp.resp.srq = s;
+  rc_responder(qp, p, now);
+  qp.resp.srq = nullptr;
 }
 
 bool Engine::Impl::pop_recv(Qp& qp) {
@@ -71,6 +98,8 @@ bool Engine::Impl::pop_recv(Qp& qp) {
     Srq& s = *qp.resp.srq;
     if (s.ring.empty()) return false;
     qp.resp.cur_rwqe = s.ring.front();
+    qp.resp.cur_cq = s.cq;
+    qp.resp.cur_srqn = s.id;
     sg = s.sges.data() + size_t{s.ring.slot_of(s.ring.head_pos())} * s.max_sge;
     std::copy_n(sg, qp.resp.cur_rwqe.num_sge, qp.resp.cur_sg.data());
     s.ring.pop();
@@ -97,6 +126,11 @@ uint32_t recv_len(const Qp& qp) {
   return sge_list_len(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge);
 }
 uint32_t recv_pd(const Qp& qp) { return qp.resp.srq ? qp.resp.srq->pd : qp.init.pd; }
+/// The PD remote accesses are checked against: an XRC_RECV QP's is that of the XRC SRQ the
+/// request names (IBA §11.2.5.2).
+uint32_t access_pd(const Qp& qp) {
+  return qp.type == QpType::kXrcRecv ? (qp.resp.srq ? qp.resp.srq->pd : 0) : qp.init.pd;
+}
 }  // namespace
 
 void Engine::Impl::queue_ack(Qp& qp, uint8_t syndrome, Psn psn, bool fatal) {
@@ -147,7 +181,7 @@ void Engine::Impl::responder_fatal(Qp& qp, uint8_t nak_code, AsyncEventType ev,
 void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now) {
   const wire::OpcodeInfo& info = *p.info;
   const int32_t d = diff(p.psn, qp.resp.epsn);
-  const uint32_t pd = qp.init.pd;
+  const uint32_t pd = access_pd(qp);
 
   if (d > 0 && qp.selective) {
     sr_hold(qp, p);  // placed and held, or dropped (sr_responder.cc)
@@ -190,6 +224,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
       it->msn = qp.resp.msn;
       it->va = p.reth.va;
       it->rkey = p.reth.rkey;
+      it->pd = pd;
       it->len = len;
       it->npkts = n;
       qp.resp.resp_rd_atomic++;
@@ -244,7 +279,7 @@ void Engine::Impl::rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp n
 void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now,
                               const HeldPacket* held) {
   const wire::OpcodeInfo& info = *p.info;
-  const uint32_t pd = qp.init.pd;
+  const uint32_t pd = access_pd(qp);
   qp.resp.nak_sent = false;
   const bool cont = info.is(OpFlag::kMiddle) || info.is(OpFlag::kLast);
   // Opcode sequence (IBA 9.7.5.1.3, C9-?): MIDDLE/LAST only continue the same operation.
@@ -414,6 +449,7 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     it->msn = qp.resp.msn;
     it->va = p.reth.va;
     it->rkey = p.reth.rkey;
+    it->pd = pd;
     it->len = p.reth.dma_len;
     it->npkts = n;
     qp.resp.resp_rd_atomic++;
@@ -432,8 +468,8 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
       return;
     }
     uint64_t orig = 0;
-    if (mrs.atomic_remote(a.rkey, pd, a.va, p.opcode == wire::Opcode::kRcCompareSwap, a.compare,
-                          a.swap_add, &orig, qp.qpn) != AccessCheck::kOk) {
+    if (mrs.atomic_remote(a.rkey, pd, a.va, wire::rc_twin(p.opcode) == wire::Opcode::kRcCompareSwap,
+                          a.compare, a.swap_add, &orig, qp.qpn) != AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                       WcStatus::kSuccess);
       return;

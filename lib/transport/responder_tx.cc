@@ -26,6 +26,8 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
   }
   RespItem& it = qp.resp.resp_q.front();
   wire::FrameSpec s = qp.tmpl;
+  // An XRC_RECV QP answers with the XRC twins of the RC response opcodes.
+  const auto op = [&](Opcode rc) { return qp.type == QpType::kXrcRecv ? wire::xrc_twin(rc) : rc; };
   const uint8_t prio = prio_of(s.dscp);
   s.aeth.msn = it.msn;
   auto none = [](uint8_t*) { return true; };
@@ -33,7 +35,7 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
   switch (it.kind) {
     case RespItem::Kind::kAck:
     case RespItem::Kind::kNak: {
-      s.opcode = Opcode::kRcAcknowledge;
+      s.opcode = op(Opcode::kRcAcknowledge);
       s.psn = it.psn;
       s.aeth.syndrome = it.syndrome;
       if (it.kind == RespItem::Kind::kAck) sr_fill_sack(qp, s);
@@ -50,7 +52,7 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       return r > 0 ? 1 : r;
     }
     case RespItem::Kind::kAtomic: {
-      s.opcode = Opcode::kRcAtomicAcknowledge;
+      s.opcode = op(Opcode::kRcAtomicAcknowledge);
       s.psn = it.psn;
       s.aeth.syndrome = kSynAck;
       s.atomic_ack_orig = it.orig;
@@ -66,18 +68,18 @@ int Engine::Impl::service_responder(Qp& qp, TxSink& sink, NeighborResolver& neig
       const uint32_t off = idx * qp.mtu;
       const uint32_t chunk = std::min(qp.mtu, it.len - std::min(it.len, off));
       const bool first = idx == 0, last = idx + 1 == it.npkts;
-      s.opcode = first && last ? Opcode::kRcRdmaReadResponseOnly
-                 : first       ? Opcode::kRcRdmaReadResponseFirst
-                 : last        ? Opcode::kRcRdmaReadResponseLast
-                               : Opcode::kRcRdmaReadResponseMiddle;
+      s.opcode = op(first && last ? Opcode::kRcRdmaReadResponseOnly
+                    : first       ? Opcode::kRcRdmaReadResponseFirst
+                    : last        ? Opcode::kRcRdmaReadResponseLast
+                                  : Opcode::kRcRdmaReadResponseMiddle);
       s.psn = it.psn + idx;
       s.aeth.syndrome = kSynAck;
       // The region may have gone since the request was checked: checked again per packet,
       // as the bytes are read.
       bool refused = false;
       r = emit(sink, qp, s, chunk, prio, false, [&](uint8_t* dst) {
-        refused = mrs.read_remote(it.rkey, qp.init.pd, it.va + off, dst, chunk, qp.qpn) !=
-                  AccessCheck::kOk;
+        refused =
+            mrs.read_remote(it.rkey, it.pd, it.va + off, dst, chunk, qp.qpn) != AccessCheck::kOk;
         return !refused;
       });
       if (refused) {

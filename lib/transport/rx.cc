@@ -17,6 +17,9 @@ bool service_matches(QpType t, const wire::OpcodeInfo& info) {
     case QpType::kRc: return info.is(wire::OpFlag::kRc);
     case QpType::kUc: return info.is(wire::OpFlag::kUc);
     case QpType::kUd: return info.is(wire::OpFlag::kUd);
+    // The XRC halves: an XRC_SEND QP hears responses, an XRC_RECV QP requests.
+    case QpType::kXrcSend: return info.is(wire::OpFlag::kXrc) && info.is(wire::OpFlag::kResponse);
+    case QpType::kXrcRecv: return info.is(wire::OpFlag::kXrc) && info.is(wire::OpFlag::kRequest);
   }
   return false;
 }
@@ -91,7 +94,7 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
   }
   if (request) {
     responder_rx(*qp, p, now);
-  } else if (qp->type == QpType::kRc) {
+  } else if (qp->type == QpType::kRc || qp->type == QpType::kXrcSend) {
     completer_rx(*qp, p, now);
   } else {
     inc(Counter::rx_bad_qp_state);

@@ -16,7 +16,15 @@
 
 namespace uroce::transport {
 
-enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4 };  // IBV_QPT_*
+/// IBV_QPT_*. The XRC halves (IBA Vol 1 §11.2.5.2, XRC transport): kXrcSend sends only (its
+/// requests name the XRC SRQ at the peer), kXrcRecv receives only, into the XRC SRQs of its
+/// XRC domain.
+enum class QpType : uint8_t { kRc = 2, kUc = 3, kUd = 4, kXrcSend = 9, kXrcRecv = 10 };
+constexpr bool is_xrc(QpType t) { return t == QpType::kXrcSend || t == QpType::kXrcRecv; }
+/// RC and both XRC halves: reliable (ACKs, go-back-N, retries).
+constexpr bool is_reliable(QpType t) {
+  return t == QpType::kRc || t == QpType::kXrcSend || t == QpType::kXrcRecv;
+}
 /// How an RC QP repairs loss: IBA go-back-N, or uroce's selective repeat between agreeing peers.
 enum class LossRecovery : uint8_t { kGoBackN, kSelective };
 
@@ -208,11 +216,12 @@ struct Sge {
 inline constexpr uint32_t kMaxSge = 32;  ///< per work request
 
 // ---- Device limits (ibv_query_device reports these; the engine enforces them) ----------------
-inline constexpr uint32_t kMaxQps = 16384;     ///< live QPs per device (max_qp)
-inline constexpr uint32_t kMaxQpWr = 16384;    ///< send/receive queue depth (max_qp_wr)
-inline constexpr uint32_t kMaxCqs = 16384;     ///< live CQs per device (max_cq)
-inline constexpr uint32_t kMaxCqe = 1u << 20;  ///< CQ depth (max_cqe)
-inline constexpr uint32_t kMaxPds = 1u << 16;  ///< live PDs per device (max_pd)
+inline constexpr uint32_t kMaxQps = 16384;       ///< live QPs per device (max_qp)
+inline constexpr uint32_t kMaxQpWr = 16384;      ///< send/receive queue depth (max_qp_wr)
+inline constexpr uint32_t kMaxCqs = 16384;       ///< live CQs per device (max_cq)
+inline constexpr uint32_t kMaxCqe = 1u << 20;    ///< CQ depth (max_cqe)
+inline constexpr uint32_t kMaxPds = 1u << 16;    ///< live PDs per device (max_pd)
+inline constexpr uint32_t kMaxXrcds = 1u << 16;  ///< live XRC domains per device
 /// max_rd_atomic / max_dest_rd_atomic limit: READs/atomics outstanding per QP (rxe: 128).
 inline constexpr uint32_t kMaxRdAtomic = 128;
 inline constexpr uint32_t kMaxInline = 512;  ///< bytes of inline data per work request
@@ -247,6 +256,8 @@ struct SendWr {
   uint64_t bind_addr = 0;
   uint64_t bind_len = 0;
   uint32_t bind_access = 0;  ///< Access bits granted through the window
+  /// XRC_SEND: the XRC SRQ at the peer (ibv_send_wr.qp_type.xrc.remote_srqn, 24 bits)
+  uint32_t xrc_srqn = 0;
   // UD only
   const AddressVector* ah = nullptr;
   uint32_t remote_qpn = 0;

@@ -254,6 +254,10 @@ UROCE_EXPORT int uroce_close_device_1_1(ibv_context* c) {
       return true;
     });
     std::lock_guard<std::mutex> o(ctx->obj_mu);
+    for (Xrcd* x : ctx->xrcds) {
+      (void)close_xrcd_locked(rt, x);  // its SRQs and QPs of this context are gone
+      delete x;
+    }
     for (Mr* m : ctx->mrs) {
       rt->engine->dereg_mr(m->mr.lkey);
       delete m;

@@ -20,6 +20,7 @@
 #include <atomic>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -46,6 +47,7 @@ struct Pd;
 struct Qp;
 struct Srq;
 struct Td;
+struct Xrcd;
 
 /// Compares values of two different enums (engine vs verbs.h) in static_asserts.
 template <typename A, typename B>
@@ -88,6 +90,14 @@ struct Runtime final : device::Runtime {
   std::unordered_map<uint32_t, Srq*> srqs;
   std::vector<Context*> contexts;
 
+  /// XRC domains opened on a file, by (st_dev, st_ino): the engine's domain and how many
+  /// ibv_xrcd handles of the process share it (xrc.cc; mu).
+  struct FileXrcd {
+    uint32_t id = 0;
+    int opens = 0;
+  };
+  std::map<std::pair<uint64_t, uint64_t>, FileXrcd> file_xrcds;
+
   int gsi_fd = -1;    ///< eventfd: GSI MADs wait (gsi_api.cc; mu)
   int gsi_users = 0;  ///< uroce_gsi_open handles (mu)
 
@@ -119,6 +129,7 @@ struct Context {
   std::unordered_set<Ah*> ahs;
   std::unordered_set<Channel*> channels;
   std::unordered_set<Td*> tds;
+  std::unordered_set<Xrcd*> xrcds;
   template <typename T>
   void track(std::unordered_set<T*>& set, T* obj) {
     std::lock_guard<std::mutex> g(obj_mu);
@@ -161,6 +172,16 @@ struct Pd {
 struct Td {
   ibv_td td;
   std::atomic<int> users{0};  ///< parent domains using it (ibv_dealloc_td: EBUSY)
+};
+
+/// An XRC domain handle (ibv_open_xrcd(3); xrc.cc). Handles opened on the same file share
+/// one engine domain (Runtime::file_xrcds).
+struct Xrcd {
+  ibv_xrcd xrcd;    ///< first member
+  uint32_t id = 0;  ///< the engine's XRC domain
+  bool on_file = false;
+  std::pair<uint64_t, uint64_t> file{};  ///< (st_dev, st_ino) when on_file
+  Context* ctx = nullptr;
 };
 
 struct Mr {
@@ -223,7 +244,8 @@ struct Qp {
   Cq* send_cq = nullptr;
   Cq* recv_cq = nullptr;
   Srq* srq = nullptr;
-  bool has_ex = false;  ///< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+  Xrcd* xrcd = nullptr;  ///< XRC_RECV: its domain
+  bool has_ex = false;   ///< created with IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
   uint64_t send_ops_flags = 0;
   std::mutex wr_mu;  ///< held from wr_start to wr_complete/abort
   WrBatch batch;
@@ -238,9 +260,11 @@ static_assert(sizeof(ibv_qp_ex) % alignof(WrFlushFn) == 0);
 
 struct Srq {
   ibv_srq srq;
-  uint32_t id = 0;
+  uint32_t id = 0;  ///< the engine's SRQ; an XRC SRQ's number (ibv_get_srq_num(3))
   Context* ctx = nullptr;
   Pd* pd = nullptr;
+  Xrcd* xrcd = nullptr;  ///< IBV_SRQT_XRC: its domain and the CQ its receives complete on
+  Cq* cq = nullptr;
   std::atomic<int> qps{0};
   Pd* mem_pd = nullptr;  ///< the parent domain whose allocator holds this object (domain.h)
 };
@@ -302,6 +326,13 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
 ibv_cq_ex* op_create_cq_ex(ibv_context* c, ibv_cq_init_attr_ex* attr);
 ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* attr);
 ibv_srq* op_create_srq_ex(ibv_context* c, ibv_srq_init_attr_ex* attr);
+// XRC (xrc.cc)
+ibv_xrcd* op_open_xrcd(ibv_context* c, ibv_xrcd_init_attr* attr);
+int op_close_xrcd(ibv_xrcd* xrcd);
+int op_get_srq_num(ibv_srq* srq, uint32_t* srq_num);
+/// Closes one handle of an XRC domain: the engine's domain goes with the last (EBUSY while an
+/// SRQ or QP is in it, the handle then kept). Requires rt->mu.
+int close_xrcd_locked(Runtime* rt, Xrcd* x);
 int op_modify_cq(ibv_cq* cq, ibv_modify_cq_attr* attr);
 int op_query_rt_values(ibv_context* c, ibv_values_ex* values);
 // thread and parent domains (domain.cc)

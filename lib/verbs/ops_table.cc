@@ -115,10 +115,10 @@ void fill_ops(Context* ctx) {
   v.ABI_placeholder1 = [] {};
   v.open_qp = [](ibv_context*, ibv_qp_open_attr*) { return fail_null<ibv_qp>(); };
   v.create_qp_ex = op_create_qp_ex;
-  v.get_srq_num = [](ibv_srq*, uint32_t*) { return EOPNOTSUPP; };
+  v.get_srq_num = op_get_srq_num;
   v.create_srq_ex = op_create_srq_ex;
-  v.open_xrcd = [](ibv_context*, ibv_xrcd_init_attr*) { return fail_null<ibv_xrcd>(); };
-  v.close_xrcd = [](ibv_xrcd*) { return EOPNOTSUPP; };
+  v.open_xrcd = op_open_xrcd;
+  v.close_xrcd = op_close_xrcd;
 }
 
 }  // namespace uroce::verbs

@@ -20,7 +20,9 @@ namespace uroce::verbs {
 
 namespace t = transport;
 
-static_assert(static_cast<int>(t::QpType::kUd) == IBV_QPT_UD);
+static_assert(static_cast<int>(t::QpType::kUd) == IBV_QPT_UD &&
+              static_cast<int>(t::QpType::kXrcSend) == IBV_QPT_XRC_SEND &&
+              static_cast<int>(t::QpType::kXrcRecv) == IBV_QPT_XRC_RECV);
 static_assert(static_cast<int>(t::QpState::kErr) == IBV_QPS_ERR);
 static_assert(same_value(t::kAttrDestQpn, IBV_QP_DEST_QPN) && same_value(t::kAttrCap, IBV_QP_CAP) &&
               same_value(t::kAttrAv, IBV_QP_AV) &&
@@ -54,17 +56,20 @@ int raw_opcode(const ibv_send_wr* wr) {
 }
 
 bool opcode_ok(ibv_qp_type type, int op) {
+  if (type == IBV_QPT_XRC_RECV) return false;  // no send queue
   switch (op) {
     case IBV_WR_SEND:
     case IBV_WR_SEND_WITH_IMM: return true;
     case IBV_WR_RDMA_WRITE:
-    case IBV_WR_RDMA_WRITE_WITH_IMM: return type == IBV_QPT_RC || type == IBV_QPT_UC;
+    case IBV_WR_RDMA_WRITE_WITH_IMM:
+      return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_XRC_SEND;
     case IBV_WR_RDMA_READ:
     case IBV_WR_ATOMIC_CMP_AND_SWP:
     case IBV_WR_ATOMIC_FETCH_AND_ADD:
-    case IBV_WR_SEND_WITH_INV: return type == IBV_QPT_RC;
+    case IBV_WR_SEND_WITH_INV: return type == IBV_QPT_RC || type == IBV_QPT_XRC_SEND;
     case IBV_WR_LOCAL_INV:
-    case IBV_WR_BIND_MW: return type == IBV_QPT_RC || type == IBV_QPT_UC;
+    case IBV_WR_BIND_MW:
+      return type == IBV_QPT_RC || type == IBV_QPT_UC || type == IBV_QPT_XRC_SEND;
     // IBV_WR_ATOMIC_WRITE and IBV_WR_FLUSH: ibv_send_wr has no field for the 8 bytes or the
     // placement type and level; ibv_wr_atomic_write(3) and ibv_wr_flush(3) post them.
     default: return false;
@@ -102,25 +107,47 @@ void from_av(const t::AddressVector& av, ibv_ah_attr* a) {
 
 namespace {
 
-ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
-  if (!p || !ia || !ia->send_cq || !ia->recv_cq) {
+/// The stats segment's type number (lib/stats layout.h): 0 RC, 1 UC, 2 UD, 3 XRC_SEND,
+/// 4 XRC_RECV.
+uint32_t stats_type(ibv_qp_type t) {
+  switch (t) {
+    case IBV_QPT_XRC_SEND: return 3;
+    case IBV_QPT_XRC_RECV: return 4;
+    default: return static_cast<uint32_t>(t - IBV_QPT_RC);
+  }
+}
+
+/// Creates a QP: RC, UC, UD with p and both CQs; XRC_SEND with p and a send CQ (no receive
+/// side); XRC_RECV with xrcd only (no PD, CQs or queues: requests name its domain's XRC SRQs).
+ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex, Xrcd* xrcd = nullptr) {
+  if (!ia) {
     errno = EINVAL;
     return nullptr;
   }
-  if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC && ia->qp_type != IBV_QPT_UD) {
+  const ibv_qp_type type = ia->qp_type;
+  if (type != IBV_QPT_RC && type != IBV_QPT_UC && type != IBV_QPT_UD && type != IBV_QPT_XRC_SEND &&
+      type != IBV_QPT_XRC_RECV) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  Context* ctx = ctx_of(p->context);
-  Pd* pd = from_ibv<Pd>(p);
-  Cq* scq = cq_of(ia->send_cq);
-  Cq* rcq = cq_of(ia->recv_cq);
-  Srq* srq = ia->srq ? from_ibv<Srq>(ia->srq) : nullptr;
+  const bool xrc_recv = type == IBV_QPT_XRC_RECV;
+  const bool xrc_send = type == IBV_QPT_XRC_SEND;
+  if (xrc_recv ? !xrcd : (!p || !ia->send_cq || (!xrc_send && !ia->recv_cq))) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (xrc_recv) p = nullptr;
+  Context* ctx = ctx_of(xrc_recv ? xrcd->xrcd.context : p->context);
+  Pd* pd = p ? from_ibv<Pd>(p) : nullptr;
+  Cq* scq = xrc_recv ? nullptr : cq_of(ia->send_cq);
+  Cq* rcq = xrc_recv || xrc_send ? nullptr : cq_of(ia->recv_cq);
+  Srq* srq = ia->srq && !xrc_recv && !xrc_send ? from_ibv<Srq>(ia->srq) : nullptr;
   t::QpInitAttr e;
-  e.type = static_cast<t::QpType>(ia->qp_type);
-  e.pd = pd->id;
-  e.send_cq = scq->id;
-  e.recv_cq = rcq->id;
+  e.type = static_cast<t::QpType>(type);
+  e.pd = pd ? pd->id : 0;
+  e.xrcd = xrcd ? xrcd->id : 0;
+  e.send_cq = scq ? scq->id : 0;
+  e.recv_cq = rcq ? rcq->id : 0;
   e.srq = srq ? srq->id : 0;
   e.max_send_wr = ia->cap.max_send_wr;
   e.max_recv_wr = srq ? 0 : ia->cap.max_recv_wr;
@@ -142,8 +169,8 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
     }
     qp->qpn = r.value();
     rt->qps[qp->qpn] = qp;
-    qp->qpx.qp_base.qp_type = ia->qp_type;                                  // stats_add_qp reads it
-    stats_add_qp(rt, qp, static_cast<uint32_t>(ia->qp_type - IBV_QPT_RC));  // 0 RC, 1 UC, 2 UD
+    qp->qpx.qp_base.qp_type = type;  // stats_add_qp reads it
+    stats_add_qp(rt, qp, stats_type(type));
   }
   ia->cap.max_send_wr = e.max_send_wr;
   ia->cap.max_send_sge = e.max_send_sge;
@@ -157,21 +184,22 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
   qp->send_cq = scq;
   qp->recv_cq = rcq;
   qp->srq = srq;
-  scq->qps++;
-  rcq->qps++;
+  qp->xrcd = xrcd;
+  if (scq) scq->qps++;
+  if (rcq) rcq->qps++;
   if (srq) srq->qps++;
-  hold_domain(p);
+  if (p) hold_domain(p);
   ibv_qp* b = qp->base();
-  b->context = p->context;
+  b->context = ctx->ibv();
   b->qp_context = ia->qp_context;
   b->pd = p;
-  b->send_cq = ia->send_cq;
-  b->recv_cq = ia->recv_cq;
-  b->srq = ia->srq;
+  b->send_cq = scq ? ia->send_cq : nullptr;
+  b->recv_cq = rcq ? ia->recv_cq : nullptr;
+  b->srq = srq ? ia->srq : nullptr;
   b->handle = qp->qpn;
   b->qp_num = qp->qpn;
   b->state = IBV_QPS_RESET;
-  b->qp_type = ia->qp_type;
+  b->qp_type = type;
   pthread_mutex_init(&b->mutex, nullptr);
   pthread_cond_init(&b->cond, nullptr);
   if (with_ex) {
@@ -186,9 +214,17 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex) {
 }  // namespace
 
 ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
-  constexpr uint32_t kKnown =
-      IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
-  if (!ia || !(ia->comp_mask & IBV_QP_INIT_ATTR_PD) || !ia->pd || ia->pd->context != c) {
+  constexpr uint32_t kKnown = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+                              IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+  // An XRC_RECV QP has a domain instead of a PD (ibv_create_qp_ex(3)).
+  Xrcd* xrcd = nullptr;
+  if (ia && ia->qp_type == IBV_QPT_XRC_RECV) {
+    if (!(ia->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !ia->xrcd || ia->xrcd->context != c) {
+      errno = EINVAL;
+      return nullptr;
+    }
+    xrcd = from_ibv<Xrcd>(ia->xrcd);
+  } else if (!ia || !(ia->comp_mask & IBV_QP_INIT_ATTR_PD) || !ia->pd || ia->pd->context != c) {
     errno = EINVAL;
     return nullptr;
   }
@@ -213,7 +249,11 @@ ibv_qp* op_create_qp_ex(ibv_context* c, ibv_qp_init_attr_ex* ia) {
       return nullptr;
     }
   }
-  return create_qp_common(ia->pd, ia, with_ex);
+  if (with_ex && ia->qp_type == IBV_QPT_XRC_RECV) {
+    errno = EINVAL;  // no send queue to post to
+    return nullptr;
+  }
+  return create_qp_common(xrcd ? nullptr : ia->pd, ia, with_ex, xrcd);
 }
 
 int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
@@ -261,6 +301,7 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
       }
       to_bind_wr(mw, wr->bind_mw.rkey, wr->bind_mw.bind_info, &s);
     }
+    if (q->qp_type == IBV_QPT_XRC_SEND) s.xrc_srqn = wr->qp_type.xrc.remote_srqn;
     if (q->qp_type == IBV_QPT_UD) {
       if (!wr->wr.ud.ah) {
         ret = EINVAL;
@@ -430,10 +471,10 @@ UROCE_EXPORT int uroce_destroy_qp_1_1(ibv_qp* q) {
     stats_remove_qp(rt, qp);
     rt->qps.erase(qp->qpn);
   }
-  qp->send_cq->qps--;
-  qp->recv_cq->qps--;
+  if (qp->send_cq) qp->send_cq->qps--;
+  if (qp->recv_cq) qp->recv_cq->qps--;
   if (qp->srq) qp->srq->qps--;
-  release_domain(q->pd);
+  if (q->pd) release_domain(q->pd);
   qp->ctx->children--;
   pthread_mutex_destroy(&q->mutex);
   pthread_cond_destroy(&q->cond);

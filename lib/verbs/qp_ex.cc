@@ -161,8 +161,15 @@ void wr_set_ud_addr(ibv_qp_ex* q, ibv_ah* ah, uint32_t remote_qpn, uint32_t remo
   it->wr.remote_qkey = remote_qkey;
 }
 
-void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t) {
-  if (!qx(q)->batch.error) qx(q)->batch.error = EINVAL;  // no XRC
+/// The remote XRC SRQ of the current WR; only on an XRC_SEND QP.
+void wr_set_xrc_srqn(ibv_qp_ex* q, uint32_t remote_srqn) {
+  auto* it = cur(q);
+  if (!it) return;
+  if (q->qp_base.qp_type != IBV_QPT_XRC_SEND) {
+    if (!qx(q)->batch.error) qx(q)->batch.error = EINVAL;
+    return;
+  }
+  it->wr.xrc_srqn = remote_srqn;
 }
 
 void add_inline(ibv_qp_ex* q, const void* addr, size_t len) {

@@ -107,7 +107,7 @@ void fill_device_attr(Context* ctx, ibv_device_attr* a) {
   a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SRQ_RESIZE |
                         IBV_DEVICE_PORT_ACTIVE_EVENT | IBV_DEVICE_SYS_IMAGE_GUID |
                         IBV_DEVICE_N_NOTIFY_CQ | IBV_DEVICE_RESIZE_MAX_WR | IBV_DEVICE_UD_IP_CSUM |
-                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+                        IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
   a->max_sge = static_cast<int>(transport::kMaxSge);
   a->max_sge_rd = static_cast<int>(transport::kMaxSge);
   a->max_cq = kMaxCq;
@@ -158,7 +158,6 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
   if (transport::Engine::on_demand_supported()) {
     // On-demand paging (pd_mr.cc): every operation of every transport uroce has moves an
     // on-demand MR's bytes through the same checked copies; implicit MRs cover all memory.
-    // No XRC, so no xrc_odp_caps.
     constexpr uint32_t kSendRecv =
         IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_SRQ_RECV;
     full.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
@@ -166,6 +165,8 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
         kSendRecv | IBV_ODP_SUPPORT_WRITE | IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC;
     full.odp_caps.per_transport_caps.uc_odp_caps = kSendRecv | IBV_ODP_SUPPORT_WRITE;
     full.odp_caps.per_transport_caps.ud_odp_caps = kSendRecv;
+    // XRC requests and XRC SRQ receives take the same copies as RC's.
+    full.xrc_odp_caps = full.odp_caps.per_transport_caps.rc_odp_caps;
   }
   std::memcpy(attr, &full, std::min(len, sizeof full));
   return 0;

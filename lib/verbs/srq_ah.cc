@@ -33,7 +33,9 @@ int op_post_srq_recv(ibv_srq* s, ibv_recv_wr* wr, ibv_recv_wr** bad) {
 
 namespace {
 
-ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr) {
+/// A basic SRQ, or with xrcd an XRC SRQ of that domain whose receives complete on cq.
+ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr, Xrcd* xrcd = nullptr,
+                    Cq* cq = nullptr) {
   if (!p || !attr || attr->max_wr == 0 || attr->max_sge == 0 || attr->max_sge > t::kMaxSge) {
     errno = EINVAL;
     return nullptr;
@@ -46,7 +48,9 @@ ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr) {
   std::memset(&srq->srq, 0, sizeof srq->srq);
   {
     std::lock_guard<std::mutex> g(rt->mu);
-    auto r = rt->engine->create_srq(pd->id, attr->max_wr, attr->max_sge, attr->srq_limit);
+    auto r = xrcd ? rt->engine->create_xrc_srq(pd->id, xrcd->id, cq->id, attr->max_wr,
+                                               attr->max_sge, attr->srq_limit)
+                  : rt->engine->create_srq(pd->id, attr->max_wr, attr->max_sge, attr->srq_limit);
     if (!r) {
       delete_obj(srq, kResSrq);
       errno = r.status().code();
@@ -62,6 +66,9 @@ ibv_srq* create_srq(ibv_pd* p, void* srq_context, ibv_srq_attr* attr) {
   }
   srq->ctx = ctx;
   srq->pd = pd;
+  srq->xrcd = xrcd;
+  srq->cq = cq;
+  if (cq) cq->qps++;  // ibv_destroy_cq: EBUSY while the SRQ completes on it
   srq->srq.context = p->context;
   srq->srq.srq_context = srq_context;
   srq->srq.pd = p;
@@ -80,15 +87,25 @@ ibv_srq* op_create_srq_ex(ibv_context* c, ibv_srq_init_attr_ex* a) {
     errno = EINVAL;
     return nullptr;
   }
-  if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC) {
+  constexpr uint32_t kKnown =
+      IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  if (a->comp_mask & ~kKnown) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  if (a->comp_mask & ~uint32_t{IBV_SRQ_INIT_ATTR_PD | IBV_SRQ_INIT_ATTR_TYPE}) {
-    errno = EOPNOTSUPP;
+  const bool xrc = (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type == IBV_SRQT_XRC;
+  if ((a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) && a->srq_type != IBV_SRQT_BASIC && !xrc) {
+    errno = EOPNOTSUPP;  // tag matching
     return nullptr;
   }
-  return create_srq(a->pd, a->srq_context, &a->attr);
+  if (!xrc) return create_srq(a->pd, a->srq_context, &a->attr);
+  // An XRC SRQ needs its domain and the CQ its receives complete on (ibv_create_srq_ex(3)).
+  if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !(a->comp_mask & IBV_SRQ_INIT_ATTR_CQ) ||
+      !a->xrcd || !a->cq || a->xrcd->context != c || a->cq->context != c) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  return create_srq(a->pd, a->srq_context, &a->attr, from_ibv<Xrcd>(a->xrcd), cq_of(a->cq));
 }
 
 }  // namespace uroce::verbs
@@ -140,6 +157,7 @@ UROCE_EXPORT int uroce_destroy_srq_1_1(ibv_srq* s) {
     rt->srqs.erase(srq->id);
   }
   release_domain(s->pd);
+  if (srq->cq) srq->cq->qps--;
   srq->ctx->children--;
   pthread_mutex_destroy(&s->mutex);
   pthread_cond_destroy(&s->cond);

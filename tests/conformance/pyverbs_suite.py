@@ -48,8 +48,6 @@ OTHER_VENDOR_REASONS = re.compile(r"(?i)\bmlx5\b|\bEFA\b|\bCUDA\b|\bdma-?buf\b|/
 # with the same reason; a limit that skips more tests than its count fails the run (a regression
 # hiding behind a limit), one that skips fewer means a feature arrived (lower the count).
 KNOWN_LIMITS = {
-    "xrc": ([(r"Create XRCD is not supported", None)], 7,
-            "XRC domains, XRC SRQs and XRC QPs: not implemented"),
     "hugepages": ([(r"There are no huge pages of size 2M allocated",
                     r"^tests\.test_(odp|parent_domain)\.")], 3,
                   "the machine's, not uroce's: the 2 MiB huge page tests (two ODP, one parent "

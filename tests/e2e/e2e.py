@@ -80,6 +80,13 @@ def pingpong_variants(tool, link):
             "s1M": ["-s", str(MIB)] + iters_1m, "e": ["-e"], "chk": ["-c", "-s", "4096"]}
 
 
+# ibv_xsrq_pingpong (XRC: an XRC SRQ per side, XRC_SEND/XRC_RECV QPs; each process opens its
+# XRC domain on /tmp/xrc_domain): its default 4096-byte messages, 1 byte, 1 MiB, completion
+# events, 200 round trips.
+XSRQ_VARIANTS = {"default": [], "s1": ["-s", "1"], "s1M": ["-s", str(MIB), "-n", "20"],
+                 "e": ["-e"], "n200": ["-n", "200"]}
+
+
 def perftest_variants(tool):
     bw = tool.endswith("_bw")
     v = {"default": [],
@@ -143,6 +150,13 @@ def all_cases():
                         args += ["-q", "2"]  # 2 QPs instead of 16
                 add(f"{link}.{tool}.{var}", "pingpong", link, 180 if "1M" in var else 120,
                     tool=tool, args=args)
+        for var, args in XSRQ_VARIANTS.items():
+            if only_default and var != "default":
+                continue
+            if link == "pcap" and var not in ("default", "s1"):
+                continue  # captured runs stay small
+            add(f"{link}.ibv_xsrq_pingpong.{var}", "xsrq", link, 180 if "1M" in var else 120,
+                short=var == "default" and link in ("memif", "af_packet", "pcap"), args=args)
         for tool in PERFTESTS:
             for var, args in perftest_variants(tool).items():
                 if only_default and var != "default":
@@ -376,6 +390,17 @@ def check_pingpong(out):
     return None
 
 
+def check_xsrq(out):
+    """ibv_xsrq_pingpong prints both ends' QPNs and SRQ numbers, then "success" when every
+    message arrived and the termination handshake passed."""
+    if not re.search(r"^success$", out, re.M):
+        return "no 'success' line"
+    remote = re.search(r"remote: LID \w+, QPN RECV (\w+) SEND (\w+), PSN \w+, SRQN (\w+)", out)
+    if not remote:
+        return "no 'remote: ... SRQN' line"
+    return None
+
+
 def perftest_rows(out):
     """The numeric rows of perftest's result table."""
     rows, in_table = [], False
@@ -415,6 +440,16 @@ def error_lines(text):
 
 # ---------------------------------------------------------------------------------------------
 # Runners.
+
+def run_xsrq(case, link, build):
+    port = pairmod.free_tcp_port()
+    base = ["ibv_xsrq_pingpong", "-d", DEVICE, "-i", "1", "-g", gid(case, link), "-p", str(port)]
+    base += case.kw["args"]
+
+    def check(outs):
+        return check_xsrq(outs[0]) or check_xsrq(outs[1])
+    return run_two(case, link, build, base, base, port, check)[0]
+
 
 def tool_path(name, build):
     """System binaries by name; the project's programs from <build>/bin."""
@@ -882,6 +917,7 @@ def run_peer_kill(case, link, build):
 
 
 RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
+           "xsrq": run_xsrq,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
            "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, "qperf": run_qperf,
            **ucx_cases.RUNNERS, **host_cases.RUNNERS}
@@ -892,7 +928,7 @@ def run_case(case, build):
                          netns=case.kw.get("netns", False),
                          bottleneck=case.kw.get("bottleneck")) as link:
         runner = RUNNERS[case.kind]
-        if case.link == "pcap" and case.kind in ("pingpong", "perftest"):
+        if case.link == "pcap" and case.kind in ("pingpong", "perftest", "xsrq"):
             return run_captured(case, link, build, runner)
         return runner(case, link, build)
 

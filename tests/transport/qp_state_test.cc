@@ -21,6 +21,29 @@ TEST(QpStateTest, RcHappyPathMasks) {
   EXPECT_TRUE(check_modify_mask(QpType::kRc, QpState::kRtr, QpState::kRts, kRcRts));
 }
 
+TEST(QpStateTest, XrcMasksAreTheKernels) {
+  // XRC_SEND (IB_QPT_XRC_INI): no responder attributes at RTR, the requester's at RTS.
+  const uint32_t path = kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn;
+  EXPECT_TRUE(check_modify_mask(QpType::kXrcSend, QpState::kReset, QpState::kInit, kRcInit));
+  EXPECT_TRUE(check_modify_mask(QpType::kXrcSend, QpState::kInit, QpState::kRtr, path));
+  EXPECT_EQ(check_modify_mask(QpType::kXrcSend, QpState::kInit, QpState::kRtr, kRcRtr).code(),
+            EINVAL);
+  EXPECT_TRUE(check_modify_mask(QpType::kXrcSend, QpState::kRtr, QpState::kRts, kRcRts));
+  // XRC_RECV (IB_QPT_XRC_TGT): the responder's at RTR, only timeout and SQ PSN at RTS (what
+  // ibv_xsrq_pingpong and pyverbs pass).
+  EXPECT_TRUE(check_modify_mask(QpType::kXrcRecv, QpState::kInit, QpState::kRtr, kRcRtr));
+  EXPECT_EQ(check_modify_mask(QpType::kXrcRecv, QpState::kInit, QpState::kRtr, path).code(),
+            EINVAL);
+  EXPECT_TRUE(check_modify_mask(QpType::kXrcRecv, QpState::kRtr, QpState::kRts,
+                                kAttrState | kAttrTimeout | kAttrSqPsn));
+  EXPECT_EQ(check_modify_mask(QpType::kXrcRecv, QpState::kRtr, QpState::kRts, kRcRts).code(),
+            EINVAL);
+  EXPECT_TRUE(check_modify_mask(QpType::kXrcRecv, QpState::kRts, QpState::kRts, kAttrMinRnrTimer));
+  EXPECT_EQ(
+      check_modify_mask(QpType::kXrcSend, QpState::kRts, QpState::kRts, kAttrMinRnrTimer).code(),
+      EINVAL);
+}
+
 TEST(QpStateTest, MissingRequiredBitIsEinval) {
   // RC INIT->RTR without MIN_RNR_TIMER (required for RC only).
   EXPECT_EQ(

@@ -87,7 +87,13 @@ TEST_F(AbiContext, UnsupportedOpsFailWithEopnotsupp) {
     EXPECT_EQ(errno, EOPNOTSUPP);
     EXPECT_EQ(ibv_dealloc_pd(pd), 0);
   }
+  // XRC is implemented (xrc_test.cc): an init attr without its fd and oflags is EINVAL, an
+  // unknown comp_mask bit EOPNOTSUPP, as rdma-core's ibv_cmd_open_xrcd answers.
   ibv_xrcd_init_attr xa{};
+  errno = 0;
+  EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
+  EXPECT_EQ(errno, EINVAL);
+  xa.comp_mask = IBV_XRCD_INIT_ATTR_RESERVED;
   errno = 0;
   EXPECT_EQ(ibv_open_xrcd(ctx_, &xa), nullptr);
   EXPECT_EQ(errno, EOPNOTSUPP);

@@ -69,6 +69,9 @@ void expect_fields_match(const FrameSpec& s, const ParsedPacket& p, size_t paylo
   if (i.has(ExtHdr::kDeth)) {
     EXPECT_EQ(p.deth, s.deth);
   }
+  if (i.has(ExtHdr::kXrcEth)) {
+    EXPECT_EQ(p.xrc_srqn, s.xrc_srqn);
+  }
   ASSERT_EQ(p.payload.size(), payload_len);
   for (size_t k = 0; k < payload_len; ++k) EXPECT_EQ(p.payload[k], static_cast<uint8_t>(k));
 }
@@ -128,6 +131,42 @@ TEST(BuildParse, FlushFethPrecedesRethWithSelectivityAbovePlacement) {
   ParsedPacket p;
   ASSERT_EQ(parse(f, &p), DropReason::kOk);
   EXPECT_EQ(p.feth, (FethValue{0x0f, 0x03}));
+}
+
+TEST(BuildParse, XrcethFollowsTheBthAndPrecedesTheReth) {
+  // IBA 9.3.9: Resv8 then the 24-bit XRC SRQ number, right after the BTH; a RETH after it.
+  FrameSpec s = test::default_spec(Opcode::kXrcRdmaWriteOnly);
+  s.xrc_srqn = 0xffabcdef;  // only 24 bits fit
+  FrameLayout l;
+  auto f = test::build_frame(s, 4, &l);
+  ASSERT_FALSE(f.empty());
+  const uint8_t* x = f.data() + l.bth_offset + 12;
+  EXPECT_EQ(load_be32(x), 0x00abcdefu);
+  EXPECT_EQ(load_be64(x + 4), s.reth.va);
+  EXPECT_EQ(l.payload_offset, l.bth_offset + 32);
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kOk);
+  EXPECT_EQ(p.xrc_srqn, 0x00abcdefu);
+  // Reserved bits set by a sender are ignored.
+  f[l.bth_offset + 12] = 0x5a;
+  ASSERT_EQ(parse_headers(f, &p), DropReason::kOk);
+  EXPECT_EQ(p.xrc_srqn, 0x00abcdefu);
+  // Responses carry none: an XRC ACK is BTH + AETH.
+  s = test::default_spec(Opcode::kXrcAcknowledge);
+  f = test::build_frame(s, 0, &l);
+  EXPECT_EQ(l.payload_offset, l.bth_offset + 16);
+}
+
+TEST(BuildParse, XrcRequestWithoutRoomForItsXrcethIsTruncated) {
+  // An XRC SEND_ONLY whose packet ends after the BTH: kHeaderTruncated (rx_malformed).
+  FrameSpec s = test::default_spec(Opcode::kRcSendOnly);
+  FrameLayout l;
+  auto f = test::build_frame(s, 0, &l);
+  ASSERT_EQ(f.size(), size_t{l.bth_offset} + 12 + 4);
+  f[l.bth_offset] = static_cast<uint8_t>(Opcode::kXrcSendOnly);
+  ParsedPacket p;
+  EXPECT_EQ(parse(f, &p), DropReason::kHeaderTruncated);
+  EXPECT_EQ(drop_counter(DropReason::kHeaderTruncated), Counter::rx_malformed);
 }
 
 TEST(BuildParse, AtomicWriteCarriesRethAndEightBytes) {

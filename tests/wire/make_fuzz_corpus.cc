@@ -1,8 +1,9 @@
 /**
  * @file make_fuzz_corpus.cc
  * @brief Writes the seed corpus of fuzz/parse_frame: frames from our builder (every opcode,
- * IPv4/IPv6, with/without 802.1Q, a few payload lengths) and the CNP vector of
- * docs/dcqcn-pfc.md §3.1. Usage: wire_make_fuzz_corpus <dir>. Units: bytes.
+ * IPv4/IPv6, with/without 802.1Q, a few payload lengths), the CNP vector of
+ * docs/dcqcn-pfc.md §3.1 and an XRC request cut short before its XRCETH.
+ * Usage: wire_make_fuzz_corpus <dir>. Units: bytes.
  */
 #include <cstdio>
 #include <string>
@@ -78,6 +79,12 @@ int main(int argc, char** argv) {
       "00000000000000000000000000000000DAFC1BEF");
   cnp.insert(cnp.end(), ip.begin(), ip.end());
   write(dir, "cnp_vector_dcqcn_md", cnp);
-  std::printf("%d frames + the CNP vector written to %s\n", n, dir.c_str());
+  // An XRC SEND_ONLY that ends where its XRCETH should start (the gate's kHeaderTruncated).
+  FrameSpec rc = test::default_spec(Opcode::kRcSendOnly, false);
+  FrameLayout l;
+  std::vector<uint8_t> cut = test::build_frame(rc, 0, &l);
+  cut[l.bth_offset] = static_cast<uint8_t>(Opcode::kXrcSendOnly);
+  write(dir, "XRC_SEND_ONLY_truncated_xrceth", cut);
+  std::printf("%d frames + the CNP vector + a truncated XRCETH written to %s\n", n, dir.c_str());
   return 0;
 }

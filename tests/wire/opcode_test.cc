@@ -55,23 +55,35 @@ TEST(OpcodeTable, PayloadOffsetEqualsLengthForEveryOpcode) {
     EXPECT_EQ(off, i.length) << i.name;
     EXPECT_LE(i.length, kMaxTransportHeaderLen) << i.name;
   }
-  // 25 RC (FLUSH and ATOMIC WRITE included) + 12 UC + 2 UD + CNP.
-  EXPECT_EQ(defined, 40);
+  // 25 RC (FLUSH and ATOMIC WRITE included) + 12 UC + 2 UD + CNP + 23 XRC.
+  EXPECT_EQ(defined, 63);
 }
 
 TEST(OpcodeTable, ServiceFlagMatchesOpcodeTopBits) {
   for (int v = 0; v < 256; ++v) {
     const OpcodeInfo& i = kOpcodeTable[v];
     if (!i.valid) continue;
-    const int service = v >> 5;  // 0 RC, 1 UC, 3 UD, 4 CNP
+    const int service = v >> 5;  // 0 RC, 1 UC, 3 UD, 4 CNP, 5 XRC
     EXPECT_EQ(i.is(OpFlag::kRc), service == 0) << i.name;
     EXPECT_EQ(i.is(OpFlag::kUc), service == 1) << i.name;
     EXPECT_EQ(i.is(OpFlag::kUd), service == 3) << i.name;
     EXPECT_EQ(i.is(OpFlag::kCnp), service == 4) << i.name;
+    EXPECT_EQ(i.is(OpFlag::kXrc), service == 5) << i.name;
     EXPECT_EQ(i.name.substr(0, 3), service == 0   ? "RC_"
                                    : service == 1 ? "UC_"
                                    : service == 3 ? "UD_"
+                                   : service == 5 ? "XRC"
                                                   : "CNP");
+    // XRCETH exactly on XRC requests (IBA 9.3.9).
+    EXPECT_EQ(i.has(ExtHdr::kXrcEth), service == 5 && i.is(OpFlag::kRequest)) << i.name;
+    if (service == 5) {
+      // The same row as its RC twin but the XRCETH (4 bytes) on requests.
+      const OpcodeInfo& rc = opcode_info(rc_twin(static_cast<Opcode>(v)));
+      ASSERT_TRUE(rc.valid) << i.name;
+      EXPECT_EQ(i.name.substr(1), rc.name) << i.name;
+      EXPECT_EQ(i.length, rc.length + (i.is(OpFlag::kRequest) ? 4 : 0)) << i.name;
+      EXPECT_EQ(i.hdrs | HdrMask(ExtHdr::kXrcEth), rc.hdrs | HdrMask(ExtHdr::kXrcEth)) << i.name;
+    }
     if (service == 4) continue;
     // Exactly one position and one direction.
     const int positions =
@@ -144,6 +156,20 @@ TEST(OpcodeTable, KeyRows) {
   EXPECT_EQ(to_string(Opcode::kRcSendLastWithImmediate), "RC_SEND_LAST_WITH_IMMEDIATE");
   EXPECT_EQ(to_string(static_cast<Opcode>(0x15)), "UNKNOWN");
   EXPECT_FALSE(is_known(static_cast<Opcode>(0x40)));  // RD is not supported
+  // XRC (IBA table 37, prefix 101b): the XRCETH right after the BTH, before RETH/AtomicETH.
+  EXPECT_EQ(static_cast<int>(Opcode::kXrcSendFirst), 0xa0);
+  EXPECT_EQ(static_cast<int>(Opcode::kXrcAcknowledge), 0xb1);
+  EXPECT_EQ(static_cast<int>(Opcode::kXrcSendOnlyWithInvalidate), 0xb7);
+  const OpcodeInfo& xw = opcode_info(Opcode::kXrcRdmaWriteFirst);
+  EXPECT_EQ(xw.offset_of(ExtHdr::kXrcEth), 12);
+  EXPECT_EQ(xw.offset_of(ExtHdr::kReth), 16);
+  EXPECT_EQ(xw.offset_of(ExtHdr::kPayload), 32);
+  const OpcodeInfo& xa = opcode_info(Opcode::kXrcCompareSwap);
+  EXPECT_EQ(xa.offset_of(ExtHdr::kAtomicEth), 16);
+  EXPECT_EQ(xa.length, 44);
+  EXPECT_FALSE(opcode_info(Opcode::kXrcRdmaReadResponseFirst).has(ExtHdr::kXrcEth));
+  EXPECT_FALSE(is_known(static_cast<Opcode>(0xbc)));  // no XRC FLUSH
+  EXPECT_EQ(to_string(Opcode::kXrcSendOnly), "XRC_SEND_ONLY");
 }
 
 }  // namespace

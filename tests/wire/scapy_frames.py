@@ -197,6 +197,23 @@ def frames():
                     pad=2, bth_kw=ku)
         e.update({"qkey": 0x11111111, "srcqp": 0xfffffe, "imm": 7})
         out.append(("ud_send_only_imm_" + v, b, e))
+        # XRC (IBA 9.3.9): the XRCETH (Resv8, then the 24-bit XRC SRQ number) right after the
+        # BTH of a request, before RETH / ImmDt / AtomicETH; responses carry none. The reserved
+        # byte of the SEND's XRCETH is set: a receiver ignores it.
+        b, e = make(ipv6, 0xa4, ext=bytes([0xff]) + be32(0x123456)[1:], payload=data[:24],
+                    bth_kw=k)
+        e["xrc_srqn"] = 0x123456
+        out.append(("xrc_send_only_" + v, b, e))
+        b, e = make(ipv6, 0xab, ext=be32(0x000042) + r + be32(0x5a5a5a5a), payload=data[:8],
+                    bth_kw=k)
+        e.update(re)
+        e.update({"xrc_srqn": 0x42, "imm": 0x5a5a5a5a})
+        out.append(("xrc_write_only_imm_" + v, b, e))
+        b, e = make(ipv6, 0xb3, ext=be32(0xabcdef) + atomiceth(0x2010, 0x97, 9, 8), bth_kw=k)
+        e.update({"xrc_srqn": 0xabcdef, "atomic_va": 0x2010, "atomic_rkey": 0x97,
+                  "atomic_swap": 9, "atomic_cmp": 8})
+        out.append(("xrc_cmp_swap_" + v, b, e))
+        add("xrc_ack", 0xb1, aeth=(0x1f, 0x000045), bth_kw=kr)
         # FECN/BECN and ECN CE on a WRITE middle, a VLAN-tagged SEND, a CNP
         add("rc_write_middle_fecn", 0x07, payload=data[:16], bth_kw=dict(k, fecn=1, becn=1),
             ecn=3, dscp=0, ttl=1, flow=0xfffff)

@@ -80,6 +80,7 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
         {"ieth", [&] { return p.has(ExtHdr::kIeth) ? p.ieth_rkey : ~0ull; }},
         {"qkey", [&] { return p.has(ExtHdr::kDeth) ? p.deth.qkey : ~0ull; }},
         {"srcqp", [&] { return p.has(ExtHdr::kDeth) ? p.deth.src_qpn.value() : ~0ull; }},
+        {"xrc_srqn", [&] { return p.has(ExtHdr::kXrcEth) ? p.xrc_srqn : ~0ull; }},
     };
     for (const auto& [k, v] : e) {
       if (k == "src" || k == "dst") {
@@ -110,18 +111,21 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
     if (!e.count("feth_plt")) {
       EXPECT_FALSE(p.has(ExtHdr::kFeth));
     }
+    if (!e.count("xrc_srqn")) {
+      EXPECT_FALSE(p.has(ExtHdr::kXrcEth));
+    }
 
     // Corrupting one payload/header byte after the BTH must fail the ICRC.
     auto bad = frame;
     bad[p.bth_offset + 9] ^= 0x01;  // PSN
     EXPECT_EQ(parse(bad, &p), DropReason::kBadIcrc);
   }
-  EXPECT_EQ(frames, 68);
-  // SEND, WRITE, READ req/resp, ACK, atomics, atomic ACK, FLUSH, ATOMIC WRITE, UC, UD, CNP all
-  // present.
-  for (int op :
-       {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b, 0x0c, 0x0d, 0x0e,
-        0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17, 0x1c, 0x1d, 0x24, 0x2a, 0x64, 0x65, 0x81}) {
+  EXPECT_EQ(frames, 76);
+  // SEND, WRITE, READ req/resp, ACK, atomics, atomic ACK, FLUSH, ATOMIC WRITE, UC, UD, XRC, CNP
+  // all present.
+  for (int op : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,
+                 0x0b, 0x0c, 0x0d, 0x0e, 0x0f, 0x10, 0x11, 0x12, 0x13, 0x14, 0x17,
+                 0x1c, 0x1d, 0x24, 0x2a, 0x64, 0x65, 0xa4, 0xab, 0xb1, 0xb3, 0x81}) {
     EXPECT_GE(opcodes_seen[op], 2) << op;
   }
 }

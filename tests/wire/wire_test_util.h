@@ -51,6 +51,7 @@ inline FrameSpec default_spec(Opcode op = Opcode::kRcRdmaWriteFirst, bool ipv6 =
   s.imm = 0x11223344;
   s.ieth_rkey = 0x55667788;
   s.deth = {0x11111111, Qpn(0x000123)};
+  s.xrc_srqn = 0x00abcd;
   return s;
 }
 

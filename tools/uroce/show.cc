@@ -413,7 +413,8 @@ int show_qp(const ShowOptions& o) {
         Gid g;
         std::copy(std::begin(q.peer_gid), std::end(q.peer_gid), g.raw.begin());
         std::string gid = g.is_zero() ? "-" : g.to_string();
-        std::string_view type = q.type < 3 ? stats::kQpTypeNames[q.type] : "?";
+        std::string_view type =
+            q.type < std::size(stats::kQpTypeNames) ? stats::kQpTypeNames[q.type] : "?";
         std::string_view state = q.state < 7 ? stats::kQpStateNames[q.state] : "?";
         double rate = stats::load_double(q.rate_mbps), target = stats::load_double(q.target_mbps),
                alpha = stats::load_double(q.alpha);

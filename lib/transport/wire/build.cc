@@ -142,6 +142,9 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
     store_be32(x, spec.deth.qkey);
     store_be32(x + 4, spec.deth.src_qpn.value());
   }
+  if (h.has(ExtHdr::kXrcEth)) {
+    store_be32(bth + info.offset_of(ExtHdr::kXrcEth), spec.xrc_srqn & kXrcSrqnMask);
+  }
   if (h.has(ExtHdr::kFeth)) {
     store_be32(
         bth + info.offset_of(ExtHdr::kFeth),

@@ -69,6 +69,7 @@ struct FrameSpec {
   uint32_t imm = 0;
   uint32_t ieth_rkey = 0;
   DethValue deth;
+  uint32_t xrc_srqn = 0;  ///< XRCETH (24 bits)
   // uroce's selective-repeat extension (sr_ext.h): kNone on every frame to an IBA peer.
   UroceExt ext = UroceExt::kNone;
   SrethValue sreth;

@@ -36,6 +36,9 @@ std::string describe(const ParsedPacket& p) {
   if (p.has(ExtHdr::kDeth)) {
     append(&s, " DETH(qkey=0x%08x srcqp=0x%06x)", p.deth.qkey, p.deth.src_qpn.value());
   }
+  if (p.has(ExtHdr::kXrcEth)) {
+    append(&s, " XRCETH(srqn=0x%06x)", p.xrc_srqn);
+  }
   if (p.has(ExtHdr::kFeth)) {
     append(&s, " FETH(placement=%u selectivity=%u)", unsigned{p.feth.placement},
            unsigned{p.feth.selectivity});

@@ -1,8 +1,8 @@
 /**
  * @file ext_headers.h
  * @brief BTH extended transport headers (IBA Vol 1 §9.3): RETH, AETH, AtomicETH, AtomicAckETH,
- * ImmDt, IETH, DETH, FETH (IBA 1.5 Annex A19, FLUSH), and the 16 reserved bytes of a RoCEv2 CNP
- * (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1).
+ * ImmDt, IETH, DETH, XRCETH, FETH (IBA 1.5 Annex A19, FLUSH), and the 16 reserved bytes of a RoCEv2
+ * CNP (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1).
  *
  * Units: bytes for lengths, virtual addresses in bytes. Each wire struct has a decoded "value"
  * twin (RethValue, ...) in host order, which ParsedPacket and FrameSpec carry.
@@ -136,6 +136,15 @@ struct Ieth {
   Be32 rkey;
 };
 UROCE_WIRE_ASSERT_LAYOUT(Ieth, 4);
+
+inline constexpr uint32_t kXrcSrqnMask = 0x00ffffff;
+
+/// XRC Extended Transport Header (IBA 9.3.9), 4 bytes: every XRC request packet, right after
+/// the BTH. Resv8(31:24) XRCSRQ(23:0): the XRC SRQ at the responder that the message is for.
+struct XrcEth {
+  Be32 resv_srqn;
+};
+UROCE_WIRE_ASSERT_LAYOUT(XrcEth, 4);
 
 inline constexpr uint32_t kDethSrcQpnMask = 0x00ffffff;
 

@@ -29,11 +29,12 @@ enum class Opcode : uint8_t {
 #undef X
 };
 
-/// Extended headers in their wire order after the BTH (IBA 9.2: RDETH, DETH, RETH, AtomicETH,
-/// AETH, AtomicAckETH, ImmDt, IETH, payload; FLUSH's FETH comes before its RETH, IBA 1.5 Annex
-/// A19 as Linux rxe lays it out). kPayload marks where the payload starts.
+/// Extended headers in their wire order after the BTH (IBA 9.2: RDETH, DETH, XRCETH, RETH,
+/// AtomicETH, AETH, AtomicAckETH, ImmDt, IETH, payload; FLUSH's FETH comes before its RETH, IBA
+/// 1.5 Annex A19 as Linux rxe lays it out). kPayload marks where the payload starts.
 enum class ExtHdr : uint8_t {
   kDeth,
+  kXrcEth,
   kFeth,
   kReth,
   kAtomicEth,
@@ -44,12 +45,20 @@ enum class ExtHdr : uint8_t {
   kCnpReserved,
   kPayload,
 };
-inline constexpr size_t kExtHdrCount = 10;
+inline constexpr size_t kExtHdrCount = 11;
 
 /// Wire size of each ExtHdr, bytes (kPayload: 0).
-inline constexpr std::array<uint8_t, kExtHdrCount> kExtHdrSize = {
-    sizeof(Deth),         sizeof(Feth),  sizeof(Reth), sizeof(AtomicEth),   sizeof(Aeth),
-    sizeof(AtomicAckEth), sizeof(ImmDt), sizeof(Ieth), sizeof(CnpReserved), 0};
+inline constexpr std::array<uint8_t, kExtHdrCount> kExtHdrSize = {sizeof(Deth),
+                                                                  sizeof(XrcEth),
+                                                                  sizeof(Feth),
+                                                                  sizeof(Reth),
+                                                                  sizeof(AtomicEth),
+                                                                  sizeof(Aeth),
+                                                                  sizeof(AtomicAckEth),
+                                                                  sizeof(ImmDt),
+                                                                  sizeof(Ieth),
+                                                                  sizeof(CnpReserved),
+                                                                  0};
 
 /// A set of ExtHdr. Not constructible from an integer or an Opcode.
 class HdrMask {
@@ -73,7 +82,8 @@ enum class OpFlag : uint8_t {
   kRc,
   kUc,
   kUd,
-  kCnp,  // service
+  kCnp,
+  kXrc,  // service
   kRequest,
   kResponse,  // direction: requester -> responder, or responder -> requester
   kFirst,
@@ -138,6 +148,7 @@ struct OpcodeInfo {
 /// The tokens of opcodes.def.
 namespace opdef {
 inline constexpr HdrMask DETH{ExtHdr::kDeth};
+inline constexpr HdrMask XRCETH{ExtHdr::kXrcEth};
 inline constexpr HdrMask FETH{ExtHdr::kFeth};
 inline constexpr HdrMask RETH{ExtHdr::kReth};
 inline constexpr HdrMask ATOMICETH{ExtHdr::kAtomicEth};
@@ -151,6 +162,7 @@ inline constexpr OpFlags RC{OpFlag::kRc};
 inline constexpr OpFlags UC{OpFlag::kUc};
 inline constexpr OpFlags UD{OpFlag::kUd};
 inline constexpr OpFlags CNP{OpFlag::kCnp};
+inline constexpr OpFlags XRC{OpFlag::kXrc};
 inline constexpr OpFlags REQ{OpFlag::kRequest};
 inline constexpr OpFlags RESP{OpFlag::kResponse};
 inline constexpr OpFlags FIRST{OpFlag::kFirst};
@@ -210,8 +222,19 @@ constexpr std::string_view to_string(Opcode op) {
 }
 
 /// Longest BTH + extended headers of any opcode (UD SEND_ONLY_WITH_IMMEDIATE, WRITE_ONLY_IMM: 32;
-/// ATOMIC: 40), bytes.
-inline constexpr size_t kMaxTransportHeaderLen = 40;
+/// ATOMIC: 40; XRC ATOMIC: 44), bytes.
+inline constexpr size_t kMaxTransportHeaderLen = 44;
+
+/// An XRC opcode's RC twin (the same operation and headers but the XRCETH, IBA 9.2.1 table 37:
+/// the low five bits name the operation); any other opcode is returned as it is.
+constexpr Opcode rc_twin(Opcode op) {
+  const auto v = static_cast<uint8_t>(op);
+  return (v & 0xe0) == 0xa0 ? static_cast<Opcode>(v & 0x1f) : op;
+}
+/// The XRC twin of an RC opcode that has one.
+constexpr Opcode xrc_twin(Opcode rc) {
+  return static_cast<Opcode>(static_cast<uint8_t>(rc) | 0xa0);
+}
 
 // Key rows, checked at compile time.
 static_assert(opcode_info(Opcode::kRcSendFirst).length == 12);
@@ -237,7 +260,19 @@ static_assert(opcode_info(Opcode::kRcAtomicWrite).offset_of(ExtHdr::kReth) == 12
 static_assert(opcode_info(Opcode::kUdSendOnlyWithImmediate).offset_of(ExtHdr::kImmDt) == 20 &&
               opcode_info(Opcode::kUdSendOnlyWithImmediate).length == 24);
 static_assert(opcode_info(Opcode::kCnp).length == 28 && !opcode_info(Opcode::kCnp).has_payload());
-static_assert(!kOpcodeTable[0x15].valid && !kOpcodeTable[0xff].valid);
+static_assert(opcode_info(Opcode::kXrcSendOnly).offset_of(ExtHdr::kXrcEth) == 12 &&
+              opcode_info(Opcode::kXrcSendOnly).length == 16);
+static_assert(opcode_info(Opcode::kXrcRdmaWriteOnlyWithImmediate).offset_of(ExtHdr::kReth) == 16 &&
+              opcode_info(Opcode::kXrcRdmaWriteOnlyWithImmediate).offset_of(ExtHdr::kImmDt) == 32 &&
+              opcode_info(Opcode::kXrcRdmaWriteOnlyWithImmediate).length == 36);
+static_assert(opcode_info(Opcode::kXrcCompareSwap).offset_of(ExtHdr::kAtomicEth) == 16 &&
+              opcode_info(Opcode::kXrcCompareSwap).length == 44);
+static_assert(opcode_info(Opcode::kXrcAcknowledge).length == 16 &&
+              !opcode_info(Opcode::kXrcAcknowledge).has(ExtHdr::kXrcEth));
+static_assert(rc_twin(Opcode::kXrcRdmaReadResponseOnly) == Opcode::kRcRdmaReadResponseOnly &&
+              xrc_twin(Opcode::kRcFetchAdd) == Opcode::kXrcFetchAdd &&
+              rc_twin(Opcode::kUcSendOnly) == Opcode::kUcSendOnly);
+static_assert(!kOpcodeTable[0x15].valid && !kOpcodeTable[0xff].valid && !kOpcodeTable[0xb5].valid);
 static_assert(opcode_info(Opcode::kRcRdmaWriteLastWithImmediate).is(OpFlag::kRwqe) &&
               !opcode_info(Opcode::kRcRdmaWriteLast).is(OpFlag::kRwqe));
 

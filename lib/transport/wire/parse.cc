@@ -189,6 +189,9 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
     out->deth.qkey = load_be32(x);
     out->deth.src_qpn = Qpn(load_be32(x + 4) & kDethSrcQpnMask);
   }
+  if (h.has(ExtHdr::kXrcEth)) {
+    out->xrc_srqn = load_be32(bth + info.offset_of(ExtHdr::kXrcEth)) & kXrcSrqnMask;
+  }
   if (h.has(ExtHdr::kFeth)) {
     const uint32_t v = load_be32(bth + info.offset_of(ExtHdr::kFeth));
     out->feth.placement = static_cast<uint8_t>(v & kFethPlacementMask);

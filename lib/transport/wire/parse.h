@@ -4,9 +4,10 @@
  *
  * Checks, in order: Ethernet (+ optional 802.1Q), EtherType IPv4/IPv6, IP version / IHL /
  * lengths / checksum (IPv4) / no fragments, protocol UDP, UDP length, destination port 4791,
- * BTH opcode in the table, TVer 0, header length from the table, uroce's extension header
- * (sr_ext.h: only on RC SEND/WRITE requests and RC Acknowledge; ts_ext.h: only on RC requests
- * and RC Acknowledge), pad count vs payload, ICRC.
+ * BTH opcode in the table, TVer 0, header length from the table (an XRC request shorter than
+ * its XRCETH is kHeaderTruncated), uroce's extension headers (sr_ext.h: only on RC SEND/WRITE
+ * requests and RC Acknowledge; ts_ext.h: only on RC requests and RC Acknowledge), pad count vs
+ * payload, ICRC.
  * It never reads outside `frame`. Bytes after the IP packet (Ethernet padding) are ignored.
  * References: IBA Annex 17 (RoCEv2), IBA Vol 1 §9.2-9.3 (BTH, extended headers).
  * Units: bytes.
@@ -117,6 +118,7 @@ struct ParsedPacket {
   uint32_t imm = 0;              ///< ImmDt, as the big-endian number (see ImmDt)
   uint32_t ieth_rkey = 0;        ///< IETH
   DethValue deth;
+  uint32_t xrc_srqn = 0;  ///< XRCETH: the XRC SRQ number (24 bits)
   /// Payload without pad and ICRC (empty for opcodes without payload).
   std::span<const uint8_t> payload;
   /// Offset of the BTH in the frame, bytes.
