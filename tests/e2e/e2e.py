@@ -164,6 +164,18 @@ def all_cases():
         tool="ibv_ud_pingpong", args=[])
     add("pcap.ibv_ud_pingpong.default", "pingpong", "pcap", 120, mtu=4096,
         tool="ibv_ud_pingpong", args=["-n", "100"])
+    # RoCE v1 (docs/design.md): roce_v1 = true puts the RoCE v1 GID of the one address at
+    # index 1 (GID 0 stays RoCEv2); the pingpongs run over it with -g 1. On pcap the captured
+    # frames must be RoCE v1 (EtherType 0x8915), decoded by tshark and scapy, ICRC checked.
+    add("memif.ibv_devinfo.v1", "devinfo", "memif", 60, short=True, toml="roce_v1 = true",
+        roce_v1=True)
+    for link in ("memif", "af_packet", "pcap"):
+        n = ["-n", "100"]
+        for tool, args in (("ibv_rc_pingpong", ["-s", "4096"] + n), ("ibv_uc_pingpong", n),
+                           ("ibv_ud_pingpong", ["-s", "1024"] + n)):
+            add(f"{link}.{tool}.v1", "pingpong", link, 120, tool=tool, args=args, gid=1,
+                toml="roce_v1 = true", roce_v1=True,
+                short=tool == "ibv_rc_pingpong" and link in ("memif", "pcap"))
     for var in ("write", "read"):
         add(f"af_xdp.uroce_verify.{var}", "verify", "af_xdp", 120, short=var == "read",
             args=VERIFY_VARIANTS[var])
@@ -468,7 +480,7 @@ def run_perftest(case, link, build):
 
 
 def run_single(case, link, build, argv, patterns):
-    p = Pair(link, build)
+    p = Pair(link, build, extra_toml=case.kw.get("toml", ""))
     s = p.start(0, argv)
     out, failed = wait_one(case.name, p, s, case.timeout - 10)
     if failed:
@@ -488,9 +500,12 @@ def run_devices(case, link, build):
 
 def run_devinfo(case, link, build):
     a = links.ROCE_ADDR[0]
-    return run_single(case, link, build, ["ibv_devinfo", "-v"], [
+    patterns = [
         rf"hca_id:\s+{DEVICE}", r"link_layer:\s+Ethernet", r"transport:\s+InfiniBand",
-        r"active_mtu:\s+\d+ \(\d\)", rf"GID\[\s*0\]:\s+::ffff:{re.escape(a)}, RoCE v2"])
+        r"active_mtu:\s+\d+ \(\d\)", rf"GID\[\s*0\]:\s+::ffff:{re.escape(a)}, RoCE v2"]
+    if case.kw.get("roce_v1"):  # the address's RoCE v1 GID after its RoCEv2 one
+        patterns.append(rf"GID\[\s*1\]:\s+::ffff:{re.escape(a)}, RoCE v1")
+    return run_single(case, link, build, ["ibv_devinfo", "-v"], patterns)
 
 
 class Capture:
@@ -551,8 +566,9 @@ def run_captured(case, link, build, inner):
         cap.stop()
     if rc != 0:
         return rc
-    ok1, m1 = roce_pcap.check_tshark(cap_path)
-    ok2, m2 = roce_pcap.check_icrc(cap_path)
+    version = 1 if case.kw.get("roce_v1") else 2
+    ok1, m1 = roce_pcap.check_tshark(cap_path, version=version)
+    ok2, m2 = roce_pcap.check_icrc(cap_path, version=version)
     print(m1)
     print(m2)
     if not (ok1 and ok2):
