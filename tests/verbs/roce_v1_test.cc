@@ -38,7 +38,7 @@ std::string write_config() {
 
 /// Moves qp to RTS towards dest_qpn at dgid, from GID index sgid (RC/UC), or to RTS (UD).
 int bring_up(ibv_qp* qp, uint32_t dest_qpn, uint8_t sgid, const uint8_t* dgid, uint8_t timeout = 14,
-            uint8_t retry_cnt = 7) {
+             uint8_t retry_cnt = 7) {
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
@@ -268,9 +268,9 @@ TEST_F(RoceV1Test, UdOverRoceV1CarriesItsGrh) {
     } else {
       EXPECT_EQ(rx.sl, 0x8 | 0x2);  // UDP | IPv4
       ibv_ah_attr back;
-      ASSERT_EQ(ibv_init_ah_from_wc(ctx_, 1, &rx, reinterpret_cast<ibv_grh*>(dst.bytes.data()),
-                                    &back),
-                0);
+      ASSERT_EQ(
+          ibv_init_ah_from_wc(ctx_, 1, &rx, reinterpret_cast<ibv_grh*>(dst.bytes.data()), &back),
+          0);
       EXPECT_EQ(back.grh.sgid_index, 0);
     }
     EXPECT_EQ(ibv_destroy_ah(ah), 0);

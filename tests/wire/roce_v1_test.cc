@@ -37,8 +37,8 @@ uint32_t reference_icrc(const std::vector<uint8_t>& f, size_t l3) {
   uint8_t* grh = b.data() + 8;
   grh[0] |= 0x0f;  // TClass (high nibble) keeps IPVer
   grh[1] = grh[2] = grh[3] = 0xff;
-  grh[7] = 0xff;        // HopLmt
-  grh[40 + 4] = 0xff;   // BTH FECN|BECN|Resv6
+  grh[7] = 0xff;       // HopLmt
+  grh[40 + 4] = 0xff;  // BTH FECN|BECN|Resv6
   return static_cast<uint32_t>(crc32(0, b.data(), static_cast<uInt>(b.size())));
 }
 
@@ -63,15 +63,15 @@ TEST(RoceV1, BuilderWritesEthertypeGrhAndBth) {
     EXPECT_EQ(l.l4_offset, l.bth_offset);
     const uint8_t* g = f.data() + l2;
     const uint32_t w0 = load_be32(g);
-    EXPECT_EQ(w0 >> 28, 6u);                                             // IPVer
-    EXPECT_EQ((w0 >> 20) & 0xff, uint32_t{s.dscp} << 2 | s.ecn);        // TClass
-    EXPECT_EQ(w0 & 0xfffff, s.flow_label);                              // FlowLabel
-    EXPECT_EQ(load_be16(g + 4), f.size() - l2 - 40);                    // PayLen: BTH..ICRC
-    EXPECT_EQ(g[6], 0x1b);                                              // NxtHdr: IBA BTH
-    EXPECT_EQ(g[7], s.ttl);                                             // HopLmt
-    EXPECT_EQ(std::memcmp(g + 8, s.src_ip.raw.data(), 16), 0);          // SGID
-    EXPECT_EQ(std::memcmp(g + 24, s.dst_ip.raw.data(), 16), 0);         // DGID
-    EXPECT_EQ(g[40], static_cast<uint8_t>(Opcode::kRcSendOnly));        // BTH right after
+    EXPECT_EQ(w0 >> 28, 6u);                                      // IPVer
+    EXPECT_EQ((w0 >> 20) & 0xff, uint32_t{s.dscp} << 2 | s.ecn);  // TClass
+    EXPECT_EQ(w0 & 0xfffff, s.flow_label);                        // FlowLabel
+    EXPECT_EQ(load_be16(g + 4), f.size() - l2 - 40);              // PayLen: BTH..ICRC
+    EXPECT_EQ(g[6], 0x1b);                                        // NxtHdr: IBA BTH
+    EXPECT_EQ(g[7], s.ttl);                                       // HopLmt
+    EXPECT_EQ(std::memcmp(g + 8, s.src_ip.raw.data(), 16), 0);    // SGID
+    EXPECT_EQ(std::memcmp(g + 24, s.dst_ip.raw.data(), 16), 0);   // DGID
+    EXPECT_EQ(g[40], static_cast<uint8_t>(Opcode::kRcSendOnly));  // BTH right after
     EXPECT_EQ(load_be32(g + 44) & 0xffffff, s.dest_qpn.value());
     // 14 (+4) + GRH 40 + BTH 12 + 13 payload + 3 pad + ICRC 4.
     EXPECT_EQ(f.size(), l2 + 40 + 12 + 16 + 4);
@@ -157,8 +157,8 @@ TEST(RoceV1, IcrcCoversTheInvariantFieldsOnly) {
   ParsedPacket p;
   ASSERT_EQ(parse(good, &p), DropReason::kOk);
   // Variant fields: TClass, FlowLabel, HopLmt, BTH FECN/BECN: the ICRC still holds.
-  for (size_t at : {size_t{14}, size_t{15}, size_t{16}, size_t{17}, size_t{14 + 7},
-                    size_t{14 + 40 + 4}}) {
+  for (size_t at :
+       {size_t{14}, size_t{15}, size_t{16}, size_t{17}, size_t{14 + 7}, size_t{14 + 40 + 4}}) {
     auto f = good;
     f[at] ^= at == 14 ? 0x0f : 0xc0;  // keep IPVer
     EXPECT_EQ(parse(f, &p), DropReason::kOk) << "byte " << at;
@@ -241,8 +241,8 @@ TEST(RoceV1, FusedIcrcPathMatchesFinalize) {
     std::copy(want.begin() + l.payload_offset, want.begin() + l.payload_offset + kPayload,
               buf.begin() + l2.payload_offset);
     uint32_t crc = icrc_headers(buf, l2);
-    crc = crc32_update(crc, std::span<const uint8_t>(buf).subspan(l2.payload_offset,
-                                                                  len - 4 - l2.payload_offset));
+    crc = crc32_update(
+        crc, std::span<const uint8_t>(buf).subspan(l2.payload_offset, len - 4 - l2.payload_offset));
     finish_icrc(buf, len, crc);
     buf.resize(len);
     EXPECT_EQ(buf, want) << "vlan=" << vlan;
