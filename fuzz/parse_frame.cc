@@ -1,6 +1,6 @@
 /**
  * @file parse_frame.cc
- * @brief libFuzzer target for the RoCEv2 receive gate (lib/transport/wire/parse.h).
+ * @brief libFuzzer target for the RoCEv2 and RoCE v1 receive gate (lib/transport/wire/parse.h).
  *
  * 1. parse() must never crash or read outside the input (ASan/UBSan in the fuzz preset), and
  *    must agree with parse_headers() + check_icrc().
@@ -35,6 +35,7 @@ FrameSpec spec_of(const ParsedPacket& p) {
   s.pcp = p.pcp;
   s.dei = p.dei;
   s.vid = p.vid;
+  s.roce_v1 = p.roce_v1;
   s.src_ip = p.src_ip;
   s.dst_ip = p.dst_ip;
   s.dscp = p.dscp;
@@ -93,9 +94,10 @@ void round_trip(const uint8_t* data, size_t size, const ParsedPacket& p) {
         (p.payload.data() >= data && p.payload.data() + p.payload.size() <= data + size));
   check(p.ip_header.data() >= data && p.ip_header.data() + p.ip_header.size() <= data + size);
 
-  // An IPv6 header carrying IPv4-mapped addresses cannot be expressed by the builder (it picks
-  // IPv4 for those); nothing more to compare.
-  if (p.ip_version == 6 && p.src_ip.is_ipv4_mapped() && p.dst_ip.is_ipv4_mapped()) return;
+  // A RoCEv2 IPv6 header carrying IPv4-mapped addresses cannot be expressed by the builder (it
+  // picks IPv4 for those; a RoCE v1 GRH is always built); nothing more to compare.
+  if (!p.roce_v1 && p.ip_version == 6 && p.src_ip.is_ipv4_mapped() && p.dst_ip.is_ipv4_mapped())
+    return;
 
   const FrameSpec s = spec_of(p);
   std::vector<uint8_t> buf(p.payload.size() + kMaxFrameOverhead);
@@ -112,6 +114,7 @@ void round_trip(const uint8_t* data, size_t size, const ParsedPacket& p) {
   check(parse(buf, &q) == DropReason::kOk);
   check(q.src_mac == p.src_mac && q.dst_mac == p.dst_mac);
   check(q.has_vlan == p.has_vlan && q.pcp == p.pcp && q.dei == p.dei && q.vid == p.vid);
+  check(q.roce_v1 == p.roce_v1);
   check(q.ip_version == p.ip_version && q.src_ip == p.src_ip && q.dst_ip == p.dst_ip);
   check(q.dscp == p.dscp && q.ecn == p.ecn && q.ttl == p.ttl && q.flow_label == p.flow_label);
   check(q.ip_id == p.ip_id && q.udp_sport == p.udp_sport && q.udp_dport == p.udp_dport);

@@ -92,7 +92,7 @@ void PortPipeline::end_frame(size_t len, const TxMeta& meta) {
   cur_ = Frame{};
   f.len = static_cast<uint32_t>(std::min(len, max_frame_));
   if (self_loopback_ && f.len >= 6 && std::memcmp(f.data, mac_.b.data(), 6) == 0 &&
-      is_rocev2({f.data, f.len})) {
+      is_roce({f.data, f.len})) {
     self_.push_back(f);  // to ourselves: looped back by the next poll (file comment)
     return;
   }

@@ -52,4 +52,10 @@ bool Gid::parse(const std::string& s, Gid* out) {
   return false;
 }
 
+std::vector<Gid> gid_table(const std::vector<Gid>& v2, bool roce_v1) {
+  std::vector<Gid> t = v2;
+  if (roce_v1) t.insert(t.end(), v2.begin(), v2.end());
+  return t;
+}
+
 }  // namespace uroce

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace uroce {
 
@@ -111,5 +112,20 @@ struct Gid {
   /// Parses an IPv4 or IPv6 address text into a GID; false on malformed input.
   static bool parse(const std::string& s, Gid* out);
 };
+
+/// The RoCE version of a GID table entry, as rdma-core's IBV_GID_TYPE_ROCE_V1 / _V2: the frames
+/// a QP or AH whose source GID it is sends (RoCE v1: Ethernet + GRH; RoCEv2: IP + UDP 4791).
+enum class GidType : uint8_t { kRoceV2, kRoceV1 };
+
+/// The GID table a device shows for its addresses' RoCEv2 GIDs `v2` (index i = address i, zero =
+/// a free slot): `v2` itself, and with roce_v1 the same entries again after them as RoCE v1
+/// GIDs (index v2.size() + i), so that every RoCEv2 index is the same with or without them
+/// (docs/configuration.md, [device] roce_v1).
+std::vector<Gid> gid_table(const std::vector<Gid>& v2, bool roce_v1);
+
+/// The type of entry i of a gid_table() whose RoCE v1 entries start at v1_base.
+constexpr GidType gid_type_at(size_t i, size_t v1_base) {
+  return i >= v1_base ? GidType::kRoceV1 : GidType::kRoceV2;
+}
 
 }  // namespace uroce

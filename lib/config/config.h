@@ -95,6 +95,9 @@ struct Device {
   /// priority (dscp_to_prio of its DSCP). Unset: untagged frames.
   std::optional<uint16_t> vlan;
   bool ecn = true;  ///< send data as ECT(0)
+  /// A RoCE v1 GID (IBA Annex A16: Ethernet + GRH, EtherType 0x8915) for every RoCEv2 one,
+  /// after them in the GID table (gid_table()): RoCEv2 indices do not change.
+  bool roce_v1 = false;
   /// RC loss recovery of QPs whose peer did not negotiate it through ECE: IBA go-back-N, or
   /// uroce's selective repeat (docs/loss-recovery.md), which every peer must then speak: set it
   /// on both ends. ECE (ibv_set_ece, rdma_set_local_ece) agrees on selective repeat per QP

@@ -49,7 +49,8 @@ constexpr std::string_view kDeviceKeys[] = {"name",
                                             "congestion_control",
                                             "delay",
                                             "peer_timestamps",
-                                            "progress"};
+                                            "progress",
+                                            "roce_v1"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -321,6 +322,12 @@ class Parser {
     apply_profile(dev->profile, dev);
 
     if (!get_bool(t, "ecn", "ecn", &dev->ecn)) return false;
+    if (!get_bool(t, "roce_v1", "roce_v1", &dev->roce_v1)) return false;
+    // Host mode's XDP steering and uroce-hostd take RoCEv2 frames only: RoCE v1 ones would go
+    // to the kernel.
+    if (dev->roce_v1 && !dev->netdev.empty())
+      return fail_b("roce_v1", "not supported with netdev (host mode receives RoCEv2 only)",
+                    "false with netdev");
     if (!parse_recovery_and_cc(t, dev)) return false;
     if (!get_bool(t, "peer_timestamps", "peer_timestamps", &dev->peer_timestamps)) return false;
     if (!parse_pfc(t, dev)) return false;

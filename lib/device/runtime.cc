@@ -203,10 +203,15 @@ void Runtime::follow_link_locked() {
   if (!port->link_state(&st)) return;
   ifindex = st.ifindex;
   if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
-  std::vector<Gid> table = merge_gid_table(gids, st.gids);
+  // The RoCEv2 entries are merged slot by slot; RoCE v1 ones (roce_v1) follow them again.
+  const size_t n_v2 = std::min(gids.size(), gid_v1_base);
+  const std::vector<Gid> old_v2(gids.begin(), gids.begin() + static_cast<ptrdiff_t>(n_v2));
+  const std::vector<Gid> v2 = merge_gid_table(old_v2, st.gids);
+  std::vector<Gid> table = gid_table(v2, cfg.roce_v1);
   if (table != gids) {
     gids = table;
-    engine->set_gids(table);
+    gid_v1_base = cfg.roce_v1 ? v2.size() : SIZE_MAX;
+    engine->set_gids(table, gid_v1_base);
     on_async_event({transport::AsyncEventType::kGidChange, 1});
   }
   if (st.up != link_up) {
@@ -382,7 +387,11 @@ int Runtime::open() {
     if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
     ec.max_mtu = 128u << active_mtu;
   }
+  // RoCE v1 GIDs ([device] roce_v1) after the RoCEv2 ones: every RoCEv2 index stays.
+  ec.gid_v1_base = cfg.roce_v1 ? ec.gids.size() : SIZE_MAX;
+  ec.gids = gid_table(ec.gids, cfg.roce_v1);
   gids = ec.gids;
+  gid_v1_base = ec.gid_v1_base;
 #ifdef UROCE_HAVE_STATS
   // Counters live in the device's shared-memory segment when it can be created; a failure
   // (no writable run dir) only costs visibility from outside the process.

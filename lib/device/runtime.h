@@ -112,11 +112,12 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   std::unique_ptr<stats::CaptureWriter> capture;  ///< `uroce capture` ring while one runs
 #endif
   std::unique_ptr<transport::Engine> engine;
-  std::vector<Gid> gids;      ///< GID table (index = address index; zero = free slot)
-  uint8_t active_mtu = 3;     ///< mtu_code() of the MTU in force
-  bool link_up = true;        ///< the netdev's link (host mode; others always up)
-  int ifindex = 0;            ///< the netdev's ifindex (host mode), else 0
-  uint64_t link_version = 0;  ///< Port::link_version() last applied (mu)
+  std::vector<Gid> gids;          ///< GID table (index = address index; zero = free slot)
+  size_t gid_v1_base = SIZE_MAX;  ///< gids from this index on are RoCE v1 (gid_table())
+  uint8_t active_mtu = 3;         ///< mtu_code() of the MTU in force
+  bool link_up = true;            ///< the netdev's link (host mode; others always up)
+  int ifindex = 0;                ///< the netdev's ifindex (host mode), else 0
+  uint64_t link_version = 0;      ///< Port::link_version() last applied (mu)
 
   Timestamp rx_now{};   ///< time of the RX burst in progress
   Timestamp last_rx{};  ///< when the RX queue was last polled (mu)

@@ -817,7 +817,10 @@ Timestamp Engine::next_deadline() const {
   return earliest(impl_->gsi.next_deadline(impl_->last_now), impl_->next_deadline());
 }
 
-void Engine::set_gids(std::vector<Gid> gids) { impl_->cfg.gids = std::move(gids); }
+void Engine::set_gids(std::vector<Gid> gids, size_t v1_base) {
+  impl_->cfg.gids = std::move(gids);
+  impl_->cfg.gid_v1_base = v1_base;
+}
 
 bool Engine::has_tx_work() const {
   if (impl_->gsi.has_tx_work()) return true;

@@ -43,8 +43,11 @@ using cc::QpCongestion;
 
 /// Device-wide settings the engine needs.
 struct EngineConfig {
-  MacAddr mac;              ///< source MAC of every frame
-  std::vector<Gid> gids;    ///< GID table: index i = RoCEv2 GID of address i
+  MacAddr mac;            ///< source MAC of every frame
+  std::vector<Gid> gids;  ///< GID table: index i = RoCEv2 GID of address i, then RoCE v1
+  /// Entries of `gids` from this index on are RoCE v1 GIDs (gid_table(), [device] roce_v1):
+  /// QPs and AHs with such a source GID send RoCE v1 frames.
+  size_t gid_v1_base = SIZE_MAX;
   uint32_t max_mtu = 4096;  ///< largest path MTU the port carries (bytes)
   uint64_t link_speed_bps = 10'000'000'000ull;
   uint8_t roce_dscp = 26;  ///< DSCP of data packets when the AV's traffic class is 0
@@ -300,7 +303,8 @@ class Engine {
   /// Replaces the GID table (a netdev's addresses changed). Index i keeps its meaning for QPs
   /// already using it while the entry stays; a zero entry is a free slot that no new QP or AH
   /// may use (EINVAL). QPs whose source GID vanished keep sending from their old address.
-  void set_gids(std::vector<Gid> gids);
+  /// Entries from v1_base on are RoCE v1 GIDs (EngineConfig::gid_v1_base).
+  void set_gids(std::vector<Gid> gids, size_t v1_base = SIZE_MAX);
 
   // ---- QP1 (GSI): management datagrams for a connection manager ----------------------------
 

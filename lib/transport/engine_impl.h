@@ -381,6 +381,8 @@ struct Engine::Impl {
   WcStatus run_local_op(Qp& qp, const SendWqe& w);
   bool resolve(Qp& qp, NeighborResolver& neigh);
   void fill_template(Qp& qp);
+  /// Whether GID index i is a RoCE v1 GID: a frame from it is RoCE v1.
+  bool roce_v1_gid(size_t i) const { return gid_type_at(i, cfg.gid_v1_base) == GidType::kRoceV1; }
   uint8_t prio_of(uint8_t dscp) const { return cfg.dscp_to_prio[dscp & 63] & 7; }
   /// DSCP of a flow: the AV's traffic class, else the device's roce_dscp.
   uint8_t dscp_of(const AddressVector& av) const {

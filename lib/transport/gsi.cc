@@ -99,6 +99,7 @@ size_t Gsi::transmit(TxSink& sink, NeighborResolver& neigh, Timestamp now) {
     }
     s.src_mac = cfg_.mac;
     s.src_ip = cfg_.gids[o.sgid_index];
+    s.roce_v1 = gid_type_at(o.sgid_index, cfg_.gid_v1_base) == GidType::kRoceV1;
     s.dst_ip = o.mad.peer;
     s.dscp = cfg_.roce_dscp;
     if (cfg_.vlan) {

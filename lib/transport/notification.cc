@@ -29,6 +29,7 @@ int Engine::Impl::send_cnp(Qp& qp, TxSink& sink) {
   s.src_mac = cfg.mac;
   s.dst_mac = qp.cnp.cnp_dmac;
   s.dst_ip = qp.cnp.cnp_dip;
+  s.roce_v1 = qp.type != QpType::kUd && qp.tmpl.roce_v1;  // a connected QP's path version
   for (const Gid& g : cfg.gids) {
     if (!g.is_zero() && g.is_ipv4_mapped() == qp.cnp.cnp_dip.is_ipv4_mapped()) {
       s.src_ip = g;

@@ -181,6 +181,7 @@ int Engine::Impl::service_requester(Qp& qp, TxSink& sink, NeighborResolver& neig
       return 0;
     }
     s.src_ip = cfg.gids[w.av.sgid_index];
+    s.roce_v1 = roce_v1_gid(w.av.sgid_index);
     s.dst_ip = w.av.dgid;
     s.dscp = dscp_of(w.av);
     tag(s);

@@ -707,6 +707,7 @@ void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
   e.sgid = p.src_ip;
   e.dgid = p.dst_ip;
   e.ipv4 = p.ip_version == 4;
+  e.roce_v1 = p.roce_v1;
   e.sl = static_cast<uint8_t>(p.dscp >> 3);
   if (kGrh + len > recv_len(qp)) {
     inc(Counter::resp_local_length_error);
@@ -715,8 +716,8 @@ void Engine::Impl::ud_responder(Qp& qp, const wire::ParsedPacket& p) {
     push_cqe(qp.init.recv_cq, e, false);
     return;
   }
-  // The GRH slot: an IPv6 header as is, or 20 zero bytes then the IPv4 header (rdma-core /
-  // rxe for RoCEv2 over IPv4).
+  // The GRH slot: an IPv6 header (or RoCE v1's GRH) as is, or 20 zero bytes then the IPv4
+  // header (rdma-core / rxe for RoCEv2 over IPv4).
   uint8_t grh[kGrh] = {};
   if (p.ip_version == 4) {
     std::memcpy(grh + 20, p.ip_header.data(), std::min<size_t>(20, p.ip_header.size()));

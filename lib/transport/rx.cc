@@ -76,6 +76,12 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
     inc(Counter::rx_bad_qp_state);
     return;
   }
+  // A connected QP speaks the RoCE version of its path's source GID: a frame of the other
+  // version is from a peer it is not connected with (UD QPs take either; each AH picks).
+  if (qp->type != QpType::kUd && p.roce_v1 != qp->tmpl.roce_v1) {
+    inc(Counter::rx_bad_qp_state);
+    return;
+  }
   if (p.ext != wire::UroceExt::kNone && !qp->selective) {
     inc(Counter::sr_unnegotiated);  // uroce's extension from a peer this QP did not agree with
     return;

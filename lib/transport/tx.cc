@@ -35,6 +35,7 @@ void Engine::Impl::fill_template(Qp& qp) {
   s.src_mac = cfg.mac;
   s.dst_mac = qp.dmac;
   if (av.sgid_index < cfg.gids.size()) s.src_ip = cfg.gids[av.sgid_index];
+  s.roce_v1 = roce_v1_gid(av.sgid_index);
   s.dst_ip = av.dgid;
   s.dscp = dscp_of(av);
   tag(s);

@@ -284,9 +284,10 @@ struct Cqe {
   uint32_t wc_flags = 0;  ///< WcFlags
   uint16_t pkey_index = 0;
   uint8_t sl = 0;
-  Gid sgid;          ///< UD: the sender's GID (also written into the GRH)
-  Gid dgid;          ///< UD: the destination GID of the datagram
-  bool ipv4 = true;  ///< UD: the datagram came over IPv4 (GRH holds an IPv4 header)
+  Gid sgid;              ///< UD: the sender's GID (also written into the GRH)
+  Gid dgid;              ///< UD: the destination GID of the datagram
+  bool ipv4 = true;      ///< UD: the datagram came over IPv4 (GRH holds an IPv4 header)
+  bool roce_v1 = false;  ///< UD: the datagram was RoCE v1 (GRH holds its GRH)
   /// When the engine generated it: the time of the step or call that did (Engine::push_cqe).
   Timestamp ts{};
 };

@@ -65,9 +65,12 @@ constexpr uint8_t kSlRoceUdp = 0x8;
 constexpr uint8_t kSlL3Ipv6 = 0x1;
 constexpr uint8_t kSlL3Ipv4 = 0x2;
 
-/// The sl reported for a completion: the RoCEv2 packet type for UD receives, else the engine's.
+constexpr uint8_t kSlL3Grh = 0x0;  ///< RoCE v1: a GRH and no UDP header
+
+/// The sl reported for a completion: the RoCE packet type for UD receives, else the engine's.
 uint8_t wc_sl(const transport::Cqe& c) {
   if (!(c.wc_flags & transport::kWcGrh)) return c.sl;
+  if (c.roce_v1) return kSlL3Grh;
   return kSlRoceUdp | (c.ipv4 ? kSlL3Ipv4 : kSlL3Ipv6);
 }
 

@@ -195,14 +195,17 @@ UROCE_DEFAULT_VERSION(uroce_query_port_1_1, ibv_query_port, "IBVERBS_1.1");
 namespace {
 
 using uroce::Gid;
+using uroce::gid_type_at;
+using uroce::GidType;
 
 /// GID index i of rt's table (zero for a free slot); false past its end. Takes the engine
 /// lock: a netdev's address change replaces the table (follow_link_locked).
-bool gid_at(Runtime* rt, size_t i, Gid* out, int* ifindex = nullptr) {
+bool gid_at(Runtime* rt, size_t i, Gid* out, int* ifindex = nullptr, GidType* type = nullptr) {
   std::lock_guard<std::mutex> g(rt->mu);
   if (ifindex) *ifindex = rt->ifindex;
   if (i >= rt->gids.size()) return false;
   *out = rt->gids[i];
+  if (type) *type = gid_type_at(i, rt->gid_v1_base);
   return true;
 }
 
@@ -210,12 +213,13 @@ bool gid_at(Runtime* rt, size_t i, Gid* out, int* ifindex = nullptr) {
 int fill_gid_entry(Runtime* rt, uint32_t port, uint32_t index, ibv_gid_entry* entry) {
   Gid gid;
   int ifindex = 0;
-  if (!gid_at(rt, index, &gid, &ifindex) || gid.is_zero()) return ENODATA;
+  GidType type = GidType::kRoceV2;
+  if (!gid_at(rt, index, &gid, &ifindex, &type) || gid.is_zero()) return ENODATA;
   std::memset(entry, 0, sizeof *entry);
   std::memcpy(entry->gid.raw, gid.raw.data(), 16);
   entry->gid_index = index;
   entry->port_num = port;
-  entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+  entry->gid_type = type == GidType::kRoceV1 ? IBV_GID_TYPE_ROCE_V1 : IBV_GID_TYPE_ROCE_V2;
   entry->ndev_ifindex = static_cast<uint32_t>(ifindex);
   return 0;
 }
@@ -265,11 +269,12 @@ UROCE_EXPORT ssize_t _ibv_query_gid_table(ibv_context* c, ibv_gid_entry* entries
 /// rdma-core's private query (driver.h): enum ibv_gid_type_sysfs {IB_ROCE_V1 = 0, ROCE_V2 = 1}.
 UROCE_EXPORT int ibv_query_gid_type(ibv_context* c, uint8_t port, unsigned int index, int* type) {
   Gid g;
-  if (!port_ok(port) || !gid_at(ctx_of(c)->rt, index, &g)) {
+  GidType t = GidType::kRoceV2;
+  if (!port_ok(port) || !gid_at(ctx_of(c)->rt, index, &g, nullptr, &t)) {
     errno = EINVAL;
     return -1;
   }
-  *type = 1;
+  *type = t == GidType::kRoceV1 ? 0 : 1;
   return 0;
 }
 

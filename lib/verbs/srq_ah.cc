@@ -229,9 +229,12 @@ bool ipv4_header_ok(const uint8_t* h) {
   return sum == 0xffff;
 }
 
-int find_gid(Runtime* rt, const uroce::Gid& g) {
+/// The index of GID g of the given type in rt's table, or -1.
+int find_gid(Runtime* rt, const uroce::Gid& g, uroce::GidType type) {
+  std::lock_guard<std::mutex> lock(rt->mu);
   for (size_t i = 0; i < rt->gids.size(); ++i)
-    if (rt->gids[i] == g) return static_cast<int>(i);
+    if (rt->gids[i] == g && uroce::gid_type_at(i, rt->gid_v1_base) == type)
+      return static_cast<int>(i);
   return -1;
 }
 
@@ -249,6 +252,9 @@ UROCE_EXPORT int ibv_init_ah_from_wc(ibv_context* c, uint8_t port, ibv_wc* wc, i
   uint8_t tclass = 0, hop = 64;
   uint32_t flow = 0;
   const auto* raw = reinterpret_cast<const uint8_t*>(grh);
+  // A RoCE v1 packet's GRH names the IBA transport as its next header (0x1B); RoCEv2's IPv6
+  // header names UDP. The reply goes from the GID of the same type.
+  auto type = uroce::GidType::kRoceV2;
   if (ipv4_header_ok(raw + 20)) {
     const uint8_t* ip = raw + 20;
     sgid = uroce::Gid::from_ipv4(uroce::load_be32(ip + 12));
@@ -260,10 +266,11 @@ UROCE_EXPORT int ibv_init_ah_from_wc(ibv_context* c, uint8_t port, ibv_wc* wc, i
     tclass = static_cast<uint8_t>(vtf >> 20);
     flow = vtf & 0xfffff;
     hop = grh->hop_limit;
+    if (grh->next_hdr == 0x1b) type = uroce::GidType::kRoceV1;
     std::memcpy(sgid.raw.data(), grh->sgid.raw, 16);
     std::memcpy(dgid.raw.data(), grh->dgid.raw, 16);
   }
-  int idx = find_gid(rt, dgid);
+  int idx = find_gid(rt, dgid, type);
   if (idx < 0) return EINVAL;
   ah->is_global = 1;
   std::memcpy(ah->grh.dgid.raw, sgid.raw.data(), 16);

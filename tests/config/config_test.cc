@@ -284,6 +284,28 @@ TEST(ConfigParse, QueuesDefaultToOneAndAreRead) {
   EXPECT_EQ(four->devices[0].queues, 4u);
 }
 
+TEST(ConfigParse, RoceV1IsOffUnlessAskedAndRefusedInHostMode) {
+  std::string err;
+  auto off = parse(device(""), kSource, &err);
+  ASSERT_TRUE(off.has_value()) << err;
+  EXPECT_FALSE(off->devices[0].roce_v1);
+  auto on = parse(device("roce_v1 = true"), kSource, &err);
+  ASSERT_TRUE(on.has_value()) << err;
+  EXPECT_TRUE(on->devices[0].roce_v1);
+  EXPECT_EQ(refused(device("roce_v1 = \"yes\"")),
+            "test.toml: device[0].roce_v1: is a string; allowed: true, false");
+  EXPECT_EQ(refused("[[device]]\nname = \"h\"\nnetdev = \"eth0\"\nroce_v1 = true\n"),
+            "test.toml: device[0].roce_v1: not supported with netdev (host mode receives RoCEv2 "
+            "only); allowed: false with netdev");
+  // The table a device shows: RoCEv2 entries first, the same addresses as RoCE v1 after them.
+  const Gid a = Gid::from_ipv4(0xc6120001), b = Gid::from_ipv4(0xc6120002);
+  EXPECT_EQ(gid_table({a, b}, false), (std::vector<Gid>{a, b}));
+  EXPECT_EQ(gid_table({a, b}, true), (std::vector<Gid>{a, b, a, b}));
+  EXPECT_EQ(gid_type_at(1, 2), GidType::kRoceV2);
+  EXPECT_EQ(gid_type_at(2, 2), GidType::kRoceV1);
+  EXPECT_EQ(gid_type_at(3, SIZE_MAX), GidType::kRoceV2);
+}
+
 TEST(ConfigParse, LossRecoveryDefaultsToGoBackN) {
   std::string err;
   auto d = parse(device(""), kSource, &err);

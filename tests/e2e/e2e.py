@@ -178,6 +178,20 @@ def all_cases():
         tool="ibv_ud_pingpong", args=[])
     add("pcap.ibv_ud_pingpong.default", "pingpong", "pcap", 120, mtu=4096,
         tool="ibv_ud_pingpong", args=["-n", "100"])
+    # RoCE v1 (docs/design.md): roce_v1 = true puts the RoCE v1 GID of the one address at
+    # index 1 (GID 0 stays RoCEv2); the pingpongs run over it with -g 1. On pcap the captured
+    # frames must be RoCE v1 (EtherType 0x8915), decoded by tshark and scapy, ICRC checked.
+    add("memif.ibv_devinfo.v1", "devinfo", "memif", 60, short=True, toml="roce_v1 = true",
+        roce_v1=True)
+    for link in ("memif", "af_packet", "pcap"):
+        # Captured runs stay small (scapy reads every frame); elsewhere the tools' 1000
+        # iterations, so that the run takes long enough to measure.
+        n = ["-n", "100"] if link == "pcap" else []
+        for tool, args in (("ibv_rc_pingpong", ["-s", "4096"] + n), ("ibv_uc_pingpong", n),
+                           ("ibv_ud_pingpong", ["-s", "1024"] + n)):
+            add(f"{link}.{tool}.v1", "pingpong", link, 120, tool=tool, args=args, gid=1,
+                toml="roce_v1 = true", roce_v1=True,
+                short=tool == "ibv_rc_pingpong" and link in ("memif", "pcap"))
     for var in ("write", "read"):
         add(f"af_xdp.uroce_verify.{var}", "verify", "af_xdp", 120, short=var == "read",
             args=VERIFY_VARIANTS[var])
@@ -503,7 +517,7 @@ def run_perftest(case, link, build):
 
 
 def run_single(case, link, build, argv, patterns):
-    p = Pair(link, build)
+    p = Pair(link, build, extra_toml=case.kw.get("toml", ""))
     s = p.start(0, argv)
     out, failed = wait_one(case.name, p, s, case.timeout - 10)
     if failed:
@@ -523,9 +537,16 @@ def run_devices(case, link, build):
 
 def run_devinfo(case, link, build):
     a = links.ROCE_ADDR[0]
-    return run_single(case, link, build, ["ibv_devinfo", "-v"], [
+    patterns = [
         rf"hca_id:\s+{DEVICE}", r"link_layer:\s+Ethernet", r"transport:\s+InfiniBand",
-        r"active_mtu:\s+\d+ \(\d\)", rf"GID\[\s*0\]:\s+::ffff:{re.escape(a)}, RoCE v2"])
+        r"active_mtu:\s+\d+ \(\d\)", rf"GID\[\s*0\]:\s+::ffff:{re.escape(a)}, RoCE v2"]
+    if case.kw.get("roce_v1"):
+        # The address's RoCE v1 GID after its RoCEv2 one; ibv_devinfo prints a RoCE v1 GID as
+        # eight hex groups, not as an address.
+        q = [int(x) for x in a.split(".")]
+        raw = "0000:" * 5 + f"ffff:{q[0]:02x}{q[1]:02x}:{q[2]:02x}{q[3]:02x}"
+        patterns.append(rf"GID\[\s*1\]:\s+{raw}, RoCE v1")
+    return run_single(case, link, build, ["ibv_devinfo", "-v"], patterns)
 
 
 class Capture:
@@ -586,8 +607,9 @@ def run_captured(case, link, build, inner):
         cap.stop()
     if rc != 0:
         return rc
-    ok1, m1 = roce_pcap.check_tshark(cap_path)
-    ok2, m2 = roce_pcap.check_icrc(cap_path)
+    version = 1 if case.kw.get("roce_v1") else 2
+    ok1, m1 = roce_pcap.check_tshark(cap_path, version=version)
+    ok2, m2 = roce_pcap.check_icrc(cap_path, version=version)
     print(m1)
     print(m2)
     if not (ok1 and ok2):

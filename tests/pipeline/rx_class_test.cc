@@ -3,7 +3,8 @@
  * @brief drivers/pipeline/rx_class.h: a received frame's priority under trust dscp (the IP DSCP
  * through dscp_to_prio) and trust pcp (the 802.1Q PCP through pcp_to_prio, untagged frames on
  * priority 0), and its ECN field; is_rocev2() (UDP to port 4791 over IPv4/IPv6, tagged or
- * not). References: docs/dcqcn-pfc.md §3.4, IEEE 802.1Q §6.9.3, IBA Annex 17 §A17.2.
+ * not) and is_roce() (also RoCE v1, EtherType 0x8915). References: docs/dcqcn-pfc.md §3.4,
+ * IEEE 802.1Q §6.9.3, IBA Annex 17 §A17.2, Annex A16.
  */
 #include "pipeline/rx_class.h"
 
@@ -148,6 +149,34 @@ TEST(IsRocev2, ShortFramesAreRefusedWithoutReadingPastTheirEnd) {
     auto f = udp_frame(4791, true, true);
     EXPECT_FALSE(is_rocev2(std::span<const uint8_t>(f.data(), n))) << n;
   }
+}
+
+TEST(IsRoce, RoceV2AndRoceV1TaggedOrNot) {
+  EXPECT_TRUE(is_roce(udp_frame(4791)));
+  EXPECT_TRUE(is_roce(udp_frame(4791, true, true)));
+  EXPECT_FALSE(is_roce(udp_frame(4792)));
+  for (bool tagged : {false, true}) {
+    auto v1 = udp_frame(4791, /*ipv6=*/true, tagged);
+    const size_t et = tagged ? 16 : 12;
+    v1[et] = 0x89;
+    v1[et + 1] = 0x15;
+    EXPECT_TRUE(is_roce(v1)) << tagged;
+    EXPECT_FALSE(is_rocev2(v1)) << tagged;
+    // A RoCE v1 GRH's TClass classifies the frame as an IPv6 traffic class does.
+    const size_t l3 = et + 2;
+    v1[l3] = 0x6b;  // IPVer 6, TClass 0xba: DSCP 46, ECN 2
+    v1[l3 + 1] = 0xa0;
+    RxClassifier c;
+    for (int d = 0; d < 64; ++d) c.dscp_to_prio[static_cast<size_t>(d)] = d == 46 ? 5 : 0;
+    const RxClass rc = c(v1);
+    EXPECT_EQ(rc.prio, 5) << tagged;
+    EXPECT_EQ(rc.ecn, 2) << tagged;
+  }
+  // Cut inside the tag or the EtherType: no RoCE, nothing read past the end.
+  auto v1 = udp_frame(4791, true, true);
+  v1[16] = 0x89;
+  v1[17] = 0x15;
+  for (size_t n = 0; n < 18; ++n) EXPECT_FALSE(is_roce(std::span<const uint8_t>(v1.data(), n)));
 }
 
 }  // namespace

@@ -346,7 +346,7 @@ class RdmaNsTest : public DoctorTest {
   }
   static constexpr const char* kTwoDevices =
       "[[device]]\nname = \"a\"\naddresses = [\"198.18.0.1/15\", \"fd00::1/64\"]\n"
-      "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\n";
+      "[[device]]\nname = \"b\"\naddresses = [\"198.18.0.2/15\"]\nroce_v1 = true\n";
 };
 
 TEST_F(RdmaNsTest, ReportsMissingFilesWithTheCommands) {
@@ -381,7 +381,8 @@ TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
           shm +
           " && cd /sys/class/infiniband && for f in a/ports/1/gids/0 a/ports/1/gids/1 "
           "a/ports/1/gid_attrs/types/0 a/ports/1/gid_attrs/types/1 b/ports/1/gids/0 "
-          "b/ports/1/gid_attrs/types/0; do echo \"$f=$(cat $f)\"; done > " +
+          "b/ports/1/gid_attrs/types/0 b/ports/1/gids/1 b/ports/1/gid_attrs/types/1; do "
+          "echo \"$f=$(cat $f)\"; done > " +
           inside + " && exit 7'");
   EXPECT_EQ(r.status, 7) << r.out << r.err;  // the program's own exit status
   EXPECT_EQ(read_file(inside),
@@ -390,7 +391,10 @@ TEST_F(RdmaNsTest, RunsAProgramWithTheFilesAndLeavesTheHostAlone) {
             "a/ports/1/gid_attrs/types/0=RoCE v2\n"
             "a/ports/1/gid_attrs/types/1=RoCE v2\n"
             "b/ports/1/gids/0=0000:0000:0000:0000:0000:ffff:c612:0002\n"
-            "b/ports/1/gid_attrs/types/0=RoCE v2\n");
+            "b/ports/1/gid_attrs/types/0=RoCE v2\n"
+            // b has roce_v1 = true: its RoCE v1 GID after the RoCEv2 one, as the kernel names it.
+            "b/ports/1/gids/1=0000:0000:0000:0000:0000:ffff:c612:0002\n"
+            "b/ports/1/gid_attrs/types/1=IB/RoCE v1\n");
   EXPECT_TRUE(std::filesystem::exists(shm));
   std::filesystem::remove(shm);
   EXPECT_FALSE(std::filesystem::exists("/dev/infiniband"));

@@ -1,9 +1,9 @@
 /**
  * @file make_fuzz_corpus.cc
  * @brief Writes the seed corpus of fuzz/parse_frame: frames from our builder (every opcode,
- * IPv4/IPv6, with/without 802.1Q, a few payload lengths), the CNP vector of
- * docs/dcqcn-pfc.md §3.1 and an XRC request cut short before its XRCETH.
- * Usage: wire_make_fuzz_corpus <dir>. Units: bytes.
+ * IPv4/IPv6, with/without 802.1Q, a few payload lengths; RoCE v1 with IPv4-mapped and IPv6
+ * GIDs, one with 802.1Q), the CNP vector of docs/dcqcn-pfc.md §3.1 and an XRC request cut short
+ * before its XRCETH. Usage: wire_make_fuzz_corpus <dir>. Units: bytes.
  */
 #include <cstdio>
 #include <string>
@@ -33,11 +33,14 @@ int main(int argc, char** argv) {
   for (int v = 0; v < 256; ++v) {
     const OpcodeInfo& info = kOpcodeTable[v];
     if (!info.valid) continue;
-    for (int variant = 0; variant < 3; ++variant) {
-      FrameSpec s = test::default_spec(static_cast<Opcode>(v), variant == 1);
-      s.vlan = variant == 2;
+    for (int variant = 0; variant < 5; ++variant) {
+      // 0: IPv4, 1: IPv6, 2: IPv4 + 802.1Q, 3: RoCE v1 (IPv4-mapped GIDs) + 802.1Q,
+      // 4: RoCE v1 (IPv6 GIDs).
+      FrameSpec s = test::default_spec(static_cast<Opcode>(v), variant == 1 || variant == 4);
+      s.vlan = variant == 2 || variant == 3;
+      s.roce_v1 = variant >= 3;
       s.pcp = 3;
-      const size_t len = info.has_payload() ? static_cast<size_t>(variant * 5 + 1) : 0;
+      const size_t len = info.has_payload() ? static_cast<size_t>(variant % 3 * 5 + 1) : 0;
       std::vector<uint8_t> f;
       if (static_cast<Opcode>(v) == Opcode::kCnp) {
         f.resize(128);

@@ -13,13 +13,22 @@ docs/dcqcn-pfc.md 3.1: TC, flow label, hop limit, UDP checksum, BTH byte 4 set t
 and uses zlib.crc32.
 UD/RC extended headers other than AETH are not modelled by scapy: they are packed here with
 struct from IBA Vol 1 9.3 (FLUSH's FETH from IBA 1.5 Annex A19 as Linux rxe lays it out).
+RoCE v1 (IBA Annex A16): Ether(type 0x8915) / scapy's GRH / BTH; scapy has no RoCE v1 ICRC, so
+this script computes it (IBA Vol 1 7.8.1 for a global packet: 8 bytes of ones for the LRH, GRH
+TClass, FlowLabel and HopLmt and BTH byte 4 set to ones, no UDP header) with zlib.crc32.
 """
+import ipaddress
 import struct
 import sys
 import zlib
 
 from scapy.all import Ether, Dot1Q, IP, IPv6, UDP, Raw, rdpcap, raw  # noqa: E402
-from scapy.contrib.roce import BTH, AETH, cnp  # noqa: E402
+from scapy.contrib.roce import BTH, AETH, GRH, cnp  # noqa: E402
+from scapy.packet import bind_layers  # noqa: E402
+
+# scapy binds the GRH to Ethernet's EtherType 0x8915 only; a tagged RoCE v1 frame needs it under
+# 802.1Q as well.
+bind_layers(Dot1Q, GRH, type=0x8915)
 
 SRC_MAC = "02:00:00:00:00:0a"
 DST_MAC = "02:00:00:00:00:0b"
@@ -57,6 +66,90 @@ def icrc_ipv6(frame_bytes, l3):
     ip[48 + 4] = 0xff                  # BTH FECN|BECN|Resv6
     crc = zlib.crc32(b"\xff" * 8 + bytes(ip)) & 0xffffffff
     return struct.pack("<I", crc)
+
+
+def icrc_v1(frame_bytes, l3):
+    """ICRC of a RoCE v1 frame whose GRH starts at l3 (the frame ends with the ICRC)."""
+    g = bytearray(frame_bytes[l3:len(frame_bytes) - 4])
+    g[0] |= 0x0f
+    g[1] = g[2] = g[3] = 0xff          # TClass + FlowLabel
+    g[7] = 0xff                        # HopLmt
+    g[40 + 4] = 0xff                   # BTH FECN|BECN|Resv6
+    crc = zlib.crc32(b"\xff" * 8 + bytes(g)) & 0xffffffff
+    return struct.pack("<I", crc)
+
+
+def gid_int(text):
+    """A GID as scapy's 128-bit GRH field: IPv6 text, or IPv4 text as ::ffff:a.b.c.d."""
+    a = ipaddress.ip_address(text)
+    if a.version == 4:
+        a = ipaddress.IPv6Address("::ffff:" + text)
+    return int(a)
+
+
+def make_v1(v4_gids, opcode, ext=b"", payload=b"", pad=0, aeth=None, vlan=None, bth_kw=None,
+            dscp=26, ecn=2, hoplmt=64, flow=0):
+    """A RoCE v1 frame: Ethernet (0x8915) / GRH / BTH / ... / ICRC, and its expected fields."""
+    bth_kw = dict(bth_kw or {})
+    src, dst = V4 if v4_gids else V6
+    l2 = Ether(src=SRC_MAC, dst=DST_MAC, type=0x8915)
+    if vlan is not None:
+        l2 = Ether(src=SRC_MAC, dst=DST_MAC) / Dot1Q(prio=vlan[0], vlan=vlan[1], type=0x8915)
+    grh = GRH(ipver=6, tclass=(dscp << 2) | ecn, flowlabel=flow, paylen=0, nexthdr=0x1b,
+              hoplmt=hoplmt, sgid=gid_int(src), dgid=gid_int(dst))
+    bth = BTH(opcode=opcode, padcount=pad, icrc=0, **bth_kw)
+    pkt = l2 / grh / bth
+    if aeth is not None:
+        pkt = pkt / AETH(syndrome=aeth[0], msn=aeth[1])
+    body = ext + payload + b"\x00" * pad
+    if body:
+        pkt = pkt / Raw(body)
+    b = bytearray(raw(pkt))
+    l3 = 14 + (4 if vlan is not None else 0)
+    b[l3 + 4:l3 + 6] = struct.pack("!H", len(b) - l3 - 40)  # PayLen: BTH .. ICRC
+    b[-4:] = icrc_v1(bytes(b), l3)
+    exp = {
+        "v1": 1, "ipver": 6, "src": src, "dst": dst, "dscp": dscp, "ecn": ecn, "ttl": hoplmt,
+        "flow": flow, "sport": 0,
+        "opcode": opcode, "se": bth_kw.get("solicited", 0), "m": bth_kw.get("migreq", 0),
+        "pad": pad, "tver": 0, "pkey": bth_kw.get("pkey", 0xffff),
+        "fecn": bth_kw.get("fecn", 0), "becn": bth_kw.get("becn", 0),
+        "dqpn": bth_kw.get("dqpn", 0), "ackreq": bth_kw.get("ackreq", 0),
+        "psn": bth_kw.get("psn", 0), "payload": payload.hex() if payload else "-",
+        "vlan": 0 if vlan is None else 1,
+    }
+    if vlan is not None:
+        exp["pcp"], exp["vid"] = vlan
+    if aeth is not None:
+        exp["aeth_syn"], exp["aeth_msn"] = aeth
+    return bytes(b), exp
+
+
+def frames_v1():
+    """RoCE v1 frames: RC SEND/WRITE/READ response/ACK, UC, UD, over IPv6 and IPv4-mapped GIDs,
+    one 802.1Q-tagged."""
+    out = []
+    data = bytes(range(256))
+    k = dict(dqpn=0x0a0b0c, psn=0x00fffe, ackreq=1, pkey=0x8001)
+    for v4 in (False, True):
+        v = "v1v4" if v4 else "v1v6"
+        b, e = make_v1(v4, 0x04, payload=data[:5], pad=3, bth_kw=k, flow=0x12345)
+        out.append(("rc_send_only_" + v, b, e))
+        b, e = make_v1(v4, 0x06, ext=reth(0x7f0012345678, 0x1234abcd, 8192), payload=data[:256],
+                       bth_kw=k, hoplmt=3)
+        e.update({"reth_va": 0x7f0012345678, "reth_rkey": 0x1234abcd, "reth_len": 8192})
+        out.append(("rc_write_first_" + v, b, e))
+        b, e = make_v1(v4, 0x10, aeth=(0x1f, 0x000005), payload=data[:32], bth_kw=k)
+        out.append(("rc_read_response_only_" + v, b, e))
+        b, e = make_v1(v4, 0x11, aeth=(0x60, 0x000042), bth_kw=k, ecn=3)
+        out.append(("rc_nak_" + v, b, e))
+        b, e = make_v1(v4, 0x24, payload=data[:20], bth_kw=k, vlan=(3, 100) if v4 else None)
+        out.append(("uc_send_only_" + v, b, e))
+        ku = dict(dqpn=0x000002, psn=0x000007, pkey=0xffff, solicited=1)
+        b, e = make_v1(v4, 0x64, ext=deth(0x80010000, 0x0000c1), payload=data[:64], bth_kw=ku)
+        e.update({"qkey": 0x80010000, "srcqp": 0xc1})
+        out.append(("ud_send_only_" + v, b, e))
+    return out
 
 
 def make(ipv6, opcode, ext=b"", payload=b"", pad=0, aeth=None, vlan=None, bth_kw=None,
@@ -241,7 +334,7 @@ def cnp_frame(ipv6):
 
 
 def gen():
-    for name, b, exp in frames():
+    for name, b, exp in frames() + frames_v1():
         kv = " ".join("%s=%s" % (k, v) for k, v in exp.items())
         print("FRAME %s %s %s" % (name, b.hex(), kv))
 
@@ -249,6 +342,22 @@ def gen():
 def check(path):
     for i, pkt in enumerate(rdpcap(path)):
         b = raw(pkt)
+        if GRH in pkt:
+            # RoCE v1: scapy parses the GRH and BTH; the ICRC is this script's.
+            grh = pkt[GRH]
+            l3 = 18 if Dot1Q in pkt else 14
+            expected = icrc_v1(b[:l3 + 40 + grh.paylen], l3)
+            found = b[l3 + 40 + grh.paylen - 4:l3 + 40 + grh.paylen]
+            print("ICRC %d %s %s %s" % (i, "ok" if expected == found else "bad", expected.hex(),
+                                        found.hex()))
+            bth = pkt[BTH]
+            print("DECODE %d opcode=%d dqpn=%d psn=%d pkey=%d fecn=%d becn=%d ackreq=%d pad=%d "
+                  "se=%d v1=1 ipver=%d nexthdr=%d paylen=%d hoplmt=%d flow=%d sgid=%s dgid=%s"
+                  % (i, bth.opcode, bth.dqpn, bth.psn, bth.pkey, bth.fecn, bth.becn, bth.ackreq,
+                     bth.padcount, bth.solicited, grh.ipver, grh.nexthdr, grh.paylen, grh.hoplmt,
+                     grh.flowlabel, ipaddress.IPv6Address(grh.sgid),
+                     ipaddress.IPv6Address(grh.dgid)))
+            continue
         if IPv6 in pkt:
             l3 = len(b) - len(raw(pkt[IPv6]))
             expected = icrc_ipv6(b, l3)

@@ -1,8 +1,9 @@
 /**
  * @file scapy_test.cc
  * @brief Frames built by scapy (scapy.contrib.roce, tests/wire/scapy_frames.py) for every
- * operation over IPv4 and IPv6: our parser accepts each one and decodes it field by field.
- * scapy's ICRC (IPv4) and the script's own zlib-based one (IPv6) are independent of ours.
+ * operation over IPv4 and IPv6, and RoCE v1 frames (scapy's GRH layer) over IPv6 and
+ * IPv4-mapped GIDs: our parser accepts each one and decodes it field by field. scapy's ICRC
+ * (IPv4) and the script's own zlib-based ones (IPv6, RoCE v1) are independent of ours.
  */
 #include <gtest/gtest.h>
 
@@ -27,6 +28,7 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
   ASSERT_EQ(test::run_capture(cmd, &out), 0) << out;
   const auto lines = test::lines_of(out);
   int frames = 0;
+  int v1_frames = 0;
   std::map<int, int> opcodes_seen;
   for (const auto& line : lines) {
     std::istringstream in(line);
@@ -40,10 +42,13 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
     const DropReason r = parse(frame, &p);
     ASSERT_EQ(r, DropReason::kOk) << to_string(r) << " " << hexstr;
     ++frames;
+    v1_frames += p.roce_v1;
+    EXPECT_EQ(p.roce_v1, e.count("v1") != 0);
     ++opcodes_seen[static_cast<int>(p.opcode)];
 
     // Every key the script printed is checked; an unknown key fails.
     const std::map<std::string, std::function<uint64_t()>> get = {
+        {"v1", [&] { return p.roce_v1; }},
         {"ipver", [&] { return p.ip_version; }},
         {"dscp", [&] { return p.dscp; }},
         {"ecn", [&] { return p.ecn; }},
@@ -120,7 +125,8 @@ TEST(Scapy, ParserDecodesScapyFramesFieldByField) {
     bad[p.bth_offset + 9] ^= 0x01;  // PSN
     EXPECT_EQ(parse(bad, &p), DropReason::kBadIcrc);
   }
-  EXPECT_EQ(frames, 76);
+  EXPECT_EQ(frames, 76 + 12);  // RoCEv2 over IPv4 and IPv6 (XRC included), 12 RoCE v1
+  EXPECT_EQ(v1_frames, 12);
   // SEND, WRITE, READ req/resp, ACK, atomics, atomic ACK, FLUSH, ATOMIC WRITE, UC, UD, XRC, CNP
   // all present.
   for (int op : {0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a,

@@ -1,12 +1,15 @@
 /**
  * @file tshark_test.cc
  * @brief Frames our builder makes, written to a pcap: tshark (Wireshark 4.0, InfiniBand over
- * UDP 4791) must decode them with the same field values (the BTH only for the IBA 1.5 opcodes
- * it does not know), and scapy (scapy_frames.py check) must find every ICRC correct.
+ * UDP 4791 and, for RoCE v1, over EtherType 0x8915 starting with the GRH) must decode them with
+ * the same field values (the BTH only for the IBA 1.5 opcodes it does not know), and scapy
+ * (scapy_frames.py check: its GRH and BTH layers for RoCE v1) must parse them and find every
+ * ICRC correct.
  */
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <sstream>
@@ -57,9 +60,13 @@ std::vector<Built> frames_to_check() {
                         Opcode::kXrcRdmaReadResponseOnly,
                         Opcode::kXrcAcknowledge};
   uint32_t k = 0;
-  for (bool ipv6 : {false, true}) {
+  // RoCEv2 over IPv4 and IPv6, RoCE v1 with IPv6 and with IPv4-mapped GIDs.
+  for (int variant = 0; variant < 4; ++variant) {
+    const bool ipv6 = variant == 1 || variant == 2;
     for (Opcode op : ops) {
       FrameSpec s = test::default_spec(op, ipv6);
+      s.roce_v1 = variant >= 2;
+      s.ttl = static_cast<uint8_t>(k + 1);
       ++k;
       s.psn = Psn(0xfff000 + k);
       s.dest_qpn = Qpn(0x10000 + k);
@@ -151,7 +158,16 @@ const char* kFields[] = {"frame.protocols",
                          "ip.checksum.status",
                          "vlan.priority",
                          "vlan.id",
-                         "infiniband.vendor"};
+                         "infiniband.vendor",
+                         "infiniband.grh.ipver",
+                         "infiniband.grh.tclass",
+                         "infiniband.grh.flowlabel",
+                         "infiniband.grh.paylen",
+                         "infiniband.grh.nxthdr",
+                         "infiniband.grh.hoplmt",
+                         "infiniband.grh.sgid",
+                         "infiniband.grh.dgid",
+                         "eth.type"};
 enum Col {
   kProtocols,
   kOpcode,
@@ -182,6 +198,15 @@ enum Col {
   kVlanPcp,
   kVlanId,
   kVendor,
+  kGrhIpver,
+  kGrhTclass,
+  kGrhFlow,
+  kGrhPaylen,
+  kGrhNxthdr,
+  kGrhHoplmt,
+  kGrhSgid,
+  kGrhDgid,
+  kEthType,
   kNumCols
 };
 
@@ -228,7 +253,38 @@ TEST(Tshark, DecodesOurFramesWithTheSameFields) {
       while (std::getline(in, cell, '\t')) c.push_back(cell);
       c.resize(kNumCols);
     }
-    EXPECT_NE(c[kProtocols].find("udp:infiniband"), std::string::npos) << c[kProtocols];
+    const size_t l2 = s.vlan ? 18 : 14;
+    if (s.roce_v1) {
+      // Ethernet (EtherType 0x8915) then InfiniBand from its GRH; no IP, no UDP.
+      EXPECT_NE(c[kProtocols].find("ethertype:infiniband"), std::string::npos) << c[kProtocols];
+      EXPECT_EQ(c[kProtocols].find("udp"), std::string::npos) << c[kProtocols];
+      EXPECT_EQ(c[kProtocols].find("ip"), std::string::npos) << c[kProtocols];
+      if (!s.vlan) {
+        EXPECT_EQ(num(c[kEthType]), 0x8915u);
+      }
+      EXPECT_EQ(num(c[kGrhIpver]), 6u);
+      EXPECT_EQ(num(c[kGrhTclass]), uint64_t{s.dscp} << 2 | s.ecn);
+      EXPECT_EQ(num(c[kGrhFlow]), s.flow_label);
+      EXPECT_EQ(num(c[kGrhPaylen]), frames[i].frame.size() - l2 - 40);
+      EXPECT_EQ(num(c[kGrhNxthdr]), 0x1bu);
+      EXPECT_EQ(num(c[kGrhHoplmt]), s.ttl);
+      Gid sgid, dgid;
+      ASSERT_TRUE(Gid::parse(c[kGrhSgid], &sgid)) << c[kGrhSgid];
+      ASSERT_TRUE(Gid::parse(c[kGrhDgid], &dgid)) << c[kGrhDgid];
+      EXPECT_EQ(sgid, s.src_ip);
+      EXPECT_EQ(dgid, s.dst_ip);
+      EXPECT_TRUE(c[kSport].empty() && c[kDport].empty() && c[kIpCsum].empty());
+    } else {
+      EXPECT_NE(c[kProtocols].find("udp:infiniband"), std::string::npos) << c[kProtocols];
+      EXPECT_TRUE(c[kGrhNxthdr].empty()) << "RoCEv2 carries an IP header, not a GRH";
+      EXPECT_EQ(num(c[kSport]), s.udp_sport);
+      EXPECT_EQ(num(c[kDport]), 4791u);
+      if (!s.src_ip.is_ipv4_mapped()) {
+        EXPECT_TRUE(c[kIpCsum].empty());
+      } else {
+        EXPECT_EQ(num(c[kIpCsum]), 1u) << "IPv4 checksum status (1 = good)";
+      }
+    }
     EXPECT_EQ(num(c[kOpcode]), static_cast<uint64_t>(s.opcode));
     EXPECT_EQ(num(c[kSe]), s.se);
     EXPECT_EQ(num(c[kM]), s.migreq);
@@ -238,13 +294,6 @@ TEST(Tshark, DecodesOurFramesWithTheSameFields) {
     EXPECT_EQ(num(c[kDestQp]), s.dest_qpn.value());
     EXPECT_EQ(num(c[kAckReq]), s.ackreq);
     EXPECT_EQ(num(c[kPsn]), s.psn.value());
-    EXPECT_EQ(num(c[kSport]), s.udp_sport);
-    EXPECT_EQ(num(c[kDport]), 4791u);
-    if (!s.src_ip.is_ipv4_mapped()) {
-      EXPECT_TRUE(c[kIpCsum].empty());
-    } else {
-      EXPECT_EQ(num(c[kIpCsum]), 1u) << "IPv4 checksum status (1 = good)";
-    }
     if (s.vlan) {
       EXPECT_EQ(num(c[kVlanPcp]), s.pcp);
       EXPECT_EQ(num(c[kVlanId]), s.vid);
@@ -296,16 +345,17 @@ TEST(Tshark, ScapyFindsOurIcrcCorrect) {
   TempDir dir;
   ASSERT_FALSE(dir.path().empty());
   auto frames = frames_to_check();
-  // Plus CNPs over IPv4 and IPv6.
-  for (bool ipv6 : {false, true}) {
-    Built b{test::default_spec(Opcode::kCnp, ipv6), std::vector<uint8_t>(128), 0};
+  // Plus CNPs over IPv4, IPv6 and RoCE v1.
+  for (int variant = 0; variant < 3; ++variant) {
+    Built b{test::default_spec(Opcode::kCnp, variant != 0), std::vector<uint8_t>(128), 0};
+    b.spec.roce_v1 = variant == 2;
     b.frame.resize(build_cnp(b.spec, b.frame));
     frames.push_back(b);
   }
-  // Negative controls: one IPv4 and one IPv6 frame with a payload byte flipped; scapy must
-  // call these two bad (so "ok" above is not a tautology).
+  // Negative controls: one IPv4, one IPv6 and one RoCE v1 frame with a payload byte flipped;
+  // scapy must call these bad (so "ok" above is not a tautology).
   const size_t good = frames.size();
-  for (size_t src : {size_t{0}, good / 2}) {
+  for (size_t src : {size_t{0}, good / 4, good / 2}) {
     Built b = frames[src];
     b.frame[b.frame.size() - 6] ^= 0x40;
     frames.push_back(b);
@@ -316,7 +366,7 @@ TEST(Tshark, ScapyFindsOurIcrcCorrect) {
   const std::string cmd = std::string(UROCE_PYTHON3) +
                           " " UROCE_WIRE_TEST_DIR "/scapy_frames.py check " + pcap + " 2>&1";
   ASSERT_EQ(test::run_capture(cmd, &out), 0) << out;
-  size_t ok = 0, decoded = 0;
+  size_t ok = 0, decoded = 0, decoded_v1 = 0;
   for (const auto& line : test::lines_of(out)) {
     std::istringstream in(line);
     std::string tag;
@@ -337,11 +387,32 @@ TEST(Tshark, ScapyFindsOurIcrcCorrect) {
       EXPECT_EQ(num(kv["psn"]), cnp ? 0u : s.psn.value()) << line;
       EXPECT_EQ(num(kv["becn"]), cnp ? 1u : s.becn) << line;
       EXPECT_EQ(num(kv["pkey"]), s.pkey) << line;
+      EXPECT_EQ(kv.count("v1") != 0, s.roce_v1) << line;
+      if (s.roce_v1) {
+        // scapy's GRH layer: IPVer 6, NxtHdr 0x1B, PayLen, HopLmt, FlowLabel, the GIDs.
+        const size_t l2 = s.vlan ? 18 : 14;
+        EXPECT_EQ(num(kv["ipver"]), 6u) << line;
+        EXPECT_EQ(num(kv["nexthdr"]), 0x1bu) << line;
+        EXPECT_EQ(num(kv["paylen"]), frames[idx].frame.size() - l2 - 40) << line;
+        EXPECT_EQ(num(kv["hoplmt"]), s.ttl) << line;
+        EXPECT_EQ(num(kv["flow"]), s.flow_label) << line;
+        Gid sgid, dgid;
+        ASSERT_TRUE(Gid::parse(kv["sgid"], &sgid)) << line;
+        ASSERT_TRUE(Gid::parse(kv["dgid"], &dgid)) << line;
+        EXPECT_EQ(sgid, s.src_ip) << line;
+        EXPECT_EQ(dgid, s.dst_ip) << line;
+        ++decoded_v1;
+      }
       ++decoded;
     }
   }
   EXPECT_EQ(ok, good) << out;
   EXPECT_EQ(decoded, frames.size());
+  // The RoCE v1 frames (two per opcode), the v1 CNP and one negative control.
+  const auto v1 =
+      std::count_if(frames.begin(), frames.end(), [](const Built& f) { return f.spec.roce_v1; });
+  EXPECT_GE(v1, 2 * 23 + 2);
+  EXPECT_EQ(decoded_v1, static_cast<size_t>(v1));
 }
 
 }  // namespace

@@ -218,12 +218,17 @@ std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Devic
   } else {
     for (const auto& a : d.addresses) gids.push_back(a.gid);
   }
+  // [device] roce_v1: the RoCE v1 entries after the RoCEv2 ones, as the device's table has them
+  // (gid_table()); the kernel names the two types "RoCE v2" and "IB/RoCE v1".
+  const size_t v1_base = d.roce_v1 ? gids.size() : SIZE_MAX;
+  gids = gid_table(gids, d.roce_v1);
   const std::string port = d.name + "/ports/1/";
   std::vector<std::pair<std::string, std::string>> out;
   for (size_t i = 0; i < gids.size(); ++i) {
     const std::string n = std::to_string(i);
+    const bool v1 = gid_type_at(i, v1_base) == GidType::kRoceV1;
     out.emplace_back(port + "gids/" + n, gid_text(gids[i]) + "\n");
-    out.emplace_back(port + "gid_attrs/types/" + n, "RoCE v2\n");
+    out.emplace_back(port + "gid_attrs/types/" + n, v1 ? "IB/RoCE v1\n" : "RoCE v2\n");
     if (host) out.emplace_back(port + "gid_attrs/ndevs/" + n, host->name + "\n");
   }
   out.emplace_back(port + "link_layer", "Ethernet\n");

@@ -19,12 +19,12 @@
  *                                 host's own /dev and /sys are untouched)
  *
  * The nodes made here are aliases of /dev/null (char 1:3); the sysfs files are
- * ports/1/gids/<i> and ports/1/gid_attrs/types/<i> ("RoCE v2": every uroce GID is RoCEv2) per
- * GID, and ports/1/link_layer ("Ethernet"). A host-mode device (`netdev =`) gets what the
- * kernel shows for rxe on that netdev: its GIDs are the netdev's addresses (as uroce orders
- * them, netlink/netdev.h) with gid_attrs/ndevs/<i> naming the netdev, ports/1/state and
- * phys_state from the netdev's state, and `parent` (rxe's name of its netdev). What already
- * exists (a real RDMA driver's) is left as it is.
+ * ports/1/gids/<i> and ports/1/gid_attrs/types/<i> ("RoCE v2", or "IB/RoCE v1" for the RoCE v1
+ * GIDs that [device] roce_v1 adds after them) per GID, and ports/1/link_layer ("Ethernet"). A
+ * host-mode device (`netdev =`) gets what the kernel shows for rxe on that netdev: its GIDs are the
+ * netdev's addresses (as uroce orders them, netlink/netdev.h) with gid_attrs/ndevs/<i> naming the
+ * netdev, ports/1/state and phys_state from the netdev's state, and `parent` (rxe's name of its
+ * netdev). What already exists (a real RDMA driver's) is left as it is.
  */
 #pragma once
 

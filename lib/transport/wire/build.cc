@@ -1,6 +1,7 @@
 /**
  * @file build.cc
- * @brief RoCEv2 frame builder (IBA Annex 17; IBA Vol 1 §9.2-9.3). Units: bytes.
+ * @brief RoCEv2 and RoCE v1 frame builder (IBA Annex 17, Annex A16; IBA Vol 1 §8.3, §9.2-9.3).
+ * Units: bytes.
  */
 #include "transport/wire/build.h"
 
@@ -32,11 +33,11 @@ constexpr uint32_t fold16(uint32_t sum) {
 /// 16-bit stack stores and reloads it with 64-bit loads, a store-forwarding stall that cost
 /// ~40% of build_headers().
 inline FrameLayout make_layout(uint16_t l3, uint16_t l4, uint16_t bth, uint16_t payload,
-                               uint16_t sum, bool ipv6) {
+                               uint16_t sum, bool ipv6, bool roce_v1) {
   if constexpr (std::endian::native == std::endian::little) {
     const std::array<uint64_t, 2> w = {
         uint64_t{l3} | (uint64_t{l4} << 16) | (uint64_t{bth} << 32) | (uint64_t{payload} << 48),
-        uint64_t{sum} | (uint64_t{ipv6} << 16)};
+        uint64_t{sum} | (uint64_t{ipv6} << 16) | (uint64_t{roce_v1} << 24)};
     return std::bit_cast<FrameLayout>(w);
   } else {
     FrameLayout l;
@@ -46,6 +47,7 @@ inline FrameLayout make_layout(uint16_t l3, uint16_t l4, uint16_t bth, uint16_t 
     l.payload_offset = payload;
     l.ipv4_sum_partial = sum;
     l.ipv6 = ipv6;
+    l.roce_v1 = roce_v1;
     return l;
   }
 }
@@ -53,12 +55,18 @@ inline FrameLayout make_layout(uint16_t l3, uint16_t l4, uint16_t bth, uint16_t 
 /// Gid::is_ipv4_mapped() as one 12-byte compare.
 inline bool v4_mapped(const Gid& g) { return std::memcmp(g.raw.data(), kV4MappedPrefix, 12) == 0; }
 
+/// An IPv6 header or a GRH follows the Ethernet header: every RoCE v1 frame, and RoCEv2 unless
+/// both GIDs are IPv4-mapped.
+inline bool l3_is_ipv6(const FrameSpec& s) {
+  return s.roce_v1 || !(v4_mapped(s.src_ip) && v4_mapped(s.dst_ip));
+}
+
 }  // namespace
 
 size_t frame_len_for(const FrameSpec& spec, size_t payload_len) {
-  const bool ipv6 = !(v4_mapped(spec.src_ip) && v4_mapped(spec.dst_ip));
+  const bool ipv6 = l3_is_ipv6(spec);
   return sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0) +
-         (ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr)) + sizeof(UdpHdr) +
+         (ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr)) + (spec.roce_v1 ? 0 : sizeof(UdpHdr)) +
          opcode_info(spec.opcode).length + ext_len(spec) + payload_len + ((0u - payload_len) & 3u) +
          kIcrcLen;
 }
@@ -68,19 +76,21 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   // makes the caller's register load of it stall on store forwarding.
   const OpcodeInfo& info = opcode_info(spec.opcode);
   if (!info.valid) return FrameLayout{};
-  const bool ipv6 = !(v4_mapped(spec.src_ip) && v4_mapped(spec.dst_ip));
+  const bool v1 = spec.roce_v1;
+  const bool ipv6 = l3_is_ipv6(spec);
   uint16_t ipv4_sum_partial = 0;
   const size_t l2 = sizeof(EthHdr) + (spec.vlan ? sizeof(VlanTag) : 0);
   const size_t l3 = ipv6 ? sizeof(Ipv6Hdr) : sizeof(Ipv4Hdr);
+  const size_t l4 = v1 ? 0 : sizeof(UdpHdr);
   const size_t xlen = ext_len(spec);
-  const size_t need = l2 + l3 + sizeof(UdpHdr) + info.length + xlen;
+  const size_t need = l2 + l3 + l4 + info.length + xlen;
   if (buf.size() < need) return FrameLayout{};
   uint8_t* p = buf.data();
 
   // Ethernet (+ 802.1Q).
   std::memcpy(p, spec.dst_mac.b.data(), 6);
   std::memcpy(p + 6, spec.src_mac.b.data(), 6);
-  const uint16_t ethertype = ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
+  const uint16_t ethertype = v1 ? kEtherTypeRoce : ipv6 ? kEtherTypeIpv6 : kEtherTypeIpv4;
   if (spec.vlan) {
     store_be16(p + 12, kEtherTypeVlan);
     store_be16(p + 14,
@@ -93,12 +103,13 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
   uint8_t* ip = p + l2;
   const uint8_t tos = static_cast<uint8_t>((spec.dscp << kTosDscpShift) | (spec.ecn & kTosEcnMask));
 
-  // IP; lengths and checksum are written by finalize_lengths().
+  // IP (or the GRH, whose layout is the IPv6 header's); lengths and checksum are written by
+  // finalize_lengths().
   if (ipv6) {
     store_be32(
         ip, (6u << 28) | (uint32_t{tos} << kIpv6TcShift) | (spec.flow_label & kIpv6FlowLabelMask));
     store_be16(ip + 4, 0);
-    ip[6] = kIpProtoUdp;
+    ip[6] = v1 ? kGrhNxtHdrIba : kIpProtoUdp;
     ip[7] = spec.ttl;
     std::memcpy(ip + 8, spec.src_ip.raw.data(), 16);
     std::memcpy(ip + 24, spec.dst_ip.raw.data(), 16);
@@ -120,12 +131,14 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
 
   // UDP; length by finalize_lengths(), checksum 0 (see build.h).
   uint8_t* udp = ip + l3;
-  store_be16(udp, spec.udp_sport);
-  store_be16(udp + 2, spec.udp_dport);
-  store_be32(udp + 4, 0);
+  if (!v1) {
+    store_be16(udp, spec.udp_sport);
+    store_be16(udp + 2, spec.udp_dport);
+    store_be32(udp + 4, 0);
+  }
 
   // BTH; pad count by finalize_lengths().
-  uint8_t* bth = udp + sizeof(UdpHdr);
+  uint8_t* bth = udp + l4;
   bth[0] = static_cast<uint8_t>(spec.opcode);
   bth[1] = static_cast<uint8_t>((spec.se ? kBthSeMask : 0) | (spec.migreq ? kBthMigReqMask : 0));
   store_be16(bth + 2, spec.pkey);
@@ -192,9 +205,9 @@ FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf) {
     if (spec.opcode == Opcode::kRcAcknowledge) store_be32(x + 4, spec.tseth.hold);
   }
   return make_layout(static_cast<uint16_t>(l2), static_cast<uint16_t>(l2 + l3),
-                     static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr)),
-                     static_cast<uint16_t>(l2 + l3 + sizeof(UdpHdr) + info.length + xlen),
-                     ipv4_sum_partial, ipv6);
+                     static_cast<uint16_t>(l2 + l3 + l4),
+                     static_cast<uint16_t>(l2 + l3 + l4 + info.length + xlen), ipv4_sum_partial,
+                     ipv6, v1);
 }
 
 size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& l, size_t payload_len) {
@@ -220,21 +233,23 @@ size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& l, size_t pay
     const uint32_t sum = fold16(uint32_t{l.ipv4_sum_partial} + static_cast<uint32_t>(ip_len));
     store_be16(ip + 10, static_cast<uint16_t>(~sum & 0xffffu));
   }
-  store_be16(p + l.l4_offset + 4, static_cast<uint16_t>(frame_len - l.l4_offset));
+  if (!l.roce_v1) store_be16(p + l.l4_offset + 4, static_cast<uint16_t>(frame_len - l.l4_offset));
   return frame_len;
 }
 
 void write_icrc(std::span<uint8_t> buf, const FrameLayout& l, size_t frame_len) {
   const uint8_t* l3 = buf.data() + l.l3_offset;
   const size_t covered = frame_len - l.l3_offset - kIcrcLen;
+  const std::span<const uint8_t> packet(l3, covered);
   const uint32_t crc =
-      icrc_compute(std::span<const uint8_t>(l3, covered), l.ipv6 ? 0 : sizeof(Ipv4Hdr));
+      l.roce_v1 ? icrc_compute_grh(packet) : icrc_compute(packet, l.ipv6 ? 0 : sizeof(Ipv4Hdr));
   store_icrc(buf.data() + frame_len - kIcrcLen, crc);
 }
 
 uint32_t icrc_headers(std::span<const uint8_t> buf, const FrameLayout& l) {
   const uint8_t* l3 = buf.data() + l.l3_offset;
-  const uint32_t crc = icrc_pseudo_header(l3, l.ipv6 ? 0 : sizeof(Ipv4Hdr));
+  const uint32_t crc =
+      l.roce_v1 ? icrc_pseudo_header_grh(l3) : icrc_pseudo_header(l3, l.ipv6 ? 0 : sizeof(Ipv4Hdr));
   const size_t ext_begin = l.bth_offset + sizeof(Bth);
   return crc32_update(crc, buf.subspan(ext_begin, l.payload_offset - ext_begin));
 }

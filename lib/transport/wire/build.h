@@ -10,11 +10,14 @@
  * finish_icrc() instead of finalize().
  *
  * IP version: IPv4 when both spec.src_ip and spec.dst_ip are IPv4-mapped GIDs, IPv6 otherwise.
+ * RoCE v1 (spec.roce_v1, IBA Annex A16): EtherType 0x8915, a 40-byte GRH (IBA Vol 1 §8.3: IPVer
+ * 6, TClass, FlowLabel, PayLen, NxtHdr 0x1B, HopLmt, SGID, DGID; laid out as an IPv6 header)
+ * and then the BTH: no IP or UDP header, whatever the GIDs.
  * UDP checksum: 0 for IPv4 (RFC 768) and also 0 for IPv6. That is what Linux rxe sends for both
  * (drivers/infiniband/sw/rxe/rxe_net.c prepare_udp_hdr() sets check = 0 before prepare6()), and
  * rxe's UDP tunnel socket accepts zero-checksum IPv6 (RFC 6935/6936 allow it for tunnels; the
  * ICRC covers the packet). The parser does not verify UDP checksums.
- * References: IBA Annex 17, IBA Vol 1 §9.2-9.3. Units: bytes.
+ * References: IBA Annex 17, IBA Annex A16, IBA Vol 1 §8.3, §9.2-9.3. Units: bytes.
  */
 #pragma once
 
@@ -39,13 +42,16 @@ struct FrameSpec {
   uint8_t pcp = 0;    ///< 802.1Q priority (with vlan)
   bool dei = false;   ///< 802.1Q drop eligible (with vlan)
   uint16_t vid = 0;   ///< 802.1Q VLAN id (with vlan); 0 = priority-tagged
+  /// RoCE v1: a GRH (SGID src_ip, DGID dst_ip) instead of IP/UDP; the UDP ports and ip_id are
+  /// not sent.
+  bool roce_v1 = false;
   // L3
-  Gid src_ip;  ///< IPv4-mapped GIDs on both ends select IPv4
+  Gid src_ip;  ///< IPv4-mapped GIDs on both ends select IPv4 (RoCEv2)
   Gid dst_ip;
   uint8_t dscp = 0;         ///< 0..63
   uint8_t ecn = 0;          ///< 0..3 (kEcnEct0 for RoCE data)
-  uint8_t ttl = 64;         ///< IPv4 TTL / IPv6 hop limit
-  uint32_t flow_label = 0;  ///< IPv6 only, 20 bits
+  uint8_t ttl = 64;         ///< IPv4 TTL / IPv6 (GRH) hop limit
+  uint32_t flow_label = 0;  ///< IPv6 / GRH only, 20 bits
   uint16_t ip_id = 0;       ///< IPv4 identification (DF is always set)
   // L4
   uint16_t udp_sport = 0xc000;  ///< per-QP entropy
@@ -82,21 +88,22 @@ struct FrameSpec {
 
 /// Where build_headers() put things. Offsets from the start of the frame, bytes.
 struct FrameLayout {
-  uint16_t l3_offset = 0;       ///< IP header
-  uint16_t l4_offset = 0;       ///< UDP header
+  uint16_t l3_offset = 0;       ///< IP header (RoCE v1: GRH)
+  uint16_t l4_offset = 0;       ///< UDP header (RoCE v1: none, = bth_offset)
   uint16_t bth_offset = 0;      ///< BTH
   uint16_t payload_offset = 0;  ///< first payload byte; 0 when build_headers() failed
   /// IPv4: ones' complement sum of the header with total length and checksum 0, folded to 16
   /// bits (RFC 1624 incremental update base), so finalize_lengths() need not re-read the header.
   uint16_t ipv4_sum_partial = 0;
-  bool ipv6 = false;
-  uint8_t reserved0 = 0;   ///< padding (keeps the struct two 8-byte words, returned in registers)
+  bool ipv6 = false;       ///< IPv6 header or GRH
+  bool roce_v1 = false;    ///< GRH and no UDP header
   uint32_t reserved1 = 0;  ///< padding
 };
 static_assert(sizeof(FrameLayout) == 16);
 
 /// Ethernet + VLAN + IPv6 + UDP + longest transport header: the most header an IBA frame can
-/// have (a frame with uroce's extensions adds ext_len()).
+/// have (a frame with uroce's extensions adds ext_len()); a RoCE v1 frame (GRH, no UDP) has 8
+/// bytes less.
 inline constexpr size_t kMaxHeadersLen = 14 + 4 + 40 + 8 + kMaxTransportHeaderLen;
 /// Bytes of uroce's extension header a frame carries (sr_ext.h).
 constexpr size_t ext_len(UroceExt e, const SackValue& sack = {}) {
@@ -117,15 +124,16 @@ inline constexpr size_t kMaxFrameOverhead = kMaxHeadersLen + 3 + 4;
 /// extension header, up to 3 pad bytes and the ICRC (what a TX buffer must hold for it).
 size_t frame_len_for(const FrameSpec& spec, size_t payload_len);
 
-/// Writes the Ethernet, optional 802.1Q, IP, UDP, BTH and extended headers of spec into buf.
-/// Lengths, pad count, checksums and ICRC are left for finalize(). Returns the layout; its
-/// payload_offset is 0 if the opcode is unknown or buf is shorter than the headers.
+/// Writes the Ethernet, optional 802.1Q, IP and UDP (RoCE v1: the GRH), BTH and extended headers
+/// of spec into buf. Lengths, pad count, checksums and ICRC are left for finalize(). Returns the
+/// layout; its payload_offset is 0 if the opcode is unknown or buf is shorter than the headers.
 FrameLayout build_headers(const FrameSpec& spec, std::span<uint8_t> buf);
 
 /// Completes a frame whose headers build_headers() wrote and whose payload_len payload bytes are
-/// at buf[payload_offset...]: writes the pad bytes and BTH pad count, IP total/payload length,
-/// IPv4 checksum, UDP length (checksum 0), and the ICRC. Returns the frame length, or 0 if buf is
-/// too short. The frame is not padded to the Ethernet minimum (the port does that).
+/// at buf[payload_offset...]: writes the pad bytes and BTH pad count, IP total/payload length
+/// (GRH PayLen), IPv4 checksum, UDP length (checksum 0), and the ICRC. Returns the frame
+/// length, or 0 if buf is too short. The frame is not padded to the Ethernet minimum (the port
+/// does that).
 size_t finalize(std::span<uint8_t> buf, const FrameLayout& layout, size_t payload_len);
 
 /// The length part of finalize(): pad bytes + count, IP/UDP lengths, IPv4 checksum. Returns the
@@ -146,7 +154,8 @@ uint32_t icrc_headers(std::span<const uint8_t> buf, const FrameLayout& layout);
 
 /// Same as write_icrc() for a caller that already holds the running CRC of the whole covered
 /// range: crc = crc32_update(icrc_pseudo_header(l3, ihl), bytes after the BTH up to the ICRC),
-/// e.g. folded into its payload copy. Writes store_icrc(buf + frame_len - 4, crc).
+/// e.g. folded into its payload copy (RoCE v1: icrc_pseudo_header_grh(l3)). Writes
+/// store_icrc(buf + frame_len - 4, crc).
 void finish_icrc(std::span<uint8_t> buf, size_t frame_len, uint32_t crc);
 
 /// Builds a whole CNP (Annex 17 §9.3, per docs/dcqcn-pfc.md §3.1) from spec's L2/L3/UDP fields,

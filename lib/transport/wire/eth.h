@@ -20,6 +20,8 @@ inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
 inline constexpr uint16_t kEtherTypeIpv6 = 0x86dd;
 inline constexpr uint16_t kEtherTypeVlan = 0x8100;        ///< 802.1Q TPID
 inline constexpr uint16_t kEtherTypeMacControl = 0x8808;  ///< 802.3 Annex 31B (PAUSE / PFC)
+/// RoCE v1 (IBA Annex A16): a GRH, then the BTH, straight after the Ethernet header.
+inline constexpr uint16_t kEtherTypeRoce = 0x8915;
 
 /// Minimum Ethernet frame length without the FCS (64 - 4).
 inline constexpr size_t kEthMinFrameLen = 60;

@@ -1,7 +1,7 @@
 /**
  * @file icrc.cc
- * @brief RoCEv2 ICRC over the masked pseudo-header (IBA Annex 17, docs/dcqcn-pfc.md §3.1) with
- * ISA-L CRC-32. Units: bytes.
+ * @brief RoCEv2 and RoCE v1 ICRC over the masked pseudo-header (IBA Annex 17 and A16,
+ * docs/dcqcn-pfc.md §3.1) with ISA-L CRC-32. Units: bytes.
  */
 #include "transport/wire/icrc.h"
 
@@ -163,6 +163,24 @@ uint32_t icrc_compute(std::span<const uint8_t> l3, size_t ipv4_ihl_bytes) {
   const size_t hdr = ip_len + sizeof(UdpHdr) + sizeof(Bth);
   const uint32_t crc = icrc_pseudo_header(l3.data(), ipv4_ihl_bytes);
   return crc32_update(crc, l3.subspan(hdr));
+}
+
+uint32_t icrc_pseudo_header_grh(const uint8_t* grh) {
+  // GRH (IPv6 layout): TClass and FlowLabel are bits 27:0 of the first word, HopLmt byte 7.
+  uint8_t tmp[sizeof(Ipv6Hdr) + sizeof(Bth)];
+  std::memcpy(tmp, grh, sizeof(tmp));
+  tmp[0] |= 0x0f;
+  tmp[1] = 0xff;
+  tmp[2] = 0xff;
+  tmp[3] = 0xff;
+  tmp[kIpv6HopLimitOffset] = 0xff;
+  tmp[sizeof(Ipv6Hdr) + kBthFecnByteOffset] = 0xff;
+  return isal_crc(kCrcAfterLrh, tmp, sizeof(tmp));
+}
+
+uint32_t icrc_compute_grh(std::span<const uint8_t> grh) {
+  const uint32_t crc = icrc_pseudo_header_grh(grh.data());
+  return crc32_update(crc, grh.subspan(sizeof(Ipv6Hdr) + sizeof(Bth)));
 }
 
 }  // namespace uroce::wire

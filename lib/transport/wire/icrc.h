@@ -9,6 +9,12 @@
  *   BTH up to the ICRC (extended headers, payload, pad).
  * The result is appended little-endian (zlib value 0xEF1BFCDA -> bytes DA FC 1B EF).
  *
+ * RoCE v1 (IBA Annex A16) has no IP or UDP header: its ICRC is the base specification's for a
+ * global packet (IBA Vol 1 §7.8.1), the LRH (absent on Ethernet) again 8 bytes of 0xFF, the GRH
+ * with TClass, FlowLabel and HopLmt set to all ones (the same bytes as IPv6's traffic class, flow
+ * label and hop limit), the BTH with byte 4 0xFF, then everything after the BTH. It is RoCEv2's
+ * IPv6 computation without the UDP header.
+ *
  * The CRC uses ISA-L's vectorised crc32_gzip_refl. It is incremental: a running value `crc`
  * (zlib convention, start at kCrc32Init) is continued with crc32_update(), so the transport can
  * compute the header part first and fold in the payload as it copies it. Units: bytes.
@@ -33,6 +39,13 @@ uint32_t crc32_update(uint32_t crc, std::span<const uint8_t> data);
 /// is the IPv4 header length (20..60) or 0 for IPv6. l3 must hold ip + 8 + 12 bytes.
 /// Returns the running CRC, to be continued over what follows the BTH.
 uint32_t icrc_pseudo_header(const uint8_t* l3, size_t ipv4_ihl_bytes);
+
+/// icrc_pseudo_header() of a RoCE v1 packet: 8x0xFF, then the GRH at grh and the BTH after it,
+/// with the variant fields masked. grh must hold 40 + 12 bytes.
+uint32_t icrc_pseudo_header_grh(const uint8_t* grh);
+
+/// The complete ICRC of a RoCE v1 packet: grh spans the GRH through the last pad byte.
+uint32_t icrc_compute_grh(std::span<const uint8_t> grh);
 
 /// The complete ICRC of a RoCEv2 packet: l3 spans the IP header through the last pad byte
 /// (everything except the ICRC itself). Returns the final CRC value (zlib convention).

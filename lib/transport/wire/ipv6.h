@@ -1,6 +1,7 @@
 /**
  * @file ipv6.h
- * @brief IPv6 fixed header (RFC 8200 §3) as a packed big-endian struct.
+ * @brief IPv6 fixed header (RFC 8200 §3) as a packed big-endian struct; also the layout of
+ * RoCE v1's GRH (IBA Vol 1 §8.3).
  *
  * Units: bytes; hop limit in hops. Traffic class carries DSCP (7:2) and ECN (1:0).
  */
@@ -18,6 +19,9 @@ inline constexpr uint32_t kIpv6VersionMask = 0xf0000000;  ///< ver_tc_flow bits 
 inline constexpr uint32_t kIpv6TcMask = 0x0ff00000;       ///< bits 27:20, traffic class
 inline constexpr uint32_t kIpv6TcShift = 20;
 inline constexpr uint32_t kIpv6FlowLabelMask = 0x000fffff;  ///< bits 19:0
+/// The GRH's NxtHdr for an IBA transport header (IBA Vol 1 §8.3.1): a RoCE v1 GRH, which has
+/// the IPv6 header's layout, carries it where RoCEv2's IPv6 header says UDP.
+inline constexpr uint8_t kGrhNxtHdrIba = 0x1b;
 
 /// IPv6 fixed header (40 bytes).
 struct Ipv6Hdr {

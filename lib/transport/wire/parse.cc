@@ -1,7 +1,7 @@
 /**
  * @file parse.cc
- * @brief The RoCEv2 receive gate (IBA Annex 17; IBA Vol 1 §9.2-9.3). Every read is bounds-
- * checked against the frame before it happens. Units: bytes.
+ * @brief The RoCEv2 and RoCE v1 receive gate (IBA Annex 17, Annex A16; IBA Vol 1 §8.3,
+ * §9.2-9.3). Every read is bounds-checked against the frame before it happens. Units: bytes.
  */
 #include "transport/wire/parse.h"
 
@@ -67,11 +67,13 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
     out->vid = 0;
   }
 
-  // IP. After this block: ip = IP header, ip_hdr_len, l4 = UDP header, l4_len = IP payload.
+  // IP or GRH. After this block: ip = IP header (GRH), ip_hdr_len, l4_len = IP payload.
   const uint8_t* const ip = p + off;
   const size_t avail = n - off;
   size_t ip_hdr_len;
   size_t l4_len;
+  const bool v1 = ethertype == kEtherTypeRoce;
+  out->roce_v1 = v1;
   if (ethertype == kEtherTypeIpv4) {
     if (avail < sizeof(Ipv4Hdr)) return DropReason::kIpTruncated;
     if ((ip[0] >> 4) != 4) return DropReason::kIpBadVersion;
@@ -91,13 +93,14 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
     out->ttl = ip[8];
     out->flow_label = 0;
     out->ip_id = load_be16(ip + 4);
-  } else if (ethertype == kEtherTypeIpv6) {
+  } else if (ethertype == kEtherTypeIpv6 || v1) {
+    // A GRH has the IPv6 header's layout (IBA Vol 1 §8.3); its NxtHdr names the BTH.
     if (avail < sizeof(Ipv6Hdr)) return DropReason::kIpTruncated;
     if ((ip[0] >> 4) != 6) return DropReason::kIpBadVersion;
     ip_hdr_len = sizeof(Ipv6Hdr);
     l4_len = load_be16(ip + 4);
     if (l4_len > avail - ip_hdr_len) return DropReason::kIpBadLength;
-    if (ip[6] != kIpProtoUdp) return DropReason::kNotUdp;
+    if (ip[6] != (v1 ? kGrhNxtHdrIba : kIpProtoUdp)) return DropReason::kNotUdp;
     const uint32_t vtf = load_be32(ip);
     out->ip_version = 6;
     std::memcpy(out->src_ip.raw.data(), ip + 8, 16);
@@ -113,18 +116,25 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out) {
   }
   out->ip_header = std::span<const uint8_t>(ip, ip_hdr_len);
 
-  // UDP.
-  if (l4_len < sizeof(UdpHdr)) return DropReason::kUdpTruncated;
-  const uint8_t* const udp = ip + ip_hdr_len;
-  if (load_be16(udp + 4) != l4_len) return DropReason::kUdpBadLength;
-  out->udp_sport = load_be16(udp);
-  out->udp_dport = load_be16(udp + 2);
-  if (out->udp_dport != kRoceV2Port) return DropReason::kNotRocePort;
+  // UDP (RoCEv2 only). After this block: bth, roce_len = BTH .. ICRC.
+  const uint8_t* bth = ip + ip_hdr_len;
+  size_t roce_len = l4_len;
+  if (v1) {
+    out->udp_sport = 0;
+    out->udp_dport = 0;
+  } else {
+    if (l4_len < sizeof(UdpHdr)) return DropReason::kUdpTruncated;
+    const uint8_t* const udp = ip + ip_hdr_len;
+    if (load_be16(udp + 4) != l4_len) return DropReason::kUdpBadLength;
+    out->udp_sport = load_be16(udp);
+    out->udp_dport = load_be16(udp + 2);
+    if (out->udp_dport != kRoceV2Port) return DropReason::kNotRocePort;
+    bth = udp + sizeof(UdpHdr);
+    roce_len = l4_len - sizeof(UdpHdr);
+  }
 
   // BTH.
-  const size_t roce_len = l4_len - sizeof(UdpHdr);  // BTH .. ICRC
   if (roce_len < sizeof(Bth) + kIcrcLen) return DropReason::kBthTruncated;
-  const uint8_t* const bth = udp + sizeof(UdpHdr);
   const OpcodeInfo& info = kOpcodeTable[bth[0]];
   if (!info.valid) return DropReason::kUnknownOpcode;
   const uint8_t b1 = bth[1];
@@ -249,8 +259,9 @@ DropReason check_icrc(std::span<const uint8_t> frame, const ParsedPacket& pkt) {
   (void)frame;  // pkt's spans point into frame; the bounds were checked by parse_headers()
   const uint8_t* l3 = pkt.ip_header.data();
   const size_t covered = pkt.ip_packet_len - kIcrcLen;
+  const std::span<const uint8_t> packet(l3, covered);
   const size_t ihl = pkt.ip_version == 4 ? pkt.ip_header.size() : 0;
-  const uint32_t crc = icrc_compute(std::span<const uint8_t>(l3, covered), ihl);
+  const uint32_t crc = pkt.roce_v1 ? icrc_compute_grh(packet) : icrc_compute(packet, ihl);
   return crc == load_icrc(l3 + covered) ? DropReason::kOk : DropReason::kBadIcrc;
 }
 

@@ -8,8 +8,11 @@
  * its XRCETH is kHeaderTruncated), uroce's extension headers (sr_ext.h: only on RC SEND/WRITE
  * requests and RC Acknowledge; ts_ext.h: only on RC requests and RC Acknowledge), pad count vs
  * payload, ICRC.
+ * RoCE v1 (EtherType 0x8915, IBA Annex A16): the GRH instead of IP and UDP: IPVer 6, PayLen
+ * within the frame, NxtHdr 0x1B (the IP drop reasons name these), then the BTH checks as above.
  * It never reads outside `frame`. Bytes after the IP packet (Ethernet padding) are ignored.
- * References: IBA Annex 17 (RoCEv2), IBA Vol 1 §9.2-9.3 (BTH, extended headers).
+ * References: IBA Annex 17 (RoCEv2), Annex A16 (RoCE v1), IBA Vol 1 §8.3 (GRH), §9.2-9.3 (BTH,
+ * extended headers).
  * Units: bytes.
  */
 #pragma once
@@ -31,14 +34,14 @@ namespace uroce::wire {
 #define UROCE_WIRE_DROP_REASONS(X)                                                             \
   X(kOk, rx_malformed)                 /* not a drop */                                        \
   X(kShortFrame, rx_malformed)         /* shorter than an Ethernet header (+ VLAN tag) */      \
-  X(kNotIp, rx_not_roce)               /* EtherType neither IPv4 nor IPv6 */                   \
-  X(kIpTruncated, rx_malformed)        /* frame ends inside the IP header */                   \
-  X(kIpBadVersion, rx_malformed)       /* IP version does not match the EtherType */           \
+  X(kNotIp, rx_not_roce)               /* EtherType neither IPv4, IPv6 nor RoCE (0x8915) */    \
+  X(kIpTruncated, rx_malformed)        /* frame ends inside the IP header or GRH */            \
+  X(kIpBadVersion, rx_malformed)       /* IP version (GRH IPVer) wrong for the EtherType */    \
   X(kIpBadHeaderLength, rx_malformed)  /* IPv4 IHL < 5 or beyond the frame */                  \
-  X(kIpBadLength, rx_malformed)        /* IP total / payload length inconsistent with frame */ \
+  X(kIpBadLength, rx_malformed)        /* IP total / payload length (GRH PayLen) vs frame */   \
   X(kIpBadChecksum, rx_malformed)      /* IPv4 header checksum wrong */                        \
   X(kIpFragment, rx_malformed)         /* IPv4 fragment (MF or offset set) */                  \
-  X(kNotUdp, rx_not_roce)              /* IP protocol / next header is not UDP */              \
+  X(kNotUdp, rx_not_roce)              /* IP protocol / next header not UDP (GRH: not 0x1B) */ \
   X(kUdpTruncated, rx_malformed)       /* IP payload shorter than a UDP header */              \
   X(kUdpBadLength, rx_malformed)       /* UDP length != IP payload length */                   \
   X(kNotRocePort, rx_not_roce)         /* UDP destination port is not 4791 */                  \
@@ -63,7 +66,7 @@ Counter drop_counter(DropReason r);
 /// "kBadIcrc" etc.
 std::string_view to_string(DropReason r);
 
-/// Everything the transport needs from one received RoCEv2 packet. Decoded, host order.
+/// Everything the transport needs from one received RoCE packet. Decoded, host order.
 /// The spans point into the frame passed to parse(); they live as long as it does.
 struct ParsedPacket {
   // L2
@@ -73,6 +76,9 @@ struct ParsedPacket {
   uint8_t pcp = 0;   ///< 802.1Q priority, 0 when untagged
   bool dei = false;  ///< 802.1Q drop eligible
   uint16_t vid = 0;  ///< 802.1Q VLAN id, 0 when untagged
+  /// RoCE v1: a GRH and no UDP header. Its fields are in the IPv6 ones below (ip_version 6,
+  /// src_ip = SGID, dst_ip = DGID, dscp/ecn from TClass, ttl = HopLmt), udp_* are 0.
+  bool roce_v1 = false;
   // L3
   uint8_t ip_version = 0;  ///< 4 or 6
   Gid src_ip;              ///< IPv4-mapped (::ffff:a.b.c.d) for IPv4
@@ -82,8 +88,8 @@ struct ParsedPacket {
   uint8_t ttl = 0;          ///< IPv4 TTL or IPv6 hop limit
   uint32_t flow_label = 0;  ///< IPv6 only, 0 for IPv4
   uint16_t ip_id = 0;       ///< IPv4 identification, 0 for IPv6
-  /// The IP header bytes (20 for IPv4 without options, 40 for IPv6): UD receives build the
-  /// 40-byte GRH from it.
+  /// The IP header bytes (20 for IPv4 without options, 40 for IPv6 or a GRH): UD receives
+  /// build the 40-byte GRH from it.
   std::span<const uint8_t> ip_header;
   // L4
   uint16_t udp_sport = 0;
@@ -123,7 +129,7 @@ struct ParsedPacket {
   std::span<const uint8_t> payload;
   /// Offset of the BTH in the frame, bytes.
   uint16_t bth_offset = 0;
-  /// IP packet length: frame bytes from the IP header through the ICRC.
+  /// IP packet length: frame bytes from the IP header (GRH) through the ICRC.
   uint16_t ip_packet_len = 0;
 
   constexpr bool has(ExtHdr h) const { return info != nullptr && info->has(h); }
