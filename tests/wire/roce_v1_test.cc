@@ -32,8 +32,10 @@ FrameSpec v1_spec(Opcode op = Opcode::kRcRdmaWriteFirst, bool ipv6_gids = true) 
 
 /// The ICRC of a RoCE v1 frame whose GRH starts at l3, from zlib: independent of icrc.cc.
 uint32_t reference_icrc(const std::vector<uint8_t>& f, size_t l3) {
-  std::vector<uint8_t> b(8, 0xff);
-  b.insert(b.end(), f.begin() + static_cast<ptrdiff_t>(l3), f.end() - 4);
+  // Sized first and copied with memcpy: GCC 12 warns (-Warray-bounds) on insert() here at -O2.
+  const size_t covered = f.size() - 4 - l3;
+  std::vector<uint8_t> b(8 + covered, 0xff);
+  std::memcpy(b.data() + 8, f.data() + l3, covered);
   uint8_t* grh = b.data() + 8;
   grh[0] |= 0x0f;  // TClass (high nibble) keeps IPVer
   grh[1] = grh[2] = grh[3] = 0xff;
