@@ -142,21 +142,31 @@ struct Fixture {
 /// Moves RC QP `qpn` to RTS: path MTU 256 (many packets per message), peer QPN 0x55, expected
 /// receive PSN 0, first send PSN `sq_psn`, the shortest timeout, 7 retries, read/atomic depth 4;
 /// every remote access and FLUSH of both placement types allowed.
-inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint32_t sq_psn) {
+/// INIT and RTR of a connected QP: `access`, path MTU 256, peer QPN `peer_qpn`, expected receive
+/// PSN 0, read/atomic depth 4. Returns the attributes for the RTS step.
+inline transport::QpAttr connected_to_rtr(transport::Engine& e, uint32_t qpn, const Gid& peer,
+                                          uint32_t access, uint32_t peer_qpn) {
   using namespace transport;
   QpAttr a;
   a.qp_state = QpState::kInit;
-  a.qp_access_flags = 0xf | kAccessFlushGlobal | kAccessFlushPersistent;
+  a.qp_access_flags = access;
   e.modify_qp(qpn, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
   a.qp_state = QpState::kRtr;
   a.av.dgid = peer;
   a.path_mtu = 1;
-  a.dest_qp_num = 0x55;
+  a.dest_qp_num = peer_qpn;
   a.rq_psn = 0;
   a.max_dest_rd_atomic = 4;
   e.modify_qp(qpn, a,
               kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
                   kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  return a;
+}
+
+inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint32_t sq_psn) {
+  using namespace transport;
+  QpAttr a =
+      connected_to_rtr(e, qpn, peer, 0xf | kAccessFlushGlobal | kAccessFlushPersistent, 0x55);
   a.qp_state = QpState::kRts;
   a.sq_psn = sq_psn;
   a.timeout = 1;
@@ -171,19 +181,7 @@ inline void rc_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer, uint3
 /// Moves XRC_RECV QP `qpn` to RTS as rc_to_rts moves an RC QP (the XRC_TGT masks).
 inline void xrc_recv_to_rts(transport::Engine& e, uint32_t qpn, const Gid& peer) {
   using namespace transport;
-  QpAttr a;
-  a.qp_state = QpState::kInit;
-  a.qp_access_flags = 0xf;
-  e.modify_qp(qpn, a, kAttrState | kAttrPkeyIndex | kAttrPort | kAttrAccessFlags);
-  a.qp_state = QpState::kRtr;
-  a.av.dgid = peer;
-  a.path_mtu = 1;
-  a.dest_qp_num = 0x56;
-  a.rq_psn = 0;
-  a.max_dest_rd_atomic = 4;
-  e.modify_qp(qpn, a,
-              kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn |
-                  kAttrMaxDestRdAtomic | kAttrMinRnrTimer);
+  QpAttr a = connected_to_rtr(e, qpn, peer, 0xf, 0x56);
   a.qp_state = QpState::kRts;
   a.timeout = 1;
   e.modify_qp(qpn, a, kAttrState | kAttrTimeout | kAttrSqPsn);

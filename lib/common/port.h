@@ -57,11 +57,15 @@ struct PortCounters {
 /// (EngineConfig::qpn_tag_bits): at most 16 processes per netdev.
 inline constexpr uint8_t kSharedQpnTagBits = 4;
 
+/// Bytes after the BTH that roce_path_mtu() keeps for extended headers: XRCETH 4 + AtomicETH 28
+/// (a data packet has fewer, which is the room uroce's extension headers use).
+inline constexpr uint32_t kRoceHeaderRoom = 4 + 28;
+
 /// The largest RoCE path MTU (bytes: 256..4096) that a netdev MTU carries after the RoCEv2
-/// headers (IPv6 40 + UDP 8 + BTH 12 + XRCETH 4 + AtomicETH 28 + ICRC 4 = 96 bytes), as the
-/// kernel's eth_mtu_int_to_enum(); 0 when not even 256 bytes fit.
+/// headers (IPv6 40 + UDP 8 + BTH 12 + kRoceHeaderRoom + ICRC 4 = 96 bytes), as the kernel's
+/// eth_mtu_int_to_enum(); 0 when not even 256 bytes fit.
 constexpr uint32_t roce_path_mtu(uint32_t netdev_mtu) {
-  constexpr uint32_t kOverhead = 40 + 8 + 12 + 4 + 28 + 4;
+  constexpr uint32_t kOverhead = 40 + 8 + 12 + kRoceHeaderRoom + 4;
   uint32_t best = 0;
   for (uint32_t b = 256; b <= 4096; b *= 2)
     if (netdev_mtu >= b + kOverhead) best = b;

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "common/port.h"
 #include "transport/engine_impl.h"
 
 namespace uroce::transport {
@@ -18,13 +19,12 @@ using wire::Opcode;
 namespace {
 
 /// Peer timestamps: a TSETH with the clock now on a request packet, when the frame stays within
-/// what a full path MTU with the longest IBA headers takes (roce_path_mtu() in common/port.h
-/// keeps 32 bytes after the BTH for them), so a netdev that carries the path MTU carries it.
+/// what a full path MTU with the longest IBA headers takes (kRoceHeaderRoom after the BTH), so a
+/// netdev that carries the path MTU carries it.
 void stamp(wire::FrameSpec& s, uint32_t payload, uint32_t path_mtu, Timestamp now) {
-  constexpr size_t kHeaderRoom = 32;
   const size_t after_bth = wire::opcode_info(s.opcode).length - sizeof(wire::Bth) +
                            wire::ext_len(s.ext, s.sack) + wire::kTsethRequestLen + payload;
-  if (after_bth > path_mtu + kHeaderRoom) return;
+  if (after_bth > path_mtu + kRoceHeaderRoom) return;
   s.has_tseth = true;
   s.tseth.stamp = static_cast<uint32_t>(now.ns);
 }
