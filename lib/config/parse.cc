@@ -356,84 +356,75 @@ class Parser {
     return fail_b("congestion_control", "\"" + cc + "\" is not a congestion control", kCcAllowed);
   }
 
-  /// [device.delay]: numbers, each in its range.
-  bool parse_delay(const toml::table& t, Device* dev) {
-    const toml::node* n = t.get("delay");
+  /// One key of a table of numbers: its range, whether the low end is excluded, whether it
+  /// takes whole numbers only, and the allowed text of its errors.
+  struct NumberKey {
+    std::string_view name;
+    double lo, hi;
+    bool lo_open, whole;
+    std::string_view allowed;
+  };
+
+  /// [device.<table>]: numbers, each in its range; store(i, value) takes each one, i its index
+  /// in keys.
+  template <size_t N, typename Store>
+  bool parse_numbers(const toml::table& t, const std::string& table, const NumberKey (&keys)[N],
+                     Store&& store) {
+    const toml::node* n = t.get(table);
     if (!n) return true;
-    const toml::table* dt = n->as_table();
-    if (!dt) return wrong_type("delay", *n, "a table [device.delay]");
-    struct Key {
-      std::string_view name;
-      double* out;
-      double lo, hi;
-      bool lo_open;
-      std::string_view allowed;
-    };
-    Delay& d = dev->delay;
-    const Key keys[] = {
-        {"target_queue_us", &d.target_queue_us, 0, 1e6, true, "a number of µs in (0, 1000000]"},
-        {"base_rtt_us", &d.base_rtt_us, 0, 1e6, false, "a number of µs in [0, 1000000]"},
-        {"ai_mbps", &d.ai_mbps, 0, 1e6, false, "a number of Mb/s in [0, 1000000]"},
-        {"beta", &d.beta, 0, 1, true, "a number in (0, 1]"},
-        {"max_mdf", &d.max_mdf, 0, 0.999, true, "a number in (0, 0.999]"},
-        {"min_rate_mbps", &d.min_rate_mbps, 0, 1e6, false, "a number of Mb/s in [0, 1000000]"}};
+    const toml::table* tt = n->as_table();
+    if (!tt) return wrong_type(table, *n, "a table [device." + table + "]");
     std::string allowed_keys;
-    for (const Key& k : keys)
+    for (const NumberKey& k : keys)
       allowed_keys += (allowed_keys.empty() ? "" : ", ") + std::string(k.name);
-    for (auto&& [k, v] : *dt) {
+    for (auto&& [k, v] : *tt) {
       std::string ks(k.str());
-      const Key* key = nullptr;
-      for (const Key& c : keys)
+      const NumberKey* key = nullptr;
+      for (const NumberKey& c : keys)
         if (c.name == ks) key = &c;
-      if (!key) return fail_b("delay." + ks, "unknown key", allowed_keys);
+      if (!key) return fail_b(table + "." + ks, "unknown key", allowed_keys);
       std::optional<double> x = number(v);
-      if (!x) return wrong_type("delay." + ks, v, key->allowed);
-      if (!(key->lo_open ? *x > key->lo : *x >= key->lo) || !(*x <= key->hi))
-        return fail_b("delay." + ks, "is out of range", key->allowed);
-      *key->out = *x;
+      if (!x) return wrong_type(table + "." + ks, v, key->allowed);
+      if (!(key->lo_open ? *x > key->lo : *x >= key->lo) || !(*x <= key->hi) ||
+          (key->whole && *x != std::floor(*x)))
+        return fail_b(table + "." + ks, "is out of range", key->allowed);
+      store(static_cast<size_t>(key - keys), *x);
     }
     return true;
   }
 
+  /// [device.delay]: numbers, each in its range.
+  bool parse_delay(const toml::table& t, Device* dev) {
+    static constexpr NumberKey keys[] = {
+        {"target_queue_us", 0, 1e6, true, false, "a number of µs in (0, 1000000]"},
+        {"base_rtt_us", 0, 1e6, false, false, "a number of µs in [0, 1000000]"},
+        {"ai_mbps", 0, 1e6, false, false, "a number of Mb/s in [0, 1000000]"},
+        {"beta", 0, 1, true, false, "a number in (0, 1]"},
+        {"max_mdf", 0, 0.999, true, false, "a number in (0, 0.999]"},
+        {"min_rate_mbps", 0, 1e6, false, false, "a number of Mb/s in [0, 1000000]"}};
+    // The fields keys[i] names, in the same order.
+    static constexpr double Delay::*fields[] = {&Delay::target_queue_us, &Delay::base_rtt_us,
+                                                &Delay::ai_mbps,         &Delay::beta,
+                                                &Delay::max_mdf,         &Delay::min_rate_mbps};
+    static_assert(std::size(fields) == std::size(keys));
+    return parse_numbers(t, "delay", keys, [&](size_t i, double x) { dev->delay.*fields[i] = x; });
+  }
+
   /// [device.progress]: numbers, each in its range (whole numbers for counts).
   bool parse_progress(const toml::table& t, Device* dev) {
-    const toml::node* n = t.get("progress");
-    if (!n) return true;
-    const toml::table* pt = n->as_table();
-    if (!pt) return wrong_type("progress", *n, "a table [device.progress]");
-    struct Key {
-      std::string_view name;
-      double lo, hi;
-      bool whole;
-      std::string_view allowed;
-    };
-    static constexpr Key keys[] = {
-        {"spin_rounds", 0, 100000, true, "a whole number in [0, 100000]"},
-        {"yield_rounds", 0, 10000, true, "a whole number in [0, 10000]"},
-        {"max_sleep_us", 1, 64, false, "a number of µs in [1, 64]"},
-        {"app_driving_us", 0, 1e6, false, "a number of µs in [0, 1000000]"},
-        {"follow_up_us", 0, 1e7, false, "a number of µs in [0, 10000000]"},
-        {"follow_up_sleep_us", 1, 1e4, false, "a number of µs in [1, 10000]"},
-        {"driving_max_sleep_us", 1, 1e6, false, "a number of µs in [1, 1000000]"},
-        {"rx_burst", 1, 1024, true, "a whole number in [1, 1024]"},
-        {"drive_rounds", 1, 64, true, "a whole number in [1, 64]"},
-        {"post_rx_gap_us", 0, 1e6, false, "a number of µs in [0, 1000000]"}};
-    std::string allowed_keys;
-    for (const Key& k : keys)
-      allowed_keys += (allowed_keys.empty() ? "" : ", ") + std::string(k.name);
-    for (auto&& [k, v] : *pt) {
-      std::string ks(k.str());
-      const Key* key = nullptr;
-      for (const Key& c : keys)
-        if (c.name == ks) key = &c;
-      if (!key) return fail_b("progress." + ks, "unknown key", allowed_keys);
-      std::optional<double> x = number(v);
-      if (!x) return wrong_type("progress." + ks, v, key->allowed);
-      if (!(*x >= key->lo && *x <= key->hi) || (key->whole && *x != std::floor(*x)))
-        return fail_b("progress." + ks, "is out of range", key->allowed);
-      dev->progress[ks] = *x;
-    }
-    return true;
+    static constexpr NumberKey keys[] = {
+        {"spin_rounds", 0, 100000, false, true, "a whole number in [0, 100000]"},
+        {"yield_rounds", 0, 10000, false, true, "a whole number in [0, 10000]"},
+        {"max_sleep_us", 1, 64, false, false, "a number of µs in [1, 64]"},
+        {"app_driving_us", 0, 1e6, false, false, "a number of µs in [0, 1000000]"},
+        {"follow_up_us", 0, 1e7, false, false, "a number of µs in [0, 10000000]"},
+        {"follow_up_sleep_us", 1, 1e4, false, false, "a number of µs in [1, 10000]"},
+        {"driving_max_sleep_us", 1, 1e6, false, false, "a number of µs in [1, 1000000]"},
+        {"rx_burst", 1, 1024, false, true, "a whole number in [1, 1024]"},
+        {"drive_rounds", 1, 64, false, true, "a whole number in [1, 64]"},
+        {"post_rx_gap_us", 0, 1e6, false, false, "a number of µs in [0, 1000000]"}};
+    return parse_numbers(t, "progress", keys,
+                         [&](size_t i, double x) { dev->progress[std::string(keys[i].name)] = x; });
   }
 
   /// `netdev`: the device is bound to a kernel network interface (host mode). Its port,
