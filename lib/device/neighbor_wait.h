@@ -20,8 +20,13 @@
 namespace uroce::device {
 
 /// How long create_ah waits for a neighbour before EHOSTUNREACH, and the pause between tries.
-/// No measurement of these values; the pause lets the progress thread and other callers take
-/// the engine lock between tries.
+/// Not tuned on timings: the budget is Linux's neighbour retransmit interval (the default
+/// net.ipv4.neigh.*.retrans_time_ms is 1000, ip-sysctl.rst), so the first ARP request or
+/// neighbour solicitation gets its full interval to be answered before the verbs call gives up
+/// (the kernel keeps resolving; a later create_ah finds the entry). The pause lets the
+/// progress thread and other callers take the engine lock between tries; 1 ms keeps the
+/// number of tries (at most 1000) and their lock traffic small against a reply that on one
+/// link takes well under a millisecond.
 inline constexpr Duration kNeighborWaitBudget = Duration::seconds(1);
 inline constexpr Duration kNeighborWaitPause = Duration::millis(1);
 

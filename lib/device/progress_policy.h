@@ -37,26 +37,39 @@
 
 namespace uroce::device {
 
-// Measurements are in bench/RESULTS.md under the heading named. Constants without one say so:
-// they are reasonable orders of magnitude, not tuned values. Those in ProgressTuning can be
-// set per device ([device.progress]); `bench/progress KEY VALUES` measures them one at a time.
+// Measurements are in bench/RESULTS.md under the heading named; "one at a time" below is its
+// section "the progress thread's constants one at a time". Those in ProgressTuning can be set
+// per device ([device.progress]); `bench/progress KEY VALUES` measures them one at a time. On
+// a shared 2-vCPU machine no value tried beat its default by more than the spread between
+// runs, so each constant is set by what it costs: a pause ~20-25 ns, a sched_yield 0.5-4 us
+// (bench/raw/poll_costs), a sleep and wake-up at least ~30 us of latency and ~15 us of CPU
+// (bench/raw/timer_wake, bench/verbs/qp_footprint), all in that section.
 
-/// Idle rounds spun (a pause instruction each) before yielding: a frame arriving right after a
-/// burst is picked up without a scheduler call. No measurement of this value.
+/// Idle rounds spun (a pause instruction and an empty step each) before yielding: a frame
+/// arriving right after a burst is picked up without a scheduler call. 200 rounds are a few
+/// microseconds, a small fraction of the ~30 us a sleep costs before the thread runs again.
+/// One at a time: 0, 200 and 2000 within the spread.
 inline constexpr int kSpinRounds = 200;
-/// Idle rounds yielded to the scheduler before sleeping. No measurement of this value.
+/// Idle rounds yielded to the scheduler before sleeping: lets a runnable application thread
+/// have the CPU while the thread stays awake. 16 yields take 10-60 us (0.5-4 us each, more
+/// when other threads run), about one wake-up's cost, so the thread waits about as long awake
+/// as a sleep would cost it before it starts to sleep (spin-then-block). One at a time: 0, 16
+/// and 256 within the spread.
 inline constexpr int kYieldRounds = 16;
-/// Longest sleep of the idle back-off while work was seen within kDeepIdle. No measurement of
-/// this value.
+/// Longest sleep of the idle back-off (doubling from 1 us) while work was seen within
+/// kDeepIdle: a frame arriving during a sleep waits up to this much plus the ~30 us wake-up, so
+/// 64 us keeps that at most about three wake-ups' time, with at most ~15 000 wake-ups a second.
+/// One at a time: 8 and 64 within the spread.
 inline constexpr Duration kMaxSleep = Duration::micros(64);
-/// No work for this long: sleep kDeepSleep. What the deep sleeps buy is the "idle process,
-/// 1024 QPs" row (CPU over 3 s without traffic, target under 5 % of a core); the thresholds
-/// themselves were not measured one by one.
+/// No work for this long: sleep kDeepSleep. An idle thread costs CPU per wake-up (~15 us each,
+/// "one at a time", idle phases): 250 us sleeps cost 5-7 % of a core, the 64 us ones 4 times
+/// that. 10 ms without work is many round trips of any transfer in progress, so the deeper
+/// sleep rarely delays a frame that is part of one.
 inline constexpr Duration kDeepIdle = Duration::millis(10);
 inline constexpr Duration kDeepSleep = Duration::micros(250);
-/// No work for this long: sleep kDeeperSleep. Every wakeup costs CPU, so after a second of
-/// silence the thread wakes rarely ("idle process, 1024 QPs"). The price is up to kDeeperSleep
-/// more for the first frame after a second of silence.
+/// No work for this long: sleep kDeeperSleep. 2 ms sleeps cost 1.1-1.4 % of a core ("one at a
+/// time", idle phases), which keeps an idle process under the 5 % target ("idle process, 1024
+/// QPs" rows); the price is up to 2 ms more for the first frame after a second of silence.
 inline constexpr Duration kDeeperIdle = Duration::seconds(1);
 inline constexpr Duration kDeeperSleep = Duration::millis(2);
 /// The application called within this: it is polling, and its calls make progress. Measured
@@ -77,13 +90,21 @@ inline constexpr Duration kFollowUpSleep = Duration::micros(8);
 /// watches. Measured with the phases as a whole (the ib_write_bw client's progress thread
 /// 17 % -> 4 % of its core, 2026-12-04 19:49 UTC), not as a value of its own.
 inline constexpr Duration kDrivingMaxSleep = Duration::millis(1);
-/// Looks in a row counted while the application drives (enough to reach kDrivingMaxSleep).
+/// Looks in a row counted while the application drives: a bound on the counter, not a tuned
+/// value. driving_sleep() doubles follow_up_sleep every 4 looks, so 32 looks allow 2^8 times
+/// it: the default 8 us reaches kDrivingMaxSleep (1 ms) at look 28; a configured
+/// follow_up_sleep below 4 us tops out at 256 times itself instead.
 inline constexpr int kDrivingLooksMax = 32;
-/// Statistics refresh period (QP rates, port counters, pause-storm watchdog) for `uroce show`.
-/// A freshness choice, not a performance one.
+/// Statistics refresh period (QP rates, port counters, pause-storm watchdog). A freshness
+/// choice, not a performance one: `uroce show --watch` redraws once a second, so each frame
+/// shows rates at most a tenth of its interval old, and the watchdog (port_health.h) judges a
+/// pause storm over windows of this length. Its cost is one wait for the engine lock per
+/// period while an application drives.
 inline constexpr Duration kStatsRatePeriod = Duration::millis(100);
 
-/// Frames per RX burst of one step. No measurement of this value.
+/// Frames per RX burst of one step: bounds how long one step holds the engine lock (64 frames
+/// of up to 4 KiB) against the number of steps a full ring needs. One at a time: 16, 64 and
+/// 256 within the spread.
 inline constexpr size_t kRxBurst = 64;
 /// Progress steps per verbs call, at most; another step runs only when the last left work
 /// (step_again). Measured with the rest of that change (2026-12-04 19:49 UTC: 64 B ib_write_bw

@@ -55,9 +55,12 @@ inline void cpu_relax() {
 
 /// Whether the progress thread shares its only CPU with busy application threads: the process
 /// is pinned to one CPU, and its other threads used more than half of it over the last
-/// kAppCpuPeriod (getrusage: the process's CPU time minus this thread's). Read at most once
-/// per period (two syscalls). Neither the period nor the half-a-core threshold was measured
-/// as a value of its own (bench/RESULTS.md has none).
+/// kAppCpuPeriod (getrusage: the process's CPU time minus this thread's). Not tuned values:
+/// the period is short against the scheduler's time slice (a few ms), so a change of the
+/// application's behaviour is seen within one slice, and long against the cost of a reading
+/// (two getrusage calls, 5-12 us here, bench/raw/poll_costs: about 1 % of a core at most, only
+/// in a process pinned to one CPU); "more than half" means the application threads, not this
+/// one, are what keeps the CPU busy.
 class AppCpu {
  public:
   static constexpr Duration kAppCpuPeriod = Duration::millis(1);
@@ -295,7 +298,8 @@ void Runtime::start_thread() {
 }
 
 void Runtime::run() {
-  // 5 us: short sleeps stay short (the default is 50 us). No measurement of this value.
+  // 5 us: short sleeps stay short. Linux's default 50 us adds 45-50 us to every sleep, 5 us
+  // adds 2-5 us over the most precise setting (bench/RESULTS.md, "one at a time", timer slack).
   prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
   pthread_setname_np(pthread_self(), "uroce-progress");
   using Action = ProgressPolicy::Action;
