@@ -449,12 +449,11 @@ int Runtime::start() {
   engine = std::make_unique<transport::Engine>(ec, engine_counters(), this);
   refresh_port_stats_locked();
   // The netdev changed between a deferred open and now: the events a running port raises.
-  if (!viewed.empty() && gids != viewed)
-    on_async_event({transport::AsyncEventType::kGidChange, 1});
+  if (!viewed.empty() && gids != viewed) on_async_event({transport::AsyncEventType::kGidChange, 1});
   if (!viewed.empty() && link_up != viewed_up)
-    on_async_event({link_up ? transport::AsyncEventType::kPortActive
-                            : transport::AsyncEventType::kPortErr,
-                    1});
+    on_async_event(
+        {link_up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr,
+         1});
   started_.store(true, std::memory_order_release);
   start_thread();
   return 0;
