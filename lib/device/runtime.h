@@ -5,7 +5,8 @@
  *
  * The composition root below the ABI: start() (from open(), or later for a deferred open)
  * opens the port its configuration names, builds the congestion control and the engine on it,
- * creates the statistics segment and starts the thread. Progress comes from two places, both under the engine lock (mu):
+ * creates the statistics segment and starts the thread. Progress comes from two places, both under
+ * the engine lock (mu):
  *  - the application's own calls: drive_locked() (a poll) and drive_post_locked() (a post) run
  *    a few progress steps, bounded by progress_policy.h (kDriveRounds, kPostRxGap);
  *  - the background thread `uroce-progress`, so that a passive side (the target of WRITE/READ,
