@@ -10,8 +10,12 @@
  * to RTS. Resident memory (/proc/self/statm) is read after a first warm-up pair and after all
  * QPs: the difference over the QP count is the cost of one QP, queues included. Then the main
  * thread sleeps --idle-seconds and the process's CPU time over that span (getrusage: the
- * progress thread's backoff) is the idle cost, in % of one core.
- * Prints `QPFOOT qps=<n> bytes_per_qp=<b> idle_cpu_pct=<p> idle_seconds=<s>`.
+ * progress thread's backoff) is the idle cost, in % of one core. The same over two windows
+ * of that span tells the progress thread's two long idle sleeps apart (lib/device
+ * progress_policy.h): 0.1-0.9 s after the last call (kDeepSleep, 250 us) and from 1.2 s on
+ * (kDeeperSleep, 2 ms; only when --idle-seconds is at least 2).
+ * Prints `QPFOOT qps=<n> bytes_per_qp=<b> idle_cpu_pct=<p> idle_seconds=<s>
+ * deep_cpu_pct=<p> deeper_cpu_pct=<p>` (-1: window not measured).
  * Usage: qp_footprint [--qps N] [--idle-seconds S]
  */
 #include <infiniband/verbs.h>
@@ -49,6 +53,23 @@ double wall_seconds() {
   timespec t{};
   clock_gettime(CLOCK_MONOTONIC, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) / 1e9;
+}
+
+/// Sleeps until the monotonic clock reads `until` (seconds).
+void sleep_until(double until) {
+  for (double left = until - wall_seconds(); left > 0; left = until - wall_seconds()) {
+    timespec ts{static_cast<time_t>(left),
+                static_cast<long>((left - static_cast<double>(static_cast<time_t>(left))) * 1e9)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+/// The process's CPU over [from, to] seconds after `start`, in % of one core (sleeps to both).
+double cpu_pct_between(double start, double from, double to) {
+  sleep_until(start + from);
+  const double c0 = cpu_seconds(), w0 = wall_seconds();
+  sleep_until(start + to);
+  return 100.0 * (cpu_seconds() - c0) / (wall_seconds() - w0);
 }
 
 }  // namespace
@@ -99,14 +120,15 @@ int main(int argc, char** argv) {
   const double bytes_per_qp = static_cast<double>(after - before) / nqps;
 
   const double c0 = cpu_seconds(), w0 = wall_seconds();
-  timespec ts{static_cast<time_t>(idle_seconds),
-              static_cast<long>(
-                  (idle_seconds - static_cast<double>(static_cast<time_t>(idle_seconds))) * 1e9)};
-  while (nanosleep(&ts, &ts) != 0) {
-  }
+  double deep = -1, deeper = -1;
+  if (idle_seconds >= 1) deep = cpu_pct_between(w0, 0.1, 0.9);
+  if (idle_seconds >= 2) deeper = cpu_pct_between(w0, 1.2, idle_seconds);
+  sleep_until(w0 + idle_seconds);
   const double idle_pct = 100.0 * (cpu_seconds() - c0) / (wall_seconds() - w0);
-  std::printf("QPFOOT qps=%d bytes_per_qp=%.0f idle_cpu_pct=%.2f idle_seconds=%.1f\n", nqps,
-              bytes_per_qp, idle_pct, idle_seconds);
+  std::printf(
+      "QPFOOT qps=%d bytes_per_qp=%.0f idle_cpu_pct=%.2f idle_seconds=%.1f deep_cpu_pct=%.2f "
+      "deeper_cpu_pct=%.2f\n",
+      nqps, bytes_per_qp, idle_pct, idle_seconds, deep, deeper);
   for (ibv_qp* q : qps) ibv_destroy_qp(q);
   ibv_destroy_cq(cq);
   ibv_dealloc_pd(pd);

@@ -78,23 +78,8 @@ ssize_t sendv(int fd, const iovec* iov, int iovcnt, int flags) {
   size_t done = 0;
   if (!s->iomap_queue.empty()) ret = send_iomaps(*s, lk, flags);
   for (uint32_t olen = kOlapStartSize; !ret && done < len;) {
-    if (!can_send(*s)) {
-      if ((ret = get_comp(*s, lk, s->nonblocking(flags), conn_can_send))) break;
-      if (!(s->state & kWritable)) {
-        errno = ECONNRESET;
-        ret = -1;
-        break;
-      }
-    }
-    const size_t left = len - done;
-    uint32_t xfer;
-    if (olen < left) {
-      xfer = olen;
-      if (olen < kMaxTransfer) olen <<= 1;
-    } else {
-      xfer = static_cast<uint32_t>(left);
-    }
-    xfer = std::min(xfer, s->sbuf_avail);
+    if ((ret = wait_can_send(*s, lk, flags))) break;
+    uint32_t xfer = std::min(next_transfer(olen, len - done), s->sbuf_avail);
     xfer = std::min(xfer, s->tsgl[s->target_sge].length);
     ibv_sge sge[2];
     int n = 1;

@@ -155,23 +155,8 @@ UROCE_CM_EXPORT size_t riowrite(int fd, const void* buf, size_t count, off_t off
       }
       break;
     }
-    if (!can_send(*s)) {
-      if ((ret = get_comp(*s, lk, s->nonblocking(flags), conn_can_send))) break;
-      if (!(s->state & kWritable)) {
-        errno = ECONNRESET;
-        ret = -1;
-        break;
-      }
-    }
-    const size_t left = count - done;
-    uint32_t xfer;
-    if (olen < left) {
-      xfer = olen;
-      if (olen < kMaxTransfer) olen <<= 1;
-    } else {
-      xfer = static_cast<uint32_t>(std::min<size_t>(left, UINT32_MAX));
-    }
-    xfer = std::min(xfer, s->sbuf_avail);
+    if ((ret = wait_can_send(*s, lk, flags))) break;
+    uint32_t xfer = std::min(next_transfer(olen, count - done), s->sbuf_avail);
     xfer = static_cast<uint32_t>(std::min<uint64_t>(xfer, iom.offset + iom.sge.length - off));
     ibv_sge sge[2];
     int n = 1;

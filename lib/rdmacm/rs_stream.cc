@@ -21,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "rdmacm/export.h"
 #include "rdmacm/rsocket.h"
 
 namespace uroce::rdmacm::rs {
@@ -164,6 +165,20 @@ bool can_send(Socket& s) {
 }
 
 bool conn_can_send(Socket& s) { return can_send(s) || !(s.state & kWritable); }
+
+int wait_can_send(Socket& s, std::unique_lock<std::mutex>& lk, int flags) {
+  if (can_send(s)) return 0;
+  if (int ret = get_comp(s, lk, s.nonblocking(flags), conn_can_send)) return ret;
+  if (!(s.state & kWritable)) return fail(ECONNRESET);
+  return 0;
+}
+
+uint32_t next_transfer(uint32_t& olen, size_t left) {
+  if (olen >= left) return static_cast<uint32_t>(left);
+  const uint32_t xfer = olen;
+  if (olen < kMaxTransfer) olen <<= 1;
+  return xfer;
+}
 bool conn_have_rdata(Socket& s) { return s.have_rdata() || !(s.state & kReadable); }
 bool conn_can_send_ctrl(Socket& s) { return ctrl_avail(s) || !(s.state & kConnected); }
 bool conn_all_sends_done(Socket& s) {

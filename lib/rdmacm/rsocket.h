@@ -175,6 +175,12 @@ int poll_cq(Socket& s);
 /// Sends a credit update when one is due.
 void update_credits(Socket& s);
 bool can_send(Socket& s);
+/// Until the socket can send (once when flags make it nonblocking): 0, or -1 + errno
+/// (EWOULDBLOCK, ECONNRESET when the connection stopped being writable). lk holds s.mu.
+int wait_can_send(Socket& s, std::unique_lock<std::mutex>& lk, int flags);
+/// The size of the next piece of a long send with `left` bytes to go: olen, the split size
+/// (kOlapStartSize at first, doubled after each full piece up to kMaxTransfer), or what is left.
+uint32_t next_transfer(uint32_t& olen, size_t left);
 bool ctrl_avail(const Socket& s);
 /// A control message (zero-length RDMA WRITE WITH IMMEDIATE).
 int post_msg(Socket& s, uint32_t m);

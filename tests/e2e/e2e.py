@@ -946,13 +946,18 @@ RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingp
 
 
 def run_case(case, build):
-    with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link)),
-                         netns=case.kw.get("netns", False),
-                         bottleneck=case.kw.get("bottleneck")) as link:
-        runner = RUNNERS[case.kind]
-        if case.link == "pcap" and case.kind in ("pingpong", "perftest", "xsrq"):
-            return run_captured(case, link, build, runner)
-        return runner(case, link, build)
+    """Runs one case; its temporary files are removed when it passes."""
+    with pairmod.Scratch(f"ue2e-{case.name}-") as scratch:
+        with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link)),
+                             netns=case.kw.get("netns", False),
+                             bottleneck=case.kw.get("bottleneck")) as link:
+            runner = RUNNERS[case.kind]
+            if case.link == "pcap" and case.kind in ("pingpong", "perftest", "xsrq"):
+                rc = run_captured(case, link, build, runner)
+            else:
+                rc = runner(case, link, build)
+        scratch.keep = rc != 0
+        return rc
 
 
 def demo(build):

@@ -18,21 +18,17 @@ namespace uroce::verbs_test {
 namespace {
 
 std::string write_config() {
-  char tmpl[] = "/tmp/uroce-verbs-config-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/uroce.toml";
-  std::ofstream f(path);
-  f << "[[device]]\n"
-       "name = \"uroce_lo\"\n"
-       "port = \"loopback\"\n"
-       "addresses = [\"198.18.0.7/15\", \"fd00:198:18::7/64\"]\n"
-       "mtu = 2048\n"
-       "\n"
-       "[[device]]\n"
-       "name = \"uroce_dpdk\"\n"
-       "port = \"net_null0\"\n"
-       "addresses = [\"198.18.0.8/15\"]\n";
-  return path;
+  return write_temp_config(
+      "[[device]]\n"
+      "name = \"uroce_lo\"\n"
+      "port = \"loopback\"\n"
+      "addresses = [\"198.18.0.7/15\", \"fd00:198:18::7/64\"]\n"
+      "mtu = 2048\n"
+      "\n"
+      "[[device]]\n"
+      "name = \"uroce_dpdk\"\n"
+      "port = \"net_null0\"\n"
+      "addresses = [\"198.18.0.8/15\"]\n");
 }
 
 /// Names of this process's threads.

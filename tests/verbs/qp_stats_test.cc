@@ -19,11 +19,9 @@ namespace {
 class QpStatsTest : public QpPairTest {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/uroce-qpstats-XXXXXX";
-    const char* d = mkdtemp(tmpl);
-    ASSERT_NE(d, nullptr);
-    dir_ = d;
-    setenv("UROCE_RUN_DIR", d, 1);
+    dir_ = make_temp_dir("uroce-qpstats");
+    ASSERT_FALSE(dir_.empty());
+    setenv("UROCE_RUN_DIR", dir_.c_str(), 1);
     unsetenv("UROCE_STATS");
     open(IBV_QPT_RC);
   }

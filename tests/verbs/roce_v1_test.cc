@@ -24,16 +24,12 @@ const uint8_t kV4[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 198, 18, 0, 9
 const uint8_t kV6[16] = {0xfd, 0, 0x01, 0x98, 0, 0x18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 9};
 
 std::string write_config() {
-  char tmpl[] = "/tmp/uroce-verbs-rocev1-XXXXXX";
-  std::string dir = mkdtemp(tmpl);
-  std::string path = dir + "/uroce.toml";
-  std::ofstream f(path);
-  f << "[[device]]\n"
-       "name = \"uroce_v1\"\n"
-       "port = \"loopback\"\n"
-       "addresses = [\"198.18.0.9/15\", \"fd00:198:18::9/64\"]\n"
-       "roce_v1 = true\n";
-  return path;
+  return write_temp_config(
+      "[[device]]\n"
+      "name = \"uroce_v1\"\n"
+      "port = \"loopback\"\n"
+      "addresses = [\"198.18.0.9/15\", \"fd00:198:18::9/64\"]\n"
+      "roce_v1 = true\n");
 }
 
 /// Moves qp to RTS towards dest_qpn at dgid, from GID index sgid (RC/UC), or to RTS (UD).

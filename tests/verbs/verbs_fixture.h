@@ -13,22 +13,49 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
 namespace uroce::verbs_test {
 
+/// Folders made by the helpers here, removed with what they hold at exit.
+inline std::vector<std::string>& temp_dirs() {
+  static std::vector<std::string> dirs;
+  return dirs;
+}
+
+/// A fresh folder /tmp/<prefix>-XXXXXX, removed at exit; "" on failure.
+inline std::string make_temp_dir(const std::string& prefix) {
+  std::string tmpl = "/tmp/" + prefix + "-XXXXXX";
+  if (!mkdtemp(tmpl.data())) return "";
+  if (temp_dirs().empty())
+    std::atexit([] {
+      std::error_code ec;
+      for (const std::string& d : temp_dirs()) std::filesystem::remove_all(d, ec);
+    });
+  temp_dirs().push_back(tmpl);
+  return tmpl;
+}
+
+/// Writes `toml` as uroce.toml into a fresh folder (removed at exit); returns the file's path.
+inline std::string write_temp_config(const std::string& toml) {
+  std::string path = make_temp_dir("uroce-verbs-config") + "/uroce.toml";
+  std::ofstream(path) << toml;
+  return path;
+}
+
 /// Makes ibv_get_device_list() see the built-in configuration: no $UROCE_CONFIG, and a fresh
-/// empty working folder so no ./uroce.toml is found.
+/// empty working folder so no ./uroce.toml is found (removed at exit).
 inline void use_builtin_config() {
   static bool done = false;
   if (done) return;
   done = true;
   unsetenv("UROCE_CONFIG");
-  char tmpl[] = "/tmp/uroce-verbs-test-XXXXXX";
-  const char* dir = mkdtemp(tmpl);
-  ASSERT_NE(dir, nullptr);
-  ASSERT_EQ(chdir(dir), 0);
+  const std::string dir = make_temp_dir("uroce-verbs-test");
+  ASSERT_FALSE(dir.empty());
+  ASSERT_EQ(chdir(dir.c_str()), 0);
 }
 
 /// Opens the built-in device uroce0.

@@ -11,6 +11,7 @@ both processes are killed and the run fails. On failure both sides' output is pr
 
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
@@ -110,6 +111,31 @@ def listening(link, side, port):
     p = subprocess.run(link.wrap(side) + ["ss", "-Hltn", f"sport = :{port}"],
                        capture_output=True, text=True)
     return bool(p.stdout.strip())
+
+
+class Scratch:
+    """One folder for the temporary files of a case or a benchmark: every tempfile.mkdtemp()
+    inside the `with` block (Pair's run folders, memif socket folders) goes under it. Removed at
+    the end unless `keep` was set (a failed case: its logs stay, and the folder is named on
+    stderr) or the block raised."""
+
+    def __init__(self, prefix):
+        self.root = tempfile.mkdtemp(prefix=prefix)
+        self.keep = False
+        self._saved = None
+
+    def __enter__(self):
+        self._saved = tempfile.tempdir
+        tempfile.tempdir = self.root
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        tempfile.tempdir = self._saved
+        if exc_type is None and not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
+        else:
+            print(f"kept {self.root}", file=sys.stderr)
+        return False
 
 
 class Pair:
