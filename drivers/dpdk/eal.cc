@@ -6,6 +6,12 @@
  * after start: the prefix is unique to this process and no secondary process ever attaches.
  * The (then empty) folder must stay while EAL runs, because hotplug (rte_dev_probe) lists it
  * to find secondaries; it is removed at exit (a killed process leaves only an empty folder).
+ *
+ * Fork: EAL does not survive fork(). The child has none of its threads (interrupt thread,
+ * service cores) and inherits g_started, so DPDK calls in it would hang or misbehave, and EAL
+ * cannot be started a second time in it (rte_eal_init runs once per address space). So the
+ * process that started EAL is recorded, ensure_eal() in any other process fails with one line,
+ * and only that process removes the runtime folder at exit.
  */
 #include "dpdk/eal.h"
 
@@ -34,6 +40,7 @@ namespace {
 
 std::mutex g_mu;
 bool g_started = false;
+pid_t g_pid = 0;                  ///< the process that started (or failed to start) EAL
 std::string g_error;              ///< set when the one EAL start failed
 std::vector<std::string> g_args;  ///< argv of the start (kept alive: EAL may keep pointers)
 std::vector<char*> g_argv;
@@ -105,6 +112,12 @@ void remove_stale_runtime_dirs() {
 
 bool ensure_eal(const config::Device& dev, std::string* err) {
   std::lock_guard<std::mutex> lock(g_mu);
+  if ((g_started || !g_error.empty()) && getpid() != g_pid) {
+    *err = "DPDK was started by process " + std::to_string(g_pid) +
+           " before this process forked; uroce has no fork support: open devices only after "
+           "fork, or exec";
+    return false;
+  }
   if (g_started) return true;
   if (!g_error.empty()) {
     *err = g_error;
@@ -116,6 +129,7 @@ bool ensure_eal(const config::Device& dev, std::string* err) {
   g_argv.clear();
   for (std::string& s : g_args) g_argv.push_back(s.data());
   g_argv.push_back(nullptr);
+  g_pid = getpid();
   int rc = rte_eal_init(static_cast<int>(g_args.size()), g_argv.data());
   if (rc < 0) {
     std::string cmd;
@@ -131,6 +145,7 @@ bool ensure_eal(const config::Device& dev, std::string* err) {
   for (const auto& entry : std::filesystem::directory_iterator(g_runtime_dir, ec))
     std::filesystem::remove_all(entry.path(), ec);
   std::atexit([] {
+    if (getpid() != g_pid) return;  // a forked child's exit: the folder is its parent's
     std::error_code e;
     std::filesystem::remove_all(g_runtime_dir, e);
   });

@@ -14,7 +14,8 @@ namespace uroce::dpdk {
 
 /// Starts EAL if it is not running yet, from `dev` and every DPDK device of config::load().
 /// Returns false with *err set when EAL could not start (then it never will in this process:
-/// EAL cannot be initialised twice, so later calls return the same error).
+/// EAL cannot be initialised twice, so later calls return the same error), and in a process
+/// forked from the one that started EAL (one line: uroce has no fork support).
 bool ensure_eal(const config::Device& dev, std::string* err);
 
 /// The argv EAL was started with (empty before ensure_eal() succeeded).

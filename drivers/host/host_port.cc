@@ -71,6 +71,8 @@ unsigned active_rx_queues(const std::string& ifname) {
   return n ? n : 1;
 }
 
+constexpr uint64_t kUnknownSpeedBps = 10'000'000'000ull;
+
 /// A small number from procfs (a TTL); 64 when it cannot be read.
 uint8_t read_sysctl_u8(const std::string& path) {
   std::ifstream in(path);
@@ -144,7 +146,8 @@ class HostPort final : public Port {
 
   MacAddr mac() const override { return state_.mac; }
   size_t max_frame_len() const override { return io_->max_frame(); }
-  uint64_t link_speed_bps() const override { return io_->link_speed_bps(); }
+  /// The netdev's (ethtool), not the PMD's: net_af_xdp and memif report a fixed figure.
+  uint64_t link_speed_bps() const override { return netdev_speed_bps(state_.name); }
 
   /// Our own addresses are our MAC (the pipeline loops those frames back); otherwise the
   /// kernel's next hop (link-local: on-link) and its neighbour entry.
@@ -302,22 +305,80 @@ std::unique_ptr<Port> open_shared(const config::Device& dev, const netlink::Netd
 
 }  // namespace
 
+namespace {
+
+std::string who(const config::Device& dev) {
+  return "device " + dev.name + " (netdev " + dev.netdev + "): ";
+}
+
+/// The netdev of dev, checked as the port needs it (exists, up, an address, an MTU that
+/// carries RoCE); nullopt with one line in *err (without who()) otherwise.
+std::optional<netlink::NetdevState> usable_netdev(const config::Device& dev, std::string* err) {
+  std::string e;
+  auto st = netlink::query(dev.netdev, &e);
+  if (!st) {
+    *err = e + "; ip link show lists the netdevs";
+    return std::nullopt;
+  }
+  if (!st->up) {
+    *err = "the netdev is down (ip link set " + dev.netdev + " up; or no carrier)";
+    return std::nullopt;
+  }
+  if (st->gids.empty()) {
+    *err = "the netdev has no IP address, so the device would have no GID (ip addr add " +
+           std::string("ADDRESS/PREFIX dev ") + dev.netdev + ")";
+    return std::nullopt;
+  }
+  if (std::min(dev.mtu, roce_path_mtu(st->mtu)) == 0) {
+    *err = "netdev MTU " + std::to_string(st->mtu) + " carries no RoCE path MTU (>= 352)";
+    return std::nullopt;
+  }
+  return st;
+}
+
+}  // namespace
+
+uint64_t netdev_speed_bps(const std::string& ifname) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return kUnknownSpeedBps;
+  ethtool_cmd cmd{};
+  cmd.cmd = ETHTOOL_GSET;
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  ifr.ifr_data = reinterpret_cast<char*>(&cmd);
+  const bool ok = ioctl(fd, SIOCETHTOOL, &ifr) == 0;
+  close(fd);
+  const uint32_t mbps = ok ? ethtool_cmd_speed(&cmd) : 0;
+  if (mbps == 0 || mbps == static_cast<uint32_t>(SPEED_UNKNOWN)) return kUnknownSpeedBps;
+  return uint64_t{mbps} * 1'000'000ull;
+}
+
+std::optional<HostView> view_host_port(const config::Device& dev, std::string* err) {
+  std::string e;
+  auto st = usable_netdev(dev, &e);
+  if (!st) {
+    if (err) *err = who(dev) + e;
+    return std::nullopt;
+  }
+  HostView v;
+  v.link.ifindex = st->ifindex;
+  v.link.up = st->up;
+  v.link.mtu = st->mtu;
+  v.link.gids = st->gids;
+  v.link_speed_bps = netdev_speed_bps(dev.netdev);
+  v.shared = hostd_running(dev.netdev);
+  return v;
+}
+
 std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err) {
-  const std::string who = "device " + dev.name + " (netdev " + dev.netdev + "): ";
   auto fail = [&](const std::string& what) -> std::unique_ptr<Port> {
-    if (err) *err = who + what;
+    if (err) *err = who(dev) + what;
     return nullptr;
   };
   std::string e;
-  auto st = netlink::query(dev.netdev, &e);
-  if (!st) return fail(e + "; ip link show lists the netdevs");
-  if (!st->up) return fail("the netdev is down (ip link set " + dev.netdev + " up; or no carrier)");
-  if (st->gids.empty())
-    return fail("the netdev has no IP address, so the device would have no GID (ip addr add " +
-                std::string("ADDRESS/PREFIX dev ") + dev.netdev + ")");
+  auto st = usable_netdev(dev, &e);
+  if (!st) return fail(e);
   const uint32_t mtu = std::min(dev.mtu, roce_path_mtu(st->mtu));
-  if (mtu == 0)
-    return fail("netdev MTU " + std::to_string(st->mtu) + " carries no RoCE path MTU (>= 352)");
 
   if (hostd_running(dev.netdev)) {
     auto port = open_shared(dev, *st, &e);

@@ -21,6 +21,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "common/port.h"
@@ -32,5 +33,20 @@ namespace uroce::host {
 /// to one line naming the device, the netdev and the problem (no such netdev, down, no
 /// address, a foreign XDP program, in use by another process, the PMD's refusal).
 std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err);
+
+/// What the port of dev reports, read without opening it (netlink, ethtool; no DPDK), after
+/// the checks open_host_port() makes before it touches DPDK (the netdev exists, is up, has an
+/// address, an MTU that carries RoCE); nullopt with *err (the same line) when one fails.
+/// shared: uroce-hostd serves the netdev, so opening the port is only the memif client.
+struct HostView {
+  LinkState link;
+  uint64_t link_speed_bps = 0;
+  bool shared = false;
+};
+std::optional<HostView> view_host_port(const config::Device& dev, std::string* err);
+
+/// The netdev's link speed as ethtool reports it (what the kernel's RoCE devices report as
+/// their port's speed); 10 Gbit/s when it reports none (a veth's 10000 Mb/s is reported).
+uint64_t netdev_speed_bps(const std::string& ifname);
 
 }  // namespace uroce::host

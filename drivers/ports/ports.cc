@@ -38,4 +38,21 @@ std::unique_ptr<Port> open_port(const config::Device& dev, std::string* err) {
 #endif
 }
 
+Deferral defer_port(const config::Device& dev, PortView* view, std::string* err) {
+#ifdef UROCE_WITH_HOST_DRIVER
+  if (dev.port == "loopback" || dev.netdev.empty()) return Deferral::kOpenNow;
+  auto v = host::view_host_port(dev, err);
+  if (!v) return Deferral::kRefused;
+  if (!v->shared) return Deferral::kOpenNow;
+  view->link = v->link;
+  view->link_speed_bps = v->link_speed_bps;
+  return Deferral::kDeferred;
+#else
+  (void)dev;
+  (void)view;
+  (void)err;
+  return Deferral::kOpenNow;
+#endif
+}
+
 }  // namespace uroce

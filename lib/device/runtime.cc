@@ -130,11 +130,20 @@ void Runtime::shut_down() {
     live_ = false;
   }
   stop_.store(true);
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable()) {
+    // In a forked child the thread does not exist: joining would wait forever.
+    if (getpid() == thread_pid_) {
+      thread_.join();
+    } else {
+      thread_.detach();
+    }
+  }
   print_counters("close");
 }
 
 void Runtime::stop_at_exit() {
+  // A forked child's exit: the runtime (and its thread, its lock's holder) is the parent's.
+  if (getpid() != thread_pid_) return;
   stop_.store(true);
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> l(mu);
@@ -294,6 +303,7 @@ void Runtime::start_thread() {
     live().push_back(this);
     live_ = true;
   }
+  thread_pid_ = getpid();
   thread_ = std::thread([this] { run(); });
 }
 
@@ -344,6 +354,35 @@ void Runtime::run() {
 
 int Runtime::open() {
   std::string err;
+  PortView view;
+  switch (defer_port(cfg, &view, &err)) {
+    case Deferral::kOpenNow: return start();
+    case Deferral::kRefused:
+      std::fprintf(stderr, "uroce: %s: cannot open port '%s': %s\n", cfg.name.c_str(),
+                   cfg.port.c_str(), err.c_str());
+      return ENODEV;
+    case Deferral::kDeferred: break;
+  }
+  // What start() takes from the port's link state, from the view instead.
+  std::lock_guard<std::mutex> l(mu);
+  link_up = view.link.up;
+  ifindex = view.link.ifindex;
+  view_speed_bps = view.link_speed_bps;
+  active_mtu = mtu_code(cfg.mtu);
+  if (uint32_t m = roce_path_mtu(view.link.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
+  gid_v1_base = cfg.roce_v1 ? view.link.gids.size() : SIZE_MAX;
+  gids = gid_table(view.link.gids, cfg.roce_v1);
+  return 0;
+}
+
+int Runtime::start() {
+  std::lock_guard<std::mutex> s(start_mu_);
+  if (started()) return 0;
+  // mu: queries of a deferred device read what this sets; the progress thread starts last.
+  std::lock_guard<std::mutex> l(mu);
+  const std::vector<Gid> viewed = gids;  // the table open() showed (deferred), else empty
+  const bool viewed_up = link_up;
+  std::string err;
   port = open_port(cfg, &err);
   if (!port) {
     std::fprintf(stderr, "uroce: %s: cannot open port '%s': %s\n", cfg.name.c_str(),
@@ -370,6 +409,7 @@ int Runtime::open() {
     cc = make_congestion(cfg, &cerr);
     if (!cc) {
       std::fprintf(stderr, "uroce: %s: %s\n", cfg.name.c_str(), cerr.c_str());
+      port.reset();
       return EINVAL;
     }
   }
@@ -383,7 +423,10 @@ int Runtime::open() {
     link_version = port->link_version();
     link_up = st.up;
     ifindex = st.ifindex;
-    ec.gids = st.gids;
+    // After a deferred open, every GID keeps the index queries showed (merge_gid_table).
+    const size_t n_v2 = std::min(viewed.size(), gid_v1_base);
+    ec.gids = merge_gid_table(
+        std::vector<Gid>(viewed.begin(), viewed.begin() + static_cast<ptrdiff_t>(n_v2)), st.gids);
     if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs carry the client slot
       ec.qpn_tag_bits = kSharedQpnTagBits;
       ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
@@ -409,6 +452,13 @@ int Runtime::open() {
   std::call_once(once, [] { std::atexit(stop_all_at_exit); });
   engine = std::make_unique<transport::Engine>(ec, engine_counters(), this);
   refresh_port_stats_locked();
+  // The netdev changed between a deferred open and now: the events a running port raises.
+  if (!viewed.empty() && gids != viewed) on_async_event({transport::AsyncEventType::kGidChange, 1});
+  if (!viewed.empty() && link_up != viewed_up)
+    on_async_event(
+        {link_up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr,
+         1});
+  started_.store(true, std::memory_order_release);
   start_thread();
   return 0;
 }

@@ -3,9 +3,10 @@
  * @brief One opened device inside a process: the port, the engine, the engine lock and the
  * progress thread that runs ProgressPolicy (docs/design.md, "Threads and progress").
  *
- * The composition root below the ABI: open() opens the port its configuration names, builds
- * the congestion control and the engine on it, creates the statistics segment and starts the
- * thread. Progress comes from two places, both under the engine lock (mu):
+ * The composition root below the ABI: start() (from open(), or later for a deferred open)
+ * opens the port its configuration names, builds the congestion control and the engine on it,
+ * creates the statistics segment and starts the thread. Progress comes from two places, both under
+ * the engine lock (mu):
  *  - the application's own calls: drive_locked() (a poll) and drive_post_locked() (a post) run
  *    a few progress steps, bounded by progress_policy.h (kDriveRounds, kPostRxGap);
  *  - the background thread `uroce-progress`, so that a passive side (the target of WRITE/READ,
@@ -25,6 +26,8 @@
  * under it. Units: nanoseconds (Timestamp/Duration).
  */
 #pragma once
+
+#include <sys/types.h>
 
 #include <atomic>
 #include <cstddef>
@@ -66,10 +69,19 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   Runtime(const Runtime&) = delete;
   Runtime& operator=(const Runtime&) = delete;
 
-  /// Opens the port, builds the congestion control and the engine (this object its observer),
-  /// creates the statistics segment and starts the progress thread. Returns 0, or ENODEV (no
-  /// port) or EINVAL (bad congestion-control parameters) with one line on stderr. Once.
+  /// Opens the device: start() at once, or, for a port that may open later (ports.h
+  /// defer_port(): a host-mode device that uroce-hostd serves), only what the queries need
+  /// (GID table, link, MTU, speed, read without DPDK), leaving start() to the first call that
+  /// needs the engine. So a program that opens, queries and closes a device starts no DPDK,
+  /// and may fork afterwards (DPDK does not survive fork: dpdk/eal.h). Returns 0, or ENODEV
+  /// (no port) or EINVAL (bad congestion-control parameters) with one line on stderr. Once.
   int open();
+  /// Opens the port, builds the congestion control and the engine (this object its observer),
+  /// creates the statistics segment and starts the progress thread, unless done already.
+  /// Returns 0 or open()'s errors (a failed start may be tried again). Takes mu.
+  int start();
+  /// start() has succeeded: port and engine exist.
+  bool started() const { return started_.load(std::memory_order_acquire); }
   /// Stops the progress thread and reports the counters (print_counters("close")). Idempotent.
   void shut_down();
 
@@ -115,6 +127,7 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   std::vector<Gid> gids;          ///< GID table (index = address index; zero = free slot)
   size_t gid_v1_base = SIZE_MAX;  ///< gids from this index on are RoCE v1 (gid_table())
   uint8_t active_mtu = 3;         ///< mtu_code() of the MTU in force
+  uint64_t view_speed_bps = 0;    ///< the port's speed before start() (defer_port())
   bool link_up = true;            ///< the netdev's link (host mode; others always up)
   int ifindex = 0;                ///< the netdev's ifindex (host mode), else 0
   uint64_t link_version = 0;      ///< Port::link_version() last applied (mu)
@@ -160,7 +173,10 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   void stop_at_exit();
 
   std::thread thread_;
+  pid_t thread_pid_ = 0;  ///< the process that started thread_ (a forked child has no thread)
   std::atomic<bool> stop_{false};
+  std::mutex start_mu_;  ///< one start() at a time
+  std::atomic<bool> started_{false};
   bool counters_printed_ = false;  ///< print_counters ran
   bool live_ = false;              ///< in the list stop_all_at_exit() walks (its lock)
 };

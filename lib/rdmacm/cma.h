@@ -97,6 +97,9 @@ struct Id {
   int sgid_index = 0;
   uint16_t sport = 0, dport = 0;  ///< host order
   uint8_t tos = 0;
+  /// RDMA_OPTION_ID_ACK_TIMEOUT: the RTS attributes' local ACK timeout (qp_attr.h); unset:
+  /// kLocalAckTimeout.
+  std::optional<uint8_t> ack_timeout;
   // Connection (see qp_attr.h for how they become QP attributes).
   uint32_t conn = 0;  ///< the manager's local communication ID (0: none)
   /// Starting PSNs of our REQ/REP (local: our receive PSN) and of the peer's (remote: our send

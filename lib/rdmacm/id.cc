@@ -480,7 +480,13 @@ UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, voi
         return 0;
       case RDMA_OPTION_ID_REUSEADDR:
       case RDMA_OPTION_ID_AFONLY: return optlen == sizeof(int) ? 0 : fail(EINVAL);
-      case RDMA_OPTION_ID_ACK_TIMEOUT: return optlen == sizeof(uint8_t) ? 0 : fail(EINVAL);
+      case RDMA_OPTION_ID_ACK_TIMEOUT:
+        // As the kernel (rdma_set_ack_timeout): connected QP types only; used from the next
+        // move to RTS (rdma_init_qp_attr, rdma_accept, rdma_connect).
+        if (optlen != sizeof(uint8_t)) return fail(EINVAL);
+        if (cid->qp_type != IBV_QPT_RC && cid->qp_type != IBV_QPT_XRC_SEND) return fail(EINVAL);
+        id->ack_timeout = *static_cast<uint8_t*>(optval);
+        return 0;
     }
   }
   return fail(ENOSYS);  // RDMA_OPTION_IB_PATH: paths come from the configuration

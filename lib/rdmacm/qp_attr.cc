@@ -61,7 +61,7 @@ int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask) {
       *mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
       if (is_ud(id)) return 0;
       if (!has_peer(id)) return EINVAL;
-      attr->timeout = kLocalAckTimeout;
+      attr->timeout = id.ack_timeout.value_or(kLocalAckTimeout);
       attr->retry_cnt = id.retry_count;
       attr->rnr_retry = id.rnr_retry;
       attr->max_rd_atomic = id.initiator_depth;

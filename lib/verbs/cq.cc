@@ -125,10 +125,14 @@ Cq* create_cq_obj(ibv_context* c, int cqe, void* cq_context, ibv_comp_channel* c
     errno = EINVAL;
     return nullptr;
   }
+  Runtime* rt = ctx->rt;
+  if (int err = rt->start()) {  // a deferred open (device::Runtime::open) opens the port here
+    errno = err;
+    return nullptr;
+  }
   auto* cq = new_obj<Cq>(parent, kResCq);
   if (!cq) return nullptr;
   std::memset(&cq->cq, 0, sizeof cq->cq);
-  Runtime* rt = ctx->rt;
   {
     std::lock_guard<std::mutex> g(rt->mu);
     auto r = rt->engine->create_cq(static_cast<uint32_t>(cqe));

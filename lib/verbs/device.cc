@@ -6,7 +6,9 @@
  * Listing reads the configuration (lib/config: $UROCE_CONFIG, ./uroce.toml,
  * /etc/uroce/uroce.toml, else the built-in loopback device uroce0) and opens no port, so a
  * program that only lists devices starts no EAL. ibv_open_device opens the port and the
- * engine (runtime.cc), shared by every context on the same device.
+ * engine (runtime.cc), shared by every context on the same device; for a host-mode device
+ * that uroce-hostd serves, the port and engine wait for the first call that needs them
+ * (device::Runtime::open), so opening and querying start no EAL either.
  */
 #include <fcntl.h>
 #include <unistd.h>

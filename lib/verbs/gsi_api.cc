@@ -52,6 +52,10 @@ UROCE_EXPORT uroce_gsi* uroce_gsi_open(ibv_context* c) {
     return nullptr;
   }
   Runtime* rt = uroce::verbs::ctx_of(c)->rt;
+  if (int err = rt->start()) {  // a deferred open (device::Runtime::open) opens the port here
+    errno = err;
+    return nullptr;
+  }
   std::lock_guard<std::mutex> g(rt->mu);
   if (rt->gsi_users == 0) {
     rt->gsi_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -133,6 +137,7 @@ UROCE_EXPORT int uroce_gsi_send(uroce_gsi* h, const uroce_gsi_mad* m) {
 UROCE_EXPORT int uroce_shared_slot(ibv_context* c) {
   if (!c) return -1;
   Runtime* rt = uroce::verbs::ctx_of(c)->rt;
+  if (rt->start() != 0) return -1;
   std::lock_guard<std::mutex> g(rt->mu);
   uroce::LinkState st;
   return rt->port->link_state(&st) ? st.shared_slot : -1;
@@ -146,6 +151,10 @@ UROCE_EXPORT int uroce_route_gid(ibv_context* c, const uint8_t dst[16], int* gid
   Runtime* rt = uroce::verbs::ctx_of(c)->rt;
   uroce::Gid d;
   std::memcpy(d.raw.data(), dst, 16);
+  if (int err = rt->start()) {
+    errno = err;
+    return -1;
+  }
   std::lock_guard<std::mutex> g(rt->mu);
   if (rt->port->link_version() == 0) {
     errno = EOPNOTSUPP;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <infiniband/verbs.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdint>
@@ -82,7 +83,8 @@ struct Runtime final : device::Runtime {
   ~Runtime() override { shut_down(); }  // the progress thread calls the methods below
 
   DeviceEntry* dev;
-  int open_count = 0;  ///< contexts using it (global registry lock)
+  int open_count = 0;          ///< contexts using it (global registry lock)
+  const pid_t pid = getpid();  ///< the process it belongs to (a fork child has its own)
 
   // Objects by engine id, for observer callbacks (guarded by mu).
   std::unordered_map<uint32_t, Cq*> cqs;

@@ -28,6 +28,10 @@ using namespace uroce::verbs;  // NOLINT: C entry points below
 UROCE_EXPORT ibv_pd* uroce_alloc_pd_1_1(ibv_context* c) {
   Context* ctx = ctx_of(c);
   Runtime* rt = ctx->rt;
+  if (int err = rt->start()) {  // a deferred open (device::Runtime::open) opens the port here
+    errno = err;
+    return nullptr;
+  }
   std::lock_guard<std::mutex> g(rt->mu);
   auto r = rt->engine->alloc_pd();
   if (!r) {

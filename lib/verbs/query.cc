@@ -78,7 +78,7 @@ void fill_port_attr(Context* ctx, ibv_port_attr* p) {
   uint64_t speed;
   {
     std::lock_guard<std::mutex> g(rt->mu);  // the Port is used by one thread at a time
-    speed = rt->port->link_speed_bps();
+    speed = rt->port ? rt->port->link_speed_bps() : rt->view_speed_bps;
     p->state = rt->link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
     p->phys_state = rt->link_up ? 5 : 3;  // LinkUp : Disabled
     p->active_mtu = static_cast<ibv_mtu>(rt->active_mtu);

@@ -105,6 +105,12 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
   std::lock_guard<std::mutex> g(runtime_mu());
   auto& open = open_runtimes();
   auto it = open.find(dev);
+  if (it != open.end() && it->second->pid != getpid()) {
+    // Inherited through fork: the parent's runtime (its port, engine and thread are the
+    // parent's). Left alone; this process opens its own.
+    open.erase(it);
+    it = open.end();
+  }
   if (it != open.end()) {
     it->second->open_count++;
     return it->second;
@@ -123,6 +129,7 @@ Runtime* acquire_runtime(DeviceEntry* dev) {
 void release_runtime(Runtime* rt) {
   std::unique_lock<std::mutex> g(runtime_mu());
   if (--rt->open_count > 0) return;
+  if (rt->pid != getpid()) return;  // the parent's (a context inherited through fork)
   // Last context gone: stop the engine and close the port. A later open starts afresh.
   open_runtimes().erase(rt->dev);
   g.unlock();
@@ -131,7 +138,8 @@ void release_runtime(Runtime* rt) {
 
 bool runtime_is_open(DeviceEntry* dev) {
   std::lock_guard<std::mutex> g(runtime_mu());
-  return open_runtimes().count(dev) != 0;
+  auto it = open_runtimes().find(dev);
+  return it != open_runtimes().end() && it->second->pid == getpid();
 }
 
 }  // namespace uroce::verbs

@@ -46,6 +46,10 @@ ibv_xrcd* op_open_xrcd(ibv_context* c, ibv_xrcd_init_attr* a) {
   }
   Context* ctx = ctx_of(c);
   Runtime* rt = ctx->rt;
+  if (int err = rt->start()) {  // a deferred open (device::Runtime::open) opens the port here
+    errno = err;
+    return nullptr;
+  }
   {
     std::lock_guard<std::mutex> g(rt->mu);
     if (x->on_file) {

@@ -13,13 +13,21 @@ only when:
   - the suite ran at least --min-tests tests and passed at least --min-passed of them;
   - the libibverbs.so.1 the suite mapped is the build's.
 
-The device is the built-in loopback device uroce0 (one process). It has no kernel netdev, so
-the RDMA CM tests skip ("doesn't have net interface"). A device bound to a veth (host mode) would
-not run them either: each CM test forks its two sides from a process that has already opened the
-device, and DPDK's EAL, started in the parent, does not work in a forked child (the EAL threads
-are not there), so uroce would need fork support first.
+Two runs (ctest registers each):
+  default   the whole suite on the built-in loopback device uroce0 (one process). It has no
+            kernel netdev, so the RDMA CM tests skip ("doesn't have net interface").
+  --rdmacm  the RDMA CM tests (tests/test_rdmacm.py) on a host-mode device bound to a veth
+            (namespace A of tests/e2e's RoutedLink: 198.18.1.1/24, 2001:2:0:1::1/64, created
+            and removed here, also on failure), shared through uroce-hostd, under `uroce
+            rdma-ns` (which shows the device's netdev at /sys/class/infiniband/<dev>/device/net/,
+            where the suite looks for it). Each test's parent opens the device, queries it and
+            closes it, then forks the passive and the active side, which open it again: the
+            parent's open starts no DPDK (docs/host-mode.md, "Opening without DPDK"), the two
+            children become two clients of the daemon, and their frames go from one to the
+            other through it (its counters must show that). Needs root; exits 77 (ctest: skipped)
+            without it.
 
-Usage: pyverbs_suite.py --build BUILD [--min-tests N] [--min-passed N]
+Usage: pyverbs_suite.py --build BUILD [--rdmacm] [--min-tests N] [--min-passed N]
 """
 
 import argparse
@@ -28,6 +36,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -66,9 +75,11 @@ KNOWN_LIMITS = {
     "import": ([(r"Importing a device is not supported", None)], 1,
                "ibv_import_device: EOPNOTSUPP (a context lives in the process that opened it)"),
     "rdmacm_no_netdev": ([(r"doesn't have net interface", None)], 10,
-                         "RDMA CM tests: the loopback device has no kernel netdev, and on a "
-                         "host-mode device they would fork after the parent opened it (no "
-                         "fork support: DPDK's EAL does not work in a forked child)"),
+                         "RDMA CM tests on the loopback device: it has no kernel netdev (they "
+                         "run on a host-mode device in conformance.pyverbs_rdmacm)"),
+    "multicast": ([(r"Multicast is not supported on this device", r"^tests\.test_rdmacm\.")], 3,
+                  "multicast: max_mcast_grp is 0 and rdma_join_multicast fails with ENOSYS "
+                  "(the kernel's answer for a device without multicast)"),
 }
 
 
@@ -237,25 +248,96 @@ def loopback_config(path):
                 'addresses = ["198.18.0.1/15"]\n')
 
 
-def run_suite(work, env, timeout):
-    """Unpacks the suite under work and runs it through child(); returns the parsed record."""
+def suite_argv(work, tests=()):
+    """Unpacks the suite under work; returns (the command that runs it through child(), the
+    results file)."""
     suite = os.path.join(work, "rdma-core-tests")
     unpack(suite)
     out = os.path.join(work, "results.json")
     if os.path.exists(out):
         os.remove(out)
-    cmd = [PYTHON, os.path.abspath(__file__), "--child", out, suite, "--",
-                    "--dev", DEVICE, "-v"]
+    return [PYTHON, os.path.abspath(__file__), "--child", out, suite, "--",
+            "--dev", DEVICE, "-v", *tests], out
+
+
+def read_results(out, code):
+    if not os.path.exists(out):
+        sys.exit(f"pyverbs: the suite wrote no results (exit {code})")
+    with open(out) as f:
+        return json.load(f)
+
+
+def run_suite(work, env, timeout):
+    """Runs the whole suite on the loopback device; returns the parsed record."""
+    cmd, out = suite_argv(work)
     started = time.monotonic()
     try:
         p = subprocess.run(cmd, env=env, cwd=work, timeout=timeout)
     except subprocess.TimeoutExpired:
         sys.exit(f"pyverbs: FAIL: the suite did not finish in {timeout} s")
     print(f"pyverbs: run_tests.py exited {p.returncode} after {time.monotonic() - started:.1f} s")
-    if not os.path.exists(out):
-        sys.exit(f"pyverbs: the suite wrote no results (exit {p.returncode})")
-    with open(out) as f:
-        return json.load(f)
+    return read_results(out, p.returncode)
+
+
+RDMACM_TESTS = ["test_rdmacm"]
+
+
+def daemon_problem(out):
+    """The CM tests' frames went through uroce-hostd: it switched frames between at least two
+    clients (each test's passive and active side), and none left for the wire."""
+    slots = {}
+    for m in re.finditer(r"(?m)^final slot=(\d+) (.*)$", out):
+        slots[int(m.group(1))] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    if len([c for c in slots.values() if c.get("switched", 0) > 0]) < 2:
+        return f"uroce-hostd switched no frames between two clients: {slots}"
+    if any(c.get("to_wire", 0) > 0 for c in slots.values()):
+        return f"same-host frames reached the wire: {slots}"
+    return None
+
+
+def run_rdmacm(build, work, env, timeout):
+    """The RDMA CM tests on a host-mode device shared through uroce-hostd (module docstring).
+    Returns (the parsed record, problems of the daemon's counters)."""
+    sys.path.insert(0, os.path.join(HERE, "..", "e2e", "lib"))
+    import links  # noqa: E402  (namespaces, cleanup on exit and on signals)
+    import pair  # noqa: E402  (programs with captured output, killed on cleanup)
+
+    link = links.RoutedLink(mtu=1024)
+    try:
+        run_dir = os.path.join(work, "run")
+        os.makedirs(run_dir, exist_ok=True)
+        env = dict(env, UROCE_CONFIG=pair.write_config(os.path.join(work, "uroce.toml"), link, 0),
+                   UROCE_RUN_DIR=run_dir)
+        ifname = link.ifs[0]
+        daemon = pair.Side("uroce-hostd", link.wrap(0) + [
+            "stdbuf", "-oL", "-eL", os.path.join(build, "bin", "uroce-hostd"), "--netdev", ifname,
+            "--run-dir", run_dir], env, os.path.join(work, "hostd.out"))
+        deadline = time.monotonic() + 30
+        while "serving" not in daemon.output():
+            if daemon.poll() is not None or time.monotonic() > deadline:
+                sys.exit(f"pyverbs: uroce-hostd did not start:\n{daemon.output()}")
+            time.sleep(0.05)  # polling a condition with a deadline
+        cmd, out = suite_argv(work, RDMACM_TESTS)
+        started = time.monotonic()
+        suite = pair.Side("suite", link.wrap(0) + [
+            os.path.join(build, "bin", "uroce"), "rdma-ns", "--"] + cmd, env,
+            os.path.join(work, "suite.out"))
+        code = suite.wait(timeout)
+        print(suite.output(), end="")
+        if code is None:
+            suite.kill()
+            sys.exit(f"pyverbs: FAIL: the RDMA CM tests did not finish in {timeout} s")
+        print(f"pyverbs: run_tests.py exited {code} after {time.monotonic() - started:.1f} s")
+        daemon.kill(signal.SIGTERM)  # it prints its final counters
+        if daemon.wait(15) is None:
+            daemon.kill()
+        hostd = daemon.output()
+        print("\n".join(ln for ln in hostd.splitlines() if ln.startswith("final")))
+        problem = daemon_problem(hostd)
+        return read_results(out, code), [problem] if problem else []
+    finally:
+        pair.kill_all_sides()
+        link.close()
 
 
 def main():
@@ -267,19 +349,27 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("--min-tests", type=int, default=0)
     ap.add_argument("--min-passed", type=int, default=0)
+    ap.add_argument("--rdmacm", action="store_true",
+                    help="the RDMA CM tests on a host-mode device (module docstring)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds for the whole suite")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
-    work = os.path.join(build, "conformance", "pyverbs")
+    work = os.path.join(build, "conformance", "pyverbs_rdmacm" if args.rdmacm else "pyverbs")
     os.makedirs(work, exist_ok=True)
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = os.path.join(build, "lib")
     env.pop("PYTHONPATH", None)
-    cfg = os.path.join(work, "uroce.toml")
-    loopback_config(cfg)
-    env["UROCE_CONFIG"] = cfg
-    result = run_suite(work, env, args.timeout)
-    problems = check(result, build, args.min_tests, args.min_passed)
+    if args.rdmacm:
+        if os.geteuid() != 0:
+            print("SKIP: needs root (network namespaces, AF_XDP, uroce rdma-ns)")
+            sys.exit(77)
+        result, problems = run_rdmacm(build, work, env, args.timeout)
+    else:
+        cfg = os.path.join(work, "uroce.toml")
+        loopback_config(cfg)
+        env["UROCE_CONFIG"] = cfg
+        result, problems = run_suite(work, env, args.timeout), []
+    problems += check(result, build, args.min_tests, args.min_passed)
     for p in problems:
         print(p, file=sys.stderr)
     print("PASS" if not problems else f"FAIL: {len(problems)} problems")

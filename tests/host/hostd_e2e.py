@@ -16,6 +16,9 @@ Cases (one per run; ctest registers each as hostd.<case>):
   mpi       Open MPI over UCX (rc_verbs), four ranks, two per host: ping-pong across the router
             and between the two ranks of a host, allreduce, MPI_Put/Get, every byte checked
             (tests/e2e/mpi/pingpong_allreduce.c; the assertions of tests/e2e/lib/ucx_cases.py)
+  forkquery a process opens, queries and closes the device in A without starting DPDK, then
+            forks a child that opens it and allocates a PD (fork_after_query.py, pyverbs;
+            docs/host-mode.md, "Opening without DPDK")
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -269,14 +272,27 @@ def case_mpi(h):
     return None
 
 
+def case_forkquery(h):
+    p = h.start(A, "forkquery", ["/usr/bin/python3", os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "fork_after_query.py"), DEVICE,
+        h.link.addr[A]])
+    if p.wait(60) is None:
+        return "fork_after_query.py timed out"
+    if p.rc != 0 or "ok " not in p.output():
+        return f"fork_after_query.py: exit code {p.rc}"
+    return None
+
+
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
-         "rping": case_rping, "mpi": case_mpi}
+         "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery}
 
 
 def check_daemons(case, outs):
     """The frames went through the daemons: A's clients sent to the wire (cross-host cases) or
     were switched (same host), B's received."""
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
+    if case == "forkquery":  # only the child became a client; it sent nothing
+        return None
     if case == "mpi":  # two ranks per host, each to the other host and to its neighbour
         for name, d, key in (("A", a, "to_wire"), ("B", b, "to_client"), ("A", a, "switched"),
                              ("B", b, "switched")):
@@ -317,6 +333,8 @@ def main():
             return 1
         print(f"PASS hostd.{args.case}")
         for p in h.procs:  # the clients' results (perftest's table, uroce_verify's line)
+            if p.label == "forkquery":
+                print(p.output().strip())
             if p.label == "mpirun":
                 print("\n".join(ln for ln in ucx_cases.by_rank(p.output()).get(0, "").splitlines()
                                 if ln.startswith("ok")))

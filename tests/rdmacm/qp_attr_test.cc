@@ -64,6 +64,18 @@ TEST(RdmacmQpAttr, ConnectedInitRtrRts) {
   EXPECT_EQ(a.max_rd_atomic, 2);
   EXPECT_EQ(a.retry_cnt, 6);
   EXPECT_EQ(a.rnr_retry, 5);
+  EXPECT_EQ(a.timeout, kLocalAckTimeout);
+}
+
+TEST(RdmacmQpAttr, AckTimeoutOptionSetsTheRtsTimeout) {
+  Id id = connected();
+  id.ack_timeout = 21;  // rdma_set_option(RDMA_OPTION_ID_ACK_TIMEOUT)
+  ibv_qp_attr a{};
+  int mask = 0;
+  a.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
+  EXPECT_TRUE(mask & IBV_QP_TIMEOUT);
+  EXPECT_EQ(a.timeout, 21);
 }
 
 TEST(RdmacmQpAttr, BeforeAPeerOnlyInitWithoutRemoteAccess) {

@@ -457,6 +457,14 @@ TEST_F(RdmaNsTest, HostModeDeviceGetsItsNetdevsGidsAndState) {
             "./ports/1/link_layer=Ethernet\n"
             "./ports/1/phys_state=5: LinkUp\n"
             "./ports/1/state=4: ACTIVE\n");
+  // device/net/ lists the netdev (where rdma-core's test suite looks for it), a link to the
+  // netdev's own sysfs folder.
+  r = run_uroce(dir_.path,
+                "rdma-ns -- sh -c 'ls /sys/class/infiniband/a/device/net/ > " + inside +
+                    " && cat /sys/class/infiniband/a/device/net/d0/address >> " + inside + "'",
+                "TMPDIR=" + dir_.path + " UROCE_CONFIG=" + cfg_ + " ip netns exec " + ns);
+  ASSERT_EQ(r.status, 0) << r.out << r.err;
+  EXPECT_EQ(read_file(inside), "d0\n02:00:00:00:00:05\n");
   // Down: the port is down and its link disabled, as the kernel shows rxe's.
   ASSERT_EQ(std::system((ip + "link set d0 down").c_str()), 0);
   r = dump();

@@ -160,6 +160,11 @@ class PrivateView {
         f << text;
         if (!f) return fail("writing " + path);
       }
+      for (const auto& [rel, target] : sysfs_links(d, host ? &*host : nullptr)) {
+        const std::string path = t_ + "/sys-upper/infiniband/" + rel;
+        make_dirs(path.substr(0, path.rfind('/')));
+        if (symlink(target.c_str(), path.c_str()) != 0) return fail("symlink " + path);
+      }
     }
     return 0;
   }
@@ -239,6 +244,12 @@ std::vector<std::pair<std::string, std::string>> sysfs_files(const config::Devic
     out.emplace_back(d.name + "/parent", host->name + "\n");
   }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> sysfs_links(const config::Device& d,
+                                                             const netlink::NetdevState* host) {
+  if (!host) return {};
+  return {{d.name + "/device/net/" + host->name, "/sys/class/net/" + host->name}};
 }
 
 namespace {

@@ -23,8 +23,10 @@
  * GIDs that [device] roce_v1 adds after them) per GID, and ports/1/link_layer ("Ethernet"). A
  * host-mode device (`netdev =`) gets what the kernel shows for rxe on that netdev: its GIDs are the
  * netdev's addresses (as uroce orders them, netlink/netdev.h) with gid_attrs/ndevs/<i> naming the
- * netdev, ports/1/state and phys_state from the netdev's state, and `parent` (rxe's name of its
- * netdev). What already exists (a real RDMA driver's) is left as it is.
+ * netdev, ports/1/state and phys_state from the netdev's state, `parent` (rxe's name of its
+ * netdev) and device/net/<netdev> (a symlink to the netdev's sysfs folder: a RoCE NIC's
+ * `device` is its PCI function, whose net/ folder holds its netdevs). What already exists (a
+ * real RDMA driver's) is left as it is.
  */
 #pragma once
 
@@ -47,6 +49,12 @@ std::vector<std::string> devnode_paths(int count);
 /// The sysfs files of one device, as (path below /sys/class/infiniband, contents). host: the
 /// state of a host-mode device's netdev (its GIDs replace the configured addresses).
 std::vector<std::pair<std::string, std::string>> sysfs_files(
+    const config::Device& d, const netlink::NetdevState* host = nullptr);
+
+/// The sysfs symlinks of one device, as (path below /sys/class/infiniband, target). A host-mode
+/// device gets device/net/<netdev> -> /sys/class/net/<netdev>: where rdma-core's test suite
+/// (tests/base.py) and other tools look for a RoCE device's netdev.
+std::vector<std::pair<std::string, std::string>> sysfs_links(
     const config::Device& d, const netlink::NetdevState* host = nullptr);
 
 /// Runs the subcommand. Returns the exit status (with a command: only on failure, since the
