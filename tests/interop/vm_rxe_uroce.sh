@@ -20,9 +20,11 @@
 # with scapy's ICRC good on every frame, and rxe's rcvd_pkts counter equals the number of
 # RoCE frames uroce sent it (rxe drops bad-ICRC packets before counting them).
 #
-# Usage: [UROCE_VM_CASES=regex] vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
-#        lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency
-#        and more verify ops; --ecn runs the ECN/CNP case alone)
+# Usage: [UROCE_VM_CASES=regex] vm_rxe_uroce.sh <build dir> [--long|--ecn|--ibta15]   (the build
+#        dir holds lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics,
+#        latency and more verify ops; --ecn runs the ECN/CNP case alone; --ibta15 runs IBA 1.5's
+#        ATOMIC WRITE and FLUSH cases on the guest with bookworm-backports' kernel, whose rxe has
+#        them (6.2+), UROCE_GUEST_SUITE below)
 # Time: boot ~10-20 s (TCG), short case list ~1-2 min; every program is bounded by a timeout.
 set -euo pipefail
 
@@ -79,8 +81,21 @@ cases=(
   "riostream_rxe_srv|rxe|riostream|-S 65536 -C 100 -T v"
 )
 ecn_case="ecn_cnp_write_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 20|ce_on|ce_off"
+# IBA 1.5 (uroce_verify -o atomic_write / -o flush; Debian 12's 6.1 rxe has neither):
+# ATOMIC WRITE both ways (rdma-core 44's rxe provider has ibv_wr_atomic_write); FLUSH with uroce
+# as the requester only (ibv_wr_flush came with rdma-core 45: the guest's provider refuses
+# IBV_QP_EX_WITH_FLUSH), rxe registering its region with IBV_ACCESS_FLUSH_GLOBAL.
+ibta15_cases=(
+  "verify_atomic_write_rxe_srv|rxe|uroce_verify|-o atomic_write -n 40"
+  "verify_atomic_write_uroce_srv|uroce|uroce_verify|-o atomic_write -n 40"
+  "verify_flush_rxe_srv|rxe|uroce_verify|-o flush -s 10000 -n 20"
+)
 case $mode in
   --ecn) cases=("$ecn_case") ;;
+  --ibta15)
+    cases=("${ibta15_cases[@]}")
+    export UROCE_GUEST_SUITE=${UROCE_GUEST_SUITE:-bookworm-backports}
+    ;;
   --long | '') ;;
   *) echo "vm_rxe_uroce: unknown mode $mode" >&2; exit 2 ;;
 esac
