@@ -76,16 +76,17 @@
 namespace {
 
 struct Options {
-  std::string dev;           ///< -d: device name (default: the first)
-  int gid_index = 0;         ///< -g
-  size_t size = 4096;        ///< -s: bytes per message (8 for atomic)
-  int iters = 100;           ///< -n
-  std::string op = "write";  ///< -o: write | read | send | atomic | mixed | mw | atomic_write | flush
-  int port = 18515;          ///< -p: TCP port
-  int timeout_s = 10;        ///< -t: seconds to wait for any one completion
-  int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
-  bool rxe = false;          ///< --rxe: mw server on Linux rxe (its two deviations, above)
-  std::string host;          ///< server host (client mode)
+  std::string dev;     ///< -d: device name (default: the first)
+  int gid_index = 0;   ///< -g
+  size_t size = 4096;  ///< -s: bytes per message (8 for atomic)
+  int iters = 100;     ///< -n
+  std::string op =
+      "write";         ///< -o: write | read | send | atomic | mixed | mw | atomic_write | flush
+  int port = 18515;    ///< -p: TCP port
+  int timeout_s = 10;  ///< -t: seconds to wait for any one completion
+  int duration_s = 0;  ///< -D: mixed only; run this long instead of -n iterations
+  bool rxe = false;    ///< --rxe: mw server on Linux rxe (its two deviations, above)
+  std::string host;    ///< server host (client mode)
 };
 
 /// mixed: receive slots the server keeps posted, and where its counter sits in its buffer.
@@ -127,13 +128,13 @@ constexpr uint32_t kNoFlushSeed = 0xf1f1;
 
 /// IBA 1.5 names that rdma-core 44's headers lack, with rdma-core 45's values (libibverbs
 /// verbs.h; Linux include/uapi/rdma/ib_user_verbs.h). uroce's lib/verbs/ibta15.h has the same.
-constexpr unsigned kAccessFlushGlobal = 1u << 8;              ///< IBV_ACCESS_FLUSH_GLOBAL
-constexpr uint64_t kQpExWithFlush = 1ull << 11;               ///< IBV_QP_EX_WITH_FLUSH
-constexpr int kWcFlush = 8;                                   ///< IBV_WC_FLUSH
-constexpr uint64_t kDevFlushGlobal = 1ull << 38;              ///< IB_UVERBS_DEVICE_FLUSH_GLOBAL
-constexpr uint64_t kDevAtomicWrite = 1ull << 40;              ///< IB_UVERBS_DEVICE_ATOMIC_WRITE
-constexpr uint8_t kFlushGlobal = 1;                           ///< IBV_FLUSH_GLOBAL
-constexpr uint8_t kFlushRange = 0, kFlushMr = 1;              ///< IBV_FLUSH_RANGE, IBV_FLUSH_MR
+constexpr unsigned kAccessFlushGlobal = 1u << 8;  ///< IBV_ACCESS_FLUSH_GLOBAL
+constexpr uint64_t kQpExWithFlush = 1ull << 11;   ///< IBV_QP_EX_WITH_FLUSH
+constexpr int kWcFlush = 8;                       ///< IBV_WC_FLUSH
+constexpr uint64_t kDevFlushGlobal = 1ull << 38;  ///< IB_UVERBS_DEVICE_FLUSH_GLOBAL
+constexpr uint64_t kDevAtomicWrite = 1ull << 40;  ///< IB_UVERBS_DEVICE_ATOMIC_WRITE
+constexpr uint8_t kFlushGlobal = 1;               ///< IBV_FLUSH_GLOBAL
+constexpr uint8_t kFlushRange = 0, kFlushMr = 1;  ///< IBV_FLUSH_RANGE, IBV_FLUSH_MR
 /// rdma-core 45's struct ibv_qp_ex: 44's with wr_flush appended. Only a QP whose provider took
 /// IBV_QP_EX_WITH_FLUSH has it (one of rdma-core 44 refuses the flag).
 struct QpEx45 {
@@ -352,11 +353,11 @@ bool setup(const Options& o, bool server, Rdma* r) {
                         (o.op == "flush" ? kQpExWithFlush : uint64_t{IBV_QP_EX_WITH_ATOMIC_WRITE});
     r->qp = ibv_create_qp_ex(r->ctx, &ix);
     if (!r->qp) {
-      std::fprintf(stderr, "uroce_verify: ibv_create_qp_ex with %s: %s%s\n",
-                   o.op == "flush" ? "IBV_QP_EX_WITH_FLUSH" : "IBV_QP_EX_WITH_ATOMIC_WRITE",
-                   std::strerror(errno),
-                   o.op == "flush" ? " (ibv_wr_flush needs a provider of rdma-core 45 or later)"
-                                   : "");
+      std::fprintf(
+          stderr, "uroce_verify: ibv_create_qp_ex with %s: %s%s\n",
+          o.op == "flush" ? "IBV_QP_EX_WITH_FLUSH" : "IBV_QP_EX_WITH_ATOMIC_WRITE",
+          std::strerror(errno),
+          o.op == "flush" ? " (ibv_wr_flush needs a provider of rdma-core 45 or later)" : "");
       return false;
     }
     r->qpx = ibv_qp_to_qp_ex(r->qp);
@@ -643,11 +644,11 @@ long run_client(const Options& o, Rdma* r, const Peer& peer, const Peer& noflush
     // registered without IBV_ACCESS_FLUSH_GLOBAL.
     const int st = post_ex(r, true, noflush.rkey, noflush.addr, 0, o.size, kFlushRange);
     const bool ok = st == IBV_WC_REM_ACCESS_ERR;
-    std::printf("uroce_verify client: FLUSH (global, range) of the region without "
-                "IBV_ACCESS_FLUSH_GLOBAL, rkey 0x%x: %s (want IBV_WC_REM_ACCESS_ERR) %s\n",
-                noflush.rkey,
-                st < 0 ? "no completion" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)),
-                ok ? "ok" : "FAILED");
+    std::printf(
+        "uroce_verify client: FLUSH (global, range) of the region without "
+        "IBV_ACCESS_FLUSH_GLOBAL, rkey 0x%x: %s (want IBV_WC_REM_ACCESS_ERR) %s\n",
+        noflush.rkey, st < 0 ? "no completion" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)),
+        ok ? "ok" : "FAILED");
     bad += !ok;
   }
   return no_extra_completion(r->cq) ? bad : -1;
@@ -748,9 +749,10 @@ long server_check_end(const Options& o, Rdma* r) {
     const long last = static_cast<long>(
         count_mismatch(r->buf.data(), o.size, static_cast<uint32_t>(o.iters - 1)));
     const long other = static_cast<long>(count_mismatch(r->noflush.data(), o.size, kNoFlushSeed));
-    std::printf("uroce_verify server: flushed region holds the last pattern: %ld bytes differ; "
-                "the region without the flush right: %ld bytes changed\n",
-                last, other);
+    std::printf(
+        "uroce_verify server: flushed region holds the last pattern: %ld bytes differ; "
+        "the region without the flush right: %ld bytes changed\n",
+        last, other);
     return last + other;
   }
   return 0;
@@ -1172,8 +1174,9 @@ int main(int argc, char** argv) {
   Peer noflush;
   if (o.op == "flush") {
     if (server) {
-      if (!send_line(fd, "NOFLUSH " + std::to_string(reinterpret_cast<uintptr_t>(r.noflush.data())) +
-                             " " + std::to_string(r.nmr->rkey)))
+      if (!send_line(fd, "NOFLUSH " +
+                             std::to_string(reinterpret_cast<uintptr_t>(r.noflush.data())) + " " +
+                             std::to_string(r.nmr->rkey)))
         return 1;
     } else if (!recv_line(fd, &line) || std::sscanf(line.c_str(), "NOFLUSH %" SCNu64 " %u",
                                                     &noflush.addr, &noflush.rkey) != 2) {
