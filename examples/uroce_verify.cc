@@ -76,17 +76,16 @@
 namespace {
 
 struct Options {
-  std::string dev;     ///< -d: device name (default: the first)
-  int gid_index = 0;   ///< -g
-  size_t size = 4096;  ///< -s: bytes per message (8 for atomic)
-  int iters = 100;     ///< -n
-  std::string op =
-      "write";         ///< -o: write | read | send | atomic | mixed | mw | atomic_write | flush
-  int port = 18515;    ///< -p: TCP port
-  int timeout_s = 10;  ///< -t: seconds to wait for any one completion
-  int duration_s = 0;  ///< -D: mixed only; run this long instead of -n iterations
-  bool rxe = false;    ///< --rxe: mw server on Linux rxe (its two deviations, above)
-  std::string host;    ///< server host (client mode)
+  std::string dev;           ///< -d: device name (default: the first)
+  int gid_index = 0;         ///< -g
+  size_t size = 4096;        ///< -s: bytes per message (8 for atomic, 64 for atomic_write)
+  int iters = 100;           ///< -n
+  std::string op = "write";  ///< -o: one of the ops above
+  int port = 18515;          ///< -p: TCP port
+  int timeout_s = 10;        ///< -t: seconds to wait for any one completion
+  int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
+  bool rxe = false;          ///< --rxe: mw server on Linux rxe (its two deviations, above)
+  std::string host;          ///< server host (client mode)
 };
 
 /// mixed: receive slots the server keeps posted, and where its counter sits in its buffer.
