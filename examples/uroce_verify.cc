@@ -39,6 +39,19 @@
  *           region too); and rxe's receive completion carries the kernel's
  *           IB_WC_WITH_INVALIDATE bit (1 << 2, IBV_WC_IP_CSUM_OK to libibverbs) in place of
  *           IBV_WC_WITH_INV (1 << 3), which is then accepted (and reported) as such.
+ *   atomic_write  IBA 1.5's RDMA ATOMIC WRITE (ibv_wr_atomic_write, rdma-core 44+): the
+ *           server's buffer is 8 slots of 8 bytes (-s is 64), filled with a known pattern;
+ *           iteration i writes an 8-byte value of its own into slot i % 8, then READs the 64
+ *           bytes back and compares them with what every slot must hold by now. The server
+ *           checks that its buffer holds the last value of every slot.
+ *   flush   IBA 1.5's RDMA FLUSH (ibv_wr_flush of rdma-core 45+, reached as the ibv_qp_ex
+ *           member after wr_atomic_write; the client's provider must accept
+ *           IBV_QP_EX_WITH_FLUSH). The server registers its buffer with
+ *           IBV_ACCESS_FLUSH_GLOBAL, allows that flush type on its QP, and registers a second
+ *           buffer without it. Iteration i WRITEs pattern(i), FLUSHes it to global visibility
+ *           (even i: the range written; odd i: the whole region), READs it back and compares;
+ *           then a FLUSH of a range of the second buffer must end in IBV_WC_REM_ACCESS_ERR.
+ *           The server checks its buffer holds pattern(n-1) and the second one is unchanged.
  * Every completion is checked to be the one expected (the posted WR; receives in posting
  * order) and no completion may follow the last. Exit status 0 only when both sides saw no
  * mismatch, no error completion (mw: only the expected ones) and no unexpected completion.
@@ -51,6 +64,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
@@ -64,9 +78,9 @@ namespace {
 struct Options {
   std::string dev;           ///< -d: device name (default: the first)
   int gid_index = 0;         ///< -g
-  size_t size = 4096;        ///< -s: bytes per message (8 for atomic)
+  size_t size = 4096;        ///< -s: bytes per message (8 for atomic, 64 for atomic_write)
   int iters = 100;           ///< -n
-  std::string op = "write";  ///< -o: write | read | send | atomic
+  std::string op = "write";  ///< -o: one of the ops above
   int port = 18515;          ///< -p: TCP port
   int timeout_s = 10;        ///< -t: seconds to wait for any one completion
   int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
@@ -97,6 +111,38 @@ uint32_t mw_seed(int k, int i) {
   return (static_cast<uint32_t>(k + 1) << 16) | static_cast<uint32_t>(i);
 }
 constexpr uint32_t kMwGuardSeed = 0x6a6a, kMwSendSeed = 0x5e9d, kMwRefusedSeed = 0xeeee;
+
+/// atomic_write: 8-byte slots in the server's buffer, their initial fill, the i-th value.
+constexpr size_t kAwSlots = 8;
+constexpr uint32_t kAwInitSeed = 0xa770;
+uint64_t aw_value(uint64_t i) {  // splitmix64: every byte of every value differs from the fill
+  uint64_t z = i + 0x9e3779b97f4a7c15u;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+  return z ^ (z >> 31);
+}
+
+/// flush: the second buffer's fill (it must stay so).
+constexpr uint32_t kNoFlushSeed = 0xf1f1;
+
+/// IBA 1.5 names that rdma-core 44's headers lack, with rdma-core 45's values (libibverbs
+/// verbs.h; Linux include/uapi/rdma/ib_user_verbs.h). uroce's lib/verbs/ibta15.h has the same.
+constexpr unsigned kAccessFlushGlobal = 1u << 8;  ///< IBV_ACCESS_FLUSH_GLOBAL
+constexpr uint64_t kQpExWithFlush = 1ull << 11;   ///< IBV_QP_EX_WITH_FLUSH
+constexpr int kWcFlush = 8;                       ///< IBV_WC_FLUSH
+constexpr uint64_t kDevFlushGlobal = 1ull << 38;  ///< IB_UVERBS_DEVICE_FLUSH_GLOBAL
+constexpr uint64_t kDevAtomicWrite = 1ull << 40;  ///< IB_UVERBS_DEVICE_ATOMIC_WRITE
+constexpr uint8_t kFlushGlobal = 1;               ///< IBV_FLUSH_GLOBAL
+constexpr uint8_t kFlushRange = 0, kFlushMr = 1;  ///< IBV_FLUSH_RANGE, IBV_FLUSH_MR
+/// rdma-core 45's struct ibv_qp_ex: 44's with wr_flush appended. Only a QP whose provider took
+/// IBV_QP_EX_WITH_FLUSH has it (one of rdma-core 44 refuses the flag).
+struct QpEx45 {
+  ibv_qp_ex base;
+  void (*wr_flush)(ibv_qp_ex* qp, uint32_t rkey, uint64_t remote_addr, size_t len, uint8_t type,
+                   uint8_t level);
+};
+
+bool ibta15_op(const std::string& op) { return op == "atomic_write" || op == "flush"; }
 
 /// Peer parameters exchanged over TCP.
 struct Peer {
@@ -209,6 +255,11 @@ struct Rdma {
   std::vector<uint8_t> buf, scratch;
   ibv_mr* mr = nullptr;
   ibv_mr* smr = nullptr;
+  /// atomic_write/flush client: the QP's ibv_wr_* interface.
+  ibv_qp_ex* qpx = nullptr;
+  /// flush server: the buffer registered without IBV_ACCESS_FLUSH_GLOBAL.
+  std::vector<uint8_t> noflush;
+  ibv_mr* nmr = nullptr;
   int timeout_s = 10;
   /// mw: one QP and its own CQ per window; links[0] is {qp, cq}.
   struct Link {
@@ -258,8 +309,23 @@ bool setup(const Options& o, bool server, Rdma* r) {
   if (server && mw)  // the windows grant remote access; the region itself grants none
     r->mr =
         ibv_reg_mr(r->pd, r->buf.data(), mw_mr_len(o), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND);
+  else if (server && o.op == "flush")
+    r->mr = ibv_reg_mr(r->pd, r->buf.data(), r->buf.size(),
+                       access | static_cast<int>(kAccessFlushGlobal));
   else
     r->mr = ibv_reg_mr(r->pd, r->buf.data(), r->buf.size(), access);
+  if (!r->mr && server && o.op == "flush")
+    std::fprintf(stderr, "uroce_verify: ibv_reg_mr with IBV_ACCESS_FLUSH_GLOBAL: %s\n",
+                 std::strerror(errno));
+  if (server && o.op == "flush") {
+    r->noflush.assign(o.size, 0);
+    fill(r->noflush.data(), o.size, kNoFlushSeed);
+    r->nmr = ibv_reg_mr(r->pd, r->noflush.data(), o.size, access);
+    if (!r->nmr) {
+      std::perror("ibv_reg_mr");
+      return false;
+    }
+  }
   r->smr = ibv_reg_mr(r->pd, r->scratch.data(), r->scratch.size(), access);
   if (!r->mr || !r->smr) {
     std::perror("ibv_reg_mr");
@@ -273,7 +339,30 @@ bool setup(const Options& o, bool server, Rdma* r) {
   ia.cap.max_recv_wr = mixed ? kMixedSlots : static_cast<uint32_t>(o.iters) + 1;
   ia.cap.max_send_sge = 1;
   ia.cap.max_recv_sge = 1;
-  r->qp = ibv_create_qp(r->pd, &ia);
+  if (!server && ibta15_op(o.op)) {
+    // The ibv_wr_* interface: ATOMIC WRITE and FLUSH have no ibv_post_send form.
+    ibv_qp_init_attr_ex ix{};
+    ix.send_cq = ia.send_cq;
+    ix.recv_cq = ia.recv_cq;
+    ix.qp_type = IBV_QPT_RC;
+    ix.cap = ia.cap;
+    ix.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+    ix.pd = r->pd;
+    ix.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+                        (o.op == "flush" ? kQpExWithFlush : uint64_t{IBV_QP_EX_WITH_ATOMIC_WRITE});
+    r->qp = ibv_create_qp_ex(r->ctx, &ix);
+    if (!r->qp) {
+      std::fprintf(
+          stderr, "uroce_verify: ibv_create_qp_ex with %s: %s%s\n",
+          o.op == "flush" ? "IBV_QP_EX_WITH_FLUSH" : "IBV_QP_EX_WITH_ATOMIC_WRITE",
+          std::strerror(errno),
+          o.op == "flush" ? " (ibv_wr_flush needs a provider of rdma-core 45 or later)" : "");
+      return false;
+    }
+    r->qpx = ibv_qp_to_qp_ex(r->qp);
+  } else {
+    r->qp = ibv_create_qp(r->pd, &ia);
+  }
   if (!r->qp) {
     std::perror("ibv_create_qp");
     return false;
@@ -301,6 +390,8 @@ bool connect_qp(const Options& o, Rdma* r, ibv_qp* qp, const Peer& me, const Pee
   a.qp_state = IBV_QPS_INIT;
   a.port_num = 1;
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+  // A FLUSH needs its placement type allowed by the responder's QP too (IBA 9.7.5.1.4).
+  if (o.op == "flush") a.qp_access_flags |= kAccessFlushGlobal;
   if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
     std::perror("modify INIT");
     return false;
@@ -405,6 +496,56 @@ bool no_extra_completion(ibv_cq* cq) {
   return n == 0;
 }
 
+/// Posts one signalled ATOMIC WRITE of value (flush: a FLUSH to global visibility of len bytes
+/// at raddr, selectivity level) through the ibv_wr_* interface and waits for its completion:
+/// its status, or -1 (refused, no completion, another WR's, or success with the wrong opcode).
+int post_ex(Rdma* r, bool flush, uint32_t rkey, uint64_t raddr, uint64_t value, size_t len = 0,
+            uint8_t level = 0) {
+  ibv_qp_ex* q = r->qpx;
+  const uint64_t id = flush ? 0xf1 : 0xa7;
+  ibv_wr_start(q);
+  q->wr_id = id;
+  q->wr_flags = IBV_SEND_SIGNALED;
+  if (flush)
+    reinterpret_cast<QpEx45*>(q)->wr_flush(q, rkey, raddr, len, kFlushGlobal, level);
+  else
+    ibv_wr_atomic_write(q, rkey, raddr, &value);
+  if (int e = ibv_wr_complete(q)) {
+    std::fprintf(stderr, "uroce_verify: ibv_wr_complete (%s): %s\n",
+                 flush ? "ibv_wr_flush" : "ibv_wr_atomic_write", std::strerror(e));
+    return -1;
+  }
+  ibv_wc wc;
+  if (!wait_cq(r->cq, r->timeout_s, &wc)) return -1;
+  const int want_opcode = flush ? kWcFlush : static_cast<int>(IBV_WC_ATOMIC_WRITE);
+  if (wc.wr_id != id ||
+      (wc.status == IBV_WC_SUCCESS && static_cast<int>(wc.opcode) != want_opcode)) {
+    std::fprintf(stderr,
+                 "uroce_verify: completion wr_id %" PRIu64 " opcode %d, expected wr_id %" PRIu64
+                 " opcode %d\n",
+                 wc.wr_id, static_cast<int>(wc.opcode), id, want_opcode);
+    return -1;
+  }
+  return wc.status;
+}
+
+/// atomic_write: what the server's 8 slots hold after the first n values were written.
+std::vector<uint8_t> aw_model(const Options& o, int n) {
+  std::vector<uint8_t> m(o.size);
+  fill(m.data(), m.size(), kAwInitSeed);
+  for (int i = 0; i < n; ++i) {
+    const uint64_t v = aw_value(static_cast<uint64_t>(i));
+    std::memcpy(m.data() + (static_cast<size_t>(i) % kAwSlots) * 8, &v, 8);
+  }
+  return m;
+}
+
+size_t count_diff(const uint8_t* a, const uint8_t* b, size_t n) {
+  size_t bad = 0;
+  for (size_t i = 0; i < n; ++i) bad += a[i] != b[i];
+  return bad;
+}
+
 bool post_recv(Rdma* r, uint64_t id, uint8_t* p, uint32_t len) {
   ibv_sge sge{reinterpret_cast<uintptr_t>(p), len, r->mr->lkey};
   ibv_recv_wr wr{};
@@ -419,8 +560,9 @@ bool post_recv(Rdma* r, uint64_t id, uint8_t* p, uint32_t len) {
 uint32_t send_seed(uint64_t i) { return static_cast<uint32_t>(i) ^ 0x5a5a5a5au; }
 
 /// Client side of one op; returns mismatching bytes (or -1 on a transport error). *done is
-/// the number of iterations run (-n, or as many as -D seconds allowed).
-long run_client(const Options& o, Rdma* r, const Peer& peer, int* done) {
+/// the number of iterations run (-n, or as many as -D seconds allowed). noflush: flush's
+/// region without the flush right.
+long run_client(const Options& o, Rdma* r, const Peer& peer, const Peer& noflush, int* done) {
   long bad = 0;
   auto len = static_cast<uint32_t>(o.size);
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(o.duration_s);
@@ -456,6 +598,33 @@ long run_client(const Options& o, Rdma* r, const Peer& peer, int* done) {
     } else if (o.op == "send") {
       fill(r->buf.data(), o.size, seed);
       if (!post(r, IBV_WR_SEND, r->buf.data(), r->mr, len, peer)) return -1;
+    } else if (o.op == "atomic_write") {
+      const size_t slot = static_cast<size_t>(i) % kAwSlots;
+      const int st = post_ex(r, false, peer.rkey, peer.addr + slot * 8, aw_value(seed));
+      if (st != IBV_WC_SUCCESS) {
+        std::fprintf(stderr, "uroce_verify: ATOMIC WRITE %d: %s\n", i,
+                     st < 0 ? "no completion" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)));
+        return -1;
+      }
+      std::memset(r->scratch.data(), 0, o.size);
+      if (!post(r, IBV_WR_RDMA_READ, r->scratch.data(), r->smr, len, peer)) return -1;
+      const std::vector<uint8_t> want = aw_model(o, i + 1);
+      bad += static_cast<long>(count_diff(r->scratch.data(), want.data(), o.size));
+    } else if (o.op == "flush") {
+      fill(r->buf.data(), o.size, seed);
+      if (!post(r, IBV_WR_RDMA_WRITE, r->buf.data(), r->mr, len, peer)) return -1;
+      // Even iterations flush the range written, odd ones the whole region.
+      const uint8_t level = i % 2 ? kFlushMr : kFlushRange;
+      const int st = post_ex(r, true, peer.rkey, peer.addr, 0, o.size, level);
+      if (st != IBV_WC_SUCCESS) {
+        std::fprintf(stderr, "uroce_verify: FLUSH %d (%s): %s\n", i,
+                     level == kFlushMr ? "IBV_FLUSH_MR" : "IBV_FLUSH_RANGE",
+                     st < 0 ? "no completion" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)));
+        return -1;
+      }
+      std::memset(r->scratch.data(), 0, o.size);
+      if (!post(r, IBV_WR_RDMA_READ, r->scratch.data(), r->smr, len, peer)) return -1;
+      bad += static_cast<long>(count_mismatch(r->scratch.data(), o.size, seed));
     } else {  // atomic
       uint64_t old = 0;
       if (!post(r, IBV_WR_ATOMIC_FETCH_AND_ADD, r->scratch.data(), r->smr, 8, peer, 1)) return -1;
@@ -468,6 +637,18 @@ long run_client(const Options& o, Rdma* r, const Peer& peer, int* done) {
       std::memcpy(&old, r->scratch.data(), 8);
       bad += old != expect;
     }
+  }
+  if (o.op == "flush") {
+    // Bad input last (it moves the QP to the error state): a FLUSH of a range of the region
+    // registered without IBV_ACCESS_FLUSH_GLOBAL.
+    const int st = post_ex(r, true, noflush.rkey, noflush.addr, 0, o.size, kFlushRange);
+    const bool ok = st == IBV_WC_REM_ACCESS_ERR;
+    std::printf(
+        "uroce_verify client: FLUSH (global, range) of the region without "
+        "IBV_ACCESS_FLUSH_GLOBAL, rkey 0x%x: %s (want IBV_WC_REM_ACCESS_ERR) %s\n",
+        noflush.rkey, st < 0 ? "no completion" : ibv_wc_status_str(static_cast<ibv_wc_status>(st)),
+        ok ? "ok" : "FAILED");
+    bad += !ok;
   }
   return no_extra_completion(r->cq) ? bad : -1;
 }
@@ -523,6 +704,7 @@ long server_run_mixed(const Options& o, Rdma* r, int fd, long* theirs, long* ite
 /// Server side: prepare the buffer, and for SEND receive and check every message.
 long server_prepare(const Options& o, Rdma* r) {
   if (o.op == "read") fill(r->buf.data(), o.size, 0xfeed);
+  if (o.op == "atomic_write") fill(r->buf.data(), o.size, kAwInitSeed);
   if (o.op == "send")
     for (int i = 0; i < o.iters; ++i)
       if (!post_recv(r, static_cast<uint64_t>(i), r->buf.data() + static_cast<size_t>(i) * o.size,
@@ -558,7 +740,37 @@ long server_check_end(const Options& o, Rdma* r) {
     std::memcpy(&v, r->buf.data(), 8);
     return v == 2u * static_cast<uint64_t>(o.iters) ? 0 : 1;
   }
+  if (o.op == "atomic_write") {
+    const std::vector<uint8_t> want = aw_model(o, o.iters);
+    return static_cast<long>(count_diff(r->buf.data(), want.data(), o.size));
+  }
+  if (o.op == "flush") {
+    const long last = static_cast<long>(
+        count_mismatch(r->buf.data(), o.size, static_cast<uint32_t>(o.iters - 1)));
+    const long other = static_cast<long>(count_mismatch(r->noflush.data(), o.size, kNoFlushSeed));
+    std::printf(
+        "uroce_verify server: flushed region holds the last pattern: %ld bytes differ; "
+        "the region without the flush right: %ld bytes changed\n",
+        last, other);
+    return last + other;
+  }
   return 0;
+}
+
+/// atomic_write/flush: the device advertises the operation in ibv_query_device_ex's
+/// device_cap_flags_ex (IB_UVERBS_DEVICE_ATOMIC_WRITE or _FLUSH_GLOBAL). 0 if so, else 1.
+long ibta15_caps(const Options& o, Rdma* r, bool server) {
+  ibv_device_attr_ex ax{};
+  const bool queried = ibv_query_device_ex(r->ctx, nullptr, &ax) == 0;
+  const bool flush = o.op == "flush";
+  const uint64_t want = flush ? kDevFlushGlobal : kDevAtomicWrite;
+  const bool ok = queried && (ax.device_cap_flags_ex & want);
+  std::printf("uroce_verify %s: %s device_cap_flags_ex 0x%" PRIx64 ": %s %s\n",
+              server ? "server" : "client", ibv_get_device_name(r->ctx->device),
+              static_cast<uint64_t>(ax.device_cap_flags_ex),
+              flush ? "FLUSH_GLOBAL (bit 38)" : "ATOMIC_WRITE (bit 40)",
+              ok ? "advertised" : "NOT advertised");
+  return ok ? 0 : 1;
 }
 
 // ---- mw: memory windows ------------------------------------------------------------------
@@ -886,7 +1098,8 @@ void usage() {
   std::fprintf(
       stderr,
       "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
-      "                    [-o write|read|send|atomic|mixed|mw] [-D seconds] [-p tcp_port]\n"
+      "                    [-o write|read|send|atomic|mixed|mw|atomic_write|flush] [-D seconds]\n"
+      "                    [-p tcp_port]\n"
       "                    [-t timeout_s] [--rxe] [host]\n");
 }
 
@@ -917,11 +1130,12 @@ int main(int argc, char** argv) {
   }
   if (optind < argc) o.host = argv[optind];
   if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" && o.op != "mixed" &&
-      o.op != "mw") {
+      o.op != "mw" && !ibta15_op(o.op)) {
     usage();
     return 2;
   }
   if (o.op == "atomic") o.size = 8;
+  if (o.op == "atomic_write") o.size = kAwSlots * 8;
   if (o.size == 0 || o.iters <= 0 || o.duration_s < 0 || (o.duration_s && o.op != "mixed") ||
       (o.op == "mw" && o.size < 8) || (o.rxe && o.op != "mw")) {
     usage();
@@ -955,6 +1169,21 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!connect_qp(o, &r, r.qp, me, peer)) return 1;
+  // flush: the server's region without the flush right, where the client's last FLUSH goes.
+  Peer noflush;
+  if (o.op == "flush") {
+    if (server) {
+      if (!send_line(fd, "NOFLUSH " +
+                             std::to_string(reinterpret_cast<uintptr_t>(r.noflush.data())) + " " +
+                             std::to_string(r.nmr->rkey)))
+        return 1;
+    } else if (!recv_line(fd, &line) || std::sscanf(line.c_str(), "NOFLUSH %" SCNu64 " %u",
+                                                    &noflush.addr, &noflush.rkey) != 2) {
+      std::fprintf(stderr, "uroce_verify: bad NOFLUSH line '%s'\n", line.c_str());
+      return 1;
+    }
+  }
+  const long caps_failed = ibta15_op(o.op) ? ibta15_caps(o, &r, server) : 0;
   Window win[kMwWindows];
   std::vector<ibv_mw*> mws;
   long mw_bind_failed = 0;
@@ -1020,10 +1249,11 @@ int main(int argc, char** argv) {
     if (o.op == "send") mine = server_run_send(o, &r);
     if (!recv_line(fd, &line)) return 1;  // "DONE <client mismatches>"
     std::sscanf(line.c_str(), "DONE %ld", &theirs);
-    if (mine >= 0) mine += server_check_end(o, &r);
+    if (mine >= 0) mine += server_check_end(o, &r) + caps_failed;
     send_line(fd, "RESULT " + std::to_string(mine));
   } else {
-    mine = o.op == "mw" ? mw_client(o, &r, win, fd) : run_client(o, &r, peer, &iters);
+    mine = o.op == "mw" ? mw_client(o, &r, win, fd) : run_client(o, &r, peer, noflush, &iters);
+    if (mine >= 0) mine += caps_failed;
     send_line(fd, "DONE " + std::to_string(mine) + " " + std::to_string(iters));
     if (!recv_line(fd, &line)) return 1;
     std::sscanf(line.c_str(), "RESULT %ld", &theirs);
@@ -1040,6 +1270,7 @@ int main(int argc, char** argv) {
   ibv_destroy_qp(r.qp);
   ibv_dereg_mr(r.mr);
   ibv_dereg_mr(r.smr);
+  if (r.nmr) ibv_dereg_mr(r.nmr);
   ibv_destroy_cq(r.cq);
   ibv_dealloc_pd(r.pd);
   ibv_close_device(r.ctx);

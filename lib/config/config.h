@@ -95,6 +95,9 @@ struct Device {
   /// priority (dscp_to_prio of its DSCP). Unset: untagged frames.
   std::optional<uint16_t> vlan;
   bool ecn = true;  ///< send data as ECT(0)
+  /// RC FLUSH frames with Linux rxe's ICRC, not IBA's (docs/limits.md "RDMA ATOMIC WRITE and
+  /// FLUSH"); a received FLUSH is taken with either.
+  bool rxe_flush_icrc = false;
   /// A RoCE v1 GID (IBA Annex A16: Ethernet + GRH, EtherType 0x8915) for every RoCEv2 one,
   /// after them in the GID table (gid_table()): RoCEv2 indices do not change.
   bool roce_v1 = false;

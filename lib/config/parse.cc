@@ -50,7 +50,8 @@ constexpr std::string_view kDeviceKeys[] = {"name",
                                             "delay",
                                             "peer_timestamps",
                                             "progress",
-                                            "roce_v1"};
+                                            "roce_v1",
+                                            "rxe_flush_icrc"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -323,6 +324,7 @@ class Parser {
 
     if (!get_bool(t, "ecn", "ecn", &dev->ecn)) return false;
     if (!get_bool(t, "roce_v1", "roce_v1", &dev->roce_v1)) return false;
+    if (!get_bool(t, "rxe_flush_icrc", "rxe_flush_icrc", &dev->rxe_flush_icrc)) return false;
     // Host mode's XDP steering and uroce-hostd take RoCEv2 frames only: RoCE v1 ones would go
     // to the kernel.
     if (dev->roce_v1 && !dev->netdev.empty())

@@ -397,6 +397,7 @@ int Runtime::start() {
   ec.roce_dscp = cfg.roce_dscp;
   ec.cnp_dscp = cfg.cnp_dscp;
   ec.ecn = cfg.ecn;
+  ec.rxe_flush_icrc = cfg.rxe_flush_icrc;
   ec.dscp_to_prio = cfg.dscp_to_prio;
   ec.loss_recovery = cfg.loss_recovery == config::Device::LossRecovery::kSelective
                          ? transport::LossRecovery::kSelective

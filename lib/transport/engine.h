@@ -53,6 +53,9 @@ struct EngineConfig {
   uint8_t roce_dscp = 26;  ///< DSCP of data packets when the AV's traffic class is 0
   uint8_t cnp_dscp = 48;   ///< DSCP of CNPs
   bool ecn = true;         ///< data packets carry ECT(0)
+  /// RC FLUSH frames carry Linux rxe's ICRC (wire::icrc_compute_rxe_flush()), and a received
+  /// FLUSH is taken with either that or the standard one ([device] rxe_flush_icrc).
+  bool rxe_flush_icrc = false;
   /// 802.1Q VLAN id of every RoCE frame sent (0 = priority-tagged), with PCP = the frame's
   /// priority (dscp_to_prio of its DSCP); unset: untagged frames.
   std::optional<uint16_t> vlan;

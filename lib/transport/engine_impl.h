@@ -423,6 +423,8 @@ int Engine::Impl::emit(TxSink& sink, Qp& qp, const wire::FrameSpec& spec, uint32
   if (!fill(buf + l.payload_offset)) return 0;
   size_t len = wire::finalize(b, l, payload_len);
   if (len == 0) return 0;
+  if (cfg.rxe_flush_icrc && spec.opcode == wire::Opcode::kRcFlush)
+    wire::write_icrc_rxe_flush(b, l, len);
   TxMeta meta;
   meta.priority = prio;
   meta.is_cnp = cnp;

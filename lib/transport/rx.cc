@@ -29,6 +29,9 @@ void Engine::Impl::on_frame(std::span<const uint8_t> frame, Timestamp now) {
   if (now > last_now) last_now = now;
   wire::ParsedPacket p;
   wire::DropReason r = wire::parse(frame, &p);
+  // [device] rxe_flush_icrc: an RC FLUSH may carry Linux rxe's ICRC instead (icrc.h).
+  if (r == wire::DropReason::kBadIcrc && cfg.rxe_flush_icrc && p.opcode == wire::Opcode::kRcFlush)
+    r = wire::check_icrc_rxe_flush(frame, p);
   if (r != wire::DropReason::kOk) {
     inc(wire::drop_counter(r));
     return;

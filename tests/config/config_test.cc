@@ -284,6 +284,18 @@ TEST(ConfigParse, QueuesDefaultToOneAndAreRead) {
   EXPECT_EQ(four->devices[0].queues, 4u);
 }
 
+TEST(ConfigParse, RxeFlushIcrcIsOffUnlessAsked) {
+  std::string err;
+  auto off = parse(device(""), kSource, &err);
+  ASSERT_TRUE(off.has_value()) << err;
+  EXPECT_FALSE(off->devices[0].rxe_flush_icrc);
+  auto on = parse(device("rxe_flush_icrc = true"), kSource, &err);
+  ASSERT_TRUE(on.has_value()) << err;
+  EXPECT_TRUE(on->devices[0].rxe_flush_icrc);
+  EXPECT_EQ(refused(device("rxe_flush_icrc = 1")),
+            "test.toml: device[0].rxe_flush_icrc: is an integer; allowed: true, false");
+}
+
 TEST(ConfigParse, RoceV1IsOffUnlessAskedAndRefusedInHostMode) {
   std::string err;
   auto off = parse(device(""), kSource, &err);

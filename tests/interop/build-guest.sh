@@ -7,6 +7,11 @@
 #   - the kernel: linux-image-<abi>-amd64, the version the linux-image-amd64 meta-package
 #     points at (override with UROCE_GUEST_KERNEL=linux-image-6.1.0-57-amd64); unpacked with
 #     dpkg-deb -x, and only the modules the guest loads (and their dependencies) are kept;
+#     with UROCE_GUEST_SUITE=bookworm-backports the kernel comes from that suite of
+#     deb.debian.org (6.12 in 2026-12: rxe with IBA 1.5's ATOMIC WRITE and FLUSH, which 6.1
+#     lacks), looked up and downloaded through a private apt configuration under
+#     cache/apt-<suite>/ (the host's apt sources are not touched); everything else stays
+#     bookworm's, rdma-core 44 included;
 #   - the root filesystem: an initramfs (newc cpio, gzip) holding busybox-static, iproute2
 #     (ip, tc, rdma), dash as /bin/sh, ibverbs-utils, perftest, rdmacm-utils (rping),
 #     rdma-core, librdmacm and libibverbs with the rxe provider,
@@ -14,36 +19,51 @@
 #     the build fails if any ELF file's DT_NEEDED is still missing);
 #   - tests/interop/guest/init, the boot-time script (see that file).
 #
-# Output (the cache key is a hash of this script, the init script and the kernel name):
-#   cache/guest/vmlinuz      the kernel
+# Output (the cache key is a hash of this script, the init script, the suite and the kernel
+# name):
+#   cache/guest/vmlinuz      the kernel (cache/guest-<suite>/ with UROCE_GUEST_SUITE)
 #   cache/guest/initrd.gz    the initramfs
 #   cache/guest/manifest.txt package versions that went in (quoted by tests/fixtures/NOTES.md)
 # Time: about 1-2 min the first time (a 70 MB kernel download), 0 s when cached.
-# Usage: build-guest.sh [--force]
+# Usage: [UROCE_GUEST_SUITE=bookworm-backports] build-guest.sh [--force]
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 cache=${UROCE_INTEROP_CACHE:-$here/cache}
-out=$cache/guest
+suite=${UROCE_GUEST_SUITE:-}
+out=$cache/guest${suite:+-$suite}
 debs=$cache/debs
 force=${1:-}
 
 "$here/install.sh" >/dev/null
 
+# The kernel's apt: the host's configuration, or for a suite a private one (its own sources
+# list, package lists and archive folder) so that the host's apt sources stay as they are.
+kapt=()
+if [[ -n $suite ]]; then
+  [[ $suite =~ ^[a-z]+(-[a-z]+)?$ ]] || { echo "build-guest: bad suite '$suite'" >&2; exit 2; }
+  adir=$cache/apt-$suite
+  mkdir -p "$adir/lists/partial" "$adir/archives/partial"
+  echo "deb http://deb.debian.org/debian $suite main" >"$adir/sources.list"
+  kapt=(-o "Dir::Etc::SourceList=$adir/sources.list" -o Dir::Etc::SourceParts=/dev/null
+        -o "Dir::State::Lists=$adir/lists" -o "Dir::Cache::archives=$adir/archives")
+fi
+
 kernel_pkg=${UROCE_GUEST_KERNEL:-}
 if [[ -z $kernel_pkg ]]; then
-  kernel_pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-    awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
+  # (a private configuration's first run has no package lists yet: apt-cache fails)
+  kernel_pkg=$(apt-cache "${kapt[@]}" depends linux-image-amd64 2>/dev/null |
+    awk '/Depends: linux-image-[0-9]/ {print $2; exit}' || true)
   if [[ -z $kernel_pkg ]]; then
-    apt-get update -q >/dev/null
-    kernel_pkg=$(apt-cache depends linux-image-amd64 |
+    apt-get "${kapt[@]}" update -q >/dev/null
+    kernel_pkg=$(apt-cache "${kapt[@]}" depends linux-image-amd64 |
       awk '/Depends: linux-image-[0-9]/ {print $2; exit}')
   fi
 fi
 [[ -n $kernel_pkg ]] || { echo "build-guest: cannot find the kernel package" >&2; exit 1; }
 kver=${kernel_pkg#linux-image-}
 
-key=$( (cat "$0" "$here/guest/init"; echo "$kernel_pkg") | sha256sum | cut -c1-16)
+key=$( (cat "$0" "$here/guest/init"; echo "$suite $kernel_pkg") | sha256sum | cut -c1-16)
 if [[ $force != --force && -f $out/key && $(cat "$out/key") == "$key" &&
       -f $out/vmlinuz && -f $out/initrd.gz ]]; then
   echo "build-guest: cached ($out, key $key)"
@@ -89,11 +109,16 @@ echo "build-guest: ${#pkgs[@]} packages: ${pkgs[*]}"
   cd "$debs"
   need=()
   for p in "${pkgs[@]}"; do
+    [[ $p == "$kernel_pkg" ]] && continue
     ls "${p}"_*.deb >/dev/null 2>&1 || need+=("$p")
   done
   if ((${#need[@]})); then
     # (apt warns that _apt cannot write here and downloads as root: harmless)
     apt-get download -q "${need[@]}" || { apt-get update -q && apt-get download -q "${need[@]}"; }
+  fi
+  if ! ls "${kernel_pkg}"_*.deb >/dev/null 2>&1; then
+    apt-get "${kapt[@]}" download -q "$kernel_pkg" ||
+      { apt-get "${kapt[@]}" update -q && apt-get "${kapt[@]}" download -q "$kernel_pkg"; }
   fi
 )
 

@@ -16,9 +16,12 @@ For every fixture rxe_<name>.pcap it checks:
      says) matches, so that tests in C++ can replay the pcap against it without tshark;
   5. the file is smaller than 200 KB.
 Usage: check_fixtures.py [--write-expect] FIXTURE_DIR
-       check_fixtures.py --any PCAP...
+       check_fixtures.py --any [--rxe-flush-icrc] PCAP...
   --write-expect rewrites the .tsv sidecars from tshark (make-fixtures.sh does this).
   --any checks only 1 and 2 on any RoCEv2 capture (e.g. the rxe-vs-uroce VM test's).
+  --rxe-flush-icrc: every RC FLUSH (opcode 0x1c) must carry Linux rxe's ICRC instead of IBA's
+    (IBA's continued over the BTH, FETH and RETH once more; uroce's [device] rxe_flush_icrc,
+    docs/limits.md), and is left out of the scapy sample.
 Exit status 0 when every check passes; prints "N passed, N failed".
 """
 import pathlib
@@ -71,6 +74,29 @@ def fast_icrc_ok(frame):
     return struct.pack("<I", crc) == bytes(pkt[-4:])
 
 
+RC_FLUSH = 0x1C
+
+
+def rxe_flush_icrc_ok(frame):
+    """Linux rxe's ICRC of an RC FLUSH: fast_icrc_ok()'s CRC continued over the packet from the
+    BTH on as it is on the wire (rxe's opcode table has no payload offset for RC_FLUSH, so its
+    ICRC takes the BTH, FETH and RETH for payload too). None if not Ether/IPv4/UDP."""
+    if len(frame) < 14 + 20 + 8 + 12 + 4 or frame[12:14] != b"\x08\x00":
+        return None
+    ihl = (frame[14] & 0x0F) * 4
+    ip_len = struct.unpack_from("!H", frame, 16)[0]
+    pkt = bytearray(frame[14:14 + ip_len])
+    bth = bytes(pkt[ihl + 8:-4])
+    pkt[1] = 0xFF
+    pkt[8] = 0xFF
+    pkt[10:12] = b"\xff\xff"
+    pkt[ihl + 6:ihl + 8] = b"\xff\xff"
+    pkt[ihl + 8 + 4] = 0xFF
+    crc = zlib.crc32(b"\xff" * 8 + bytes(pkt[:-4]))
+    crc = zlib.crc32(bth, crc) & 0xFFFFFFFF
+    return struct.pack("<I", crc) == bytes(pkt[-4:])
+
+
 _HEURISTICS = None
 
 
@@ -116,7 +142,7 @@ def tsv_text(rows):
     return "\n".join(lines) + "\n"
 
 
-def check_one(pcap, write_expect, decode_only=False):
+def check_one(pcap, write_expect, decode_only=False, rxe_flush=False):
     """Returns (number of frames, list of error strings; empty = passed)."""
     errors = []
     name = pcap.stem[len("rxe_"):]
@@ -134,10 +160,19 @@ def check_one(pcap, write_expect, decode_only=False):
     if decode_only:
         # Large captures (the VM test's): the fast ICRC on every frame, scapy on a sample.
         raw_frames = [bytes(p) for p in rdpcap(str(pcap))]
-        for (frame, *_), data in zip(rows, raw_frames):
-            if fast_icrc_ok(data) is not True:
+        flushes = 0
+        for (frame, _, op, *_), data in zip(rows, raw_frames):
+            if rxe_flush and op == RC_FLUSH:
+                flushes += 1
+                if rxe_flush_icrc_ok(data) is not True:
+                    errors.append(f"frame {frame}: RC FLUSH without rxe's ICRC")
+            elif fast_icrc_ok(data) is not True:
                 errors.append(f"frame {frame}: bad ICRC (or not Ether/IPv4/UDP)")
-        sample = raw_frames[::max(1, len(raw_frames) // 200)]
+        if rxe_flush:
+            print(f"     {pcap.name}: {flushes} RC FLUSH frames with rxe's ICRC")
+        sample = [d for (_, _, op, *_), d in zip(rows, raw_frames)
+                  if not (rxe_flush and op == RC_FLUSH)]
+        sample = sample[::max(1, len(sample) // 200)]
         for data in sample:
             b = Ether(data)[BTH]
             if struct.pack("!I", b.icrc) != b.compute_icrc(None):
@@ -196,7 +231,8 @@ def main(argv):
     if "--any" in argv:
         failed = 0
         for pcap in map(pathlib.Path, dirs):
-            frames, errors = check_one(pcap, False, decode_only=True)
+            frames, errors = check_one(pcap, False, decode_only=True,
+                                       rxe_flush="--rxe-flush-icrc" in argv)
             print(f"{'FAIL' if errors else 'ok  '} {pcap.name}: {frames} frames")
             for e in errors[:20]:
                 print(f"  {e}")

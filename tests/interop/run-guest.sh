@@ -28,6 +28,8 @@
 #   --out DIR            keep logs there (default: a temporary folder, printed)
 # Environment: UROCE_INTEROP_ACCEL=kvm|tcg (default: kvm only if the CPU shows vmx/svm; on the
 #   project's machines /dev/kvm exists but a KVM guest never starts, so TCG it is).
+#   UROCE_GUEST_SUITE=bookworm-backports: boot the guest whose kernel comes from that suite
+#   (build-guest.sh; its own cache folder).
 # Output: <out>/console<i>.log (kernel log, ttyS0), <out>/out<i>.log (command output, ttyS1),
 #   and one summary line per guest: "run-guest: guest<i> rc=<n> boot=<s> cmd=<s> wall=<s>"
 #   (boot and cmd in guest uptime seconds, wall in host seconds from qemu start to exit).
@@ -56,7 +58,7 @@ done
 ((guests >= 1 && guests <= 2)) || { echo "run-guest: --guests must be 1 or 2" >&2; exit 2; }
 
 "$here/build-guest.sh"
-img=$cache/guest
+img=$cache/guest${UROCE_GUEST_SUITE:+-$UROCE_GUEST_SUITE}
 [[ -n $out ]] || out=$(mktemp -d /tmp/uroce-interop.XXXXXX)
 mkdir -p "$out"
 

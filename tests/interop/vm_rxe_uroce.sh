@@ -20,9 +20,11 @@
 # with scapy's ICRC good on every frame, and rxe's rcvd_pkts counter equals the number of
 # RoCE frames uroce sent it (rxe drops bad-ICRC packets before counting them).
 #
-# Usage: [UROCE_VM_CASES=regex] vm_rxe_uroce.sh <build dir> [--long|--ecn]   (the build dir holds
-#        lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics, latency
-#        and more verify ops; --ecn runs the ECN/CNP case alone)
+# Usage: [UROCE_VM_CASES=regex] vm_rxe_uroce.sh <build dir> [--long|--ecn|--ibta15]   (the build
+#        dir holds lib/libibverbs.so.1 and bin/uroce_verify; --long adds UD, READ, SEND, atomics,
+#        latency and more verify ops; --ecn runs the ECN/CNP case alone; --ibta15 runs IBA 1.5's
+#        ATOMIC WRITE and FLUSH cases on the guest with bookworm-backports' kernel, whose rxe has
+#        them (6.2+), UROCE_GUEST_SUITE below)
 # Time: boot ~10-20 s (TCG), short case list ~1-2 min; every program is bounded by a timeout.
 set -euo pipefail
 
@@ -79,8 +81,22 @@ cases=(
   "riostream_rxe_srv|rxe|riostream|-S 65536 -C 100 -T v"
 )
 ecn_case="ecn_cnp_write_uroce_srv|uroce|ib_write_bw|-F -m 1024 -s 65536 -n 20|ce_on|ce_off"
+# IBA 1.5 (uroce_verify -o atomic_write / -o flush; Debian 12's 6.1 rxe has neither):
+# ATOMIC WRITE both ways (rdma-core 44's rxe provider has ibv_wr_atomic_write); FLUSH with uroce
+# as the requester only (ibv_wr_flush came with rdma-core 45: the guest's provider refuses
+# IBV_QP_EX_WITH_FLUSH), rxe registering its region with IBV_ACCESS_FLUSH_GLOBAL. uroce runs
+# with rxe_flush_icrc = true: rxe drops a FLUSH with IBA's ICRC (README.md, findings).
+ibta15_cases=(
+  "verify_atomic_write_rxe_srv|rxe|uroce_verify|-o atomic_write -n 40"
+  "verify_atomic_write_uroce_srv|uroce|uroce_verify|-o atomic_write -n 40"
+  "verify_flush_rxe_srv|rxe|uroce_verify|-o flush -s 10000 -n 20"
+)
 case $mode in
   --ecn) cases=("$ecn_case") ;;
+  --ibta15)
+    cases=("${ibta15_cases[@]}")
+    export UROCE_GUEST_SUITE=${UROCE_GUEST_SUITE:-bookworm-backports}
+    ;;
   --long | '') ;;
   *) echo "vm_rxe_uroce: unknown mode $mode" >&2; exit 2 ;;
 esac
@@ -196,6 +212,7 @@ mtu = 1024
 mac = "02:00:00:00:00:01"
 neighbors = { "198.18.0.2" = "02:00:00:00:00:02" }
 EOF
+[[ $mode == --ibta15 ]] && echo "rxe_flush_icrc = true" >>"$out/uroce.toml"
 
 start=$(date +%s.%N)
 set +e
@@ -274,8 +291,24 @@ fi
 if [[ -s $out/rxe_uroce.pcap ]]; then
   tmpd=$(mktemp -d)
   cp "$out/rxe_uroce.pcap" "$tmpd/"
-  /usr/bin/python3 "$here/check_fixtures.py" --any "$tmpd/rxe_uroce.pcap" || fail=1
+  icrc_opt=()
+  [[ $mode == --ibta15 ]] && icrc_opt=(--rxe-flush-icrc)
+  /usr/bin/python3 "$here/check_fixtures.py" --any "${icrc_opt[@]}" "$tmpd/rxe_uroce.pcap" || fail=1
   count() { tshark -n -r "$out/rxe_uroce.pcap" -Y "$1" 2>/dev/null | wc -l; }
+  if [[ $mode == --ibta15 ]]; then
+    # The operations were on the wire: ATOMIC WRITE (0x1d) each way and FLUSH (0x1c) to rxe.
+    aw_to_rxe=$(count 'ip.dst == 198.18.0.2 && infiniband.bth.opcode == 0x1d')
+    aw_to_uroce=$(count 'ip.dst == 198.18.0.1 && infiniband.bth.opcode == 0x1d')
+    flush_to_rxe=$(count 'ip.dst == 198.18.0.2 && infiniband.bth.opcode == 0x1c')
+    echo "vm_rxe_uroce: ATOMIC WRITE frames uroce->rxe $aw_to_rxe, rxe->uroce $aw_to_uroce;" \
+         "FLUSH frames uroce->rxe $flush_to_rxe"
+    names=" ${cases[*]%%|*} "
+    for want in "verify_atomic_write_rxe_srv $aw_to_rxe" "verify_atomic_write_uroce_srv $aw_to_uroce" \
+                "verify_flush_rxe_srv $flush_to_rxe"; do
+      c=${want% *} n=${want##* }
+      [[ $names == *" $c "* ]] && ((n == 0)) && { echo "FAIL $c: none of its frames captured"; fail=1; }
+    done
+  fi
   # CNPs are left out: rxe 6.1 has no CNP opcode and drops them before counting.
   # CM MADs (QP1) are left out as well: a client's REQs before the guest's rxe0 exists (it
   # retries until the guest serves) reach no rxe counter.

@@ -3,7 +3,8 @@
  * @brief Handler-level tests of RDMA ATOMIC WRITE and RDMA FLUSH (IBA 1.5 Annex A19, with the
  * checks and responses of Linux rxe): the responder's execution, its answer (a zero-length
  * RDMA READ Response Only), duplicates, and every refusal with the NAK it gets and nothing
- * written; the requester's frames, its completions, and its local refusals.
+ * written; the requester's frames, its completions, and its local refusals; Linux rxe's FLUSH
+ * ICRC under EngineConfig::rxe_flush_icrc.
  * Comment grammar (eRPC): "Receive X (in-order|duplicate)" / "Expect: ...".
  */
 #include <gtest/gtest.h>
@@ -11,9 +12,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "support/packet_builder.h"
+#include "transport/wire/icrc.h"
+#include "transport/wire/parse.h"
 
 namespace uroce::transport::testing {
 namespace {
@@ -391,6 +396,87 @@ TEST_F(AtomicWriteFlushRequesterTest, UndefinedFlushTypeOrLevelIsRefusedAtPost) 
   EXPECT_EQ(t.tx(), 0u);
   EXPECT_TRUE(t.cqes().empty());
 }
+
+// [device] rxe_flush_icrc (EngineConfig::rxe_flush_icrc): Linux rxe's ICRC of an RC FLUSH
+// (wire::icrc_compute_rxe_flush(); rxe drops a FLUSH with IBA's).
+class RxeFlushIcrcTest : public ::testing::TestWithParam<bool> {
+ protected:
+  RxeFlushIcrcTest()
+      : t(QpType::kRc, nullptr, std::nullopt, LossRecovery::kGoBackN, 0, false, GetParam()) {
+    QpAttr a;
+    a.qp_access_flags = kEvery;
+    EXPECT_TRUE(t.e->modify_qp(t.qpn, a, kAttrAccessFlags));
+    region.assign(4096, 0x3c);
+    keys =
+        t.e->reg_mr(t.pd, reinterpret_cast<uint64_t>(region.data()), region.size(), kEvery).value();
+  }
+  /// A FLUSH of the whole region at psn, with IBA's ICRC or (rxe) Linux rxe's.
+  std::vector<uint8_t> flush(uint32_t psn, bool rxe) {
+    wire::FrameSpec s = t.pb.spec(Opcode::kRcFlush, psn, false);
+    s.feth = {kFlushGlobal, kFlushMr};
+    s.reth = {reinterpret_cast<uint64_t>(region.data()), keys.rkey, 0};
+    std::vector<uint8_t> f = t.pb.build(s);
+    if (rxe) {
+      const std::span<const uint8_t> l3(f.data() + 14, f.size() - 14 - wire::kIcrcLen);
+      wire::store_icrc(f.data() + f.size() - wire::kIcrcLen, wire::icrc_compute_rxe_flush(l3, 20));
+    }
+    return f;
+  }
+  EngineUnderTest t;
+  std::vector<uint8_t> region;
+  MrKeys keys;
+};
+
+TEST_P(RxeFlushIcrcTest, FlushRequestsCarryRxesIcrcOnlyWhenSetAndOtherFramesIbas) {
+  SendWr w;
+  w.wr_id = 1;
+  w.opcode = WrOpcode::kFlush;
+  w.send_flags = kSendSignaled;
+  w.remote_addr = 0x20000;
+  w.rkey = 0xdef;
+  w.flush_len = 64;
+  w.flush_type = kFlushGlobal;
+  ASSERT_TRUE(t.e->post_send(t.qpn, w, t.now));
+  w.wr_id = 2;
+  w.opcode = WrOpcode::kAtomicWrite;
+  w.remote_addr = 0x20008;
+  ASSERT_TRUE(t.e->post_send(t.qpn, w, t.now));
+  ASSERT_EQ(t.tx(), 2u);
+  const std::vector<uint8_t> fl = t.sink.pop_raw();
+  wire::ParsedPacket p;
+  ASSERT_EQ(wire::parse_headers(fl, &p), wire::DropReason::kOk);
+  EXPECT_EQ(p.opcode, Opcode::kRcFlush);
+  EXPECT_EQ(wire::check_icrc(fl, p) == wire::DropReason::kOk, !GetParam());
+  EXPECT_EQ(wire::check_icrc_rxe_flush(fl, p) == wire::DropReason::kOk, GetParam());
+  EXPECT_EQ(t.sink.pop().p.opcode, Opcode::kRcAtomicWrite);  // pop() checks IBA's ICRC
+}
+
+TEST_P(RxeFlushIcrcTest, ReceivedFlushWithRxesIcrcIsTakenOnlyWhenSetIbasAlways) {
+  // Receive FLUSH psn 100 with IBA's ICRC (in-order)
+  // Expect: answered (READ_RESPONSE_ONLY, no payload) either way
+  t.rx(flush(100, false));
+  ASSERT_EQ(t.tx(), 1u);
+  EXPECT_EQ(t.sink.pop().p.opcode, Opcode::kRcRdmaReadResponseOnly);
+  // Receive FLUSH psn 101 with rxe's ICRC (in-order)
+  // Expect: answered when set; else dropped at the gate as a bad ICRC, nothing sent
+  const uint64_t bad_before = t.counters.get(wire::drop_counter(wire::DropReason::kBadIcrc));
+  t.rx(flush(101, true));
+  if (GetParam()) {
+    ASSERT_EQ(t.tx(), 1u);
+    Captured c = t.sink.pop();
+    EXPECT_EQ(c.p.opcode, Opcode::kRcRdmaReadResponseOnly);
+    EXPECT_EQ(c.p.psn, Psn(101));
+  } else {
+    EXPECT_EQ(t.tx(), 0u);
+    EXPECT_EQ(t.counters.get(wire::drop_counter(wire::DropReason::kBadIcrc)), bad_before + 1);
+  }
+  EXPECT_EQ(t.state(), QpState::kRts);
+}
+
+INSTANTIATE_TEST_SUITE_P(Setting, RxeFlushIcrcTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& i) {
+                           return i.param ? std::string("RxeFlushIcrc") : std::string("Default");
+                         });
 
 TEST(AtomicWriteFlushUc, AreRcOperationsOnly) {
   EngineUnderTest u(QpType::kUc);

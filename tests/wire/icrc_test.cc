@@ -225,5 +225,69 @@ TEST(Icrc, FusedPathWithExtendedHeadersAndPad) {
   }
 }
 
+// An RC FLUSH (opcode 0x1c; FETH placement type 1 = global, selectivity 0 = range; RETH
+// va 0x55f2b331c3b0, rkey 0x2f8, length 10000) that uroce sent with rxe_flush_icrc to Linux rxe
+// (Debian's 6.12.95 of bookworm-backports, tests/interop vm_rxe_uroce.sh --ibta15): rxe counted it
+// in rcvd_pkts and answered with a zero-length RDMA READ Response Only (0x10, AETH 0x1f) of its
+// PSN. The same FLUSH with IBA's ICRC was dropped by rxe, all 8 tries.
+const char* kRxeFlushFrame =
+    "020000000002020000000001 0800"
+    "456a0040 00004000 4011ae1b c6120001 c6120002"  // IPv4, ECT(0), DSCP 26
+    "da4a12b7 002c0000"                             // UDP 4791, length 44
+    "1c00ffff 00000011 00a94f0b"                    // BTH: RC_FLUSH, QP 0x11, PSN 0xa94f0b
+    "00000001"                                      // FETH
+    "000055f2b331c3b0 000002f8 00002710"            // RETH
+    "86b35e14";                                     // ICRC (rxe's)
+
+TEST(RxeFlushIcrc, RxeAcceptedFrameCarriesItAndNotTheStandardOne) {
+  const std::vector<uint8_t> f = unhex(kRxeFlushFrame);
+  ASSERT_EQ(f.size(), 78u);
+  const std::span<const uint8_t> l3 = std::span<const uint8_t>(f).subspan(14, f.size() - 14 - 4);
+  const uint32_t wire = load_icrc(f.data() + f.size() - 4);
+  EXPECT_EQ(icrc_compute_rxe_flush(l3, 20), wire);
+  EXPECT_NE(icrc_compute(l3, 20), wire);
+  // rxe's: IBA's continued over BTH + FETH + RETH as on the wire (zlib as the reference).
+  const uint32_t std_crc = icrc_compute(l3, 20);
+  EXPECT_EQ(static_cast<uint32_t>(crc32(std_crc, f.data() + 14 + 20 + 8, 32)), wire);
+
+  // The receive side: parse() calls it a bad ICRC, check_icrc_rxe_flush() takes it, and refuses
+  // it after one changed bit.
+  ParsedPacket p;
+  ASSERT_EQ(parse(f, &p), DropReason::kBadIcrc);
+  EXPECT_EQ(p.opcode, Opcode::kRcFlush);
+  EXPECT_EQ(check_icrc_rxe_flush(f, p), DropReason::kOk);
+  std::vector<uint8_t> g = f;
+  g[14 + 20 + 8 + 12 + 3] ^= 0x02;  // FETH placement type 1 -> 3
+  ASSERT_EQ(parse_headers(g, &p), DropReason::kOk);
+  EXPECT_EQ(check_icrc_rxe_flush(g, p), DropReason::kBadIcrc);
+}
+
+TEST(RxeFlushIcrc, BuilderWritesItForFlushOverIpv4AndIpv6AndOnlyForFlush) {
+  for (bool ipv6 : {false, true}) {
+    FrameSpec s = test::default_spec(Opcode::kRcFlush, ipv6);
+    s.feth = {1, 0};
+    s.reth = {0x1000, 0x1234, 64};
+    FrameLayout l;
+    std::vector<uint8_t> f = test::build_frame(s, 0, &l);
+    ASSERT_FALSE(f.empty());
+    ParsedPacket p;
+    ASSERT_EQ(parse(f, &p), DropReason::kOk) << "ipv6=" << ipv6;  // IBA's by default
+    EXPECT_EQ(check_icrc_rxe_flush(f, p), DropReason::kBadIcrc);
+    write_icrc_rxe_flush(f, l, f.size());
+    EXPECT_EQ(parse(f, &p), DropReason::kBadIcrc);
+    EXPECT_EQ(check_icrc_rxe_flush(f, p), DropReason::kOk) << "ipv6=" << ipv6;
+  }
+  // Any other opcode with rxe's formula is not taken for it.
+  FrameSpec s = test::default_spec(Opcode::kRcRdmaReadRequest);
+  s.reth = {0x1000, 0x1234, 64};
+  FrameLayout l;
+  std::vector<uint8_t> f = test::build_frame(s, 0, &l);
+  ASSERT_FALSE(f.empty());
+  write_icrc_rxe_flush(f, l, f.size());
+  ParsedPacket p;
+  ASSERT_EQ(parse_headers(f, &p), DropReason::kOk);
+  EXPECT_EQ(check_icrc_rxe_flush(f, p), DropReason::kBadIcrc);
+}
+
 }  // namespace
 }  // namespace uroce::wire

@@ -246,6 +246,14 @@ void write_icrc(std::span<uint8_t> buf, const FrameLayout& l, size_t frame_len) 
   store_icrc(buf.data() + frame_len - kIcrcLen, crc);
 }
 
+void write_icrc_rxe_flush(std::span<uint8_t> buf, const FrameLayout& l, size_t frame_len) {
+  if (l.roce_v1) return;
+  const uint8_t* l3 = buf.data() + l.l3_offset;
+  const std::span<const uint8_t> packet(l3, frame_len - l.l3_offset - kIcrcLen);
+  store_icrc(buf.data() + frame_len - kIcrcLen,
+             icrc_compute_rxe_flush(packet, l.ipv6 ? 0 : sizeof(Ipv4Hdr)));
+}
+
 uint32_t icrc_headers(std::span<const uint8_t> buf, const FrameLayout& l) {
   const uint8_t* l3 = buf.data() + l.l3_offset;
   const uint32_t crc =

@@ -144,6 +144,10 @@ size_t finalize_lengths(std::span<uint8_t> buf, const FrameLayout& layout, size_
 /// writes it into the last 4 bytes of buf[0, frame_len).
 void write_icrc(std::span<uint8_t> buf, const FrameLayout& layout, size_t frame_len);
 
+/// write_icrc() with Linux rxe's ICRC of an RC FLUSH (icrc_compute_rxe_flush(); [device]
+/// rxe_flush_icrc): for a RoCEv2 frame only, a RoCE v1 one keeps the standard ICRC.
+void write_icrc_rxe_flush(std::span<uint8_t> buf, const FrameLayout& layout, size_t frame_len);
+
 /// The running ICRC over the masked pseudo-header and the extended headers, i.e. everything the
 /// ICRC covers before the payload; call after finalize_lengths(). A fused copy path continues it:
 ///   uint32_t crc = icrc_headers(buf, l);

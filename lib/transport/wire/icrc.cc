@@ -165,6 +165,11 @@ uint32_t icrc_compute(std::span<const uint8_t> l3, size_t ipv4_ihl_bytes) {
   return crc32_update(crc, l3.subspan(hdr));
 }
 
+uint32_t icrc_compute_rxe_flush(std::span<const uint8_t> l3, size_t ipv4_ihl_bytes) {
+  const size_t bth = (ipv4_ihl_bytes ? ipv4_ihl_bytes : sizeof(Ipv6Hdr)) + sizeof(UdpHdr);
+  return crc32_update(icrc_compute(l3, ipv4_ihl_bytes), l3.subspan(bth));
+}
+
 uint32_t icrc_pseudo_header_grh(const uint8_t* grh) {
   // GRH (IPv6 layout): TClass and FlowLabel are bits 27:0 of the first word, HopLmt byte 7.
   uint8_t tmp[sizeof(Ipv6Hdr) + sizeof(Bth)];

@@ -51,6 +51,14 @@ uint32_t icrc_compute_grh(std::span<const uint8_t> grh);
 /// (everything except the ICRC itself). Returns the final CRC value (zlib convention).
 uint32_t icrc_compute(std::span<const uint8_t> l3, size_t ipv4_ihl_bytes);
 
+/// The ICRC Linux rxe (kernel 6.2 on; seen with 6.12) puts on, and expects of, an RC FLUSH
+/// (opcode 0x1c): icrc_compute()'s CRC continued once more over the BTH, FETH and RETH as they
+/// are on the wire (unmasked). rxe's opcode table gives RC_FLUSH no payload offset, so it takes
+/// the packet from the BTH on for the payload its ICRC covers (rxe_icrc.c: rxe_icrc_hdr() then
+/// payload_addr()/payload_size()). IBA's ICRC covers those bytes once: rxe drops a FLUSH that has
+/// the standard one. l3 and ipv4_ihl_bytes as for icrc_compute(); RoCEv2 only (rxe has no v1).
+uint32_t icrc_compute_rxe_flush(std::span<const uint8_t> l3, size_t ipv4_ihl_bytes);
+
 /// Writes an ICRC value at p, little-endian (the wire order of the CRC-32 remainder).
 inline void store_icrc(uint8_t* p, uint32_t crc) {
   p[0] = static_cast<uint8_t>(crc);

@@ -265,6 +265,16 @@ DropReason check_icrc(std::span<const uint8_t> frame, const ParsedPacket& pkt) {
   return crc == load_icrc(l3 + covered) ? DropReason::kOk : DropReason::kBadIcrc;
 }
 
+DropReason check_icrc_rxe_flush(std::span<const uint8_t> frame, const ParsedPacket& pkt) {
+  (void)frame;  // as check_icrc()
+  if (pkt.roce_v1 || pkt.opcode != Opcode::kRcFlush) return DropReason::kBadIcrc;
+  const uint8_t* l3 = pkt.ip_header.data();
+  const size_t covered = pkt.ip_packet_len - kIcrcLen;
+  const size_t ihl = pkt.ip_version == 4 ? pkt.ip_header.size() : 0;
+  const uint32_t crc = icrc_compute_rxe_flush(std::span<const uint8_t>(l3, covered), ihl);
+  return crc == load_icrc(l3 + covered) ? DropReason::kOk : DropReason::kBadIcrc;
+}
+
 DropReason parse(std::span<const uint8_t> frame, ParsedPacket* out) {
   const DropReason r = parse_headers(frame, out);
   if (r != DropReason::kOk) return r;

@@ -147,4 +147,8 @@ DropReason parse_headers(std::span<const uint8_t> frame, ParsedPacket* out);
 /// Returns kOk or kBadIcrc.
 DropReason check_icrc(std::span<const uint8_t> frame, const ParsedPacket& pkt);
 
+/// check_icrc() against Linux rxe's ICRC of an RC FLUSH (icrc_compute_rxe_flush()): kOk only for
+/// an RC FLUSH over RoCEv2 that carries it, else kBadIcrc.
+DropReason check_icrc_rxe_flush(std::span<const uint8_t> frame, const ParsedPacket& pkt);
+
 }  // namespace uroce::wire

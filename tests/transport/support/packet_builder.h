@@ -124,6 +124,15 @@ class CaptureSink final : public TxSink {
     EXPECT_EQ(wire::parse(c.bytes, &c.p), wire::DropReason::kOk);
     return c;
   }
+  /// The next frame as sent, not parsed (for frames the gate is meant to refuse).
+  std::vector<uint8_t> pop_raw() {
+    EXPECT_FALSE(frames_.empty());
+    if (frames_.empty()) return {};
+    std::vector<uint8_t> f = std::move(frames_.front());
+    frames_.pop_front();
+    metas_.pop_front();
+    return f;
+  }
   const TxMeta& front_meta() const { return metas_.front(); }
 
  private:
@@ -159,12 +168,14 @@ struct EngineUnderTest {
   /// rec: EngineConfig::loss_recovery (selective repeat on the QP).
   /// sr_window: EngineConfig::sr_window (0: its default).
   /// timestamps: EngineConfig::peer_timestamps (uroce's timestamp extension on the QP).
+  /// rxe_flush_icrc: EngineConfig::rxe_flush_icrc (Linux rxe's ICRC on RC FLUSH).
   explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr,
                            std::optional<uint16_t> vlan = std::nullopt,
                            LossRecovery rec = LossRecovery::kGoBackN, uint32_t sr_window = 0,
-                           bool timestamps = false) {
+                           bool timestamps = false, bool rxe_flush_icrc = false) {
     EngineConfig cfg;
     cfg.peer_timestamps = timestamps;
+    cfg.rxe_flush_icrc = rxe_flush_icrc;
     if (sr_window) cfg.sr_window = sr_window;
     cfg.cc = cc;
     cfg.vlan = vlan;
