@@ -41,7 +41,7 @@ namespace uroce::device {
 // section "the progress thread's constants one at a time". Those in ProgressTuning can be set
 // per device ([device.progress]); `bench/progress KEY VALUES` measures them one at a time. On
 // a shared 2-vCPU machine no value tried beat its default by more than the spread between
-// runs, so each constant is set by what it costs: a pause ~20-25 ns, a sched_yield 0.5-4 us
+// runs, so each constant is set by what it costs: a pause ~20-25 ns, a yield 1.4-4 us
 // (bench/raw/poll_costs), a sleep and wake-up at least ~30 us of latency and ~15 us of CPU
 // (bench/raw/timer_wake, bench/verbs/qp_footprint), all in that section.
 
@@ -51,7 +51,7 @@ namespace uroce::device {
 /// One at a time: 0, 200 and 2000 within the spread.
 inline constexpr int kSpinRounds = 200;
 /// Idle rounds yielded to the scheduler before sleeping: lets a runnable application thread
-/// have the CPU while the thread stays awake. 16 yields take 10-60 us (0.5-4 us each, more
+/// have the CPU while the thread stays awake. 16 yields take 20-70 us (1.4-4 us each, more
 /// when other threads run), about one wake-up's cost, so the thread waits about as long awake
 /// as a sleep would cost it before it starts to sleep (spin-then-block). One at a time: 0, 16
 /// and 256 within the spread.

@@ -58,8 +58,8 @@ inline void cpu_relax() {
 /// kAppCpuPeriod (getrusage: the process's CPU time minus this thread's). Not tuned values:
 /// the period is short against the scheduler's time slice (a few ms), so a change of the
 /// application's behaviour is seen within one slice, and long against the cost of a reading
-/// (two getrusage calls, 5-12 us here, bench/raw/poll_costs: about 1 % of a core at most, only
-/// in a process pinned to one CPU); "more than half" means the application threads, not this
+/// (two getrusage calls, 2.6-14 us here, bench/raw/poll_costs: about 1 % of a core at most,
+/// only in a process pinned to one CPU); "more than half" means the application threads, not this
 /// one, are what keeps the CPU busy.
 class AppCpu {
  public:
