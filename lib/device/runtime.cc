@@ -379,7 +379,7 @@ int Runtime::start() {
   std::lock_guard<std::mutex> s(start_mu_);
   if (started()) return 0;
   // mu: queries of a deferred device read what this sets; the progress thread starts last.
-  std::lock_guard<std::mutex> l(mu);
+  std::unique_lock<std::mutex> l(mu);
   const std::vector<Gid> viewed = gids;  // the table open() showed (deferred), else empty
   const bool viewed_up = link_up;
   std::string err;
@@ -460,6 +460,9 @@ int Runtime::start() {
         {link_up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr,
          1});
   started_.store(true, std::memory_order_release);
+  // start_thread() takes live_mu, which stop_all_at_exit() holds while it takes mu: never mu
+  // first.
+  l.unlock();
   start_thread();
   return 0;
 }
