@@ -95,6 +95,19 @@ class AppCpu {
   int64_t others_ = 0;
 };
 
+/// mtu_code of the path MTU a netdev of MTU netdev_mtu carries for a device configured with
+/// cfg_mtu; `otherwise` when that MTU carries no RoCE frame at all.
+uint8_t path_mtu_code(uint32_t cfg_mtu, uint32_t netdev_mtu, uint8_t otherwise) {
+  const uint32_t m = roce_path_mtu(netdev_mtu);
+  return m ? mtu_code(std::min(cfg_mtu, m)) : otherwise;
+}
+
+/// The RoCEv2 entries of a GID table whose RoCE v1 entries start at v1_base.
+std::vector<Gid> v2_entries(const std::vector<Gid>& table, size_t v1_base) {
+  const size_t n = std::min(table.size(), v1_base);
+  return std::vector<Gid>(table.begin(), table.begin() + static_cast<ptrdiff_t>(n));
+}
+
 void sleep_for(Duration d) {
   if (d.ns <= 0) return;
   timespec ts{static_cast<time_t>(d.ns / 1'000'000'000), static_cast<long>(d.ns % 1'000'000'000)};
@@ -214,11 +227,9 @@ void Runtime::follow_link_locked() {
   link_version = port->link_version();
   if (!port->link_state(&st)) return;
   ifindex = st.ifindex;
-  if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
+  active_mtu = path_mtu_code(cfg.mtu, st.mtu, active_mtu);
   // The RoCEv2 entries are merged slot by slot; RoCE v1 ones (roce_v1) follow them again.
-  const size_t n_v2 = std::min(gids.size(), gid_v1_base);
-  const std::vector<Gid> old_v2(gids.begin(), gids.begin() + static_cast<ptrdiff_t>(n_v2));
-  const std::vector<Gid> v2 = merge_gid_table(old_v2, st.gids);
+  const std::vector<Gid> v2 = merge_gid_table(v2_entries(gids, gid_v1_base), st.gids);
   std::vector<Gid> table = gid_table(v2, cfg.roce_v1);
   if (table != gids) {
     gids = table;
@@ -368,8 +379,7 @@ int Runtime::open() {
   link_up = view.link.up;
   ifindex = view.link.ifindex;
   view_speed_bps = view.link_speed_bps;
-  active_mtu = mtu_code(cfg.mtu);
-  if (uint32_t m = roce_path_mtu(view.link.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
+  active_mtu = path_mtu_code(cfg.mtu, view.link.mtu, mtu_code(cfg.mtu));
   gid_v1_base = cfg.roce_v1 ? view.link.gids.size() : SIZE_MAX;
   gids = gid_table(view.link.gids, cfg.roce_v1);
   return 0;
@@ -425,14 +435,12 @@ int Runtime::start() {
     link_up = st.up;
     ifindex = st.ifindex;
     // After a deferred open, every GID keeps the index queries showed (merge_gid_table).
-    const size_t n_v2 = std::min(viewed.size(), gid_v1_base);
-    ec.gids = merge_gid_table(
-        std::vector<Gid>(viewed.begin(), viewed.begin() + static_cast<ptrdiff_t>(n_v2)), st.gids);
+    ec.gids = merge_gid_table(v2_entries(viewed, gid_v1_base), st.gids);
     if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs carry the client slot
       ec.qpn_tag_bits = kSharedQpnTagBits;
       ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
     }
-    if (uint32_t m = roce_path_mtu(st.mtu)) active_mtu = mtu_code(std::min(cfg.mtu, m));
+    active_mtu = path_mtu_code(cfg.mtu, st.mtu, active_mtu);
     ec.max_mtu = 128u << active_mtu;
   }
   // RoCE v1 GIDs ([device] roce_v1) after the RoCEv2 ones: every RoCEv2 index stays.
