@@ -322,13 +322,25 @@ def run_flap(case, link, build):
         # routes stay): shorter than uroce_verify's QPs' timeout x retries (67 ms x 7).
         wait_for(lambda: redirected() > 200 or p.sides[1].poll() is not None,
                  time.monotonic() + 60, "RoCE frames into A")
+        times.append(time.monotonic())
         sh("ip", "-n", link.router, "link", "set", link.rifs[1], "down")
         time.sleep(0.2)  # the outage itself, not a synchronisation
         sh("ip", "-n", link.router, "link", "set", link.rifs[1], "up")
+        times.append(time.monotonic())
         return None
+    times = []
     rc, p = run_verify_pair(case, link, build, during)
     if rc == 0:
         print(f"PASS {case.name}\n{p.sides[1].output()}")
+    else:
+        # What the kernels did around the outage, for a failure that does not repeat alone:
+        # the router's and B's neighbour entries and link counters, the outage's length.
+        if len(times) == 2:
+            print(f"outage (down to up returned): {(times[1] - times[0]) * 1000:.0f} ms")
+        for ns, dev in ((link.router, link.rifs[1]), (link.ns[1], link.ifs[1])):
+            for what in (["neigh", "show", "dev", dev], ["-s", "link", "show", "dev", dev]):
+                print(f"---- {ns}: ip {' '.join(what)}\n"
+                      + sh("ip", "-n", ns, *what, check=False))
     return rc
 
 
