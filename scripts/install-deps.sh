@@ -21,8 +21,8 @@ PKGS=(
   # rdma-core's own test suite (pyverbs), run against uroce (tests/conformance)
   python3-pyverbs
   python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 iputils-ping curl procps
-  # bench/instructions: instructions per message (callgrind)
-  valgrind
+  # bench/instructions: instructions per message (callgrind); gdb: stacks of a hung e2e run
+  valgrind gdb
 )
 
 missing=()

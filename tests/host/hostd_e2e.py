@@ -260,6 +260,7 @@ def case_mpi(h):
                                  env={"UROCE_RUN_DIR": h.run_dir})
     m = h.start(A, "mpirun", argv)
     if m.wait(200) is None:
+        print(ucx_cases.stacks(), file=sys.stderr)  # which process waits where
         return "mpirun timed out"
     if m.rc != 0:
         return f"mpirun: exit code {m.rc}"

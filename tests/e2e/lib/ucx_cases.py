@@ -33,6 +33,7 @@ import os
 import random
 import re
 import socket
+import subprocess
 import time
 
 import pair as pairmod
@@ -304,6 +305,40 @@ def check_mpi(out, nranks=2):
 
 # Open MPI's out-of-band network between mpirun and the remote orted: RoutedLink's subnets.
 ROUTED_NET = "198.18.0.0/16"
+
+
+def stacks(names=("e2e_mpi_pingpong_allreduce", "orted", "mpirun")):
+    """For a run that hangs: every live process whose command line names one of `names`, each
+    thread's state and kernel wait channel, and gdb's backtrace of its threads (so a failure
+    says which process waits where)."""
+    lines = []
+    for pid in sorted(int(d) for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if not any(os.path.basename(cmd.split(" ")[0]) == n for n in names):
+            continue
+        lines.append(f"---- pid {pid}: {cmd[:200]}")
+        try:
+            for tid in sorted(os.listdir(f"/proc/{pid}/task"), key=int):
+                base = f"/proc/{pid}/task/{tid}"
+                with open(f"{base}/comm") as c, open(f"{base}/wchan") as w, \
+                        open(f"{base}/stat") as st:
+                    state = st.read().rsplit(")", 1)[1].split()[0]
+                    lines.append(f"  tid {tid} {c.read().strip()} state={state} "
+                                 f"wchan={w.read().strip()}")
+        except OSError:
+            continue
+        try:
+            bt = subprocess.run(["gdb", "-batch", "-p", str(pid), "-ex",
+                                 "thread apply all bt 16"], capture_output=True, text=True,
+                                timeout=30).stdout
+            lines += [ln for ln in bt.splitlines() if ln.startswith(("#", "Thread"))]
+        except (OSError, subprocess.TimeoutExpired) as e:
+            lines.append(f"  gdb: {e}")
+    return "\n".join(lines) or "(no such process left)"
 
 
 def rsh_agent(path, link):
