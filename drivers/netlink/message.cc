@@ -74,11 +74,14 @@ void on_object(nl_object* obj, void* arg) {
   }
 }
 
-/// What a route or neighbour message changes, without libnl's object parsers: they are only a
-/// signal to look again (routes, neighbours), and libnl's route parser trusts attribute lengths
-/// the kernel always gets right (a short RTA_VIA makes nl_addr_build copy (size_t)-1 bytes, a
-/// zero-length RTA_MULTIPATH next hop loops until memory runs out). The framing is still checked:
-/// a message whose header or attributes do not fit is ignored.
+/// What a message other than a link or address one changes, without libnl's object parsers:
+/// routes and neighbours are only a signal to look again, every other type (requests such as
+/// RTM_GETROUTE, rules, qdiscs...) changes nothing here, and libnl's parsers trust attribute
+/// lengths the kernel always gets right (a short RTA_VIA makes its route parser's
+/// nl_addr_build copy (size_t)-1 bytes, also in an RTM_GETROUTE; a zero-length RTA_MULTIPATH
+/// next hop loops until memory runs out). nullopt: a link or address message, for libnl. The
+/// framing of a route or neighbour message is still checked: one whose header or attributes
+/// do not fit is ignored.
 std::optional<unsigned> signal_only(const nlmsghdr* hdr) {
   int family_header = 0;
   int max_type = 0;
@@ -96,7 +99,11 @@ std::optional<unsigned> signal_only(const nlmsghdr* hdr) {
       max_type = NDA_MAX;
       change = kNeighChanged;
       break;
-    default: return std::nullopt;
+    case RTM_NEWLINK:
+    case RTM_DELLINK:
+    case RTM_NEWADDR:
+    case RTM_DELADDR: return std::nullopt;
+    default: return kNoChange;
   }
   std::array<nlattr*, std::max(RTA_MAX, NDA_MAX) + 1> tb{};
   if (nlmsg_parse(const_cast<nlmsghdr*>(hdr), family_header, tb.data(), max_type, nullptr) < 0) {

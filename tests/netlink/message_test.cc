@@ -85,6 +85,20 @@ TEST(NetlinkMessage, ZeroLengthNextHopIsNotHandedToTheRouteParser) {
   EXPECT_EQ(st, veth());
 }
 
+// The same short RTA_VIA in a request type the kernel never sends to a listener (found by
+// fuzz/netlink_msg.cc): libnl's route cache would parse an RTM_GETROUTE too.
+TEST(NetlinkMessage, MessagesNeitherLinkAddressRouteNorNeighbourChangeNothing) {
+  NetdevState st = veth();
+  EXPECT_EQ(apply_message(&st, message(RTM_GETROUTE, ipv6_route(), attr(RTA_VIA, {AF_INET6}))),
+            kNoChange);
+  ndmsg nd{};
+  nd.ndm_family = AF_INET;
+  nd.ndm_ifindex = 2;
+  EXPECT_EQ(apply_message(&st, message(RTM_GETNEIGH, nd, {})), kNoChange);
+  EXPECT_EQ(apply_message(&st, message(RTM_NEWRULE, ipv6_route(), {})), kNoChange);
+  EXPECT_EQ(st, veth());
+}
+
 TEST(NetlinkMessage, RouteMessageShorterThanItsHeaderIsIgnored) {
   NetdevState st = veth();
   std::vector<uint8_t> bytes = message(RTM_NEWROUTE, ipv6_route(), {});
