@@ -310,6 +310,7 @@ def run_events(case, link, build):
 
 def run_flap(case, link, build):
     tool = os.path.join(build, "bin", "uroce_xdp_tool")
+    times = []  # when the link went down, when it was up again (monotonic s)
 
     def redirected():
         out = sh("ip", "netns", "exec", link.ns[0], tool, "counts", link.ifs[0], check=False)
@@ -328,7 +329,6 @@ def run_flap(case, link, build):
         sh("ip", "-n", link.router, "link", "set", link.rifs[1], "up")
         times.append(time.monotonic())
         return None
-    times = []
     rc, p = run_verify_pair(case, link, build, during)
     if rc == 0:
         print(f"PASS {case.name}\n{p.sides[1].output()}")
