@@ -424,7 +424,8 @@ class Parser {
         {"driving_max_sleep_us", 1, 1e6, false, false, "a number of µs in [1, 1000000]"},
         {"rx_burst", 1, 1024, false, true, "a whole number in [1, 1024]"},
         {"drive_rounds", 1, 64, false, true, "a whole number in [1, 64]"},
-        {"post_rx_gap_us", 0, 1e6, false, false, "a number of µs in [0, 1000000]"}};
+        {"post_rx_gap_us", 0, 1e6, false, false, "a number of µs in [0, 1000000]"},
+        {"slice_us", 0, 1e5, false, false, "a number of µs in [0, 100000]"}};
     return parse_numbers(t, "progress", keys,
                          [&](size_t i, double x) { dev->progress[std::string(keys[i].name)] = x; });
   }

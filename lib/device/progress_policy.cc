@@ -34,6 +34,7 @@ ProgressTuning progress_tuning(const std::map<std::string, double>& overrides) {
     if (name == "rx_burst") k.rx_burst = static_cast<size_t>(v);
     if (name == "drive_rounds") k.drive_rounds = static_cast<int>(v);
     if (name == "post_rx_gap_us") k.post_rx_gap = us(v);
+    if (name == "slice_us") k.slice = us(v);
   }
   return k;
 }

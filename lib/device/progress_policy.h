@@ -116,6 +116,15 @@ inline constexpr int kDriveRounds = 4;
 /// with kDriveRounds (2026-12-04 19:49 UTC).
 inline constexpr Duration kPostRxGap = Duration::micros(2);
 
+/// The progress thread's CPU time slice (sched_slice.h; Linux >= 6.12, older kernels ignore it):
+/// the kernel's shortest, so that the thread, waking from a follow-up sleep, preempts the
+/// application spinning on the same CPU, or any other busy thread there, at once instead of
+/// after that thread's slice (the default: 1.4 ms on these 2-vCPU machines, sched_getattr).
+/// It matters only under CPU contention: riostream's default set over memif beside one busy
+/// loop ran ~200 us per 64 B transfer with it, ~10 ms without (bench/RESULTS.md, "a short
+/// slice for the progress thread"). 0 keeps the scheduler's default.
+inline constexpr Duration kSlice = Duration::micros(100);
+
 /// The values above that a configuration may change ([device.progress], so that bench/progress
 /// can measure them one by one); the defaults are the constants.
 struct ProgressTuning {
@@ -129,6 +138,7 @@ struct ProgressTuning {
   size_t rx_burst = kRxBurst;
   int drive_rounds = kDriveRounds;
   Duration post_rx_gap = kPostRxGap;
+  Duration slice = kSlice;
 };
 
 /// The tuning with the configuration's [device.progress] values (names and ranges checked by

@@ -23,6 +23,7 @@
 #include "device/gid_table.h"
 #include "device/neighbor_wait.h"
 #include "device/progress_policy.h"
+#include "device/sched_slice.h"
 #include "ports/ports.h"
 #ifdef UROCE_HAVE_DCQCN
 #include "device/congestion.h"
@@ -323,6 +324,12 @@ void Runtime::run() {
   // adds 2-5 us over the most precise setting (bench/RESULTS.md, "one at a time", timer slack).
   prctl(PR_SET_TIMERSLACK, 5000UL, 0, 0, 0);
   pthread_setname_np(pthread_self(), "uroce-progress");
+  if (tuning.slice.ns > 0) {
+    std::string why;
+    if (request_slice(tuning.slice, &why).ns == 0 && getenv("UROCE_VERBS_DEBUG"))
+      std::fprintf(stderr, "uroce: %s: progress thread keeps the default slice: %s\n",
+                   cfg.name.c_str(), why.c_str());
+  }
   using Action = ProgressPolicy::Action;
   AppCpu app_cpu;
   ProgressPolicy policy(now(), tuning);

@@ -8,11 +8,18 @@
  * As rdma-core does in rdma_get_cm_event, taking a CONNECT_RESPONSE of an id that has a QP
  * moves the QP to RTR and RTS and sends the RTU, and the program sees ESTABLISHED (or
  * CONNECT_ERROR when the QP refuses the move); taking a REJECTED moves the QP to ERR.
+ *
+ * A destroyed channel is kept, its fd open, for the next kQuarantine destroys: programs such as
+ * rping destroy the channel while their CM thread is on its way back into rdma_get_cm_event.
+ * With the kernel's channel that thread is usually blocked in the kernel already and stays
+ * there until the program exits; here it finds the channel marked destroyed and blocks too,
+ * instead of reading a closed (or reused) fd from freed memory and failing with EBADF.
  */
 #include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <deque>
 
 #include "rdmacm/cma.h"
 #include "rdmacm/export.h"
@@ -67,24 +74,37 @@ void post_process(Service& s, Event* e) {
   }
 }
 
+/// Destroyed channels not yet freed, oldest first (see @file). Service::mu.
+constexpr size_t kQuarantine = 64;
+std::deque<Channel*>& quarantine() {
+  static auto* q = new std::deque<Channel*>();  // never destroyed: atexit handlers may use it
+  return *q;
+}
+
+/// What a thread waiting on a destroyed channel does: wait for the program's exit, as a
+/// thread blocked on the kernel's channel does.
+[[noreturn]] void block_forever() {
+  for (;;) pause();
+}
+
+bool is_destroyed(Service& s, Channel* ch) {
+  std::lock_guard<std::mutex> g(s.mu);
+  return ch->destroyed;
+}
+
 }  // namespace
 
 int get_event(Channel* ch, rdma_cm_event** out) {
   Service& s = Service::get();
-  bool woke = false;
+  if (is_destroyed(s, ch)) block_forever();
   for (;;) {
     uint64_t v;
-    if (read(ch->ch.fd, &v, sizeof v) != sizeof v) {
-      // Woken for an event of an id destroyed meanwhile, then the program destroyed the
-      // channel too (rping: main destroys both while its CM thread waits). The kernel's
-      // channel never wakes a reader for such an event, so that thread stays blocked there
-      // until the program exits; so does this one.
-      if (woke && errno == EBADF)
-        for (;;) pause();
-      return -1;  // errno: EAGAIN, EINTR ...
+    if (read(ch->ch.fd, &v, sizeof v) != sizeof v) return -1;  // errno: EAGAIN, EINTR ...
+    std::unique_lock<std::mutex> g(s.mu);
+    if (ch->destroyed) {
+      g.unlock();
+      block_forever();
     }
-    woke = true;
-    std::lock_guard<std::mutex> g(s.mu);
     if (ch->q.empty()) continue;
     Event* e = ch->q.front();
     ch->q.pop_front();
@@ -136,13 +156,22 @@ UROCE_CM_EXPORT rdma_event_channel* rdma_create_event_channel(void) {
 UROCE_CM_EXPORT void rdma_destroy_event_channel(rdma_event_channel* channel) {
   if (!channel) return;
   Channel* ch = channel_of(channel);
+  Channel* freed = nullptr;
   {
     std::lock_guard<std::mutex> g(Service::get().mu);
     for (Event* e : ch->q) delete e;
     ch->q.clear();
+    ch->destroyed = true;
+    quarantine().push_back(ch);
+    if (quarantine().size() > kQuarantine) {
+      freed = quarantine().front();
+      quarantine().pop_front();
+    }
   }
-  close(ch->ch.fd);
-  delete ch;
+  if (freed) {
+    close(freed->ch.fd);
+    delete freed;
+  }
 }
 
 UROCE_CM_EXPORT int rdma_get_cm_event(rdma_event_channel* channel, rdma_cm_event** event) {

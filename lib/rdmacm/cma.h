@@ -55,6 +55,7 @@ struct Event {
 struct Channel {
   rdma_event_channel ch{};  ///< first member
   std::deque<Event*> q;     ///< Service::mu
+  bool destroyed = false;   ///< Service::mu; kept a while after rdma_destroy_event_channel
 };
 
 enum class IdState : uint8_t {

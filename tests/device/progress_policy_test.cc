@@ -291,8 +291,10 @@ TEST(ProgressPolicy, ATuningFromTheConfigurationReplacesTheDefaults) {
                                             {"app_driving_us", 50},
                                             {"rx_burst", 8},
                                             {"drive_rounds", 2},
-                                            {"post_rx_gap_us", 0.5}});
+                                            {"post_rx_gap_us", 0.5},
+                                            {"slice_us", 0}});
   EXPECT_EQ(k.spin_rounds, 2);
+  EXPECT_EQ(k.slice, Duration{});  // 0: the scheduler's default slice
   EXPECT_EQ(k.rx_burst, 8u);
   EXPECT_EQ(k.drive_rounds, 2);
   EXPECT_EQ(k.post_rx_gap, Duration::nanos(500));

@@ -65,9 +65,9 @@ class Host:
         e["UROCE_RUN_DIR"] = self.run_dir
         return e
 
-    def start(self, side, label, argv):
+    def start(self, side, label, argv, env=None):
         s = pairmod.Side(label, self.link.wrap(side) + ["stdbuf", "-oL", "-eL"] + argv,
-                         self.env(side), os.path.join(self.dir, f"{label}.out"))
+                         {**self.env(side), **(env or {})}, os.path.join(self.dir, f"{label}.out"))
         self.procs.append(s)
         return s
 
@@ -92,9 +92,14 @@ class Host:
             outs.append(d.output())
         return outs
 
-    def wait_listen(self, side, port, proc, deadline):
+    def wait_listen(self, side, listen, proc, deadline):
+        """Waits until proc listens (listen: tcp(port) or cm(port, file)); False if it exited or
+        the deadline passed."""
+        kind, port, path = listen
         while time.monotonic() < deadline:
-            if pairmod.listening(self.link, side, port):
+            if kind == "tcp" and pairmod.listening(self.link, side, port):
+                return True
+            if kind == "cm" and os.path.exists(path) and f"listen {port}\n" in open(path).read():
                 return True
             if proc.poll() is not None:
                 return False
@@ -126,19 +131,29 @@ def slot_counters(out):
     return res
 
 
+def tcp(port):
+    """A server that listens on TCP port (perftest, uroce_verify): polled with `ss`."""
+    return ("tcp", port, None)
+
+
+def cm(h, label, port):
+    """A server that listens on the RDMA CM port (rping): uroce's librdmacm notes its
+    rdma_listen in $UROCE_RDMACM_LISTEN_FILE, since there is no socket to poll."""
+    return ("cm", port, os.path.join(h.dir, f"{label}.listen"))
+
+
 def run_pairs(h, pairs, timeout):
-    """pairs: (label, server side, server argv, client side, client argv + [addr], tcp port or
-    None). Starts every server, waits for each to listen (port) or briefly, then every client;
-    all must exit 0. Returns a problem or None."""
+    """pairs: (label, server side, server argv, client side, client argv + [addr], listen:
+    tcp(..) or cm(..)). Starts each server and waits until it listens, then every client; all
+    must exit 0. Returns a problem or None."""
     deadline = time.monotonic() + timeout
     servers, clients = [], []
-    for label, sside, sargv, _, _, port in pairs:
-        s = h.start(sside, f"{label}-server", sargv)
+    for label, sside, sargv, _, _, listen in pairs:
+        env = {"UROCE_RDMACM_LISTEN_FILE": listen[2]} if listen[0] == "cm" else None
+        s = h.start(sside, f"{label}-server", sargv, env)
         servers.append(s)
-        if port and not h.wait_listen(sside, port, s, deadline):
-            return f"{label}: the server did not listen on {port}"
-    if any(p[5] is None for p in pairs):
-        time.sleep(1.0)  # rping listens on RDMA CM, not TCP: no port to poll
+        if not h.wait_listen(sside, listen, s, deadline):
+            return f"{label}: the server did not listen on {listen[0]} port {listen[1]}"
     for label, _, _, cside, cargv, _ in pairs:
         clients.append(h.start(cside, f"{label}-client", cargv))
     for p in clients + servers:
@@ -179,7 +194,7 @@ def case_perftest(h):
     for i, port in enumerate(ports):
         base = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4),
                 "-p", str(port), "-n", str(PERFTEST_ITERS), "-s", str(PERFTEST_SIZE)]
-        pairs.append((f"bw{i}", B, base, A, base + [h.link.addr[B]], port))
+        pairs.append((f"bw{i}", B, base, A, base + [h.link.addr[B]], tcp(port)))
     problem = run_pairs(h, pairs, 150)
     if problem:
         return problem
@@ -211,7 +226,7 @@ def case_verify(h):
     for i in range(2):
         port = pairmod.free_tcp_port() + i
         pairs.append((f"verify{i}", B, verify_argv(h, port, v6=i == 1), A,
-                      verify_argv(h, port, v6=i == 1) + [h.link.addr[B]], port))
+                      verify_argv(h, port, v6=i == 1) + [h.link.addr[B]], tcp(port)))
     return run_pairs(h, pairs, 150)
 
 
@@ -226,20 +241,20 @@ def case_samehost(h):
     rport = pairmod.free_tcp_port() + 1
     a = h.link.addr[A]
     problem = run_pairs(h, [("verify", A, verify_argv(h, port), A, verify_argv(h, port) + [a],
-                             port)], 120)
+                             tcp(port))], 120)
     if problem:
         return problem
     return run_pairs(h, [("rping", A, rping_argv(a, rport, False), A, rping_argv(a, rport, True),
-                          None)], 60)
+                          cm(h, "rping", rport))], 60)
 
 
 def case_rping(h):
     p1, p2 = pairmod.free_tcp_port(), pairmod.free_tcp_port() + 1
     return run_pairs(h, [
         ("rpingAB", B, rping_argv(h.link.addr[B], p1, False), A,
-         rping_argv(h.link.addr[B], p1, True), None),
+         rping_argv(h.link.addr[B], p1, True), cm(h, "rpingAB", p1)),
         ("rpingAA", A, rping_argv(h.link.addr[A], p2, False), A,
-         rping_argv(h.link.addr[A], p2, True), None),
+         rping_argv(h.link.addr[A], p2, True), cm(h, "rpingAA", p2)),
     ], 90)
 
 
