@@ -83,6 +83,7 @@ struct Options {
   std::string op = "write";  ///< -o: one of the ops above
   int port = 18515;          ///< -p: TCP port
   int timeout_s = 10;        ///< -t: seconds to wait for any one completion
+  int ack_timeout = 14;      ///< --ack-timeout: the QPs' local ACK timeout, IBA code (67 ms)
   int duration_s = 0;        ///< -D: mixed only; run this long instead of -n iterations
   bool rxe = false;          ///< --rxe: mw server on Linux rxe (its two deviations, above)
   std::string host;          ///< server host (client mode)
@@ -416,7 +417,7 @@ bool connect_qp(const Options& o, Rdma* r, ibv_qp* qp, const Peer& me, const Pee
   }
   std::memset(&a, 0, sizeof a);
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
+  a.timeout = static_cast<uint8_t>(o.ack_timeout);
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.sq_psn = me.psn;
@@ -1100,19 +1101,24 @@ void usage() {
       "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
       "                    [-o write|read|send|atomic|mixed|mw|atomic_write|flush] [-D seconds]\n"
       "                    [-p tcp_port]\n"
-      "                    [-t timeout_s] [--rxe] [host]\n");
+      "                    [-t timeout_s] [--ack-timeout code] [--rxe] [host]\n");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  static const option longopts[] = {
-      {"ib-dev", required_argument, nullptr, 'd'},  {"gid-idx", required_argument, nullptr, 'g'},
-      {"size", required_argument, nullptr, 's'},    {"iters", required_argument, nullptr, 'n'},
-      {"op", required_argument, nullptr, 'o'},      {"port", required_argument, nullptr, 'p'},
-      {"timeout", required_argument, nullptr, 't'}, {"duration", required_argument, nullptr, 'D'},
-      {"rxe", no_argument, nullptr, 'R'},           {nullptr, 0, nullptr, 0}};
+  static const option longopts[] = {{"ib-dev", required_argument, nullptr, 'd'},
+                                    {"gid-idx", required_argument, nullptr, 'g'},
+                                    {"size", required_argument, nullptr, 's'},
+                                    {"iters", required_argument, nullptr, 'n'},
+                                    {"op", required_argument, nullptr, 'o'},
+                                    {"port", required_argument, nullptr, 'p'},
+                                    {"timeout", required_argument, nullptr, 't'},
+                                    {"duration", required_argument, nullptr, 'D'},
+                                    {"rxe", no_argument, nullptr, 'R'},
+                                    {"ack-timeout", required_argument, nullptr, 'A'},
+                                    {nullptr, 0, nullptr, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "d:g:s:n:o:p:t:D:Rh", longopts, nullptr)) != -1) {
     switch (c) {
@@ -1125,6 +1131,7 @@ int main(int argc, char** argv) {
       case 't': o.timeout_s = std::atoi(optarg); break;
       case 'D': o.duration_s = std::atoi(optarg); break;
       case 'R': o.rxe = true; break;
+      case 'A': o.ack_timeout = std::atoi(optarg); break;
       default: usage(); return 2;
     }
   }
@@ -1137,7 +1144,8 @@ int main(int argc, char** argv) {
   if (o.op == "atomic") o.size = 8;
   if (o.op == "atomic_write") o.size = kAwSlots * 8;
   if (o.size == 0 || o.iters <= 0 || o.duration_s < 0 || (o.duration_s && o.op != "mixed") ||
-      (o.op == "mw" && o.size < 8) || (o.rxe && o.op != "mw")) {
+      (o.op == "mw" && o.size < 8) || (o.rxe && o.op != "mw") || o.ack_timeout < 0 ||
+      o.ack_timeout > 31) {
     usage();
     return 2;
   }

@@ -320,7 +320,8 @@ def run_flap(case, link, build):
     def during(p):
         # Once RoCE frames flow into A (its XDP program redirected some), B loses its carrier
         # for 0.2 s (R's end of the veth goes down; B's stays administratively up, so its
-        # routes stay): shorter than uroce_verify's QPs' timeout x retries (67 ms x 7).
+        # routes stay): shorter than the QPs' timeout x retries (--ack-timeout 16: 268 ms x 7;
+        # the router re-resolving B after the link returns is part of the outage).
         wait_for(lambda: redirected() > 200 or p.sides[1].poll() is not None,
                  time.monotonic() + 60, "RoCE frames into A")
         times.append(time.monotonic())
@@ -329,7 +330,7 @@ def run_flap(case, link, build):
         sh("ip", "-n", link.router, "link", "set", link.rifs[1], "up")
         times.append(time.monotonic())
         return None
-    rc, p = run_verify_pair(case, link, build, during)
+    rc, p = run_verify_pair(case, link, build, during, extra=VERIFY + ["--ack-timeout", "16"])
     if rc == 0:
         print(f"PASS {case.name}\n{p.sides[1].output()}")
     else:
