@@ -7,7 +7,6 @@
 #include "device/sched_slice.h"
 
 #include <sched.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 

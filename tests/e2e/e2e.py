@@ -793,7 +793,7 @@ def run_rdmacm(case, link, build):
     srv = p.start(0, server)
     listening_ = False
     while time.monotonic() < deadline and srv.poll() is None:
-        if os.path.exists(listen_file) and f"listen {port}" in open(listen_file).read():
+        if pairmod.cm_listening(listen_file, port):
             listening_ = True
             break
         time.sleep(0.05)  # polling a condition with a deadline

@@ -99,7 +99,7 @@ class Host:
         while time.monotonic() < deadline:
             if kind == "tcp" and pairmod.listening(self.link, side, port):
                 return True
-            if kind == "cm" and os.path.exists(path) and f"listen {port}\n" in open(path).read():
+            if kind == "cm" and pairmod.cm_listening(path, port):
                 return True
             if proc.poll() is not None:
                 return False

@@ -113,6 +113,16 @@ def listening(link, side, port):
     return bool(p.stdout.strip())
 
 
+def cm_listening(listen_file, port):
+    """True when a program over uroce's librdmacm listens on RDMA CM `port`: it appends
+    "listen <port>" to $UROCE_RDMACM_LISTEN_FILE at each rdma_listen (there is no socket to
+    poll)."""
+    if not os.path.exists(listen_file):
+        return False
+    with open(listen_file) as f:
+        return f"listen {port}\n" in f.read()
+
+
 class Scratch:
     """One folder for the temporary files of a case or a benchmark: every tempfile.mkdtemp()
     inside the `with` block (Pair's run folders, memif socket folders) goes under it. Removed at
