@@ -48,13 +48,19 @@ TEST(EventChannel, AThreadComingBackToADestroyedChannelWaitsForTheProgramsExit) 
   const int other = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
   ASSERT_GE(other, 0);
 
-  std::atomic<pid_t> tid{0};
-  std::atomic<bool> returned{false};
-  std::thread cm([&] {
-    tid = gettid();
+  // The thread outlives this test (it is detached below): it shares nothing on this stack.
+  struct Shared {
+    std::atomic<pid_t> tid{0};
+    std::atomic<bool> returned{false};
+  };
+  auto* shared = new Shared;  // never freed: the waiting thread may use it until the exit
+  std::atomic<pid_t>& tid = shared->tid;
+  std::atomic<bool>& returned = shared->returned;
+  std::thread cm([ch, shared] {
+    shared->tid = gettid();
     rdma_cm_event* ev = nullptr;
     rdma_get_cm_event(ch, &ev);  // rping's CM thread: on return it exits the program
-    returned = true;
+    shared->returned = true;
   });
   // Polling a condition with a deadline: the thread sleeps in the library, or it returned.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
