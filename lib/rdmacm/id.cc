@@ -9,10 +9,13 @@
  * without a channel is synchronous: each call waits for its event (cma.h complete()).
  */
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
+#include <thread>
 
 #include "rdmacm/cma.h"
 #include "rdmacm/export.h"
@@ -67,6 +70,8 @@ int req_private(Id* id, const rdma_conn_param* p, std::span<uint8_t> out) {
   return 0;
 }
 
+void note_listen(uint16_t port, bool on);
+
 /// Stops listening on every device. Requires mu.
 void unlisten(Service& s, Id* id) {
   const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
@@ -77,17 +82,49 @@ void unlisten(Service& s, Id* id) {
     }
   id->listening.clear();
   s.remove_listener(id);
+  note_listen(id->sport, false);
 }
 
-/// UROCE_RDMACM_LISTEN_FILE=<path>: each listen appends "listen <port>" to the file, so a
-/// test harness can start its client once the server listens (there is no socket to poll).
-void note_listen(uint16_t port) {
+/// UROCE_RDMACM_LISTEN_FILE=<path>: each listen appends "listen <port>" to the file and its
+/// end "unlisten <port>", so a test harness can start its client once the server listens
+/// (there is no socket to poll).
+void note_listen(uint16_t port, bool on) {
   const char* path = getenv("UROCE_RDMACM_LISTEN_FILE");
   if (!path || !*path) return;
   if (FILE* f = std::fopen(path, "a")) {
-    std::fprintf(f, "listen %u\n", port);
+    std::fprintf(f, "%s %u\n", on ? "listen" : "unlisten", port);
     std::fclose(f);
   }
+}
+
+/// Whether the last line about `port` in listen file `path` is "listen <port>".
+bool noted_listening(const char* path, uint16_t port) {
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) return false;
+  const std::string on = "listen " + std::to_string(port) + "\n";
+  const std::string off = "un" + on;
+  bool listening = false;
+  char line[64];
+  while (std::fgets(line, sizeof line, f)) {
+    if (on == line) listening = true;
+    if (off == line) listening = false;
+  }
+  std::fclose(f);
+  return listening;
+}
+
+/// UROCE_RDMACM_CONNECT_WHEN_LISTENING=<listen file>: rdma_connect waits (10 s at most) until
+/// that file says the peer listens on the port. For programs whose server listens again
+/// for a second connection (perftest -R: a control connection, then the data connections on a
+/// new listening id): the client's second REQ may reach the server between the two listens
+/// and gets a REJ, as it would from the kernel's CM, and perftest 4.5's retry after that
+/// crashes. A test harness sets it so that this race of the program cannot fail a run.
+void wait_until_noted_listening(uint16_t port) {
+  const char* path = getenv("UROCE_RDMACM_CONNECT_WHEN_LISTENING");
+  if (!path || !*path) return;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!noted_listening(path, port) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));  // polling, with a deadline
 }
 
 }  // namespace
@@ -280,7 +317,7 @@ UROCE_CM_EXPORT int rdma_listen(rdma_cm_id* cid, int /*backlog*/) {
   }
   id->state = IdState::kListen;
   s.add_listener(id);
-  note_listen(id->sport);
+  note_listen(id->sport, true);
   return 0;
 }
 
@@ -288,6 +325,7 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
+  wait_until_noted_listening(id->dport);
   {
     std::lock_guard<std::mutex> g(s.mu);
     if (id->state != IdState::kRouteResolved || !id->dev) return fail(EINVAL);

@@ -314,15 +314,18 @@ def RDMACM_CASES_TEMPLATE():
             server=["udaddy", "-b", "{addr}"],
             client=["udaddy", "-s", "{addr}"], port=7174,
             expect=r"data transfers complete", expect_client=r"data transfers complete"),
-        # perftest -R: the connection by rdma_cm (librdmacm), not a TCP exchange.
+        # perftest -R: the connection by rdma_cm (librdmacm), not a TCP exchange. Its server
+        # listens twice on the port (a control connection, then the data QPs); the client's
+        # second connect waits for the second listen (connect_when_listening), or perftest's
+        # own race could fail the run (docs/testing.md).
         "ib_write_bw.R": dict(
             server=["ib_write_bw", "-d", DEVICE, "-R", "-p", "{port}"],
             client=["ib_write_bw", "-d", DEVICE, "-R", "-p", "{port}", "{addr}"],
-            expect_client=r"#bytes"),
+            expect_client=r"#bytes", connect_when_listening=True),
         "ib_send_bw.R": dict(
             server=["ib_send_bw", "-d", DEVICE, "-R", "-p", "{port}"],
             client=["ib_send_bw", "-d", DEVICE, "-R", "-p", "{port}", "{addr}"],
-            expect_client=r"#bytes"),
+            expect_client=r"#bytes", connect_when_listening=True),
         # Bad input: a connect to a port nobody listens on is answered with a REJ
         # ("invalid service ID", 8): rping reports RDMA_CM_EVENT_REJECTED and fails; the
         # listening server on another port is untouched and killed at the end.
@@ -784,6 +787,8 @@ def run_rdmacm(case, link, build):
     listen_file = os.path.join(work, "listen")
     env = dict(case.kw.get("env", {}))
     env["UROCE_RDMACM_LISTEN_FILE"] = listen_file
+    if case.kw.get("connect_when_listening"):
+        env["UROCE_RDMACM_CONNECT_WHEN_LISTENING"] = listen_file
     p = Pair(link, build, workdir=work, env=env)
     fmt = {"addr": link.roce_addr(0, case.kw.get("v6", False)), "port": port, "port1": port + 1,
            "oob": link.oob_host()}

@@ -115,12 +115,18 @@ def listening(link, side, port):
 
 def cm_listening(listen_file, port):
     """True when a program over uroce's librdmacm listens on RDMA CM `port`: it appends
-    "listen <port>" to $UROCE_RDMACM_LISTEN_FILE at each rdma_listen (there is no socket to
-    poll)."""
+    "listen <port>" to $UROCE_RDMACM_LISTEN_FILE at each rdma_listen and "unlisten <port>" when
+    that listen ends (there is no socket to poll); the last of them says."""
     if not os.path.exists(listen_file):
         return False
+    state = False
     with open(listen_file) as f:
-        return f"listen {port}\n" in f.read()
+        for line in f.read().splitlines():
+            if line == f"listen {port}":
+                state = True
+            elif line == f"unlisten {port}":
+                state = False
+    return state
 
 
 class Scratch:
