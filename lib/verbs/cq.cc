@@ -320,6 +320,7 @@ UROCE_EXPORT int uroce_destroy_cq_1_1(ibv_cq* c) {
     if (!s) return s.code();
     rt->cqs.erase(cq->id);
   }
+  cq->ctx->settle_async(c, &c->mutex, &c->cond, &c->async_events_completed);
   if (cq->channel) {
     std::lock_guard<std::mutex> g(cq->channel->mu);
     std::erase(cq->channel->q, cq);

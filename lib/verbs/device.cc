@@ -11,6 +11,7 @@
  * (device::Runtime::open), so opening and querying start no EAL either.
  */
 #include <fcntl.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -297,6 +298,52 @@ UROCE_DEFAULT_VERSION(uroce_close_device_1_1, ibv_close_device, "IBVERBS_1.1");
 
 // ---- Async events -------------------------------------------------------------------------
 
+const void* uroce::verbs::async_object(const ibv_async_event& ev) {
+  switch (ev.event_type) {
+    case IBV_EVENT_CQ_ERR: return ev.element.cq;
+    case IBV_EVENT_QP_FATAL:
+    case IBV_EVENT_QP_REQ_ERR:
+    case IBV_EVENT_QP_ACCESS_ERR:
+    case IBV_EVENT_COMM_EST:
+    case IBV_EVENT_SQ_DRAINED:
+    case IBV_EVENT_PATH_MIG:
+    case IBV_EVENT_PATH_MIG_ERR:
+    case IBV_EVENT_QP_LAST_WQE_REACHED: return ev.element.qp;
+    case IBV_EVENT_SRQ_ERR:
+    case IBV_EVENT_SRQ_LIMIT_REACHED: return ev.element.srq;
+    default: return nullptr;
+  }
+}
+
+void Context::settle_async(const void* object, pthread_mutex_t* mu, pthread_cond_t* cond,
+                           const unsigned int* completed) {
+  uint32_t reported = 0;
+  {
+    std::lock_guard<std::mutex> g(async_mu);
+    const size_t dropped =
+        std::erase_if(async_q, [&](const ibv_async_event& e) { return async_object(e) == object; });
+    // And their bytes, so that async_fd is readable only while an event waits. (A reader that
+    // took one of those bytes already finds no event and reads on: ibv_get_async_event.)
+    int avail = 0;
+    if (dropped && ioctl(ibv()->async_fd, FIONREAD, &avail) == 0) {
+      size_t n = std::min(dropped, static_cast<size_t>(std::max(avail, 0)));
+      uint8_t sink[64];
+      while (n > 0) {
+        const ssize_t r = read(ibv()->async_fd, sink, std::min(n, sizeof sink));
+        if (r <= 0) break;
+        n -= static_cast<size_t>(r);
+      }
+    }
+    if (auto it = async_reported.find(object); it != async_reported.end()) {
+      reported = it->second;
+      async_reported.erase(it);
+    }
+  }
+  pthread_mutex_lock(mu);
+  while (*completed != reported) pthread_cond_wait(cond, mu);
+  pthread_mutex_unlock(mu);
+}
+
 UROCE_EXPORT int uroce_get_async_event_1_1(ibv_context* c, ibv_async_event* ev) {
   Context* ctx = ctx_of(c);
   for (;;) {
@@ -306,32 +353,31 @@ UROCE_EXPORT int uroce_get_async_event_1_1(ibv_context* c, ibv_async_event* ev) 
     if (ctx->async_q.empty()) continue;
     *ev = ctx->async_q.front();
     ctx->async_q.pop_front();
+    if (const void* object = async_object(*ev)) ctx->async_reported[object]++;
     return 0;
   }
 }
 UROCE_DEFAULT_VERSION(uroce_get_async_event_1_1, ibv_get_async_event, "IBVERBS_1.1");
 
 UROCE_EXPORT void uroce_ack_async_event_1_1(ibv_async_event* ev) {
-  // Objects are destroyed without waiting for acknowledgements; count them like rdma-core.
-  switch (ev->event_type) {
-    case IBV_EVENT_CQ_ERR:
-      __atomic_add_fetch(&ev->element.cq->async_events_completed, 1, __ATOMIC_RELAXED);
-      break;
-    case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED:
-      __atomic_add_fetch(&ev->element.srq->events_completed, 1, __ATOMIC_RELAXED);
-      break;
-    case IBV_EVENT_QP_FATAL:
-    case IBV_EVENT_QP_REQ_ERR:
-    case IBV_EVENT_QP_ACCESS_ERR:
-    case IBV_EVENT_COMM_EST:
-    case IBV_EVENT_SQ_DRAINED:
-    case IBV_EVENT_PATH_MIG:
-    case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED:
-      __atomic_add_fetch(&ev->element.qp->events_completed, 1, __ATOMIC_RELAXED);
-      break;
-    default: break;
+  // Counted under the object's mutex and signalled: its destroy waits for it (settle_async).
+  auto count = [](pthread_mutex_t* mu, pthread_cond_t* cond, unsigned int* completed) {
+    pthread_mutex_lock(mu);
+    ++*completed;
+    pthread_cond_signal(cond);
+    pthread_mutex_unlock(mu);
+  };
+  const void* object = async_object(*ev);
+  if (!object) return;
+  if (ev->event_type == IBV_EVENT_CQ_ERR) {
+    ibv_cq* cq = ev->element.cq;
+    count(&cq->mutex, &cq->cond, &cq->async_events_completed);
+  } else if (ev->event_type == IBV_EVENT_SRQ_ERR || ev->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
+    ibv_srq* srq = ev->element.srq;
+    count(&srq->mutex, &srq->cond, &srq->events_completed);
+  } else {
+    ibv_qp* qp = ev->element.qp;
+    count(&qp->mutex, &qp->cond, &qp->events_completed);
   }
 }
 UROCE_DEFAULT_VERSION(uroce_ack_async_event_1_1, ibv_ack_async_event, "IBVERBS_1.1");

@@ -121,6 +121,9 @@ struct Context {
   int async_wr = -1;  ///< write end of the async event pipe
   std::mutex async_mu;
   std::deque<ibv_async_event> async_q;
+  /// Per QP/CQ/SRQ (its ibv_* pointer): how many of its events ibv_get_async_event handed out
+  /// (async_mu). Its destroy waits until the program has acknowledged that many.
+  std::unordered_map<const void*, uint32_t> async_reported;
   std::atomic<int> children{0};  ///< PDs, CQs, channels, QPs, SRQs still open
 
   /// Objects the engine does not call back about, so ibv_close_device can release them.
@@ -146,7 +149,18 @@ struct Context {
   ibv_context* ibv() { return &vctx.context; }
   /// Queues an async event and makes async_fd readable (any thread; takes async_mu).
   void push_async(const ibv_async_event& ev);
+  /// For ibv_destroy_qp/cq/srq, once the engine raises no more events about `object` (its
+  /// ibv_qp*, ibv_cq* or ibv_srq*): drops its events not read yet and waits, on the object's
+  /// own mutex and condition, until *completed (its acknowledged-events count) reaches the
+  /// number handed out, as rdma-core does (ibv_get_async_event(3)). No event then names a
+  /// freed object. (device.cc)
+  void settle_async(const void* object, pthread_mutex_t* mu, pthread_cond_t* cond,
+                    const unsigned int* completed);
 };
+
+/// The QP, CQ or SRQ an async event is about (its ibv_* pointer); nullptr for port and
+/// device events.
+const void* async_object(const ibv_async_event& ev);
 
 inline Context* ctx_of(ibv_context* c) {
   auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(c) -

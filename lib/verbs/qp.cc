@@ -471,6 +471,7 @@ UROCE_EXPORT int uroce_destroy_qp_1_1(ibv_qp* q) {
     stats_remove_qp(rt, qp);
     rt->qps.erase(qp->qpn);
   }
+  qp->ctx->settle_async(q, &q->mutex, &q->cond, &q->events_completed);
   if (qp->send_cq) qp->send_cq->qps--;
   if (qp->recv_cq) qp->recv_cq->qps--;
   if (qp->srq) qp->srq->qps--;

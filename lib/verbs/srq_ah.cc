@@ -156,6 +156,7 @@ UROCE_EXPORT int uroce_destroy_srq_1_1(ibv_srq* s) {
     if (!st) return st.code();
     rt->srqs.erase(srq->id);
   }
+  srq->ctx->settle_async(s, &s->mutex, &s->cond, &s->events_completed);
   release_domain(s->pd);
   if (srq->cq) srq->cq->qps--;
   srq->ctx->children--;

@@ -3,11 +3,19 @@
  * @brief Affiliated asynchronous events through ibv_get_async_event(3) on the pollable
  * async_fd: responder access error (IBV_EVENT_QP_ACCESS_ERR on the target QP), CQ overrun
  * (IBV_EVENT_CQ_ERR), Last WQE Reached for a QP on an SRQ entering the error state, and one
- * IBV_EVENT_QP_FATAL when a requester exhausts retry_cnt against a vanished peer.
+ * IBV_EVENT_QP_FATAL when a requester exhausts retry_cnt against a vanished peer; and what
+ * ibv_destroy_qp does with a QP's events: drops the unread ones, waits for the
+ * acknowledgement of those handed out.
  */
 #include <poll.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
 
 #include "verbs_fixture.h"
 
@@ -23,6 +31,15 @@ bool next_event(ibv_context* ctx, ibv_async_event* ev, int timeout_ms = 2000) {
     ibv_ack_async_event(ev);
     if (ev->event_type != IBV_EVENT_PORT_ACTIVE) return true;
   }
+}
+
+/// The scheduler state letter of thread tid of this process ('R', 'S', ...).
+char thread_state(pid_t tid) {
+  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string line;
+  std::getline(f, line);
+  const size_t close = line.rfind(')');
+  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
 }
 
 class AsyncTest : public QpPairTest {
@@ -108,6 +125,70 @@ TEST_F(AsyncTest, QpOnSrqEnteringErrorRaisesLastWqeReached) {
   }
   EXPECT_TRUE(saw);
   EXPECT_EQ(ibv_destroy_qp(q), 0);
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+// ibv_destroy_qp(3) after an event about the QP was raised but not read: the event is
+// dropped with the QP (the kernel's uverbs does the same), so ibv_get_async_event never hands
+// out a pointer to the freed QP (UCX reads ev.element.qp->qp_num from every QP event).
+TEST_F(AsyncTest, AnUnreadEventOfADestroyedQpIsNotDelivered) {
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd_, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp* q = make_qp(IBV_QPT_RC, cq_b_, srq, false);
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(connect_qp(ctx_, q, a_->qp_num, 1, 2), 0);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);  // raises LAST_WQE_REACHED for q
+  EXPECT_EQ(ibv_destroy_qp(q), 0);
+  ibv_async_event ev;
+  while (next_event(ctx_, &ev, 200))
+    EXPECT_NE(ev.event_type, IBV_EVENT_QP_LAST_WQE_REACHED) << "an event of the destroyed QP";
+  EXPECT_EQ(ibv_destroy_srq(srq), 0);
+}
+
+// ibv_destroy_qp(3) after an event about the QP was handed out: it returns only once the
+// program has acknowledged it (ibv_ack_async_event(3)), as with rdma-core.
+TEST_F(AsyncTest, DestroyWaitsForTheAcknowledgementOfAHandedOutEvent) {
+  ibv_srq_init_attr sa{};
+  sa.attr.max_wr = 8;
+  sa.attr.max_sge = 1;
+  ibv_srq* srq = ibv_create_srq(pd_, &sa);
+  ASSERT_NE(srq, nullptr);
+  ibv_qp* q = make_qp(IBV_QPT_RC, cq_b_, srq, false);
+  ASSERT_NE(q, nullptr);
+  ASSERT_EQ(connect_qp(ctx_, q, a_->qp_num, 1, 2), 0);
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);
+  ibv_async_event ev{};
+  for (;;) {  // the QP's event, handed out and not acknowledged yet
+    pollfd p{ctx_->async_fd, POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 2000), 1);
+    ASSERT_EQ(ibv_get_async_event(ctx_, &ev), 0);
+    if (ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED) break;
+    ibv_ack_async_event(&ev);
+  }
+  ASSERT_EQ(ev.element.qp, q);
+  std::atomic<pid_t> tid{0};
+  std::atomic<bool> destroyed{false};
+  std::thread destroyer([&] {
+    tid = gettid();
+    EXPECT_EQ(ibv_destroy_qp(q), 0);
+    destroyed = true;
+  });
+  // Polling with a deadline: the destroyer sleeps on the QP's condition, or it returned.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!destroyed && (tid == 0 || thread_state(tid) != 'S') &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_FALSE(destroyed) << "ibv_destroy_qp returned before the event was acknowledged";
+  ibv_ack_async_event(&ev);
+  destroyer.join();
+  EXPECT_TRUE(destroyed);
   EXPECT_EQ(ibv_destroy_srq(srq), 0);
 }
 
