@@ -19,16 +19,11 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/thread_state.h"
+
 namespace {
 
-/// The scheduler state letter of thread tid of this process ('R', 'S', ...).
-char thread_state(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const size_t close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
+using uroce::test_support::thread_state;
 
 int open_fds() {
   int n = 0;

@@ -5,22 +5,32 @@
  * connected by the RDMA CM over its own QP1, moving data as librdmacm's rsocket protocol
  * does. Covers what rstream/riostream do not: byte-exact streams across many ring halves,
  * MSG_PEEK/MSG_WAITALL, end of stream after a shutdown, non-blocking connect through rpoll,
- * riowrite into an iomapped buffer, a refused connect, and the calls that must fail.
+ * riowrite into an iomapped buffer, a refused connect, and the calls that must fail; and the
+ * listen file the e2e harness reads.
  */
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <rdma/rsocket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/support/thread_state.h"
+
 namespace {
+
+using uroce::test_support::thread_state;
 
 constexpr uint32_t kAddr = 0xc6120001;  // 198.18.0.1, the built-in device's address
 
@@ -283,6 +293,80 @@ TEST_F(RsocketTest, WhatIsNotSupportedFailsClearly) {
   EXPECT_EQ(rgetsockopt(s, SOL_SOCKET, SO_TYPE, &got, &len), -1);
   EXPECT_EQ(errno, ENOTSUP);
   EXPECT_EQ(rclose(s), 0);
+}
+
+// The test harness's view of RDMA CM listens (lib/rdmacm/id.cc): $UROCE_RDMACM_LISTEN_FILE
+// notes each listen and its end, and with $UROCE_RDMACM_CONNECT_WHEN_LISTENING an rdma_connect
+// to a port nobody listens on yet waits for the listen instead of being refused (perftest -R's
+// second connect, racing its server's second listen).
+std::string read_file(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+class ListenFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    unsetenv("UROCE_CONFIG");  // the built-in device
+    char dir[] = "/tmp/uroce-listen-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    file_ = dir_ + "/listen";
+    setenv("UROCE_RDMACM_LISTEN_FILE", file_.c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("UROCE_RDMACM_LISTEN_FILE");
+    unsetenv("UROCE_RDMACM_CONNECT_WHEN_LISTENING");
+    unlink(file_.c_str());
+    rmdir(dir_.c_str());
+  }
+  std::string dir_, file_;
+};
+
+TEST_F(ListenFileTest, NotesEachListenAndItsEnd) {
+  const uint16_t port = next_port();
+  int l = listener(port);
+  EXPECT_EQ(read_file(file_), "listen " + std::to_string(port) + "\n");
+  EXPECT_EQ(rclose(l), 0);
+  EXPECT_EQ(read_file(file_),
+            "listen " + std::to_string(port) + "\nunlisten " + std::to_string(port) + "\n");
+}
+
+TEST_F(ListenFileTest, AConnectWaitsForTheListenWhenAsked) {
+  const uint16_t port = next_port();
+  // A listen that has ended: without the wait this connect is refused at once.
+  EXPECT_EQ(rclose(listener(port)), 0);
+  setenv("UROCE_RDMACM_CONNECT_WHEN_LISTENING", file_.c_str(), 1);
+  std::atomic<pid_t> tid{0};
+  std::atomic<int> result{1}, error{0};
+  std::thread client([&] {
+    tid = gettid();
+    int c = rsocket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a = addr_of(port);
+    result = rconnect(c, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    error = errno;
+    uint8_t byte = 0x5a;
+    if (result == 0 && rsend(c, &byte, 1, 0) != 1) result = -2;
+    rclose(c);
+  });
+  // Polling with a deadline: the client waits in rconnect (sleeping) before anyone listens.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((tid == 0 || thread_state(tid) != 'S') && result == 1 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  EXPECT_EQ(result, 1) << "rconnect returned before the listen: errno " << error;
+  int l = listener(port);
+  int s = raccept(l, nullptr, nullptr);
+  ASSERT_GE(s, 0) << strerror(errno);
+  uint8_t got = 0;
+  EXPECT_EQ(rrecv(s, &got, 1, 0), 1);
+  EXPECT_EQ(got, 0x5a);
+  client.join();
+  EXPECT_EQ(result, 0) << strerror(error);
+  rclose(s);
+  rclose(l);
 }
 
 }  // namespace

@@ -17,10 +17,13 @@
 #include <string>
 #include <thread>
 
+#include "tests/support/thread_state.h"
 #include "verbs_fixture.h"
 
 namespace uroce::verbs_test {
 namespace {
+
+using test_support::thread_state;
 
 /// Waits (bounded) for the next async event other than PORT_ACTIVE.
 bool next_event(ibv_context* ctx, ibv_async_event* ev, int timeout_ms = 2000) {
@@ -33,18 +36,26 @@ bool next_event(ibv_context* ctx, ibv_async_event* ev, int timeout_ms = 2000) {
   }
 }
 
-/// The scheduler state letter of thread tid of this process ('R', 'S', ...).
-char thread_state(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const size_t close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
-
 class AsyncTest : public QpPairTest {
  protected:
   void SetUp() override { open(IBV_QPT_RC); }
+
+  /// A QP on a new SRQ (*srq), connected to a_, then moved to ERR: Last WQE Reached is raised.
+  ibv_qp* srq_qp_moved_to_error(ibv_srq** srq) {
+    ibv_srq_init_attr sa{};
+    sa.attr.max_wr = 8;
+    sa.attr.max_sge = 1;
+    *srq = ibv_create_srq(pd_, &sa);
+    ibv_qp* q = *srq ? make_qp(IBV_QPT_RC, cq_b_, *srq, false) : nullptr;
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_ERR;
+    if (!q || connect_qp(ctx_, q, a_->qp_num, 1, 2) != 0 ||
+        ibv_modify_qp(q, &a, IBV_QP_STATE) != 0) {
+      ADD_FAILURE() << "no SRQ-attached QP in the error state";
+      return nullptr;
+    }
+    return q;
+  }
 };
 
 TEST_F(AsyncTest, RemoteAccessViolationRaisesQpAccessErrOnTheTarget) {
@@ -104,17 +115,9 @@ TEST_F(AsyncTest, CqOverrunRaisesCqErr) {
 }
 
 TEST_F(AsyncTest, QpOnSrqEnteringErrorRaisesLastWqeReached) {
-  ibv_srq_init_attr sa{};
-  sa.attr.max_wr = 8;
-  sa.attr.max_sge = 1;
-  ibv_srq* srq = ibv_create_srq(pd_, &sa);
-  ASSERT_NE(srq, nullptr);
-  ibv_qp* q = make_qp(IBV_QPT_RC, cq_b_, srq, false);
+  ibv_srq* srq = nullptr;
+  ibv_qp* q = srq_qp_moved_to_error(&srq);
   ASSERT_NE(q, nullptr);
-  ASSERT_EQ(connect_qp(ctx_, q, a_->qp_num, 1, 2), 0);
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_ERR;
-  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);
   ibv_async_event ev;
   bool saw = false;
   while (!saw && next_event(ctx_, &ev)) {
@@ -132,17 +135,9 @@ TEST_F(AsyncTest, QpOnSrqEnteringErrorRaisesLastWqeReached) {
 // dropped with the QP (the kernel's uverbs does the same), so ibv_get_async_event never hands
 // out a pointer to the freed QP (UCX reads ev.element.qp->qp_num from every QP event).
 TEST_F(AsyncTest, AnUnreadEventOfADestroyedQpIsNotDelivered) {
-  ibv_srq_init_attr sa{};
-  sa.attr.max_wr = 8;
-  sa.attr.max_sge = 1;
-  ibv_srq* srq = ibv_create_srq(pd_, &sa);
-  ASSERT_NE(srq, nullptr);
-  ibv_qp* q = make_qp(IBV_QPT_RC, cq_b_, srq, false);
+  ibv_srq* srq = nullptr;
+  ibv_qp* q = srq_qp_moved_to_error(&srq);
   ASSERT_NE(q, nullptr);
-  ASSERT_EQ(connect_qp(ctx_, q, a_->qp_num, 1, 2), 0);
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_ERR;
-  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);  // raises LAST_WQE_REACHED for q
   EXPECT_EQ(ibv_destroy_qp(q), 0);
   ibv_async_event ev;
   while (next_event(ctx_, &ev, 200))
@@ -153,17 +148,9 @@ TEST_F(AsyncTest, AnUnreadEventOfADestroyedQpIsNotDelivered) {
 // ibv_destroy_qp(3) after an event about the QP was handed out: it returns only once the
 // program has acknowledged it (ibv_ack_async_event(3)), as with rdma-core.
 TEST_F(AsyncTest, DestroyWaitsForTheAcknowledgementOfAHandedOutEvent) {
-  ibv_srq_init_attr sa{};
-  sa.attr.max_wr = 8;
-  sa.attr.max_sge = 1;
-  ibv_srq* srq = ibv_create_srq(pd_, &sa);
-  ASSERT_NE(srq, nullptr);
-  ibv_qp* q = make_qp(IBV_QPT_RC, cq_b_, srq, false);
+  ibv_srq* srq = nullptr;
+  ibv_qp* q = srq_qp_moved_to_error(&srq);
   ASSERT_NE(q, nullptr);
-  ASSERT_EQ(connect_qp(ctx_, q, a_->qp_num, 1, 2), 0);
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_ERR;
-  ASSERT_EQ(ibv_modify_qp(q, &a, IBV_QP_STATE), 0);
   ibv_async_event ev{};
   for (;;) {  // the QP's event, handed out and not acknowledged yet
     pollfd p{ctx_->async_fd, POLLIN, 0};
