@@ -27,7 +27,11 @@ fi
 
 bash scripts/build.sh asan
 stamp "asan build done"
-(cd build-asan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol|sim|netns' -LE 'long|e2e|dpdk|vm')
+# The incast scenarios (tests/sim/*_incast_test.cc: many engines for tens of simulated ms)
+# take ~430 s of the ASan phase's CPU at -O0; they run in the release phase, and the engine
+# code they drive runs under ASan in the shorter sim and protocol tests.
+(cd build-asan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol|sim|netns' -LE 'long|e2e|dpdk|vm' \
+  -E '^(DcqcnIncastTest|DelayIncastTest)[.]')
 stamp "asan tests done"
 
 bash scripts/build.sh tsan
