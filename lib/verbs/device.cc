@@ -298,9 +298,12 @@ UROCE_DEFAULT_VERSION(uroce_close_device_1_1, ibv_close_device, "IBVERBS_1.1");
 
 // ---- Async events -------------------------------------------------------------------------
 
-const void* uroce::verbs::async_object(const ibv_async_event& ev) {
+uroce::verbs::AsyncTarget uroce::verbs::async_target(const ibv_async_event& ev) {
   switch (ev.event_type) {
-    case IBV_EVENT_CQ_ERR: return ev.element.cq;
+    case IBV_EVENT_CQ_ERR: {
+      ibv_cq* cq = ev.element.cq;
+      return {cq, &cq->mutex, &cq->cond, &cq->async_events_completed};
+    }
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_REQ_ERR:
     case IBV_EVENT_QP_ACCESS_ERR:
@@ -308,10 +311,16 @@ const void* uroce::verbs::async_object(const ibv_async_event& ev) {
     case IBV_EVENT_SQ_DRAINED:
     case IBV_EVENT_PATH_MIG:
     case IBV_EVENT_PATH_MIG_ERR:
-    case IBV_EVENT_QP_LAST_WQE_REACHED: return ev.element.qp;
+    case IBV_EVENT_QP_LAST_WQE_REACHED: {
+      ibv_qp* qp = ev.element.qp;
+      return {qp, &qp->mutex, &qp->cond, &qp->events_completed};
+    }
     case IBV_EVENT_SRQ_ERR:
-    case IBV_EVENT_SRQ_LIMIT_REACHED: return ev.element.srq;
-    default: return nullptr;
+    case IBV_EVENT_SRQ_LIMIT_REACHED: {
+      ibv_srq* srq = ev.element.srq;
+      return {srq, &srq->mutex, &srq->cond, &srq->events_completed};
+    }
+    default: return {};
   }
 }
 
@@ -320,8 +329,8 @@ void Context::settle_async(const void* object, pthread_mutex_t* mu, pthread_cond
   uint32_t reported = 0;
   {
     std::lock_guard<std::mutex> g(async_mu);
-    const size_t dropped =
-        std::erase_if(async_q, [&](const ibv_async_event& e) { return async_object(e) == object; });
+    const size_t dropped = std::erase_if(
+        async_q, [&](const ibv_async_event& e) { return async_target(e).object == object; });
     // And their bytes, so that async_fd is readable only while an event waits. (A reader that
     // took one of those bytes already finds no event and reads on: ibv_get_async_event.)
     int avail = 0;
@@ -353,7 +362,7 @@ UROCE_EXPORT int uroce_get_async_event_1_1(ibv_context* c, ibv_async_event* ev) 
     if (ctx->async_q.empty()) continue;
     *ev = ctx->async_q.front();
     ctx->async_q.pop_front();
-    if (const void* object = async_object(*ev)) ctx->async_reported[object]++;
+    if (const void* object = async_target(*ev).object) ctx->async_reported[object]++;
     return 0;
   }
 }
@@ -361,24 +370,12 @@ UROCE_DEFAULT_VERSION(uroce_get_async_event_1_1, ibv_get_async_event, "IBVERBS_1
 
 UROCE_EXPORT void uroce_ack_async_event_1_1(ibv_async_event* ev) {
   // Counted under the object's mutex and signalled: its destroy waits for it (settle_async).
-  auto count = [](pthread_mutex_t* mu, pthread_cond_t* cond, unsigned int* completed) {
-    pthread_mutex_lock(mu);
-    ++*completed;
-    pthread_cond_signal(cond);
-    pthread_mutex_unlock(mu);
-  };
-  const void* object = async_object(*ev);
-  if (!object) return;
-  if (ev->event_type == IBV_EVENT_CQ_ERR) {
-    ibv_cq* cq = ev->element.cq;
-    count(&cq->mutex, &cq->cond, &cq->async_events_completed);
-  } else if (ev->event_type == IBV_EVENT_SRQ_ERR || ev->event_type == IBV_EVENT_SRQ_LIMIT_REACHED) {
-    ibv_srq* srq = ev->element.srq;
-    count(&srq->mutex, &srq->cond, &srq->events_completed);
-  } else {
-    ibv_qp* qp = ev->element.qp;
-    count(&qp->mutex, &qp->cond, &qp->events_completed);
-  }
+  const AsyncTarget t = async_target(*ev);
+  if (!t.object) return;
+  pthread_mutex_lock(t.mu);
+  ++*t.completed;
+  pthread_cond_signal(t.cond);
+  pthread_mutex_unlock(t.mu);
 }
 UROCE_DEFAULT_VERSION(uroce_ack_async_event_1_1, ibv_ack_async_event, "IBVERBS_1.1");
 

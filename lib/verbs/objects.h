@@ -158,9 +158,16 @@ struct Context {
                     const unsigned int* completed);
 };
 
-/// The QP, CQ or SRQ an async event is about (its ibv_* pointer); nullptr for port and
-/// device events.
-const void* async_object(const ibv_async_event& ev);
+/// The QP, CQ or SRQ an async event is about (its ibv_* pointer; nullptr for port and device
+/// events) and where its acknowledgements are counted: that object's mutex, condition and
+/// acknowledged-events field.
+struct AsyncTarget {
+  const void* object = nullptr;
+  pthread_mutex_t* mu = nullptr;
+  pthread_cond_t* cond = nullptr;
+  unsigned int* completed = nullptr;
+};
+AsyncTarget async_target(const ibv_async_event& ev);
 
 inline Context* ctx_of(ibv_context* c) {
   auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(c) -

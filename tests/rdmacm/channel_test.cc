@@ -15,8 +15,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <string>
 #include <thread>
 
 #include "tests/support/thread_state.h"

@@ -13,8 +13,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <fstream>
-#include <string>
 #include <thread>
 
 #include "tests/support/thread_state.h"
