@@ -52,6 +52,13 @@
  *           (even i: the range written; odd i: the whole region), READs it back and compares;
  *           then a FLUSH of a range of the second buffer must end in IBV_WC_REM_ACCESS_ERR.
  *           The server checks its buffer holds pattern(n-1) and the second one is unchanged.
+ *   lastbyte  in-order visibility, as programs that poll a message's last byte need it
+ *           (perftest's ib_write_lat, RPCs over one-sided WRITEs): iteration i WRITEs
+ *           pattern(i) with its last byte set to a marker (1 + i % 255) into the server's
+ *           buffer; the server spins on that byte and, as soon as it shows the marker, checks
+ *           every byte before it. A message found with an earlier byte still old is torn (a
+ *           mismatch; the count is printed). The server then tells the client over TCP, and
+ *           the next WRITE starts once that and its completion arrived.
  * Every completion is checked to be the one expected (the posted WR; receives in posting
  * order) and no completion may follow the last. Exit status 0 only when both sides saw no
  * mismatch, no error completion (mw: only the expected ones) and no unexpected completion.
@@ -64,6 +71,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cinttypes>
@@ -774,6 +782,57 @@ long ibta15_caps(const Options& o, Rdma* r, bool server) {
   return ok ? 0 : 1;
 }
 
+// ---- lastbyte: in-order visibility -----------------------------------------------------------
+
+uint8_t lastbyte_marker(int i) { return static_cast<uint8_t>(1 + i % 255); }
+
+/// Client side of lastbyte: one WRITE at a time, each after the server saw the previous one.
+/// Returns -1 on a transport error, else 0 (the server counts torn messages).
+long lastbyte_client(const Options& o, Rdma* r, const Peer& peer, int fd) {
+  const auto len = static_cast<uint32_t>(o.size);
+  std::string line;
+  for (int i = 0; i < o.iters; ++i) {
+    fill(r->buf.data(), o.size, static_cast<uint32_t>(i));
+    r->buf[o.size - 1] = lastbyte_marker(i);
+    if (!post(r, IBV_WR_RDMA_WRITE, r->buf.data(), r->mr, len, peer)) return -1;
+    if (!recv_line(fd, &line) || line != "SEEN " + std::to_string(i)) {
+      std::fprintf(stderr, "uroce_verify: lastbyte %d: server said '%s'\n", i, line.c_str());
+      return -1;
+    }
+  }
+  return no_extra_completion(r->cq) ? 0 : -1;
+}
+
+/// Server side of lastbyte: returns the torn messages (-1 when a marker never came within the
+/// timeout).
+long lastbyte_server(const Options& o, Rdma* r, int fd) {
+  const volatile uint8_t* last = r->buf.data() + o.size - 1;
+  std::vector<uint8_t> want(o.size);
+  long torn = 0;
+  for (int i = 0; i < o.iters; ++i) {
+    fill(want.data(), o.size, static_cast<uint32_t>(i));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(o.timeout_s);
+    for (uint32_t spins = 0; *last != lastbyte_marker(i); ++spins)
+      if (spins % 4096 == 0 && std::chrono::steady_clock::now() > until) {
+        std::fprintf(stderr, "uroce_verify: lastbyte %d: the marker never came\n", i);
+        return -1;
+      }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    size_t stale = 0, first = 0;
+    for (size_t k = 0; k + 1 < o.size; ++k)
+      if (r->buf[k] != want[k] && stale++ == 0) first = k;
+    if (stale) {
+      ++torn;
+      std::printf("uroce_verify server: message %d torn: its last byte was there while %zu "
+                  "earlier bytes were not (the first at offset %zu)\n",
+                  i, stale, first);
+    }
+    if (!send_line(fd, "SEEN " + std::to_string(i))) return -1;
+  }
+  std::printf("uroce_verify server: lastbyte: %ld of %d messages torn\n", torn, o.iters);
+  return torn;
+}
+
 // ---- mw: memory windows ------------------------------------------------------------------
 
 /// Where a window lies on the server and the rkey that reaches it.
@@ -1099,7 +1158,8 @@ void usage() {
   std::fprintf(
       stderr,
       "usage: uroce_verify [-d dev] [-g gid_index] [-s size] [-n iters]\n"
-      "                    [-o write|read|send|atomic|mixed|mw|atomic_write|flush] [-D seconds]\n"
+      "                    [-o write|read|send|atomic|mixed|mw|atomic_write|flush|lastbyte]\n"
+      "                    [-D seconds]\n"
       "                    [-p tcp_port]\n"
       "                    [-t timeout_s] [--ack-timeout code] [--rxe] [host]\n");
 }
@@ -1137,7 +1197,7 @@ int main(int argc, char** argv) {
   }
   if (optind < argc) o.host = argv[optind];
   if (o.op != "write" && o.op != "read" && o.op != "send" && o.op != "atomic" && o.op != "mixed" &&
-      o.op != "mw" && !ibta15_op(o.op)) {
+      o.op != "mw" && o.op != "lastbyte" && !ibta15_op(o.op)) {
     usage();
     return 2;
   }
@@ -1255,12 +1315,15 @@ int main(int argc, char** argv) {
     send_line(fd, "RESULT " + std::to_string(mine));
   } else if (server) {
     if (o.op == "send") mine = server_run_send(o, &r);
+    if (o.op == "lastbyte") mine = lastbyte_server(o, &r, fd);
     if (!recv_line(fd, &line)) return 1;  // "DONE <client mismatches>"
     std::sscanf(line.c_str(), "DONE %ld", &theirs);
     if (mine >= 0) mine += server_check_end(o, &r) + caps_failed;
     send_line(fd, "RESULT " + std::to_string(mine));
   } else {
-    mine = o.op == "mw" ? mw_client(o, &r, win, fd) : run_client(o, &r, peer, noflush, &iters);
+    mine = o.op == "mw"         ? mw_client(o, &r, win, fd)
+           : o.op == "lastbyte" ? lastbyte_client(o, &r, peer, fd)
+                                : run_client(o, &r, peer, noflush, &iters);
     if (mine >= 0) mine += caps_failed;
     send_line(fd, "DONE " + std::to_string(mine) + " " + std::to_string(iters));
     if (!recv_line(fd, &line)) return 1;

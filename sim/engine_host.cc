@@ -65,6 +65,7 @@ void EngineHost::receive(uint32_t, Frame&& f, Timestamp now) {
   engine_->on_frame(f.bytes, now);
   sim_.pool().put(std::move(f));
   dirty_ = true;
+  if (watch_) watch_(now);
 }
 
 void EngineHost::on_space(Timestamp) { blocked_ = false; }

@@ -63,6 +63,10 @@ class EngineHost final : public Node, public HostPort, public LinkObserver, publ
   }
   /// Adds an application callback (several streams may share a host); run in order added.
   void add_app(App app) { apps_.push_back(std::move(app)); }
+  /// Called after the engine took each received frame: an observer of the host's memory (a
+  /// program polling a byte sees it change between packets, never inside one).
+  using FrameWatch = std::function<void(Timestamp)>;
+  void set_frame_watch(FrameWatch w) { watch_ = std::move(w); }
   /// Ask for a poll at the current time (after posting from outside the app callback).
   void wake() { dirty_ = true; }
   /// Stops processing: received frames are discarded and nothing is transmitted.
@@ -96,6 +100,7 @@ class EngineHost final : public Node, public HostPort, public LinkObserver, publ
   StaticNeighbors neigh_;
   Link* tx_ = nullptr;
   std::vector<App> apps_;
+  FrameWatch watch_;
   Frame cur_;
   bool have_cur_ = false;
   bool dirty_ = true;

@@ -8,7 +8,7 @@
  * Usage: bench_sim --fabric16 [SIM_MS]   (16-host 2-tier topology, see run_fabric16)
  *        bench_sim [--bytes N] [--msg BYTES] [--window WRS] [--mtu IBV_MTU] [--loss P]
  *                  [--timeout T] [--seed S] [--txq FRAMES] [--recovery go-back-n|selective]
- *                  [--rto-low-us US] [--op write|read]
+ *                  [--rto-low-us US] [--op write|read] [--ooo-placement 0|1]
  * Goodput = payload bytes / (last completion - first post) in simulated time. The wall clock
  * is read here only, to time the simulator itself. Units: bytes, Gb/s, ns.
  */
@@ -45,6 +45,7 @@ struct Options {
   transport::LossRecovery recovery = transport::LossRecovery::kGoBackN;
   int64_t rto_low_us = 0;  ///< selective repeat's short timeout; 0: the engine's default
   StreamOp op = StreamOp::kWrite;
+  bool ooo_placement = false;  ///< selective repeat places last packets out of order too
 };
 
 struct RunResult {
@@ -77,6 +78,7 @@ RunResult run(const Options& o, double loss) {
     cfg.link_speed_bps = lp.rate_bps;
     cfg.key_seed = 99 + static_cast<uint64_t>(i);
     cfg.loss_recovery = o.recovery;
+    cfg.ooo_placement = o.ooo_placement;
     if (o.rto_low_us > 0) cfg.sr_rto_low = Duration::micros(o.rto_low_us);
     h[i] = std::make_unique<EngineHost>(sim, cfg, i ? "B" : "A");
     h[i]->neighbors().add(gid(1 - i), mac(1 - i));
@@ -317,6 +319,8 @@ int main(int argc, char** argv) {
                                                  : transport::LossRecovery::kGoBackN;
     else if (k == "--rto-low-us")
       o.rto_low_us = std::strtoll(v, nullptr, 0);
+    else if (k == "--ooo-placement")
+      o.ooo_placement = std::strtoul(v, nullptr, 0) != 0;
     else if (k == "--op" && (std::string(v) == "write" || std::string(v) == "read"))
       o.op = std::string(v) == "read" ? StreamOp::kRead : StreamOp::kWrite;
     else {
@@ -327,10 +331,11 @@ int main(int argc, char** argv) {
   std::printf(
       "RC %s, 100 Gb/s, 1 us propagation each way (2 us RTT), MTU %u, %u B messages, "
       "window %u, %llu bytes, local ACK timeout 4.096us*2^%u, host TX queue %u frames, "
-      "recovery %s\n",
+      "recovery %s%s\n",
       o.op == StreamOp::kRead ? "READ" : "WRITE", 128u << o.mtu, o.msg, o.window,
       static_cast<unsigned long long>(o.bytes), o.timeout, o.txq,
-      o.recovery == transport::LossRecovery::kSelective ? "selective" : "go-back-n");
+      o.recovery == transport::LossRecovery::kSelective ? "selective" : "go-back-n",
+      o.ooo_placement ? " (out-of-order placement)" : "");
   RunResult base = run(o, 0.0);
   RunResult lossy = run(o, o.loss);
   for (auto* r : {&base, &lossy}) {

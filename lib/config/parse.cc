@@ -49,6 +49,7 @@ constexpr std::string_view kDeviceKeys[] = {"name",
                                             "congestion_control",
                                             "delay",
                                             "peer_timestamps",
+                                            "ooo_placement",
                                             "progress",
                                             "roce_v1",
                                             "rxe_flush_icrc"};
@@ -332,6 +333,7 @@ class Parser {
                     "false with netdev");
     if (!parse_recovery_and_cc(t, dev)) return false;
     if (!get_bool(t, "peer_timestamps", "peer_timestamps", &dev->peer_timestamps)) return false;
+    if (!get_bool(t, "ooo_placement", "ooo_placement", &dev->ooo_placement)) return false;
     if (!parse_pfc(t, dev)) return false;
     if (!parse_delay(t, dev)) return false;
     if (!parse_progress(t, dev)) return false;

@@ -48,6 +48,8 @@ Status Engine::modify_qp(uint32_t, const QpAttr&, uint32_t) { return Status::uns
 Status Engine::query_qp(uint32_t, QpAttr*, QpInitAttr*) { return Status::unsupported(); }
 Status Engine::destroy_qp(uint32_t) { return Status::unsupported(); }
 Status Engine::set_selective_repeat(uint32_t, bool) { return Status::unsupported(); }
+Status Engine::set_ooo_placement(uint32_t, bool) { return Status::unsupported(); }
+bool Engine::ooo_placement(uint32_t) const { return false; }
 bool Engine::selective_repeat(uint32_t) const { return false; }
 Status Engine::set_peer_timestamps(uint32_t, bool) { return Status::unsupported(); }
 bool Engine::peer_timestamps(uint32_t) const { return false; }

@@ -420,6 +420,7 @@ int Runtime::start() {
                          ? transport::LossRecovery::kSelective
                          : transport::LossRecovery::kGoBackN;
   ec.peer_timestamps = cfg.peer_timestamps;
+  ec.ooo_placement = cfg.ooo_placement;
   ec.vlan = cfg.vlan;
 #ifdef UROCE_HAVE_DCQCN
   if (config::cc_in_force(cfg) != CcAlgorithm::kOff) {

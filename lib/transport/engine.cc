@@ -412,6 +412,7 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   if (a.type == QpType::kRc && m.cfg.loss_recovery == LossRecovery::kSelective)
     m.sr_setup(*qp, true);
   qp->timestamps = a.type == QpType::kRc && m.cfg.peer_timestamps;
+  qp->ooo_placement = a.type == QpType::kRc && m.cfg.ooo_placement;
   qp->attr.max_send_wr = a.max_send_wr;
   qp->attr.max_recv_wr = a.max_recv_wr;
   qp->attr.max_send_sge = a.max_send_sge;
@@ -625,6 +626,20 @@ Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
 bool Engine::selective_repeat(uint32_t qpn) const {
   const Qp* qp = impl_->find_qp(qpn);
   return qp && qp->selective;
+}
+
+Status Engine::set_ooo_placement(uint32_t qpn, bool on) {
+  Qp* qp = impl_->find_qp(qpn);
+  if (!qp) return Status::not_found();
+  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
+    return Status::invalid();
+  qp->ooo_placement = on;
+  return Status::ok();
+}
+
+bool Engine::ooo_placement(uint32_t qpn) const {
+  const Qp* qp = impl_->find_qp(qpn);
+  return qp && qp->ooo_placement;
 }
 
 Status Engine::set_peer_timestamps(uint32_t qpn, bool on) {

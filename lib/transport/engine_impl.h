@@ -213,7 +213,8 @@ struct Engine::Impl {
   void responder_rx(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
   void rc_responder(Qp& qp, const wire::ParsedPacket& p, Timestamp now);
   /// An RC request at the expected PSN: checks, execution, ePSN, ACK. held: a packet that
-  /// selective repeat placed earlier (its bytes are in place; only the bookkeeping runs).
+  /// selective repeat held (its bytes are in place and only the bookkeeping runs, unless it was
+  /// deferred: then p.payload carries them and they are placed here).
   void rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now, const HeldPacket* held);
   /// An XRC_RECV QP's request: its XRCETH names the XRC SRQ (of the QP's domain) whose PD,
   /// receive WQEs and CQ the request uses; otherwise as rc_responder. A bad XRCETH is an
@@ -237,7 +238,7 @@ struct Engine::Impl {
   /// Peer timestamps: the fabric round trip an ACK's TSETH gives, to the QP's congestion control.
   void peer_rtt(Qp& qp, const wire::TsethValue& t, Timestamp now);
   /// Places a request ahead of the expected PSN where its SRETH says; false: not taken.
-  bool sr_place(Qp& qp, const wire::ParsedPacket& p);
+  bool sr_place(Qp& qp, const wire::ParsedPacket& p, bool write);
   /// A request ahead of the expected PSN: placed and held, or dropped; an ACK with SACK follows.
   void sr_hold(Qp& qp, const wire::ParsedPacket& p);
   /// Retires the held packets the expected PSN (which was `before`) has reached.

@@ -155,6 +155,9 @@ struct HeldPacket {
   wire::RethValue reth;   ///< WRITE FIRST/ONLY
   uint32_t recv_seq = 0;  ///< SEND: the message whose receive WQE took the bytes
   uint64_t place = 0;     ///< where the bytes went: WRITE the VA, SEND the offset in the message
+  /// The bytes are not placed yet but kept in SrRecvState::stash: a message's last packet waits
+  /// for its retirement (in-order visibility, Qp::ooo_placement off).
+  bool deferred = false;
 };
 
 /// Selective repeat, responder side.
@@ -162,6 +165,10 @@ struct SrRecvState {
   std::vector<HeldPacket> win;  ///< by PSN modulo the window
   uint32_t held = 0;            ///< valid entries
   uint32_t recv_popped = 0;     ///< receive WQEs taken in order (the next message's index)
+  /// The payloads of deferred held packets, by PSN modulo the window (allocated at the first
+  /// deferral; each keeps its capacity), and the one being retired.
+  std::vector<std::vector<uint8_t>> stash;
+  std::vector<uint8_t> retiring;
 };
 
 struct RequesterState {
@@ -267,6 +274,9 @@ struct Qp {
   bool fatal_raised = false;  ///< an affiliated QP error event was raised since RESET
   bool selective = false;     ///< RC loss recovery by selective repeat (uroce's extension)
   uint32_t sr_mask = 0;       ///< selective repeat: window - 1
+  /// Selective repeat places a message's last packet out of order too, so its last byte may
+  /// appear before earlier ones (opt-in; off: the last packet waits for in-order retirement).
+  bool ooo_placement = false;
   /// Peer timestamps (uroce's extension, wire/ts_ext.h): requests with AckReq carry a TSETH,
   /// ACKs echo it with the responder's hold time, and the delay control's round trips come
   /// from them.

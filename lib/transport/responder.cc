@@ -338,7 +338,7 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
                       WcStatus::kLocLenErr);
       return;
     }
-    if (len && !held &&
+    if (len && (!held || held->deferred) &&
         scatter(qp.resp.cur_sg.data(), qp.resp.cur_rwqe.num_sge, recv_pd(qp), qp.resp.cur_off,
                 p.payload.data(), len) != AccessCheck::kOk) {
       responder_fatal(qp, wire::kAethNakRemoteOperationalError, AsyncEventType::kQpFatal,
@@ -406,8 +406,8 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     }
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
-      // (Placed ahead already when held: then only the check.)
-      const AccessCheck c = held ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len,
+      // (Placed ahead already when held, unless deferred: then only the check.)
+      const AccessCheck c = held && !held->deferred ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len,
                                                     kAccessRemoteWrite, qp.qpn)
                                  : mrs.write_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va,
                                                     p.payload.data(), len, qp.qpn);

@@ -8,6 +8,12 @@
  * receive WQEs stay in order and exactly once. Every ACK of such a QP carries the held PSNs as
  * a SACKETH bitmap.
  *
+ * In-order visibility (unless the QP opted into out-of-order placement): the packet that carries
+ * a SEND's or WRITE's last bytes (LAST, ONLY) is checked and held but its payload is kept aside
+ * and placed only when it is retired, i.e. after every earlier packet of the QP was placed. A
+ * program that polls a message's last byte then finds the whole message in place, as on a NIC
+ * that places in order.
+ *
  * Not taken out of order (dropped, then repaired by the requester's resend): READ and atomic
  * requests (executed in order: responses and the replay cache stay as IBA has them), packets
  * without an SRETH, SENDs on a QP with an SRQ or whose receive WQE is not posted yet, and
@@ -34,7 +40,7 @@ void Engine::Impl::sr_setup(Qp& qp, bool on) {
   qp.req.sr.sent.assign(cfg.sr_window, 0);
 }
 
-bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
+bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p, bool write) {
   const wire::OpcodeInfo& info = *p.info;
   const uint32_t len = static_cast<uint32_t>(p.payload.size());
   if (p.ext != wire::UroceExt::kSreth) return false;
@@ -49,6 +55,7 @@ bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
                                             qp.qpn) != AccessCheck::kOk)
       return false;
     if (len == 0) return true;
+    if (!write) return mrs.check_remote(rkey, pd, va, len, kAccessRemoteWrite, qp.qpn) == AccessCheck::kOk;
     return mrs.write_remote(rkey, pd, va, p.payload.data(), len, qp.qpn) == AccessCheck::kOk;
   }
   if (!info.is(OpFlag::kSend) || qp.resp.srq) return false;
@@ -68,7 +75,7 @@ bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p) {
   }
   const uint64_t off = p.sreth.place;
   if (off + len > sge_list_len(sg, nsge)) return false;
-  if (len == 0) return true;
+  if (len == 0 || !write) return true;  // a deferred packet's access is checked when placed
   return scatter(sg, nsge, pd, static_cast<uint32_t>(off), p.payload.data(), len) ==
          AccessCheck::kOk;
 }
@@ -88,10 +95,17 @@ void Engine::Impl::sr_hold(Qp& qp, const wire::ParsedPacket& p) {
     queue_ack(qp, kSynAck, qp.resp.epsn - 1);
     return;
   }
-  if (!sr_place(qp, p)) {
+  // The last packet of a SEND or WRITE waits for its retirement to be placed.
+  const bool defer = !qp.ooo_placement && p.info->is_end() && !p.payload.empty();
+  if (!sr_place(qp, p, !defer)) {
     inc(Counter::sr_ooo_dropped);
     queue_ack(qp, kSynAck, qp.resp.epsn - 1);
     return;
+  }
+  h.deferred = defer;
+  if (defer) {
+    if (sr.stash.empty()) sr.stash.resize(cfg.sr_window);
+    sr.stash[p.psn.value() & qp.sr_mask].assign(p.payload.begin(), p.payload.end());
   }
   h.valid = true;
   h.opcode = static_cast<uint8_t>(p.opcode);
@@ -102,7 +116,7 @@ void Engine::Impl::sr_hold(Qp& qp, const wire::ParsedPacket& p) {
   h.recv_seq = p.sreth.recv_seq;
   h.place = p.info->is(OpFlag::kWrite) && p.info->is_start() ? p.reth.va : p.sreth.place;
   sr.held++;
-  inc(Counter::sr_ooo_placed);
+  inc(defer ? Counter::sr_ooo_deferred : Counter::sr_ooo_placed);
   queue_ack(qp, kSynAck, qp.resp.epsn - 1);
 }
 
@@ -135,6 +149,11 @@ void Engine::Impl::sr_drain(Qp& qp, Psn before, Timestamp now) {
     q.imm = h.imm;
     q.ieth_rkey = h.imm;
     const Psn at = qp.resp.epsn;
+    if (h.deferred) {
+      // Its bytes go in now, every earlier packet being in place.
+      sr.retiring.swap(sr.stash[at.value() & qp.sr_mask]);
+      q.payload = sr.retiring;
+    }
     rc_execute(qp, q, now, &h);
     retired = true;
     if (qp.resp.epsn == at) break;  // not retired (an error took the QP down)

@@ -353,6 +353,18 @@ TEST(ConfigParse, PeerTimestampsFollowTheLossyProfileUnlessSet) {
   EXPECT_NE(err.find("peer_timestamps"), std::string::npos) << err;
 }
 
+TEST(ConfigParse, OooPlacementIsOffUnlessSet) {
+  std::string err;
+  auto d = parse(device("profile = \"lossy\""), kSource, &err);
+  ASSERT_TRUE(d.has_value()) << err;
+  EXPECT_FALSE(d->devices[0].ooo_placement);
+  auto on = parse(device("ooo_placement = true"), kSource, &err);
+  ASSERT_TRUE(on.has_value()) << err;
+  EXPECT_TRUE(on->devices[0].ooo_placement);
+  EXPECT_FALSE(parse(device("ooo_placement = 1"), kSource, &err).has_value());
+  EXPECT_NE(err.find("ooo_placement"), std::string::npos) << err;
+}
+
 TEST(ConfigParse, ProgressTuningKeysAreCheckedByNameAndRange) {
   std::string err;
   auto d = parse(device("[device.progress]\nspin_rounds = 50\nmax_sleep_us = 16\n"

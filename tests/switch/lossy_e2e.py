@@ -22,8 +22,13 @@ both programs exit). --case recovery: WRITE and SEND at 1 % and 5 % loss, each o
 go-back-N and once with selective repeat (`loss_recovery = "selective"` on both hosts) through
 the same impairment (same seed): both verify every byte; selective repeat shows in the counters
 (requests placed out of order at B, losses found at A; none with go-back-N), and the goodput
-of each pair is printed side by side. Usage: lossy_e2e.py --build B [--bytes N]
-[--rates 0.001,0.01,0.05] [--ops write,read,send,atomic] [--case loss|cut|recovery] [--keep]
+of each pair is printed side by side. --case visibility: uroce_verify -o lastbyte (1 MiB WRITEs,
+the server polling each one's last byte and then checking every byte before it) with
+selective repeat through 1 % loss: no message may be torn (docs/loss-recovery.md, "In-order
+visibility"); with --ooo also once with `ooo_placement = true`, whose torn count is printed
+(the measurement of bench/RESULTS.md; not asserted: how many a run sees depends on timing).
+Usage: lossy_e2e.py --build B [--bytes N] [--rates 0.001,0.01,0.05]
+[--ops write,read,send,atomic] [--case loss|cut|recovery|visibility] [--ooo] [--keep]
 """
 import argparse
 import os
@@ -173,6 +178,38 @@ def cut_runs(build, tmp, failures):
                                 f"{c.get('req_transport_retries_exceeded', 0)}, not 1")
 
 
+def visibility_runs(build, tmp, nbytes, with_ooo, failures):
+    """lastbyte through 1 % loss with reordering and duplication, selective repeat: no torn
+    message; with_ooo: the same with out-of-order placement, torn messages printed."""
+    spec = "drop=0.01,dup=0.005,reorder=0.01,reorder-window=200us,seed=31"
+    iters = max(1, nbytes // MSG)
+    for ooo in ((False, True) if with_ooo else (False,)):
+        tag = "lastbyte-ooo" if ooo else "lastbyte"
+        extra = 'loss_recovery = "selective"' + ("\nooo_placement = true" if ooo else "")
+        cli, srv, secs, sw = through_switch(
+            build, tmp, tag, spec, ["-o", "lastbyte", "-s", str(MSG), "-n", str(iters), "-t", "30"],
+            extra=extra)
+        outs = [output(cli), output(srv)]
+        c = [counters_at_close(o) or {} for o in outs]
+        m = re.search(r"lastbyte: (\d+) of (\d+) messages torn", outs[1])
+        torn = int(m.group(1)) if m else None
+        print(f"[{tag}] {iters} MiB in {secs:.1f} s; torn {torn} of {iters}; switch dropped "
+              f"{sw[0]['imp_dropped']} A->B; B: sr_ooo_placed {c[1].get('sr_ooo_placed', 0)} "
+              f"sr_ooo_deferred {c[1].get('sr_ooo_deferred', 0)}")
+        if torn is None:
+            failures.append(f"{tag}: no result line from the server:\n" + outs[1][-600:]
+                            + outs[0][-600:])
+            continue
+        if sw[0]["imp_dropped"] == 0 or c[1].get("sr_ooo_placed", 0) == 0:
+            failures.append(f"{tag}: nothing was dropped or placed out of order")
+        if not ooo:
+            if torn or cli.returncode != 0 or srv.returncode != 0:
+                failures.append(f"{tag}: {torn} torn messages, exit {cli.returncode}/"
+                                f"{srv.returncode}:\n" + outs[1][-600:] + outs[0][-600:])
+            if c[1].get("sr_ooo_deferred", 0) == 0:
+                failures.append(f"{tag}: no last packet waited for the ones before it")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
@@ -180,13 +217,16 @@ def main():
     ap.add_argument("--rates", default="0.001,0.01,0.05")
     ap.add_argument("--ops", default="write,read,send,atomic")
     ap.add_argument("--keep", action="store_true")
-    ap.add_argument("--case", choices=["loss", "cut", "recovery"], default="loss")
+    ap.add_argument("--case", choices=["loss", "cut", "recovery", "visibility"], default="loss")
+    ap.add_argument("--ooo", action="store_true")
     a = ap.parse_args()
     build = os.path.abspath(a.build)
 
     def body(tmp, failures, _gaps):
         if a.case == "cut":
             return cut_runs(build, tmp, failures)
+        if a.case == "visibility":
+            return visibility_runs(build, tmp, a.bytes, a.ooo, failures)
         results = []
         if a.case == "recovery":
             for rate in (0.01, 0.05):

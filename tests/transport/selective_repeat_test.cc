@@ -77,13 +77,13 @@ class SelectiveRepeatTest : public ::testing::Test {
   }
 };
 
-TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsPlacedAndRetiredWhenTheGapFills) {
+TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsPlacedButItsLastPacketOnlyWhenTheGapFills) {
   const uint64_t va = t.va(8192);
-  // Receive WRITE_FIRST psn 100 (in-order), 3 packets of 1024
-  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 3 * kMtu));
-  // Receive WRITE_LAST psn 102 (future: 101 lost)
+  // Receive WRITE_FIRST psn 100 (in-order), 4 packets of 1024
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 4 * kMtu));
+  // Receive WRITE_MIDDLE psn 102 (future: 101 lost)
   // Expect: its bytes in place at once; an ACK of 100 whose SACKETH holds 102
-  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 2 * kMtu, bytes(kMtu, 3)));
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 2 * kMtu, bytes(kMtu, 3)));
   EXPECT_EQ(t.mem()[8192 + 2 * kMtu], 3);
   EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
   t.tx();
@@ -94,39 +94,77 @@ TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsPlacedAndRetiredWhenTheGapFills) {
   EXPECT_EQ(c.p.sack.base, Psn(102));
   EXPECT_TRUE(c.p.sack.has(0));
   EXPECT_FALSE(c.p.sack.has(1));
+  // Receive WRITE_LAST psn 103 (future)
+  // Expect: held (the SACKETH holds 102 and 103) but not placed: the message's last byte must
+  // not appear while 101 is missing
+  const std::vector<uint8_t> old(t.mem() + 8192 + 3 * kMtu, t.mem() + 8192 + 4 * kMtu);
+  t.rx(write(Opcode::kRcRdmaWriteLast, 103, va + 3 * kMtu, bytes(kMtu, 4)));
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 1u);
+  EXPECT_EQ(std::memcmp(t.mem() + 8192 + 3 * kMtu, old.data(), kMtu), 0);
+  t.tx();
+  c = t.sink.pop();
+  ASSERT_EQ(c.p.ext, wire::UroceExt::kSack);
+  EXPECT_TRUE(c.p.sack.has(0));
+  EXPECT_TRUE(c.p.sack.has(1));
   // Receive WRITE_MIDDLE psn 101 (in-order)
-  // Expect: 102 retired too: a plain ACK of 102 with MSN 1 (one message), every byte in place
+  // Expect: 102 and 103 retired too: a plain ACK of 103 with MSN 1 (one message), every byte
+  // in place
   t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
   t.tx();
   c = t.sink.pop();
-  EXPECT_EQ(c.p.psn, Psn(102));
+  EXPECT_EQ(c.p.psn, Psn(103));
   EXPECT_EQ(c.p.aeth.msn, Msn(1));
   EXPECT_EQ(c.p.ext, wire::UroceExt::kNone);
-  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(t.mem()[8192 + i * kMtu + 5], i + 1);
+  for (uint32_t i = 0; i < 4; ++i) EXPECT_EQ(t.mem()[8192 + i * kMtu + 5], i + 1);
+  EXPECT_EQ(t.mem()[8192 + 4 * kMtu - 1], 4);
   EXPECT_EQ(t.counters.get(Counter::rx_write_requests), 1u);
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST_F(SelectiveRepeatTest, ALaterMessageIsNotVisibleBeforeAnEarlierOneIsWhole) {
+  // Receive WRITE_ONLY psn 101 (future: 100 lost), 8 bytes at va
+  // Expect: held, not placed: a program writing data then a flag sees the flag only after the
+  // data (as on a NIC that places in order)
+  const uint8_t old = t.mem()[2048 + 7];
+  ASSERT_NE(old, 0x77);
+  t.rx(write(Opcode::kRcRdmaWriteOnly, 101, t.va(2048), bytes(8, 0x77), 8));
+  EXPECT_EQ(t.mem()[2048 + 7], old);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 1u);
+  // Receive WRITE_ONLY psn 100 (in-order)
+  // Expect: both placed, the ACK covers 101
+  t.rx(write(Opcode::kRcRdmaWriteOnly, 100, t.va(), bytes(64, 0x66), 64, true));
+  EXPECT_EQ(t.mem()[63], 0x66);
+  EXPECT_EQ(t.mem()[2048 + 7], 0x77);
+  t.tx();
+  EXPECT_EQ(t.sink.pop().p.psn, Psn(101));
   EXPECT_TRUE(t.canaries_intact());
 }
 
 TEST_F(SelectiveRepeatTest, SendsGoIntoTheirOwnReceiveWqesAndCompleteInOrder) {
   t.post_recv(10, 0, 2048);
   t.post_recv(11, 4096, 2048);
-  // Receive SEND_ONLY psn 101 for message 1 (future: 100 lost)
-  // Expect: its bytes in the second WQE's buffer, no completion yet
-  t.rx(send(Opcode::kRcSendOnly, 101, 1, 0, bytes(300, 0x22)));
+  // Receive SEND_FIRST psn 101 for message 1 (future: 100 lost), then its SEND_LAST psn 102
+  // Expect: the FIRST's bytes in the second WQE's buffer, the LAST's not yet; no completion
+  const uint8_t old = t.mem()[4096 + kMtu + 299];
+  ASSERT_NE(old, 0x3c);
+  t.rx(send(Opcode::kRcSendFirst, 101, 1, 0, bytes(kMtu, 0x22)));
+  t.rx(send(Opcode::kRcSendLast, 102, 1, kMtu, bytes(300, 0x3c)));
   EXPECT_EQ(t.mem()[4096], 0x22);
-  EXPECT_EQ(t.mem()[4096 + 299], 0x22);
+  EXPECT_EQ(t.mem()[4096 + kMtu + 299], old);
   EXPECT_TRUE(t.cqes().empty());
   // Receive SEND_ONLY psn 100 for message 0 (in-order)
-  // Expect: both complete, wr 10 (500 bytes) then wr 11 (300 bytes)
+  // Expect: both complete, wr 10 (500 bytes) then wr 11 (1324 bytes), every byte in place
   t.rx(send(Opcode::kRcSendOnly, 100, 0, 0, bytes(500, 0x11), true));
   std::vector<Cqe> c = t.cqes();
   ASSERT_EQ(c.size(), 2u);
   EXPECT_EQ(c[0].wr_id, 10u);
   EXPECT_EQ(c[0].byte_len, 500u);
   EXPECT_EQ(c[1].wr_id, 11u);
-  EXPECT_EQ(c[1].byte_len, 300u);
+  EXPECT_EQ(c[1].byte_len, kMtu + 300);
   EXPECT_EQ(c[1].status, WcStatus::kSuccess);
   EXPECT_EQ(t.mem()[0], 0x11);
+  EXPECT_EQ(t.mem()[4096 + kMtu], 0x3c);
+  EXPECT_EQ(t.mem()[4096 + kMtu + 299], 0x3c);
 }
 
 TEST_F(SelectiveRepeatTest, AWriteThatFailsItsChecksIsNotPlacedAndIsNakedInOrder) {
@@ -149,11 +187,11 @@ TEST_F(SelectiveRepeatTest, AWriteThatFailsItsChecksIsNotPlacedAndIsNakedInOrder
 
 TEST_F(SelectiveRepeatTest, APacketPlacedElsewhereThanItsMessageSaysIsNakedWhenRetired) {
   const uint64_t va = t.va(8192);
-  // Receive WRITE_FIRST psn 100 (in-order) of 3 packets at va
-  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 3 * kMtu));
-  // Receive WRITE_LAST psn 102 (future) whose SRETH names va + 5 MTU, not va + 2 MTU
+  // Receive WRITE_FIRST psn 100 (in-order) of 4 packets at va
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 4 * kMtu));
+  // Receive WRITE_MIDDLE psn 102 (future) whose SRETH names va + 5 MTU, not va + 2 MTU
   // Expect: placed there (inside the MR: allowed), held
-  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 5 * kMtu, bytes(kMtu, 3)));
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 5 * kMtu, bytes(kMtu, 3)));
   EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
   // Receive WRITE_MIDDLE psn 101 (in-order)
   // Expect: retiring 102 finds it placed elsewhere than the WRITE stands: NAK invalid request
@@ -163,6 +201,75 @@ TEST_F(SelectiveRepeatTest, APacketPlacedElsewhereThanItsMessageSaysIsNakedWhenR
   EXPECT_EQ(nak_psns(wire::kAethNakInvalidRequest), std::vector<uint32_t>{102});
   EXPECT_EQ(t.state(), QpState::kErr);
   EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST_F(SelectiveRepeatTest, ADeferredLastPacketNamingAnotherPlaceIsNakedAndNeverPlaced) {
+  const uint64_t va = t.va(8192);
+  // Receive WRITE_FIRST psn 100 (in-order) of 3 packets at va
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 3 * kMtu));
+  // Receive WRITE_LAST psn 102 (future) whose SRETH names va + 5 MTU, not va + 2 MTU
+  // Expect: held unplaced
+  const std::vector<uint8_t> old(t.mem() + 8192, t.mem() + 8192 + 6 * kMtu);
+  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 5 * kMtu, bytes(kMtu, 3)));
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 1u);
+  // Receive WRITE_MIDDLE psn 101 (in-order)
+  // Expect: NAK invalid request at 102, the QP in ERR; its bytes nowhere
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
+  t.tx();
+  EXPECT_EQ(nak_psns(wire::kAethNakInvalidRequest), std::vector<uint32_t>{102});
+  EXPECT_EQ(t.state(), QpState::kErr);
+  EXPECT_EQ(std::memcmp(t.mem() + 8192 + 2 * kMtu, old.data() + 2 * kMtu, 4 * kMtu), 0);
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST(SelectiveRepeatOooPlacement, AQpThatOptedInPlacesTheLastPacketAtOnce) {
+  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective, 0,
+                    false,         false,   /*ooo_placement=*/true};
+  EXPECT_TRUE(t.e->ooo_placement(t.qpn));
+  PacketBuilder& pb = t.pb;
+  const uint64_t va = t.va(8192);
+  auto write = [&](Opcode op, uint32_t psn, uint64_t at, uint8_t v, uint32_t dma_len) {
+    wire::FrameSpec s = pb.spec(op, psn, false);
+    s.reth = {at, t.keys.rkey, dma_len};
+    s.ext = wire::UroceExt::kSreth;
+    s.sreth = {0, t.keys.rkey, at};
+    return pb.build(s, bytes(kMtu, v));
+  };
+  // Receive WRITE_FIRST psn 100 (in-order), WRITE_LAST psn 102 (future: 101 lost)
+  // Expect: the last packet's bytes in place at once
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, 1, 3 * kMtu));
+  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 2 * kMtu, 3, 0));
+  EXPECT_EQ(t.mem()[8192 + 3 * kMtu - 1], 3);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 0u);
+  // Receive WRITE_MIDDLE psn 101 (in-order)
+  // Expect: the message whole, ACK of 102
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, 2, 0));
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(t.mem()[8192 + i * kMtu + 5], i + 1);
+  t.tx();
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.psn, Psn(102));
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST(SelectiveRepeatOooPlacement, ChangesOnlyBeforeTheQpLeavesInit) {
+  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective};
+  EXPECT_FALSE(t.e->ooo_placement(t.qpn));
+  // In RTS: EINVAL
+  EXPECT_EQ(t.e->set_ooo_placement(t.qpn, true).code(), EINVAL);
+  QpInitAttr ia;
+  ia.type = QpType::kRc;
+  ia.pd = t.pd;
+  ia.send_cq = ia.recv_cq = t.cq;
+  ia.max_send_wr = ia.max_recv_wr = 4;
+  ia.max_send_sge = ia.max_recv_sge = 1;
+  const uint32_t rc = t.e->create_qp(ia).value();
+  EXPECT_TRUE(t.e->set_ooo_placement(rc, true));
+  EXPECT_TRUE(t.e->ooo_placement(rc));
+  ia.type = QpType::kUd;
+  const uint32_t ud = t.e->create_qp(ia).value();
+  EXPECT_EQ(t.e->set_ooo_placement(ud, true).code(), EINVAL);
+  EXPECT_EQ(t.e->set_ooo_placement(0xabcdef, true).code(), ENOENT);
 }
 
 TEST_F(SelectiveRepeatTest, BeyondTheWindowAndReadRequestsAreNotHeld) {

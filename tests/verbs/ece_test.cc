@@ -4,8 +4,12 @@
  * offers selective repeat and peer timestamps under uroce's vendor id; the two QPs exchange
  * their ECE before RTR, agree (on both, or on timestamps alone), and move data with every byte
  * checked; other vendors' options, unknown bits and a QP
- * past INIT are refused with EINVAL; a UD QP offers nothing.
+ * past INIT are refused with EINVAL; a UD QP offers nothing. uroce_qp_set_ooo_placement
+ * (uroce/uroce_ext.h), the per-QP opt-in beside selective repeat: taken before RTR, refused
+ * after and on a UD QP.
  */
+#include <uroce/uroce_ext.h>
+
 #include <cstring>
 
 #include "verbs_fixture.h"
@@ -87,6 +91,21 @@ TEST_F(EceTest, BadOptionsAndLateCallsAreRefused) {
   EXPECT_EQ(e.options, kSelective | kTimestamps);  // unchanged
 }
 
+class OooPlacementTest : public EceTest {
+ protected:
+  void before_connect() override {
+    EXPECT_EQ(uroce_qp_set_ooo_placement(b_, 1), 0);
+    EXPECT_EQ(uroce_qp_set_ooo_placement(a_, 0), 0);
+    EceTest::before_connect();
+  }
+};
+
+TEST_F(OooPlacementTest, TakenBeforeRtrRefusedAfterAndDataMoves) {
+  write_and_check();
+  EXPECT_EQ(uroce_qp_set_ooo_placement(b_, 0), EINVAL);  // in RTS
+  EXPECT_EQ(uroce_qp_set_ooo_placement(nullptr, 1), EINVAL);
+}
+
 class EceUdTest : public QpPairTest {
  protected:
   void SetUp() override { open(IBV_QPT_UD); }
@@ -103,6 +122,7 @@ TEST_F(EceUdTest, AUdQpOffersNothing) {
   EXPECT_EQ(ibv_set_ece(a_, &sel), EINVAL);
   ibv_ece ts{kVendor, kTimestamps, 0};
   EXPECT_EQ(ibv_set_ece(a_, &ts), EINVAL);
+  EXPECT_EQ(uroce_qp_set_ooo_placement(a_, 1), EINVAL);
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
  * @file symbols_test.cc
  * @brief Every symbol+version the installed rdma-core libibverbs.so.1 exports is exported by
  * ours (nm -D --with-symbol-versions), including the compat @IBVERBS_1.0 versions and the
- * private node; and ours exports nothing else (no C++ symbols leak) but uroce's own node
- * UROCE_PRIVATE_1 (lib/verbs/uroce_gsi.h, QP1 for uroce's librdmacm).
+ * private node; and ours exports nothing else (no C++ symbols leak) but uroce's own nodes
+ * UROCE_PRIVATE_1 (lib/verbs/uroce_gsi.h, QP1 for uroce's librdmacm) and UROCE_1 (the public
+ * extensions, uroce/uroce_ext.h).
  */
 #include <gtest/gtest.h>
 
@@ -36,7 +37,7 @@ TEST(Symbols, OursExportsEverySystemSymbolWithItsVersion) {
   ASSERT_GT(sys.size(), 150u);
   for (const auto& s : sys) EXPECT_TRUE(ours.count(s)) << "missing: " << s;
   for (const auto& s : ours) {
-    if (s.find("@@UROCE_PRIVATE_1") != std::string::npos) continue;  // uroce's own node
+    if (s.find("@@UROCE_") != std::string::npos) continue;  // uroce's own nodes
     EXPECT_TRUE(sys.count(s)) << "extra export: " << s;
   }
   EXPECT_TRUE(ours.count("ibv_open_device@@IBVERBS_1.1"));
@@ -52,6 +53,13 @@ TEST(Symbols, UroceOwnNodeHoldsExactlyTheGsiInterface) {
                      "uroce_gsi_open@@UROCE_PRIVATE_1", "uroce_gsi_recv@@UROCE_PRIVATE_1",
                      "uroce_gsi_send@@UROCE_PRIVATE_1", "uroce_route_gid@@UROCE_PRIVATE_1",
                      "uroce_shared_slot@@UROCE_PRIVATE_1"}));
+}
+
+TEST(Symbols, UrocePublicNodeHoldsExactlyTheExtensions) {
+  std::set<std::string> own;
+  for (const auto& s : exported(UROCE_OUR_LIBIBVERBS))
+    if (s.find("@@UROCE_1") != std::string::npos) own.insert(s);
+  EXPECT_EQ(own, (std::set<std::string>{"uroce_qp_set_ooo_placement@@UROCE_1"}));
 }
 
 TEST(Symbols, VendorLibraryImportsResolve) {

@@ -169,11 +169,14 @@ struct EngineUnderTest {
   /// sr_window: EngineConfig::sr_window (0: its default).
   /// timestamps: EngineConfig::peer_timestamps (uroce's timestamp extension on the QP).
   /// rxe_flush_icrc: EngineConfig::rxe_flush_icrc (Linux rxe's ICRC on RC FLUSH).
+  /// ooo_placement: EngineConfig::ooo_placement (a message's last packet placed out of order).
   explicit EngineUnderTest(QpType type = QpType::kRc, CongestionFactory* cc = nullptr,
                            std::optional<uint16_t> vlan = std::nullopt,
                            LossRecovery rec = LossRecovery::kGoBackN, uint32_t sr_window = 0,
-                           bool timestamps = false, bool rxe_flush_icrc = false) {
+                           bool timestamps = false, bool rxe_flush_icrc = false,
+                           bool ooo_placement = false) {
     EngineConfig cfg;
+    cfg.ooo_placement = ooo_placement;
     cfg.peer_timestamps = timestamps;
     cfg.rxe_flush_icrc = rxe_flush_icrc;
     if (sr_window) cfg.sr_window = sr_window;
