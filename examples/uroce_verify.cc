@@ -823,9 +823,10 @@ long lastbyte_server(const Options& o, Rdma* r, int fd) {
       if (r->buf[k] != want[k] && stale++ == 0) first = k;
     if (stale) {
       ++torn;
-      std::printf("uroce_verify server: message %d torn: its last byte was there while %zu "
-                  "earlier bytes were not (the first at offset %zu)\n",
-                  i, stale, first);
+      std::printf(
+          "uroce_verify server: message %d torn: its last byte was there while %zu "
+          "earlier bytes were not (the first at offset %zu)\n",
+          i, stale, first);
     }
     if (!send_line(fd, "SEEN " + std::to_string(i))) return -1;
   }

@@ -407,10 +407,11 @@ void Engine::Impl::rc_execute(Qp& qp, const wire::ParsedPacket& p, Timestamp now
     if (len) {
       // The region may have been deregistered since the FIRST packet: check again.
       // (Placed ahead already when held, unless deferred: then only the check.)
-      const AccessCheck c = held && !held->deferred ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len,
-                                                    kAccessRemoteWrite, qp.qpn)
-                                 : mrs.write_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va,
-                                                    p.payload.data(), len, qp.qpn);
+      const AccessCheck c =
+          held && !held->deferred
+              ? mrs.check_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, len, kAccessRemoteWrite,
+                                 qp.qpn)
+              : mrs.write_remote(qp.resp.wr_rkey, pd, qp.resp.wr_va, p.payload.data(), len, qp.qpn);
       if (c != AccessCheck::kOk) {
         responder_fatal(qp, wire::kAethNakRemoteAccessError, AsyncEventType::kQpAccessErr,
                         WcStatus::kSuccess);

@@ -55,7 +55,8 @@ bool Engine::Impl::sr_place(Qp& qp, const wire::ParsedPacket& p, bool write) {
                                             qp.qpn) != AccessCheck::kOk)
       return false;
     if (len == 0) return true;
-    if (!write) return mrs.check_remote(rkey, pd, va, len, kAccessRemoteWrite, qp.qpn) == AccessCheck::kOk;
+    if (!write)
+      return mrs.check_remote(rkey, pd, va, len, kAccessRemoteWrite, qp.qpn) == AccessCheck::kOk;
     return mrs.write_remote(rkey, pd, va, p.payload.data(), len, qp.qpn) == AccessCheck::kOk;
   }
   if (!info.is(OpFlag::kSend) || qp.resp.srq) return false;

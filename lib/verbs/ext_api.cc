@@ -2,9 +2,8 @@
  * @file ext_api.cc
  * @brief uroce's public verbs extensions (uroce/uroce_ext.h, version node UROCE_1).
  */
-#include "uroce/uroce_ext.h"
-
 #include <infiniband/verbs.h>
+#include <uroce/uroce_ext.h>
 
 #include <cerrno>
 

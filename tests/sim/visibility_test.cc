@@ -33,8 +33,8 @@ uint8_t msg_byte(uint32_t k, uint32_t off) {
 
 struct Outcome {
   std::string error;
-  uint32_t seen = 0;   ///< messages whose last byte the poller saw appear
-  uint32_t torn = 0;   ///< of those, found with an earlier byte not yet in place
+  uint32_t seen = 0;  ///< messages whose last byte the poller saw appear
+  uint32_t torn = 0;  ///< of those, found with an earlier byte not yet in place
   uint64_t deferred = 0, placed_ahead = 0, lost = 0;
 };
 
@@ -123,9 +123,8 @@ Outcome run(WrOpcode op, bool ooo_placement, double loss) {
     return true;
   });
   f.host[0]->wake();
-  const bool ok =
-      f.sim.run_while([&] { return done < kMessages && out.error.empty(); },
-                      Timestamp{} + Duration::seconds(10));
+  const bool ok = f.sim.run_while([&] { return done < kMessages && out.error.empty(); },
+                                  Timestamp{} + Duration::seconds(10));
   if (!out.error.empty()) return out;
   if (!ok) out.error = "stopped after " + std::to_string(done) + " messages";
   if (op == WrOpcode::kSend) {

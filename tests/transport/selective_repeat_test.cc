@@ -223,8 +223,8 @@ TEST_F(SelectiveRepeatTest, ADeferredLastPacketNamingAnotherPlaceIsNakedAndNever
 }
 
 TEST(SelectiveRepeatOooPlacement, AQpThatOptedInPlacesTheLastPacketAtOnce) {
-  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective, 0,
-                    false,         false,   /*ooo_placement=*/true};
+  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective,
+                    0,           false,   false,        /*ooo_placement=*/true};
   EXPECT_TRUE(t.e->ooo_placement(t.qpn));
   PacketBuilder& pb = t.pb;
   const uint64_t va = t.va(8192);
