@@ -56,8 +56,9 @@ struct RunResult {
   uint64_t retrans = 0;
   uint64_t naks = 0;
   uint64_t timeouts = 0;
-  uint64_t rto_low = 0;  ///< selective repeat: short timeouts
-  uint64_t sacks = 0;    ///< selective repeat: ACKs with SACK ranges (responder)
+  uint64_t rto_low = 0;   ///< selective repeat: short timeouts
+  uint64_t sacks = 0;     ///< selective repeat: ACKs with SACK ranges (responder)
+  uint64_t deferred = 0;  ///< selective repeat: last packets placed only when retired
   std::string error;
 };
 
@@ -164,6 +165,7 @@ RunResult run(const Options& o, double loss) {
   r.timeouts = h[0]->counters().get(Counter::local_ack_timeout_err);
   r.rto_low = h[0]->counters().get(Counter::sr_rto_low);
   r.sacks = h[1]->counters().get(Counter::sr_sacks_sent);
+  r.deferred = h[1]->counters().get(Counter::sr_ooo_deferred);
   return r;
 }
 
@@ -348,13 +350,13 @@ int main(int argc, char** argv) {
     std::printf(
         "%-10s goodput %7.2f Gb/s  frames %9llu  retrans %8llu  nak_seq %6llu  "
         "timeouts %5llu  wall %6.2f s  cpu %6.2f s  %5.3f M frames/wall-s  "
-        "%5.3f M frames/cpu-s  rto_low %llu  sacks %llu\n",
+        "%5.3f M frames/cpu-s  rto_low %llu  sacks %llu  deferred %llu\n",
         name, r.goodput_gbps, static_cast<unsigned long long>(r.frames),
         static_cast<unsigned long long>(r.retrans), static_cast<unsigned long long>(r.naks),
         static_cast<unsigned long long>(r.timeouts), r.wall_s, r.cpu_s,
         static_cast<double>(r.frames) / r.wall_s / 1e6,
         static_cast<double>(r.frames) / r.cpu_s / 1e6, static_cast<unsigned long long>(r.rto_low),
-        static_cast<unsigned long long>(r.sacks));
+        static_cast<unsigned long long>(r.sacks), static_cast<unsigned long long>(r.deferred));
   };
   line("lossless", base);
   char name[32];
