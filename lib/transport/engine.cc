@@ -614,13 +614,23 @@ bool Engine::qp_traffic(uint32_t qpn, QpTraffic* out) const {
   return true;
 }
 
-Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
-  Qp* qp = impl_->find_qp(qpn);
+namespace {
+
+/// Applies `set` to an RC QP in RESET or INIT (the per-QP extension settings, agreed before
+/// the QP is connected). ENOENT: no such QP; EINVAL: not RC, or past INIT.
+template <typename Set>
+Status set_before_rtr(Qp* qp, Set set) {
   if (!qp) return Status::not_found();
   if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
     return Status::invalid();
-  impl_->sr_setup(*qp, on);
+  set(*qp);
   return Status::ok();
+}
+
+}  // namespace
+
+Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
+  return set_before_rtr(impl_->find_qp(qpn), [&](Qp& qp) { impl_->sr_setup(qp, on); });
 }
 
 bool Engine::selective_repeat(uint32_t qpn) const {
@@ -629,12 +639,7 @@ bool Engine::selective_repeat(uint32_t qpn) const {
 }
 
 Status Engine::set_ooo_placement(uint32_t qpn, bool on) {
-  Qp* qp = impl_->find_qp(qpn);
-  if (!qp) return Status::not_found();
-  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
-    return Status::invalid();
-  qp->ooo_placement = on;
-  return Status::ok();
+  return set_before_rtr(impl_->find_qp(qpn), [&](Qp& qp) { qp.ooo_placement = on; });
 }
 
 bool Engine::ooo_placement(uint32_t qpn) const {
@@ -643,12 +648,7 @@ bool Engine::ooo_placement(uint32_t qpn) const {
 }
 
 Status Engine::set_peer_timestamps(uint32_t qpn, bool on) {
-  Qp* qp = impl_->find_qp(qpn);
-  if (!qp) return Status::not_found();
-  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
-    return Status::invalid();
-  qp->timestamps = on;
-  return Status::ok();
+  return set_before_rtr(impl_->find_qp(qpn), [&](Qp& qp) { qp.timestamps = on; });
 }
 
 bool Engine::peer_timestamps(uint32_t qpn) const {
