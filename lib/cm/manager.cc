@@ -87,8 +87,12 @@ w::Rej Manager::rej_of(const Conn& c, w::RejReason reason, w::MsgRef rejected) {
 }
 
 Manager::Conn& Manager::new_conn(State state, const Gid& peer) {
-  uint32_t id = next_id_++;
-  while (conns_.count(id) || id == 0) id = next_id_++;  // IDs wrap; 0 means "none" on the wire
+  const uint32_t low_bits = 32u - cfg_.id_prefix_bits;
+  const uint32_t mask = low_bits >= 32 ? ~0u : (1u << low_bits) - 1;
+  const uint32_t base = low_bits >= 32 ? 0 : cfg_.id_prefix << low_bits;
+  uint32_t id = base | (next_id_++ & mask);
+  // IDs wrap within the prefix; 0 means "none" on the wire.
+  while (conns_.count(id) || id == 0) id = base | (next_id_++ & mask);
   Conn& c = conns_[id];
   c.state = state;
   c.local_id = id;

@@ -108,6 +108,11 @@ struct AcceptParams {
 struct Config {
   uint64_t ca_guid = 0;
   uint32_t first_comm_id = 1;  ///< local IDs count up from here (randomise per process)
+  /// A process sharing its netdev through uroce-hostd: every local ID (communication and SIDR
+  /// request IDs) carries id_prefix in its top id_prefix_bits bits, so that the daemon steers
+  /// the answers to it (HostCm); the rest counts up from first_comm_id and wraps within.
+  uint8_t id_prefix_bits = 0;
+  uint32_t id_prefix = 0;
   Duration response_timeout = Duration::millis(100);
   int max_retries = 7;
   Duration timewait = Duration::seconds(1);

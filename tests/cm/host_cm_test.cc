@@ -293,6 +293,23 @@ TEST_F(HostCmTest, MadsUnderAnotherProcessIdsAreRefused) {
   EXPECT_EQ(cm.counters().refused_out, 2u);
 }
 
+TEST(CmManagerPrefix, EveryLocalIdCarriesTheClientsPrefixAndWrapsWithinIt) {
+  std::vector<uint32_t> ids;
+  Manager m(Config{.first_comm_id = HostCm::id_span() - 2,
+                   .id_prefix_bits = HostCm::kClientBits,
+                   .id_prefix = 5},
+            [](const Gid&, std::span<const uint8_t, w::kMadLen>) {});
+  Timestamp now{1};
+  for (int i = 0; i < 4; ++i) ids.push_back(m.connect(req_to(kPort, 1), now));
+  ids.push_back(m.sidr_request(kPeer, w::ip_service_id(w::kPsUdp, kPort), {}, now));
+  for (uint32_t id : ids) EXPECT_EQ(HostCm::client_of(id), 5u) << std::hex << id;
+  // Past the end of its span the count wraps to the first ID of the prefix.
+  EXPECT_EQ(ids[0], HostCm::first_id(5) + HostCm::id_span() - 2);
+  EXPECT_EQ(ids[1], HostCm::first_id(5) + HostCm::id_span() - 1);
+  EXPECT_EQ(ids[2], HostCm::first_id(5));
+  EXPECT_EQ(ids[3], HostCm::first_id(5) + 1);
+}
+
 TEST_F(HostCmTest, TheDaemonForgetsADeadConnectionAfterTimewait) {
   HostCm small({.response_timeout = Duration::millis(10),
                 .max_retries = 2,
