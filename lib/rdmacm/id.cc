@@ -201,7 +201,7 @@ UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
     if (!dev) return -1;
     id->sgid_index = a->gid_index;
   }
-  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr));
+  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr), id->reuseaddr);
   if (!port) return fail(EADDRINUSE);
   id->port_claimed = true;
   if (dev) attach(id, dev);
@@ -239,7 +239,7 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
     Device* dev = s.open_device(a->device);
     if (!dev) return -1;
     if (id->state == IdState::kIdle) {
-      uint16_t port = s.claim_port(ps_of(id), a->gid, src ? port_of(src) : 0);
+      uint16_t port = s.claim_port(ps_of(id), a->gid, src ? port_of(src) : 0, id->reuseaddr);
       if (!port) return fail(EADDRINUSE);
       id->sport = port;
       id->port_claimed = true;
@@ -293,15 +293,32 @@ UROCE_CM_EXPORT int rdma_listen(rdma_cm_id* cid, int /*backlog*/) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
+  bool idle;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    idle = id->state == IdState::kIdle;
+  }
+  if (idle) {
+    // As the kernel's rdma_listen: an unbound id is bound to IPv4's wildcard address and an
+    // ephemeral port first.
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (rdma_bind_addr(cid, reinterpret_cast<sockaddr*>(&any))) return -1;
+  }
   std::lock_guard<std::mutex> g(s.mu);
   if (id->state == IdState::kListen) return 0;
   if (id->state != IdState::kBound) return fail(EINVAL);
+  // backlog: the kernel takes <= 0 as its maximum (ucma_listen); uroce has no limit.
+  if (id->port_claimed && !s.listen_port(ps_of(id), id->sgid, id->sport)) return fail(EADDRINUSE);
   std::vector<Device*> devs;
   if (id->dev) {
     devs.push_back(id->dev);
   } else {  // a wildcard address listens on every device with an address of its family
     for (const LocalAddr& a : s.addrs()) {
-      if (a.gid.is_ipv4_mapped() != id->sgid.is_ipv4_mapped() && !id->sgid.is_zero()) continue;
+      // IPv6's wildcard takes IPv4 too, unless AFONLY (as the kernel with bindv6only 0).
+      const bool v6_any = id->sgid.is_zero();
+      if (a.gid.is_ipv4_mapped() != id->sgid.is_ipv4_mapped() && !(v6_any && !id->afonly)) continue;
       Device* d = s.open_device(a.device);
       if (d && std::find(devs.begin(), devs.end(), d) == devs.end()) devs.push_back(d);
     }
@@ -347,7 +364,9 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
       id->responder_resources = p && p->responder_resources != RDMA_MAX_RESP_RES
                                     ? p->responder_resources
                                     : d.max_responder_resources;
-      id->retry_count = p ? p->retry_count : 7;
+      // As the kernel's CM (cma_connect_ib: min_t(u8, 7, ...)): a larger count is 7, for the
+      // REQ and for our own QP's RTS attributes (fio asks for 10).
+      id->retry_count = static_cast<uint8_t>(std::min<int>(p ? p->retry_count : 7, 7));
       std::random_device rd;
       id->local_psn = rd() & 0xffffff;
       uroce::cm::ConnectParams cp;
@@ -356,11 +375,12 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
       cp.service_id = sid;
       cp.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
       cp.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
+      cp.flow_control = p && p->flow_control;
       cp.starting_psn = id->local_psn;
       cp.responder_resources = id->responder_resources;
       cp.initiator_depth = id->initiator_depth;
       cp.path_mtu = id->path_mtu;
-      cp.retry_count = static_cast<uint8_t>(std::min<int>(id->retry_count, 7));
+      cp.retry_count = id->retry_count;
       cp.rnr_retry_count = static_cast<uint8_t>(std::min<int>(p ? p->rnr_retry_count : 7, 7));
       cp.traffic_class = id->tos;
       cp.local_ack_timeout = kLocalAckTimeout;
@@ -417,6 +437,7 @@ UROCE_CM_EXPORT int rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
     uroce::cm::AcceptParams ap;
     ap.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
     ap.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
+    ap.flow_control = p && p->flow_control;
     ap.starting_psn = id->local_psn;
     ap.responder_resources = id->responder_resources;
     ap.initiator_depth = id->initiator_depth;
@@ -437,7 +458,10 @@ UROCE_CM_EXPORT int rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
   return complete(id);
 }
 
-UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8_t len) {
+namespace {
+
+/// rdma_reject and rdma_reject_ece: a REJ with `reason` (a SIDR_REP "rejected" for UD).
+int reject_with(rdma_cm_id* cid, const void* private_data, uint8_t len, w::RejReason reason) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
@@ -448,7 +472,7 @@ UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8
   uroce::Status st =
       is_ud(id) ? id->dev->mgr->sidr_reply(id->conn, static_cast<uint8_t>(w::SidrStatus::kRejected),
                                            0, 0, pd, s.now())
-                : id->dev->mgr->reject(id->conn, pd, s.now());
+                : id->dev->mgr->reject(id->conn, pd, s.now(), reason);
   if (!st) return fail(st.code());
   s.unmap_conn(id);
   id->conn = 0;
@@ -456,8 +480,15 @@ UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8
   return 0;
 }
 
+}  // namespace
+
+UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8_t len) {
+  return reject_with(cid, private_data, len, w::RejReason::kConsumerDefined);
+}
+
 UROCE_CM_EXPORT int rdma_reject_ece(rdma_cm_id* cid, const void* private_data, uint8_t len) {
-  return rdma_reject(cid, private_data, len);
+  // As rdma-core: the REJ says "vendor option not supported" (IBA 1.4 reason 35).
+  return reject_with(cid, private_data, len, w::RejReason::kVendorOptionNotSupported);
 }
 
 UROCE_CM_EXPORT int rdma_establish(rdma_cm_id* cid) {
@@ -516,8 +547,25 @@ UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, voi
         if (optlen != sizeof(uint8_t)) return fail(EINVAL);
         id->tos = *static_cast<uint8_t*>(optval);
         return 0;
-      case RDMA_OPTION_ID_REUSEADDR:
-      case RDMA_OPTION_ID_AFONLY: return optlen == sizeof(int) ? 0 : fail(EINVAL);
+      case RDMA_OPTION_ID_REUSEADDR: {
+        // The kernel's rdma_set_reuseaddr: any value sets it while idle; turning it on is
+        // refused only once the id listens.
+        if (optlen != sizeof(int)) return fail(EINVAL);
+        const bool on = *static_cast<int*>(optval) != 0;
+        std::lock_guard<std::mutex> g(Service::get().mu);
+        if (!((on && id->state != IdState::kListen) || id->state == IdState::kIdle))
+          return fail(EINVAL);
+        id->reuseaddr = on;
+        return 0;
+      }
+      case RDMA_OPTION_ID_AFONLY: {
+        // The kernel's rdma_set_afonly: before the id listens or resolves an address.
+        if (optlen != sizeof(int)) return fail(EINVAL);
+        std::lock_guard<std::mutex> g(Service::get().mu);
+        if (id->state != IdState::kIdle && id->state != IdState::kBound) return fail(EINVAL);
+        id->afonly = *static_cast<int*>(optval) != 0;
+        return 0;
+      }
       case RDMA_OPTION_ID_ACK_TIMEOUT:
         // As the kernel (rdma_set_ack_timeout): connected QP types only; used from the next
         // move to RTS (rdma_init_qp_attr, rdma_accept, rdma_connect).

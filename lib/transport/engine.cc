@@ -394,6 +394,14 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   a.max_send_wr = xrc_recv ? 0 : std::bit_ceil(std::max(a.max_send_wr, 1u));
   a.max_recv_wr = has_rq ? std::bit_ceil(std::max(a.max_recv_wr, 1u)) : 0;
   a.max_send_sge = xrc_recv ? 0 : std::max(a.max_send_sge, 1u);
+  if (!xrc_recv) {
+    // As rxe (rxe_qp_init_req): a send WQE holds max(max_send_sge SGEs of 16 bytes,
+    // max_inline_data bytes), and both are reported as what that WQE holds, so a program
+    // that asked for no inline data may still send its SGEs' worth inline, as on rxe.
+    const uint32_t wqe = std::max(a.max_send_sge * 16, a.max_inline_data);
+    a.max_send_sge = std::min(wqe / 16, kMaxSge);
+    a.max_inline_data = std::min(wqe, kMaxInline);
+  }
   a.max_recv_sge = has_rq ? std::max(a.max_recv_sge, 1u) : 0;
   qp->init = a;
   // Rings of at least one entry; a queue the type lacks stays empty (posting to it is EINVAL).
