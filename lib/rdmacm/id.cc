@@ -8,6 +8,8 @@
  * peer's MAC when the first MAD leaves), so their events are queued at once. An id created
  * without a channel is synchronous: each call waits for its event (cma.h complete()).
  */
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -189,6 +191,9 @@ UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
   if (!cid || !addr) return fail(EINVAL);
   auto gid = gid_of(addr);
   if (!gid) return fail(EAFNOSUPPORT);
+  // A loopback address binds as its family's wildcard (the kernel's cma_any_addr): no device,
+  // every device's address when the id listens. libfabric's verbs provider binds 127.0.0.1.
+  if (is_loopback(*gid)) *gid = gid->is_ipv4_mapped() ? Gid::from_ipv4(0) : Gid{};
   Id* id = id_of(cid);
   Service& s = Service::get();
   std::lock_guard<std::mutex> g(s.mu);
@@ -221,7 +226,7 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
                                       int /*timeout_ms*/) {
   if (!cid || !dst) return fail(EINVAL);
   auto dgid = gid_of(dst);
-  if (!dgid || is_any(*dgid)) return fail(EINVAL);
+  if (!dgid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
   {
@@ -231,8 +236,26 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
     if (src) {
       sgid = gid_of(src);
       if (!sgid) return fail(EAFNOSUPPORT);
+      if (is_loopback(*sgid)) sgid.reset();  // a wildcard, as in rdma_bind_addr
     } else if (id->state == IdState::kBound) {
       sgid = id->sgid;
+    }
+    if (is_any(*dgid) || is_loopback(*dgid)) {
+      // As the kernel's cma_resolve_loopback: the peer is this host, at the source address,
+      // or else at the first address of the first device (its family's first, if it has one).
+      if (sgid && !is_any(*sgid)) {
+        dgid = sgid;
+      } else {
+        const std::vector<LocalAddr>& all = s.addrs();
+        if (all.empty()) return fail(ENODEV);
+        const LocalAddr* pick = &all.front();
+        for (const LocalAddr& a : all)
+          if (a.device == all.front().device && a.gid.is_ipv4_mapped() == dgid->is_ipv4_mapped()) {
+            pick = &a;
+            break;
+          }
+        dgid = pick->gid;
+      }
     }
     auto a = s.route_to(sgid, *dgid);
     if (!a) return fail(sgid && !is_any(*sgid) ? EADDRNOTAVAIL : ENETUNREACH);
@@ -588,17 +611,36 @@ UROCE_CM_EXPORT int rdma_migrate_id(rdma_cm_id* cid, rdma_event_channel* channel
     if (!own) return -1;
     channel = own;
   }
+  // As rdma-core: a synchronous id's last event (the one its call left in id->event) is
+  // acked first, or the wait below would wait for itself (libfabric's verbs provider resolves
+  // an rdma_create_ep id, then migrates it to its event queue's channel).
+  if (id->sync && id->id.event) {
+    rdma_ack_cm_event(id->id.event);
+    id->id.event = nullptr;
+  }
   Service& s = Service::get();
   Channel* old_own = nullptr;
   {
     std::unique_lock<std::mutex> g(s.mu);
-    // As rdma-core: every event of the id reported on the old channel is taken and acked first.
-    s.acked.wait(g, [&] {
-      if (id->unacked > 0) return false;
-      for (Event* e : channel_of(id->id.channel)->q)
-        if (e->owner == id && !e->dead) return false;
-      return true;
-    });
+    // As the kernel's ucma_migrate_id: the id's events not yet taken move to the new channel
+    // (a dead placeholder keeps the old channel's count right), and the call waits until the
+    // program has acked those it took from the old one.
+    Channel* from = channel_of(id->id.channel);
+    Channel* to = channel_of(channel);
+    if (from != to) {
+      for (Event*& e : from->q) {
+        if (e->owner != id || e->dead) continue;
+        auto* placeholder = new Event;
+        placeholder->owner = id;
+        placeholder->dead = true;
+        to->q.push_back(e);
+        e = placeholder;
+        uint64_t one = 1;
+        ssize_t r = write(to->ch.fd, &one, sizeof one);
+        (void)r;
+      }
+    }
+    s.acked.wait(g, [&] { return id->unacked <= 0; });
     if (id->sync) old_own = id->own;
     id->sync = own != nullptr;
     id->own = own ? channel_of(own) : nullptr;

@@ -6,17 +6,24 @@
  * both QPs; the REQ carries flow_control; the passive QP's traffic class is the REQ's;
  * rdma_reject_ece says "vendor option not supported"; rdma_listen binds an unbound id;
  * RDMA_OPTION_ID_REUSEADDR shares a bound port and AFONLY keeps an IPv6 wildcard to IPv6,
- * both with the kernel's state rules.
+ * both with the kernel's state rules; loopback addresses are wildcards; rdma_getaddrinfo
+ * without node and service answers with the hints' addresses; rdma_migrate_id acks a
+ * synchronous id's last event and moves untaken events to the new channel (ucma_migrate_id).
  */
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 
@@ -182,6 +189,120 @@ sockaddr_in ipv4(const char* addr, uint16_t port) {
 
 int set_int(rdma_cm_id* id, int optname, int v) {
   return rdma_set_option(id, RDMA_OPTION_ID, optname, &v, sizeof v);
+}
+
+TEST(RdmacmLeniency, GetaddrinfoWithoutNodeOrServiceAnswersWithTheHintsAddresses) {
+  sockaddr_in dst = ipv4("198.18.0.1", 7471);
+  sockaddr_in src = ipv4("198.18.0.1", 0);
+  rdma_addrinfo hints{};
+  hints.ai_qp_type = IBV_QPT_RC;
+  hints.ai_port_space = RDMA_PS_TCP;
+  hints.ai_dst_addr = reinterpret_cast<sockaddr*>(&dst);
+  hints.ai_dst_len = sizeof dst;
+  hints.ai_src_addr = reinterpret_cast<sockaddr*>(&src);
+  hints.ai_src_len = sizeof src;
+  rdma_addrinfo* r = nullptr;
+  ASSERT_EQ(rdma_getaddrinfo(nullptr, nullptr, &hints, &r), 0) << strerror(errno);
+  ASSERT_NE(r, nullptr);
+  ASSERT_EQ(r->ai_dst_len, sizeof dst);
+  EXPECT_EQ(std::memcmp(r->ai_dst_addr, &dst, sizeof dst), 0);
+  ASSERT_EQ(r->ai_src_len, sizeof src);
+  EXPECT_EQ(std::memcmp(r->ai_src_addr, &src, sizeof src), 0);
+  EXPECT_EQ(r->ai_qp_type, IBV_QPT_RC);
+  EXPECT_EQ(r->ai_port_space, RDMA_PS_TCP);
+  rdma_freeaddrinfo(r);
+  EXPECT_EQ(rdma_getaddrinfo(nullptr, nullptr, nullptr, &r), -1);
+  EXPECT_EQ(errno, EINVAL);
+}
+
+TEST(RdmacmLeniency, LoopbackAddressesAreWildcards) {
+  unsetenv("UROCE_CONFIG");
+  // A bind to 127.0.0.1 binds no device (libfabric's verbs provider probes with it).
+  sockaddr_in lo = ipv4("127.0.0.1", 0);
+  rdma_cm_id* b = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &b, nullptr, RDMA_PS_TCP), 0);
+  EXPECT_EQ(rdma_bind_addr(b, reinterpret_cast<sockaddr*>(&lo)), 0) << strerror(errno);
+  EXPECT_EQ(rdma_destroy_id(b), 0);
+  // A resolve to it reaches this host's first address (cma_resolve_loopback).
+  rdma_cm_id* r = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &r, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in to = ipv4("127.0.0.1", 7472);
+  ASSERT_EQ(rdma_resolve_addr(r, nullptr, reinterpret_cast<sockaddr*>(&to), 100), 0)
+      << strerror(errno);
+  char text[INET6_ADDRSTRLEN] = {};
+  const auto* d = reinterpret_cast<const sockaddr_in*>(&r->route.addr.dst_addr);
+  inet_ntop(AF_INET, &d->sin_addr, text, sizeof text);
+  EXPECT_STREQ(text, "198.18.0.1");
+  EXPECT_NE(r->verbs, nullptr);
+  EXPECT_EQ(rdma_destroy_id(r), 0);
+}
+
+/// Runs f on a thread and waits for it at most 10 s; false if it has not returned by then
+/// (the thread is left behind, blocked: the test has failed).
+template <typename F>
+bool returns_in_time(F f) {
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto st = std::make_shared<State>();
+  std::thread([st, f] {
+    f();
+    std::lock_guard<std::mutex> g(st->mu);
+    st->done = true;
+    st->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> g(st->mu);
+  return st->cv.wait_for(g, std::chrono::seconds(10), [&] { return st->done; });
+}
+
+TEST(RdmacmLeniency, MigratingASyncIdAcksItsLastEventFirst) {
+  unsetenv("UROCE_CONFIG");
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(nullptr, &id, nullptr, RDMA_PS_TCP), 0);  // synchronous
+  sockaddr_in to = ipv4("198.18.0.1", 7473);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&to), 100), 0);
+  ASSERT_NE(id->event, nullptr);  // ADDR_RESOLVED, held by the id until its next call
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  int ret = -2;
+  ASSERT_TRUE(returns_in_time([&] { ret = rdma_migrate_id(id, ch); })) << "rdma_migrate_id hangs";
+  EXPECT_EQ(ret, 0);
+  EXPECT_EQ(id->channel, ch);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  rdma_destroy_event_channel(ch);
+}
+
+TEST(RdmacmLeniency, MigratingAnIdMovesTheEventsNotYetTaken) {
+  unsetenv("UROCE_CONFIG");
+  rdma_event_channel* from = rdma_create_event_channel();
+  rdma_event_channel* to_ch = rdma_create_event_channel();
+  ASSERT_TRUE(from && to_ch);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(from, &id, nullptr, RDMA_PS_TCP), 0);
+  sockaddr_in to = ipv4("198.18.0.1", 7474);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&to), 100), 0);
+  // ADDR_RESOLVED waits on `from`, untaken: the kernel's ucma_migrate_id moves it along.
+  int ret = -2;
+  ASSERT_TRUE(returns_in_time([&] { ret = rdma_migrate_id(id, to_ch); }))
+      << "rdma_migrate_id hangs";
+  ASSERT_EQ(ret, 0);
+  int flags = fcntl(to_ch->fd, F_GETFL);
+  ASSERT_EQ(fcntl(to_ch->fd, F_SETFL, flags | O_NONBLOCK), 0);
+  rdma_cm_event* ev = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(to_ch, &ev), 0) << strerror(errno);
+  EXPECT_EQ(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+  EXPECT_EQ(ev->id, id);
+  EXPECT_EQ(rdma_ack_cm_event(ev), 0);
+  // Nothing is left for the old channel.
+  flags = fcntl(from->fd, F_GETFL);
+  ASSERT_EQ(fcntl(from->fd, F_SETFL, flags | O_NONBLOCK), 0);
+  EXPECT_EQ(rdma_get_cm_event(from, &ev), -1);
+  EXPECT_EQ(errno, EAGAIN);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  rdma_destroy_event_channel(from);
+  rdma_destroy_event_channel(to_ch);
 }
 
 TEST(RdmacmLeniency, ListenOnAnUnboundIdBindsTheWildcard) {
