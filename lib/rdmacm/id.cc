@@ -8,6 +8,7 @@
  * peer's MAC when the first MAD leaves), so their events are queued at once. An id created
  * without a channel is synchronous: each call waits for its event (cma.h complete()).
  */
+#include <infiniband/sa.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -280,6 +281,62 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
   return complete(id);
 }
 
+namespace {
+
+/// Makes the id's one path (the GRH fields of RoCEv2, IBA Table 205 path record; no LIDs on
+/// Ethernet) and queues ROUTE_RESOLVED. Requires mu.
+void resolve_route(Service& s, Id* id) {
+  ibv_sa_path_rec& p = id->path;
+  p = ibv_sa_path_rec{};
+  std::memcpy(p.dgid.raw, id->dgid.raw.data(), 16);
+  std::memcpy(p.sgid.raw, id->sgid.raw.data(), 16);
+  p.hop_limit = 64;
+  p.traffic_class = id->tos;
+  p.reversible = 1;
+  p.numb_path = 1;
+  p.pkey = htobe16(0xffff);
+  p.mtu_selector = 2;
+  p.mtu = id->path_mtu;
+  p.rate_selector = 2;
+  p.rate = 3;  // 10 Gb/s
+  p.packet_life_time_selector = 2;
+  p.packet_life_time = kLocalAckTimeout - 1;
+  id->id.route.path_rec = &id->path;
+  id->id.route.num_paths = 1;
+  id->state = IdState::kRouteResolved;
+  s.deliver(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+}
+
+/// RDMA_OPTION_IB_PATH, as the kernel's ucma_set_ib_path and rdma_set_ib_path: the primary
+/// bidirectional path record among `n` resolves the route of an id whose address is
+/// resolved. On RoCE the addresses stay the id's; the record's MTU (up to the device's) and
+/// traffic class are taken. EINVAL: a length that is not whole records, no such record, or
+/// another state.
+int set_ib_path(Id* id, const void* optval, size_t optlen) {
+  if (optlen == 0 || optlen % sizeof(ibv_path_data)) return fail(EINVAL);
+  constexpr uint32_t kWanted =
+      IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+  const auto* recs = static_cast<const ibv_path_data*>(optval);
+  const ibv_path_data* rec = nullptr;
+  for (size_t i = 0; i < optlen / sizeof(ibv_path_data) && !rec; ++i)
+    if (recs[i].flags == kWanted) rec = &recs[i];
+  if (!rec) return fail(EINVAL);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (!id->dev || id->state != IdState::kAddrResolved) return fail(EINVAL);
+    const uint8_t mtu = rec->path.mtu & 0x3f;
+    if (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 && mtu < id->dev->active_mtu) id->path_mtu = mtu;
+    id->tos = rec->path.tclass;
+    resolve_route(s, id);
+  }
+  // The event is the answer to this call: a synchronous id takes it here, as librdmacm's own
+  // rdma_resolve_route does after setting the option.
+  return complete(id);
+}
+
+}  // namespace
+
 UROCE_CM_EXPORT int rdma_resolve_route(rdma_cm_id* cid, int /*timeout_ms*/) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
@@ -288,26 +345,7 @@ UROCE_CM_EXPORT int rdma_resolve_route(rdma_cm_id* cid, int /*timeout_ms*/) {
     std::lock_guard<std::mutex> g(s.mu);
     if (id->state != IdState::kAddrResolved && id->state != IdState::kRouteResolved)
       return fail(EINVAL);
-    // One path: the GRH fields of RoCEv2 (IBA Table 205 path record; no LIDs on Ethernet).
-    ibv_sa_path_rec& p = id->path;
-    p = ibv_sa_path_rec{};
-    std::memcpy(p.dgid.raw, id->dgid.raw.data(), 16);
-    std::memcpy(p.sgid.raw, id->sgid.raw.data(), 16);
-    p.hop_limit = 64;
-    p.traffic_class = id->tos;
-    p.reversible = 1;
-    p.numb_path = 1;
-    p.pkey = htobe16(0xffff);
-    p.mtu_selector = 2;
-    p.mtu = id->path_mtu;
-    p.rate_selector = 2;
-    p.rate = 3;  // 10 Gb/s
-    p.packet_life_time_selector = 2;
-    p.packet_life_time = kLocalAckTimeout - 1;
-    id->id.route.path_rec = &id->path;
-    id->id.route.num_paths = 1;
-    id->state = IdState::kRouteResolved;
-    s.deliver(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    resolve_route(s, id);
   }
   return complete(id);
 }
@@ -598,7 +636,9 @@ UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, voi
         return 0;
     }
   }
-  return fail(ENOSYS);  // RDMA_OPTION_IB_PATH: paths come from the configuration
+  if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+    return set_ib_path(id, optval, optlen);
+  return fail(ENOSYS);
 }
 
 UROCE_CM_EXPORT int rdma_migrate_id(rdma_cm_id* cid, rdma_event_channel* channel) {

@@ -8,11 +8,13 @@
  * RDMA_OPTION_ID_REUSEADDR shares a bound port and AFONLY keeps an IPv6 wildcard to IPv6,
  * both with the kernel's state rules; loopback addresses are wildcards; rdma_getaddrinfo
  * without node and service answers with the hints' addresses; rdma_migrate_id acks a
- * synchronous id's last event and moves untaken events to the new channel (ucma_migrate_id).
+ * synchronous id's last event and moves untaken events to the new channel (ucma_migrate_id);
+ * RDMA_OPTION_IB_PATH resolves the route from a path record (ucma_set_ib_path).
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <infiniband/sa.h>
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
 
@@ -303,6 +305,43 @@ TEST(RdmacmLeniency, MigratingAnIdMovesTheEventsNotYetTaken) {
   EXPECT_EQ(rdma_destroy_id(id), 0);
   rdma_destroy_event_channel(from);
   rdma_destroy_event_channel(to_ch);
+}
+
+TEST(RdmacmLeniency, AnIbPathRecordResolvesTheRoute) {
+  unsetenv("UROCE_CONFIG");
+  rdma_event_channel* ch = rdma_create_event_channel();
+  ASSERT_NE(ch, nullptr);
+  rdma_cm_id* id = nullptr;
+  ASSERT_EQ(rdma_create_id(ch, &id, nullptr, RDMA_PS_TCP), 0);
+  ibv_path_data pd[2] = {};
+  pd[0].flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_ALTERNATE;  // not the primary
+  pd[1].flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+  pd[1].path.mtu = (2 << 6) | IBV_MTU_1024;
+  pd[1].path.tclass = 0x20;
+  // Before the address is resolved: EINVAL (the kernel's rdma_set_ib_path).
+  EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, pd, sizeof pd), -1);
+  EXPECT_EQ(errno, EINVAL);
+  sockaddr_in to = ipv4("198.18.0.1", 7475);
+  ASSERT_EQ(rdma_resolve_addr(id, nullptr, reinterpret_cast<sockaddr*>(&to), 100), 0);
+  rdma_cm_event* ev = nullptr;
+  ASSERT_EQ(rdma_get_cm_event(ch, &ev), 0);
+  EXPECT_EQ(ev->event, RDMA_CM_EVENT_ADDR_RESOLVED);
+  rdma_ack_cm_event(ev);
+  // Not whole records, or no primary bidirectional one: EINVAL.
+  EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, pd, sizeof pd - 1), -1);
+  EXPECT_EQ(errno, EINVAL);
+  EXPECT_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, pd, sizeof pd[0]), -1);
+  EXPECT_EQ(errno, EINVAL);
+  ASSERT_EQ(rdma_set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, pd, sizeof pd), 0)
+      << strerror(errno);
+  ASSERT_EQ(rdma_get_cm_event(ch, &ev), 0);
+  EXPECT_EQ(ev->event, RDMA_CM_EVENT_ROUTE_RESOLVED);
+  rdma_ack_cm_event(ev);
+  ASSERT_EQ(id->route.num_paths, 1);
+  EXPECT_EQ(id->route.path_rec->mtu, IBV_MTU_1024);
+  EXPECT_EQ(id->route.path_rec->traffic_class, 0x20);
+  EXPECT_EQ(rdma_destroy_id(id), 0);
+  rdma_destroy_event_channel(ch);
 }
 
 TEST(RdmacmLeniency, ListenOnAnUnboundIdBindsTheWildcard) {
