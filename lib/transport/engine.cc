@@ -441,9 +441,9 @@ namespace {
 
 /// Value checks of the attributes present in mask (EINVAL on a bad value).
 Status check_values(const EngineConfig& cfg, const Qp& qp, const QpAttr& a, uint32_t mask) {
-  if ((mask & kAttrPathMtu) &&
-      (a.path_mtu < 1 || a.path_mtu > 5 || mtu_bytes(a.path_mtu) > cfg.max_mtu))
-    return Status::invalid();
+  // Any IBA MTU up to the port's max_mtu (4096), as rxe and mlx5 take it; one above the
+  // link's is sent at the link's (modify_qp).
+  if ((mask & kAttrPathMtu) && (a.path_mtu < 1 || a.path_mtu > 5)) return Status::invalid();
   if ((mask & kAttrTimeout) && a.timeout > 31) return Status::invalid();
   if ((mask & kAttrRetryCnt) && a.retry_cnt > 7) return Status::invalid();
   if ((mask & kAttrRnrRetry) && a.rnr_retry > 7) return Status::invalid();
@@ -496,7 +496,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   if (mask & kAttrAv) q.av = a.av;
   if (mask & kAttrPathMtu) {
     q.path_mtu = a.path_mtu;
-    qp->mtu = mtu_bytes(a.path_mtu);
+    qp->mtu = std::min(mtu_bytes(a.path_mtu), m.cfg.max_mtu);
   }
   if (mask & kAttrTimeout) q.timeout = a.timeout;
   if (mask & kAttrRetryCnt) q.retry_cnt = a.retry_cnt;
