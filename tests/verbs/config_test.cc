@@ -2,7 +2,8 @@
  * @file config_test.cc
  * @brief Devices from a configuration file ($UROCE_CONFIG): listing reads the file and opens
  * no port (no EAL thread appears for a DPDK device), the GID table has one RoCEv2 GID per
- * address (IPv4-mapped and IPv6), and RC traffic runs over the IPv6 GID on loopback.
+ * address (IPv4-mapped and IPv6), and RC traffic runs over the IPv6 GID on loopback, also
+ * with a path MTU above the link's (sent at the link's, as rxe and mlx5 take it).
  */
 #include <dirent.h>
 #include <unistd.h>
