@@ -115,6 +115,7 @@ uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
   r.remote_cm_response_timeout = 20;
   r.local_cm_response_timeout = 20;
   r.transport = w::Transport::kRc;
+  r.end_to_end_flow_control = p.flow_control;
   r.starting_psn = p.starting_psn;
   r.retry_count = p.retry_count;
   r.path_mtu = p.path_mtu;
@@ -144,6 +145,7 @@ Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
   r.initiator_depth = p.initiator_depth;
   r.rnr_retry_count = p.rnr_retry_count;
   r.srq = p.srq;
+  r.end_to_end_flow_control = p.flow_control;
   r.local_ca_guid = cfg_.ca_guid;
   r.vendor_id = p.ece_vendor & 0xffffff;
   r.private_data = p.private_data;
@@ -152,12 +154,12 @@ Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
   return Status::ok();
 }
 
-Status Manager::reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now) {
+Status Manager::reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now,
+                       w::RejReason reason) {
   Conn* c = find(conn);
   if (!c || (c->state != State::kReqRcvd && c->state != State::kRepRcvd)) return Status::invalid();
   if (private_data.size() > w::kRejPrivateLen) return Status::invalid();
-  w::Rej r = rej_of(*c, w::RejReason::kConsumerDefined,
-                    c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep);
+  w::Rej r = rej_of(*c, reason, c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep);
   std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
   send_once(c->peer, c->tid, r);
   enter_timewait(*c, now);
