@@ -7,9 +7,12 @@
  * memif client to it in a claimed slot (shared mode, hostd_share.h) and nothing below;
  * otherwise the XDP hook (a stale program of ours is
  * removed, a foreign one refuses, one in use by a live uroce process refuses) -> the netdev
- * lock -> the af_xdp ethdev on queues 0..n-1 with xdp_prog= -> netlink Monitor and Resolver.
- * Close: the ethdev is closed (the PMD detaches the program), then the lock is released and a
- * program still attached with nobody holding the lock is removed.
+ * lock -> the af_xdp ethdev on queues 0..n-1 with xdp_prog= (tried again for a moment while a
+ * queue closed just before is still held) -> netlink Monitor and Resolver.
+ * Close (the device's last context): the ethdev is closed (the PMD detaches the program; what
+ * it leaves open, ethdev_io.cc closes), then the lock is released and a program still attached
+ * with nobody holding the lock is removed; in shared mode the memif client is closed and the
+ * slot released. So the process can open the device again, and so can another.
  *
  * RX: frames from every queue; PFC/PAUSE go to the pipeline (the XDP program passes them to
  * the kernel, so only a test injecting them on the socket sees this); only frames to our MAC
@@ -32,10 +35,10 @@
 #include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "dpdk/clock.h"
 #include "dpdk/ethdev_io.h"
@@ -51,6 +54,11 @@ namespace uroce::host {
 namespace {
 
 constexpr Duration kNetlinkPoll = Duration::millis(10);
+
+/// How long opening a netdev's port tries again while its queue may still be held by an
+/// AF_XDP socket closed just before (open_host_port()): the kernel's work item runs within
+/// milliseconds, later on a loaded machine.
+constexpr Duration kQueueRelease = Duration::seconds(1);
 
 using dpdk::monotonic_now;
 
@@ -83,18 +91,29 @@ uint8_t read_sysctl_u8(const std::string& path) {
 /// One af_xdp ethdev name per netdev, so that two devices of one process do not collide.
 std::string vdev_name(const std::string& ifname) { return "net_af_xdp_" + ifname; }
 
+/// After a failed open of the af_xdp `port` on ifname: the netdev's XDP program is one its
+/// PMD loaded (so the set-up failed after attaching it).
+bool own_program_attached(const std::string& ifname, const std::string& port) {
+  std::string err;
+  const auto a = xdp::attached(ifname, &err);
+  if (!a || a->id == 0) return false;
+  const std::vector<uint32_t> ids = dpdk::EthdevIo::parked_programs(port);
+  return std::find(ids.begin(), ids.end(), a->id) != ids.end();
+}
+
 class HostPort final : public Port {
  public:
-  /// use: the netdev lock (exclusive mode), or null with slot >= 0 (a client of uroce-hostd).
-  HostPort(std::unique_ptr<xdp::NetdevUse> use, std::unique_ptr<dpdk::EthdevIo> io,
-           const config::Device& dev, const netlink::NetdevState& st, int slot)
-      : claim_{std::move(use)},
+  /// use: the netdev lock (exclusive mode), or null with a claimed slot (a client of
+  /// uroce-hostd; slot.slot < 0 in exclusive mode).
+  HostPort(std::unique_ptr<xdp::NetdevUse> use, SlotClaim slot, std::unique_ptr<dpdk::EthdevIo> io,
+           const config::Device& dev, const netlink::NetdevState& st)
+      : claim_{std::move(use), slot.fd},
         io_(std::move(io)),
         pipeline_(*io_, pfc_off(dev),
                   pipeline::PipelineParams{st.mac, io_->max_frame(), io_->queues(),
-                                           io_->link_speed_bps(), slot < 0},
+                                           io_->link_speed_bps(), slot.slot < 0},
                   monotonic_now),
-        slot_(slot),
+        slot_(slot.slot),
         state_(st),
         resolver_(st.ifindex),
         monitor_(st.ifindex, &resolver_) {}
@@ -236,12 +255,16 @@ class HostPort final : public Port {
     return dev;
   }
 
-  /// The netdev lock; released last (members go in reverse order: the pipeline frees its
-  /// frames through io_, io_ closes the ethdev, then the claim removes the program if unused).
+  /// What the port holds of the netdev, released last (members go in reverse order: the
+  /// pipeline frees its frames through io_, io_ closes the ethdev, then the claim goes): the
+  /// netdev lock, after which uroce's program is removed if no process uses it (exclusive
+  /// mode), or the lock of the daemon's client slot (shared mode).
   struct Claim {
     std::unique_ptr<xdp::NetdevUse> use;
+    int slot_fd = -1;
     ~Claim() {
       if (use) xdp::detach_if_last(std::move(use));
+      if (slot_fd >= 0) ::close(slot_fd);
     }
   } claim_;
   std::unique_ptr<dpdk::EthdevIo> io_;
@@ -262,25 +285,12 @@ class HostPort final : public Port {
 
 namespace {
 
-/// The client slot this process holds for a netdev: claimed once and kept to the end of the
-/// process, since the memif ethdev stays parked (connected under that id) after a close and
-/// a later open of the same device reuses it.
-std::optional<SlotClaim> process_slot(const std::string& ifname, std::string* err) {
-  static std::mutex mu;
-  static auto& slots = *new std::map<std::string, SlotClaim>;
-  std::lock_guard<std::mutex> lock(mu);
-  if (auto it = slots.find(ifname); it != slots.end()) return it->second;
-  auto claim = claim_slot(ifname, err);
-  if (claim) slots[ifname] = *claim;
-  return claim;
-}
-
 /// The port of a process sharing the netdev through uroce-hostd: frames through a memif
 /// client in the process' slot, everything else (GIDs, link, routes, neighbours) as in
 /// exclusive mode.
 std::unique_ptr<Port> open_shared(const config::Device& dev, const netlink::NetdevState& st,
                                   std::string* err) {
-  auto claim = process_slot(dev.netdev, err);
+  auto claim = claim_slot(dev.netdev, err);
   if (!claim) return nullptr;
   config::Device d = dev;
   d.mtu = kHostdMemifMtu;
@@ -290,12 +300,15 @@ std::unique_ptr<Port> open_shared(const config::Device& dev, const netlink::Netd
            ",role=client,socket-abstract=no,socket=" + hostd_base(dev.netdev) +
            ".sock,id=" + std::to_string(claim->slot);
   std::string e;
-  auto io = dpdk::EthdevIo::open(d, &e);
+  // Closed and removed with the port, and the slot released, so that a process that closed the
+  // device holds nothing of the daemon's.
+  auto io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
   if (!io) {
+    ::close(claim->fd);
     *err = e;
     return nullptr;
   }
-  auto port = std::make_unique<HostPort>(nullptr, std::move(io), dev, st, claim->slot);
+  auto port = std::make_unique<HostPort>(nullptr, *claim, std::move(io), dev, st);
   if (!port->monitor_ok(&e)) {
     *err = "netlink: " + e;
     return nullptr;
@@ -408,6 +421,23 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
            ",start_queue=0,queue_count=" + std::to_string(d.queues) +
            ",xdp_prog=" + xdp::object_path();
   auto io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
+  // The kernel lets go of a closed AF_XDP socket's netdev queue a moment after close()
+  // returns (a work item: xp_release_deferred()), so right after a port of the netdev closed,
+  // in this process or another, its queue may still be taken: the PMD's program attaches, then
+  // its socket's bind fails (EBUSY; the PMD says "Failed to create xsk socket"). Tried again
+  // until kQueueRelease has passed, from a new ethdev (the PMD cannot set a failed queue up
+  // again: libxdp reuses the fill ring's stale producer index), and only while the failed
+  // ethdev's own program is attached: closing it detaches the netdev's program, whichever it is.
+  const Timestamp retry_until = monotonic_now() + kQueueRelease;
+  for (Duration wait = Duration::millis(1); !io && own_program_attached(dev.netdev, d.port);
+       wait = wait * 2) {
+    dpdk::EthdevIo::discard(d.port);
+    if (monotonic_now() + wait >= retry_until) break;
+    timespec ts{static_cast<time_t>(wait.ns / 1'000'000'000),
+                static_cast<long>(wait.ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+    io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
+  }
   if (!io) {
     xdp::detach_if_last(std::move(use));
     // The PMD says only "cannot create port"; the kernel's reason for refusing the program
@@ -416,7 +446,7 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
       if (!c.ok) return fail("cannot attach an XDP program: " + c.what + ": " + c.detail);
     return fail(e);
   }
-  auto port = std::make_unique<HostPort>(std::move(use), std::move(io), dev, *st, -1);
+  auto port = std::make_unique<HostPort>(std::move(use), SlotClaim{}, std::move(io), dev, *st);
   if (!port->monitor_ok(&e)) return fail("netlink: " + e);
   return port;
 }

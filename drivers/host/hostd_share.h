@@ -35,7 +35,8 @@ std::string hostd_base(std::string_view ifname);
 /// daemon creates the socket last, when it is ready).
 bool hostd_running(std::string_view ifname);
 
-/// A claimed client slot: the slot number and the lock file that holds it (closed on exit).
+/// A claimed client slot: the slot number and the lock file that holds it (closed when the
+/// client's port closes, or at exit).
 struct SlotClaim {
   int slot = -1;
   int fd = -1;
