@@ -19,7 +19,8 @@
  * never longer than watchdog_detect_ms) and XON once a poll finds it at or below xon_bytes.
  *
  * Links that come and go: a memif client opened before its server starts later (retried every
- * 100 ms), and one whose server died reconnects after 300 ms of link down; the addresses are
+ * 100 ms), and one whose server died reconnects after 300 ms of link down (once the control
+ * connection to it is closed, never under a handshake still on its way); the addresses are
  * announced (gratuitous ARP / unsolicited NA) whenever the link comes up. memif_guard.h keeps
  * a burst running while the peer dies from crashing the process.
  *

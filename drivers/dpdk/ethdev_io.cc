@@ -5,15 +5,20 @@
  */
 #include "dpdk/ethdev_io.h"
 
+#include <dirent.h>
 #include <rte_dev.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
 #include <rte_log.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -138,6 +143,55 @@ uint32_t devarg_u32(const std::string& port, const std::string& key) {
   return pos == std::string::npos ? 0
                                   : static_cast<uint32_t>(std::strtoul(
                                         port.c_str() + pos + key.size() + 2, nullptr, 10));
+}
+
+/// The value of devarg `key` in a port string, or "".
+std::string devarg_str(const std::string& port, const std::string& key) {
+  size_t pos = port.find("," + key + "=");
+  if (pos == std::string::npos) return {};
+  pos += key.size() + 2;
+  return port.substr(pos, port.find(',', pos) - pos);
+}
+
+/// A memif client's control connection is open: a SOCK_SEQPACKET socket of this process
+/// connected to the port's server socket (net_memif's `socket`, default /run/memif.sock, in
+/// the abstract namespace unless `socket-abstract=no`). Its server is alive then, and the
+/// handshake may still be on its way in EAL's interrupt thread.
+bool memif_control_open(const std::string& port) {
+  std::string name = devarg_str(port, "socket");
+  if (name.empty()) name = "/run/memif.sock";
+  const bool abstract = devarg_str(port, "socket-abstract") != "no";
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return false;
+  bool found = false;
+  while (dirent* e = readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    struct stat st {};
+    if (e->d_name[0] < '0' || e->d_name[0] > '9' || fd == dirfd(d) || fstat(fd, &st) != 0 ||
+        !S_ISSOCK(st.st_mode))
+      continue;
+    int type = 0;
+    socklen_t tl = sizeof type;
+    sockaddr_un a{};
+    socklen_t al = sizeof a;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 || type != SOCK_SEQPACKET ||
+        getpeername(fd, reinterpret_cast<sockaddr*>(&a), &al) != 0 || a.sun_family != AF_UNIX)
+      continue;
+    const size_t off = offsetof(sockaddr_un, sun_path);
+    if (al <= off) continue;
+    std::string_view peer(a.sun_path, al - off);
+    if (abstract) {
+      if (peer.empty() || peer[0] != '\0') continue;
+      peer.remove_prefix(1);
+    }
+    peer = peer.substr(0, peer.find('\0'));
+    if (peer == name) {
+      found = true;
+      break;
+    }
+  }
+  closedir(d);
+  return found;
 }
 
 uint32_t pow2_at_least(size_t n, uint32_t from) {
@@ -400,6 +454,14 @@ void EthdevIo::check_link(Timestamp now) {
     return;
   }
   if (now - link_down_since_ < kLinkDownRestart) return;
+  // The server is alive while the control connection is open, and the handshake on it runs in
+  // EAL's interrupt thread, slowly on a loaded host. Stopping the port now would tear the
+  // connection down under that thread: net_memif (22.11) frees its message queue here while
+  // the interrupt thread still sends from it (SIGSEGV in librte_net_memif, issue 31:
+  // hostd.rping's client crashed), and the server's own interrupt thread panics on a client
+  // that leaves mid-handshake. The connection closes when the server goes (net_memif closes
+  // it on EOF); the port is restarted then.
+  if (memif_control_open(devargs_)) return;
   link_down_since_ = Timestamp::never();
   rte_eth_dev_stop(port_id_);
   started_ = false;

@@ -13,7 +13,8 @@
  *
  * Links that come and go: a memif client opened before its server starts is started later
  * (ensure_started(), retried every 100 ms), and one whose server died is restarted after
- * 300 ms of link down (check_link()); set_on_up()'s callback runs whenever the port starts or
+ * 300 ms of link down once its control connection is closed (check_link(); never under a
+ * handshake still on its way); set_on_up()'s callback runs whenever the port starts or
  * its link comes up (a driver announces its addresses then). On net_memif every burst runs
  * fenced (memif_burst.h).
  *
@@ -153,7 +154,8 @@ class EthdevIo final : public pipeline::FrameIo {
   /// Starts the port if it is not started yet, at most every 100 ms; true when started.
   bool ensure_started(Timestamp now);
   /// At most every 100 ms: notices the link coming up (on_up), and for a memif client,
-  /// restarts a port whose link has been down for 300 ms (reconnects to the server).
+  /// restarts a port whose link has been down for 300 ms and whose control connection to the
+  /// server is closed (reconnects to a new server).
   void check_link(Timestamp now);
   LinkStatus link() const;
   /// The link speed in bit/s, 10 Gb/s when the PMD reports none.

@@ -110,9 +110,10 @@ struct Device {
   /// extension, docs/loss-recovery.md): round trips for the delay-based control without the
   /// responder's hold time. Every peer must then speak it: set it on both ends.
   bool peer_timestamps = false;
-  /// Selective repeat places the last packet of a SEND or WRITE out of order too, on every RC
-  /// QP of the device (each can also opt in alone: uroce_qp_set_ooo_placement). Off (the
-  /// default), a program polling a message's last byte finds every earlier byte in place.
+  /// Selective repeat places each packet as it arrives, ahead of a gap too, on every RC QP of
+  /// the device (each can also opt in alone: uroce_qp_set_ooo_placement). Off (the default),
+  /// packets are placed in PSN order: a program polling a message's last byte finds every
+  /// earlier byte in place, and a resent earlier WRITE never lands over a later one.
   bool ooo_placement = false;
   /// How RC/UC senders react to congestion: DCQCN from CNPs (switches mark ECN), the
   /// delay-based control from measured round trips (switches mark nothing), both (each QP sends

@@ -72,10 +72,11 @@ struct EngineConfig {
   /// when every peer agreed (both devices' configs, or ECE); set_peer_timestamps() changes one
   /// QP before it leaves INIT.
   bool peer_timestamps = false;
-  /// Selective repeat responders of RC QPs created from now on place a message's last packet
-  /// out of order too (opt-in: a program polling the last byte may then see it before earlier
-  /// ones); off, the last packet of a SEND or WRITE is placed only after every earlier packet
-  /// of the QP (docs/loss-recovery.md, "In-order visibility"). set_ooo_placement() changes one QP.
+  /// Selective repeat responders of RC QPs created from now on place each packet as it arrives,
+  /// ahead of a gap too (opt-in: a program polling a message's last byte may then see it before
+  /// earlier ones, and an earlier WRITE resent into the same bytes may land over a later one);
+  /// off, a packet's bytes go in only after every earlier packet of the QP's
+  /// (docs/loss-recovery.md, "In-order visibility"). set_ooo_placement() changes one QP.
   bool ooo_placement = false;
   /// Selective repeat: PSNs after the oldest unacknowledged one that the requester tracks and
   /// the responder holds out of order (a power of two, 16..512: a SACKETH's bitmap).
@@ -270,10 +271,10 @@ class Engine {
   Status set_selective_repeat(uint32_t qpn, bool on);
   /// Whether the QP recovers loss by selective repeat.
   bool selective_repeat(uint32_t qpn) const;
-  /// Out-of-order placement of a message's last packet on (or off) for one RC QP in RESET or
-  /// INIT (EngineConfig::ooo_placement). EINVAL: not RC, or past INIT.
+  /// Out-of-order placement on (or off) for one RC QP in RESET or INIT
+  /// (EngineConfig::ooo_placement). EINVAL: not RC, or past INIT.
   Status set_ooo_placement(uint32_t qpn, bool on);
-  /// Whether the QP places a message's last packet out of order.
+  /// Whether the QP places packets out of order.
   bool ooo_placement(uint32_t qpn) const;
   /// Peer timestamps on (or off) for one RC QP in RESET or INIT, e.g. after ECE agreed them
   /// with the peer. EINVAL: not RC, or past INIT.

@@ -296,15 +296,30 @@ AccessCheck copy_out(uint64_t host, bool on_demand, void* dst, uint64_t len) {
   return kernel_copy(dst, host, len, false) ? AccessCheck::kOk : AccessCheck::kFault;
 }
 
-/// Copies len bytes to the caller's address host, as copy_out.
+/// Copies len bytes to the caller's address host, as copy_out, with the last byte written
+/// last and once: every byte before it is in place when it appears, and none of the copy's
+/// bytes is written after it. A program that polls the last byte of a WRITE (riostream,
+/// ib_write_lat) and then writes into the same buffer relies on that, as a NIC's placement
+/// gives it; memcpy does not: glibc's writes some sizes twice (AVX-512: two 64-byte stores of
+/// the same bytes for a 64-byte copy, two 8-byte stores for an 8-byte one) and stores the tail
+/// of others before their head. A placing thread preempted between two such stores let the
+/// program see the byte, write its own value there, and then lose it to the second store
+/// (issue 31: riostream's 64-byte latency test hung, each side waiting for the other's
+/// marker).
 AccessCheck copy_in(uint64_t host, bool on_demand, const void* src, uint64_t len) {
   if (len == 0) return AccessCheck::kOk;
+  const auto* from = static_cast<const uint8_t*>(src);
   if (!on_demand) {
-    std::memcpy(reinterpret_cast<void*>(host), src, len);
+    auto* to = reinterpret_cast<uint8_t*>(host);
+    std::memcpy(to, from, len - 1);
+    std::atomic_ref<uint8_t>(to[len - 1]).store(from[len - 1], std::memory_order_release);
     return AccessCheck::kOk;
   }
-  return kernel_copy(const_cast<void*>(src), host, len, true) ? AccessCheck::kOk
-                                                              : AccessCheck::kFault;
+  if (len > 1 && !kernel_copy(const_cast<uint8_t*>(from), host, len - 1, true))
+    return AccessCheck::kFault;
+  return kernel_copy(const_cast<uint8_t*>(from + len - 1), host + len - 1, 1, true)
+             ? AccessCheck::kOk
+             : AccessCheck::kFault;
 }
 
 }  // namespace

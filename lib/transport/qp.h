@@ -150,13 +150,13 @@ struct HeldPacket {
   bool valid = false;
   uint8_t opcode = 0;
   bool se = false;
-  uint32_t len = 0;       ///< payload bytes (already placed)
+  uint32_t len = 0;       ///< payload bytes
   uint32_t imm = 0;       ///< ImmDt or IETH
   wire::RethValue reth;   ///< WRITE FIRST/ONLY
   uint32_t recv_seq = 0;  ///< SEND: the message whose receive WQE took the bytes
-  uint64_t place = 0;     ///< where the bytes went: WRITE the VA, SEND the offset in the message
-  /// The bytes are not placed yet but kept in SrRecvState::stash: a message's last packet waits
-  /// for its retirement (in-order visibility, Qp::ooo_placement off).
+  uint64_t place = 0;     ///< where the bytes go: WRITE the VA, SEND the offset in the message
+  /// The bytes are not placed yet but kept in SrRecvState::stash until the packet is retired
+  /// (in-order placement, Qp::ooo_placement off); false: placed when it arrived (the opt-in).
   bool deferred = false;
 };
 
@@ -166,7 +166,7 @@ struct SrRecvState {
   uint32_t held = 0;            ///< valid entries
   uint32_t recv_popped = 0;     ///< receive WQEs taken in order (the next message's index)
   /// The payloads of deferred held packets, by PSN modulo the window (allocated at the first
-  /// deferral; each keeps its capacity), and the one being retired.
+  /// deferral; each keeps its capacity: at most the window's MTUs), and the one being retired.
   std::vector<std::vector<uint8_t>> stash;
   std::vector<uint8_t> retiring;
 };
@@ -274,8 +274,9 @@ struct Qp {
   bool fatal_raised = false;  ///< an affiliated QP error event was raised since RESET
   bool selective = false;     ///< RC loss recovery by selective repeat (uroce's extension)
   uint32_t sr_mask = 0;       ///< selective repeat: window - 1
-  /// Selective repeat places a message's last packet out of order too, so its last byte may
-  /// appear before earlier ones (opt-in; off: the last packet waits for in-order retirement).
+  /// Selective repeat places each packet as it arrives, ahead of a gap too, so a message's last
+  /// byte may appear before earlier ones and an earlier WRITE resent into the same bytes may
+  /// land over a later one (opt-in; off: every packet is placed when it is retired, in order).
   bool ooo_placement = false;
   /// Peer timestamps (uroce's extension, wire/ts_ext.h): requests with AckReq carry a TSETH,
   /// ACKs echo it with the responder's hold time, and the delay control's round trips come

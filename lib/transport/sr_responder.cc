@@ -1,18 +1,18 @@
 /**
  * @file sr_responder.cc
  * @brief Selective repeat, responder side (uroce's extension, docs/loss-recovery.md): request
- * packets that arrive ahead of the expected PSN, within the window, are placed where their
- * SRETH says (a WRITE at its VA after the R_Key check, a SEND into the receive WQE of its
- * recv_seq at its offset) and held; when the PSNs before them arrive they are retired in order
- * through the same code as in-order packets, without copying again, so completions, MSNs and
- * receive WQEs stay in order and exactly once. Every ACK of such a QP carries the held PSNs as
- * a SACKETH bitmap.
+ * packets that arrive ahead of the expected PSN, within the window, are checked where their
+ * SRETH says they go (a WRITE at its VA after the R_Key check, a SEND into the receive WQE of
+ * its recv_seq at its offset) and held, their payload kept aside; when the PSNs before them
+ * arrive they are retired in order through the same code as in-order packets, which places
+ * them, so completions, MSNs, receive WQEs and memory stay exactly as with go-back-N. Every ACK
+ * of such a QP carries the held PSNs as a SACKETH bitmap.
  *
- * In-order visibility (unless the QP opted into out-of-order placement): the packet that carries
- * a SEND's or WRITE's last bytes (LAST, ONLY) is checked and held but its payload is kept aside
- * and placed only when it is retired, i.e. after every earlier packet of the QP was placed. A
- * program that polls a message's last byte then finds the whole message in place, as on a NIC
- * that places in order.
+ * In-order placement (unless the QP opted into out-of-order placement): a packet's bytes go in
+ * only after every earlier packet of the QP was placed. A program that polls a message's last
+ * byte then finds the whole message in place, and an earlier WRITE resent into the same bytes
+ * never lands over a later one, as on a NIC that places in order. The opt-in places each packet
+ * as it arrives and writes nothing more when it is retired.
  *
  * Not taken out of order (dropped, then repaired by the requester's resend): READ and atomic
  * requests (executed in order: responses and the replay cache stay as IBA has them), packets
@@ -96,8 +96,10 @@ void Engine::Impl::sr_hold(Qp& qp, const wire::ParsedPacket& p) {
     queue_ack(qp, kSynAck, qp.resp.epsn - 1);
     return;
   }
-  // The last packet of a SEND or WRITE waits for its retirement to be placed.
-  const bool defer = !qp.ooo_placement && p.info->is_end() && !p.payload.empty();
+  // Its bytes wait for its retirement: placed now, they could be overwritten by an earlier
+  // packet still missing (a resend of an earlier WRITE to the same bytes), and a message's last
+  // byte could appear before the bytes in front of it.
+  const bool defer = !qp.ooo_placement && !p.payload.empty();
   if (!sr_place(qp, p, !defer)) {
     inc(Counter::sr_ooo_dropped);
     queue_ack(qp, kSynAck, qp.resp.epsn - 1);

@@ -4,14 +4,18 @@
  * ARP resolution between them, frames both ways through the Port interface byte for byte,
  * 4096-MTU frames, TX back-pressure without loss, an empty mbuf pool (frames refused, none
  * lost, sending resumes), and frames to the port's own MAC looped back without touching the
- * wire. Label dpdk (root, < 30 s).
+ * wire. A memif client is not restarted under a handshake its server is slow to finish, and
+ * is when the server goes (MemifRestart). Label dpdk (root, < 30 s).
  */
 #include <gtest/gtest.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -402,6 +406,86 @@ TEST_F(MemifPair, ReopeningTheSameDeviceWorks) {
   auto args = eal_args_used();
   ASSERT_FALSE(args.empty());
   EXPECT_EQ(args[1].rfind("--file-prefix=uroce-" + std::to_string(getpid()) + "-", 0), 0u);
+}
+
+/// A memif server that accepts connections and says nothing, as a loaded server whose EAL
+/// interrupt thread has not run yet: its client's handshake does not progress. net_memif's
+/// socket name, in the abstract namespace (its default).
+class SilentServer {
+ public:
+  explicit SilentServer(const std::string& name) {
+    fd_ = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    sockaddr_un a{};
+    a.sun_family = AF_UNIX;
+    std::memcpy(a.sun_path + 1, name.data(), name.size());
+    const auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    ok_ = fd_ >= 0 && bind(fd_, reinterpret_cast<sockaddr*>(&a), len) == 0 && listen(fd_, 8) == 0;
+  }
+  ~SilentServer() {
+    drop();
+    if (fd_ >= 0) close(fd_);
+  }
+  bool ok() const { return ok_; }
+  /// Takes new connections and notices closed ones.
+  void poll() {
+    for (int c; (c = accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0;) {
+      conns_.push_back(c);
+      ++accepted;
+    }
+    for (int& c : conns_) {
+      char b;
+      if (c >= 0 && recv(c, &b, 1, 0) == 0) {
+        close(c);
+        c = -1;
+        ++closed_by_client;
+      }
+    }
+  }
+  /// The server goes: every connection closed.
+  void drop() {
+    for (int& c : conns_)
+      if (c >= 0) close(c);
+    conns_.clear();
+  }
+  int accepted = 0, closed_by_client = 0;
+
+ private:
+  int fd_ = -1;
+  bool ok_ = false;
+  std::vector<int> conns_;
+};
+
+TEST(MemifRestart, AClientIsNotRestartedUnderAHandshakeButIsWhenItsServerGoes) {
+  const std::string name = "/tmp/uroce-memif-silent-" + std::to_string(getpid()) + ".sock";
+  SilentServer srv(name);
+  ASSERT_TRUE(srv.ok());
+  std::string err;
+  auto c = open_dpdk_port(
+      device("c", "net_memif_silent,role=client,id=0,socket=" + name, 0xc6120007, 1024), &err);
+  ASSERT_TRUE(c) << err;
+  Collect h;
+  auto drive = [&](std::chrono::milliseconds d, auto done) {
+    const auto end = Clock::now() + d;
+    while (Clock::now() < end && !done()) {
+      c->rx_burst(h, 64);
+      c->flush();
+      srv.poll();
+      usleep(1000);
+    }
+  };
+  // The client connected; its link stays down: the handshake does not progress. Expect: no
+  // restart however long it waits (5 restart periods of 300 ms): the connection stays open,
+  // no other comes. A restart stopped the port under EAL's interrupt thread, which crashed
+  // net_memif (PMDS.md).
+  drive(std::chrono::milliseconds(1500), [] { return false; });
+  EXPECT_EQ(srv.accepted, 1);
+  EXPECT_EQ(srv.closed_by_client, 0);
+  // The server goes (every connection closed): the client's interrupt thread sees EOF and
+  // closes its end. Expect: the port restarted after 300 ms of link down, i.e. a new
+  // connection to whatever listens on the socket now.
+  srv.drop();
+  drive(std::chrono::milliseconds(5000), [&] { return srv.accepted == 2; });
+  EXPECT_EQ(srv.accepted, 2);
 }
 
 TEST(DpdkRing, SinglePortLoopsFramesBackToItself) {

@@ -75,8 +75,8 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
            {Counter::local_ack_timeout_err, Counter::packet_seq_err, Counter::implied_nak_seq_err,
             Counter::roce_adp_retrans, Counter::out_of_sequence, Counter::duplicate_request,
             Counter::rnr_nak_retry_err, Counter::rx_icrc_encapsulated, Counter::sr_ooo_placed,
-            Counter::sr_ooo_dropped, Counter::sr_sacks_sent, Counter::sr_loss_events,
-            Counter::sr_rto_low})
+            Counter::sr_ooo_deferred, Counter::sr_ooo_dropped, Counter::sr_sacks_sent,
+            Counter::sr_loss_events, Counter::sr_rto_low})
         if (cb.get(k)) out += " " + std::string(counter_name(k)) + "=" + std::to_string(cb.get(k));
     }
     return out + "]";
@@ -112,12 +112,13 @@ std::string run_stream(StreamOp op, int loss_pct, uint64_t bytes, uint8_t mtu,
       0)
     return "an extension frame was refused or a SACK was out of range" + counters();
   const bool sr = rec == transport::LossRecovery::kSelective;
-  // Selective repeat acted: SENDs and WRITEs were placed out of order, ACKs carried SACKs; with
+  // Selective repeat acted: SENDs and WRITEs were held out of order, ACKs carried SACKs; with
   // go-back-N no extension frame was sent at all.
-  const bool placed = cb.get(Counter::sr_ooo_placed) > 0 && cb.get(Counter::sr_sacks_sent) > 0;
+  const uint64_t held = cb.get(Counter::sr_ooo_placed) + cb.get(Counter::sr_ooo_deferred);
+  const bool placed = held > 0 && cb.get(Counter::sr_sacks_sent) > 0;
   if (sr && loss > 0 && op != StreamOp::kRead && !is_atomic(op) && !placed)
-    return "no packet was placed out of order" + counters();
-  if (!sr && cb.get(Counter::sr_sacks_sent) + cb.get(Counter::sr_ooo_placed) != 0)
+    return "no packet was held out of order" + counters();
+  if (!sr && cb.get(Counter::sr_sacks_sent) + held != 0)
     return "go-back-N QPs used the extension" + counters();
   return "";
 }

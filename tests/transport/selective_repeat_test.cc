@@ -77,15 +77,17 @@ class SelectiveRepeatTest : public ::testing::Test {
   }
 };
 
-TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsPlacedButItsLastPacketOnlyWhenTheGapFills) {
+TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsHeldAndPlacedOnlyWhenTheGapFills) {
   const uint64_t va = t.va(8192);
+  const std::vector<uint8_t> old(t.mem() + 8192, t.mem() + 8192 + 4 * kMtu);
   // Receive WRITE_FIRST psn 100 (in-order), 4 packets of 1024
   t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 4 * kMtu));
   // Receive WRITE_MIDDLE psn 102 (future: 101 lost)
-  // Expect: its bytes in place at once; an ACK of 100 whose SACKETH holds 102
+  // Expect: held, its bytes not yet in place; an ACK of 100 whose SACKETH holds 102
   t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 2 * kMtu, bytes(kMtu, 3)));
-  EXPECT_EQ(t.mem()[8192 + 2 * kMtu], 3);
-  EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
+  EXPECT_EQ(std::memcmp(t.mem() + 8192 + 2 * kMtu, old.data() + 2 * kMtu, kMtu), 0);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 1u);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 0u);
   t.tx();
   Captured c = t.sink.pop();
   EXPECT_EQ(c.p.opcode, Opcode::kRcAcknowledge);
@@ -95,12 +97,11 @@ TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsPlacedButItsLastPacketOnlyWhenTheG
   EXPECT_TRUE(c.p.sack.has(0));
   EXPECT_FALSE(c.p.sack.has(1));
   // Receive WRITE_LAST psn 103 (future)
-  // Expect: held (the SACKETH holds 102 and 103) but not placed: the message's last byte must
+  // Expect: held (the SACKETH holds 102 and 103), not placed: the message's last byte must
   // not appear while 101 is missing
-  const std::vector<uint8_t> old(t.mem() + 8192 + 3 * kMtu, t.mem() + 8192 + 4 * kMtu);
   t.rx(write(Opcode::kRcRdmaWriteLast, 103, va + 3 * kMtu, bytes(kMtu, 4)));
-  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 1u);
-  EXPECT_EQ(std::memcmp(t.mem() + 8192 + 3 * kMtu, old.data(), kMtu), 0);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 2u);
+  EXPECT_EQ(std::memcmp(t.mem() + 8192 + 2 * kMtu, old.data() + 2 * kMtu, 2 * kMtu), 0);
   t.tx();
   c = t.sink.pop();
   ASSERT_EQ(c.p.ext, wire::UroceExt::kSack);
@@ -140,17 +141,84 @@ TEST_F(SelectiveRepeatTest, ALaterMessageIsNotVisibleBeforeAnEarlierOneIsWhole) 
   EXPECT_TRUE(t.canaries_intact());
 }
 
+// riostream's bandwidth test (issue 31): the sender RDMA-writes the same buffer many times into
+// the same remote bytes, the earlier writes carrying the stale poll byte and the last one the
+// new marker; the receiver spins until its poll byte (the buffer's last byte) holds the marker.
+// An earlier write's packet resent after the later ones must not undo them: on an in-order NIC
+// the bytes end as the last write left them.
+TEST_F(SelectiveRepeatTest, AnEarlierWriteResentAfterALaterOneToTheSameBytesDoesNotUndoIt) {
+  const uint64_t va = t.va(4096);
+  std::vector<uint8_t> stale = bytes(64, 0x11), marked = bytes(64, 0x11);
+  stale[63] = 0xff;  // the poll byte before the marker
+  marked[63] = 0x00;
+  // Receive WRITE_ONLY psn 101 (future: 100, the earlier write to the same bytes, lost)
+  // Expect: held, its bytes not yet in place
+  t.rx(write(Opcode::kRcRdmaWriteOnly, 101, va, marked, 64));
+  EXPECT_NE(t.mem()[4096 + 63], 0x00);
+  // Receive WRITE_ONLY psn 100 (in-order: the resend of the stale write)
+  // Expect: the stale bytes, then the held write over them: the poll byte holds the marker;
+  // an ACK of 101
+  t.rx(write(Opcode::kRcRdmaWriteOnly, 100, va, stale, 64, true));
+  EXPECT_EQ(t.mem()[4096 + 63], 0x00);
+  t.tx();
+  EXPECT_EQ(t.sink.pop().p.psn, Psn(101));
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+// As above with two-packet writes whose last packet was lost: the earlier write's LAST resent
+// after the later write arrived whole.
+TEST_F(SelectiveRepeatTest, AnEarlierWritesLastPacketResentAfterALaterWriteDoesNotUndoIt) {
+  const uint64_t va = t.va(8192);
+  // Receive WRITE_FIRST psn 100 (in-order) of write A (2 packets at va, all 0xa1)
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 0xa1), 2 * kMtu));
+  // Receive WRITE_FIRST psn 102, WRITE_LAST psn 103 (future: A's LAST 101 lost) of write B
+  // (2 packets at the same va, all 0xb2)
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 102, va, bytes(kMtu, 0xb2), 2 * kMtu));
+  t.rx(write(Opcode::kRcRdmaWriteLast, 103, va + kMtu, bytes(kMtu, 0xb2)));
+  // Receive WRITE_LAST psn 101 (in-order: A's LAST resent)
+  // Expect: every byte as B left it, the last one too; an ACK of 103, MSN 2
+  t.rx(write(Opcode::kRcRdmaWriteLast, 101, va + kMtu, bytes(kMtu, 0xa1), 0, true));
+  EXPECT_EQ(std::memcmp(t.mem() + 8192, bytes(2 * kMtu, 0xb2).data(), 2 * kMtu), 0);
+  t.tx();
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.psn, Psn(103));
+  EXPECT_EQ(c.p.aeth.msn, Msn(2));
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+// The same with the earlier write's FIRST lost: the later write's FIRST arrived ahead of the
+// gap, and the resent FIRST of the earlier write goes to the same bytes after it.
+TEST_F(SelectiveRepeatTest, AnEarlierWritesFirstPacketResentAfterALaterWriteDoesNotUndoIt) {
+  const uint64_t va = t.va(8192);
+  // Receive WRITE_LAST psn 101 of write A (future: A's FIRST 100 lost), then write B whole:
+  // WRITE_FIRST psn 102, WRITE_LAST psn 103, both at the same va as A
+  t.rx(write(Opcode::kRcRdmaWriteLast, 101, va + kMtu, bytes(kMtu, 0xa1)));
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 102, va, bytes(kMtu, 0xb2), 2 * kMtu));
+  t.rx(write(Opcode::kRcRdmaWriteLast, 103, va + kMtu, bytes(kMtu, 0xb2)));
+  // Receive WRITE_FIRST psn 100 (in-order: A's FIRST resent)
+  // Expect: every byte as B left it; an ACK of 103, MSN 2
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 0xa1), 2 * kMtu, true));
+  EXPECT_EQ(std::memcmp(t.mem() + 8192, bytes(2 * kMtu, 0xb2).data(), 2 * kMtu), 0);
+  t.tx();
+  Captured c = t.sink.pop();
+  EXPECT_EQ(c.p.psn, Psn(103));
+  EXPECT_EQ(c.p.aeth.msn, Msn(2));
+  EXPECT_TRUE(t.canaries_intact());
+}
+
 TEST_F(SelectiveRepeatTest, SendsGoIntoTheirOwnReceiveWqesAndCompleteInOrder) {
   t.post_recv(10, 0, 2048);
   t.post_recv(11, 4096, 2048);
   // Receive SEND_FIRST psn 101 for message 1 (future: 100 lost), then its SEND_LAST psn 102
-  // Expect: the FIRST's bytes in the second WQE's buffer, the LAST's not yet; no completion
+  // Expect: both held, nothing in the second WQE's buffer yet; no completion
   const uint8_t old = t.mem()[4096 + kMtu + 299];
   ASSERT_NE(old, 0x3c);
+  ASSERT_NE(t.mem()[4096], 0x22);
   t.rx(send(Opcode::kRcSendFirst, 101, 1, 0, bytes(kMtu, 0x22)));
   t.rx(send(Opcode::kRcSendLast, 102, 1, kMtu, bytes(300, 0x3c)));
-  EXPECT_EQ(t.mem()[4096], 0x22);
+  EXPECT_NE(t.mem()[4096], 0x22);
   EXPECT_EQ(t.mem()[4096 + kMtu + 299], old);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 2u);
   EXPECT_TRUE(t.cqes().empty());
   // Receive SEND_ONLY psn 100 for message 0 (in-order)
   // Expect: both complete, wr 10 (500 bytes) then wr 11 (1324 bytes), every byte in place
@@ -163,6 +231,7 @@ TEST_F(SelectiveRepeatTest, SendsGoIntoTheirOwnReceiveWqesAndCompleteInOrder) {
   EXPECT_EQ(c[1].byte_len, kMtu + 300);
   EXPECT_EQ(c[1].status, WcStatus::kSuccess);
   EXPECT_EQ(t.mem()[0], 0x11);
+  EXPECT_EQ(t.mem()[4096], 0x22);
   EXPECT_EQ(t.mem()[4096 + kMtu], 0x3c);
   EXPECT_EQ(t.mem()[4096 + kMtu + 299], 0x3c);
 }
@@ -185,20 +254,56 @@ TEST_F(SelectiveRepeatTest, AWriteThatFailsItsChecksIsNotPlacedAndIsNakedInOrder
   EXPECT_TRUE(t.canaries_intact());
 }
 
-TEST_F(SelectiveRepeatTest, APacketPlacedElsewhereThanItsMessageSaysIsNakedWhenRetired) {
+TEST_F(SelectiveRepeatTest, APacketNamingAnotherPlaceThanItsMessageIsNakedAndNeverPlaced) {
   const uint64_t va = t.va(8192);
   // Receive WRITE_FIRST psn 100 (in-order) of 4 packets at va
   t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 4 * kMtu));
   // Receive WRITE_MIDDLE psn 102 (future) whose SRETH names va + 5 MTU, not va + 2 MTU
-  // Expect: placed there (inside the MR: allowed), held
+  // Expect: held unplaced (the place is inside the MR, so it passes the checks)
+  const std::vector<uint8_t> old(t.mem() + 8192, t.mem() + 8192 + 6 * kMtu);
   t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 5 * kMtu, bytes(kMtu, 3)));
-  EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 1u);
   // Receive WRITE_MIDDLE psn 101 (in-order)
-  // Expect: retiring 102 finds it placed elsewhere than the WRITE stands: NAK invalid request
-  // at 102, the QP in ERR
+  // Expect: retiring 102 finds it named elsewhere than the WRITE stands: NAK invalid request
+  // at 102, the QP in ERR; its bytes nowhere
   t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
   t.tx();
   EXPECT_EQ(nak_psns(wire::kAethNakInvalidRequest), std::vector<uint32_t>{102});
+  EXPECT_EQ(t.state(), QpState::kErr);
+  EXPECT_EQ(std::memcmp(t.mem() + 8192 + 2 * kMtu, old.data() + 2 * kMtu, 4 * kMtu), 0);
+  EXPECT_TRUE(t.canaries_intact());
+}
+
+TEST(SelectiveRepeatOooPlacement, WithTheOptInAPacketNamingAnotherPlaceIsPlacedThereAndNaked) {
+  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective,
+                    0,           false,   false,        /*ooo_placement=*/true};
+  PacketBuilder& pb = t.pb;
+  const uint64_t va = t.va(8192);
+  auto write = [&](Opcode op, uint32_t psn, uint64_t at, uint8_t v, uint32_t dma_len) {
+    wire::FrameSpec s = pb.spec(op, psn, false);
+    s.reth = {at, t.keys.rkey, dma_len};
+    s.ext = wire::UroceExt::kSreth;
+    s.sreth = {0, t.keys.rkey, at};
+    return pb.build(s, bytes(kMtu, v));
+  };
+  // Receive WRITE_FIRST psn 100 (in-order) of 4 packets; WRITE_MIDDLE psn 102 (future) whose
+  // SRETH names va + 5 MTU
+  // Expect: placed there at once (inside the MR: allowed)
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, 1, 4 * kMtu));
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 5 * kMtu, 3, 0));
+  EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
+  EXPECT_EQ(t.mem()[8192 + 5 * kMtu], 3);
+  // Receive WRITE_MIDDLE psn 101 (in-order)
+  // Expect: NAK invalid request at 102, the QP in ERR
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, 2, 0));
+  t.tx();
+  std::vector<uint32_t> naks;
+  while (!t.sink.empty()) {
+    Captured c = t.sink.pop();
+    if (c.p.aeth.syndrome == wire::aeth_syndrome(wire::kAethTypeNak, wire::kAethNakInvalidRequest))
+      naks.push_back(c.p.psn.value());
+  }
+  EXPECT_EQ(naks, std::vector<uint32_t>{102});
   EXPECT_EQ(t.state(), QpState::kErr);
   EXPECT_TRUE(t.canaries_intact());
 }
