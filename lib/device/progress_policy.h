@@ -72,6 +72,16 @@ inline constexpr Duration kDeepSleep = Duration::micros(250);
 /// QPs" rows); the price is up to 2 ms more for the first frame after a second of silence.
 inline constexpr Duration kDeeperIdle = Duration::seconds(1);
 inline constexpr Duration kDeeperSleep = Duration::millis(2);
+/// A port with a doorbell (Port::wake_fd(): a client of uroce-hostd) after this long without
+/// work: the thread blocks on the doorbell until a frame arrives, the link changes, the
+/// application calls, or the engine's next deadline (at most kBlockMax), instead of the timed
+/// sleeps, so an idle process costs a wake-up per kBlockMax and no more. Before it, the timed
+/// back-off as for any port: blocking costs the daemon a doorbell system call per frame to a
+/// sleeping process, which busy traffic must not pay.
+inline constexpr Duration kBlockIdle = kDeepIdle;
+/// Longest block on a doorbell: the statistics (`uroce show`) of an idle process are at most
+/// this old, and 256 idle processes wake 128 times a second in all.
+inline constexpr Duration kBlockMax = Duration::seconds(2);
 /// The application called within this: it is polling, and its calls make progress. Measured
 /// with the phases as a whole (2026-12-04 19:49 UTC, session 8: "the progress thread follows
 /// the application's calls"), not as a value of its own.
@@ -208,6 +218,9 @@ class ProgressPolicy {
   Decision after_step(Timestamp t, size_t work, bool follow_up, Timestamp deadline);
   /// The sleep of a kBackOff decision, the clock read again at t.
   Duration back_off_sleep(Timestamp t, Timestamp deadline) const;
+  /// Instead of back_off_sleep(), for a port that can wake its poller (Port::wake_fd()): block
+  /// on it, the thread having found no work for kBlockIdle at t.
+  bool block(Timestamp t) const { return t - last_work_ >= kBlockIdle; }
 
   int idle_rounds() const { return idle_; }
   Timestamp last_work() const { return last_work_; }

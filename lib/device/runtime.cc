@@ -7,7 +7,9 @@
  */
 #include "device/runtime.h"
 
+#include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -147,10 +149,15 @@ void Runtime::shut_down() {
   if (thread_.joinable()) {
     // In a forked child the thread does not exist: joining would wait forever.
     if (getpid() == thread_pid_) {
+      kick_thread();
       thread_.join();
     } else {
       thread_.detach();
     }
+  }
+  if (wake_efd_ >= 0 && getpid() == thread_pid_) {
+    close(wake_efd_);
+    wake_efd_ = -1;
   }
   print_counters("close");
 }
@@ -159,6 +166,7 @@ void Runtime::stop_at_exit() {
   // A forked child's exit: the runtime (and its thread, its lock's holder) is the parent's.
   if (getpid() != thread_pid_) return;
   stop_.store(true);
+  kick_thread();
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> l(mu);
   exiting = true;
@@ -263,6 +271,7 @@ size_t Runtime::transmit_locked(Timestamp t) {
 
 void Runtime::drive_post_locked(Timestamp t) {
   if (exiting) return;
+  if (blocked_) wake_thread_locked();
   if (post_polls_rx(t, last_rx, tuning)) {
     drive_locked(t);
     return;
@@ -273,6 +282,7 @@ void Runtime::drive_post_locked(Timestamp t) {
 
 void Runtime::drive_locked(Timestamp t) {
   if (exiting) return;
+  if (blocked_) wake_thread_locked();
   last_app_call.store(t.ns, std::memory_order_relaxed);
   for (int i = 0; i < tuning.drive_rounds; ++i) {
     Progress p = progress_locked(t);
@@ -307,6 +317,43 @@ void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
   if (capture) capture->write(frame, false, wall_ns());
 #endif
   engine->on_frame(frame, rx_now);
+}
+
+void Runtime::wake_thread_locked() {
+  blocked_ = false;
+  kick_thread();
+}
+
+void Runtime::kick_thread() {
+  if (wake_efd_ < 0) return;
+  const uint64_t one = 1;
+  const ssize_t r = write(wake_efd_, &one, sizeof one);
+  (void)r;  // EAGAIN: the counter is full, so the thread wakes anyway
+}
+
+bool Runtime::block_on_port() {
+  Timestamp deadline;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (engine->has_tx_work() || !port->prepare_sleep()) return false;
+    // Under the same lock as blocked_: an application call after this sees blocked_ and wakes
+    // the thread; one before it set its timers already.
+    deadline = engine->next_deadline();
+    blocked_ = true;
+  }
+  const Timestamp t = now();
+  const Duration d = until(kBlockMax, deadline, t);
+  pollfd fds[2] = {{port->wake_fd(), POLLIN, 0}, {wake_efd_, POLLIN, 0}};
+  const timespec ts{static_cast<time_t>(d.ns / 1'000'000'000),
+                    static_cast<long>(d.ns % 1'000'000'000)};
+  ppoll(fds, 2, &ts, nullptr);
+  std::lock_guard<std::mutex> l(mu);
+  blocked_ = false;
+  port->end_sleep();
+  uint64_t v;
+  const ssize_t r = read(wake_efd_, &v, sizeof v);
+  (void)r;
+  return true;
 }
 
 void Runtime::start_thread() {
@@ -365,7 +412,12 @@ void Runtime::run() {
       case Action::kSpin: cpu_relax(); break;
       case Action::kYield: sched_yield(); break;
       case Action::kSleep: sleep_for(next.sleep); break;
-      case Action::kBackOff: sleep_for(policy.back_off_sleep(now(), deadline)); break;
+      case Action::kBackOff: {
+        const Timestamp t2 = now();
+        if (wake_efd_ >= 0 && policy.block(t2) && block_on_port()) break;
+        sleep_for(policy.back_off_sleep(t2, deadline));
+        break;
+      }
     }
   }
 }
@@ -444,9 +496,9 @@ int Runtime::start() {
     ifindex = st.ifindex;
     // After a deferred open, every GID keeps the index queries showed (merge_gid_table).
     ec.gids = merge_gid_table(v2_entries(viewed, gid_v1_base), st.gids);
-    if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs carry the client slot
-      ec.qpn_tag_bits = kSharedQpnTagBits;
-      ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
+    if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs in the daemon's block
+      ec.qpn_block_bits = st.qpn_block_bits;
+      ec.qpn_block = static_cast<uint32_t>(st.shared_slot);
     }
     active_mtu = path_mtu_code(cfg.mtu, st.mtu, active_mtu);
     ec.max_mtu = 128u << active_mtu;
@@ -475,6 +527,8 @@ int Runtime::start() {
     on_async_event(
         {link_up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr,
          1});
+  // A port with a doorbell lets the idle thread block on it (block_on_port()).
+  if (port->wake_fd() >= 0 && wake_efd_ < 0) wake_efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   started_.store(true, std::memory_order_release);
   // start_thread() takes live_mu, which stop_all_at_exit() holds while it takes mu: never mu
   // first.

@@ -167,12 +167,23 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   void refresh_capture_locked();
   /// Starts the background progress thread.
   void start_thread();
+  /// The progress thread, idle for kBlockIdle on a port with a doorbell: blocks on it (and on
+  /// wake_efd_) until the engine's next deadline, at most kBlockMax; false when it did not
+  /// (frames or TX work were waiting).
+  bool block_on_port();
+  /// An application call while the progress thread blocks: wakes it, so it follows the
+  /// application (and the deadlines its calls set). Requires mu.
+  void wake_thread_locked();
+  /// Wakes the progress thread from a block on the port (shut-down, exit, an application call).
+  void kick_thread();
   /// The progress thread's loop.
   void run();
   /// At process exit: stops the thread, then application-driven progress; reports counters.
   void stop_at_exit();
 
   std::thread thread_;
+  int wake_efd_ = -1;     ///< eventfd: application calls wake the blocked thread (-1: no doorbell)
+  bool blocked_ = false;  ///< the thread blocks on the port's doorbell (mu)
   pid_t thread_pid_ = 0;  ///< the process that started thread_ (a forked child has no thread)
   std::atomic<bool> stop_{false};
   std::mutex start_mu_;  ///< one start() at a time
