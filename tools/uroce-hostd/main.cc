@@ -88,6 +88,8 @@ constexpr size_t kHeaderCopy = 128;
 constexpr Duration kDeepIdleAfter = Duration::millis(10);
 /// Control events are looked at every this many busy rounds (every round when idle).
 constexpr unsigned kControlEvery = 64;
+/// Control events handled per wait.
+constexpr int kEvents = 64;
 
 struct Options {
   std::string netdev;
@@ -217,7 +219,7 @@ class Daemon final : public FrameHandler {
       if (idle > 16) {
         sleep(now - last_work >= kDeepIdleAfter ? Duration::millis(1) : Duration::micros(50));
       } else if (++rounds % kControlEvery == 0) {
-        control(0);
+        control();
       }
       if (now >= next_stats) {
         print("stats");
@@ -370,16 +372,25 @@ class Daemon final : public FrameHandler {
     bool empty = true;
     size_t armed = 0;
     for (; armed < live_.size() && empty; ++armed) empty = live_[armed]->tx.prepare_sleep();
-    if (empty) control(timeout.ns);
-    for (size_t i = 0; i < armed; ++i) live_[i]->tx.end_sleep();
+    epoll_event evs[kEvents];
+    const int n = empty ? wait(evs, timeout.ns) : 0;
+    for (size_t i = 0; i < armed; ++i) live_[i]->tx.end_sleep();  // before events drop clients
+    handle(evs, n);
   }
 
-  /// Handles control events, waiting up to timeout_ns for the first.
-  void control(int64_t timeout_ns) {
-    epoll_event evs[64];
-    timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
-                static_cast<long>(timeout_ns % 1'000'000'000)};
-    const int n = ::epoll_pwait2(ep_, evs, 64, &ts, nullptr);
+  /// Handles the control events there are now.
+  void control() {
+    epoll_event evs[kEvents];
+    handle(evs, wait(evs, 0));
+  }
+
+  int wait(epoll_event* evs, int64_t timeout_ns) {
+    const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                      static_cast<long>(timeout_ns % 1'000'000'000)};
+    return ::epoll_pwait2(ep_, evs, kEvents, &ts, nullptr);
+  }
+
+  void handle(const epoll_event* evs, int n) {
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = evs[i].data.u64;
       if (tag == kListenTag) {
