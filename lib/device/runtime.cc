@@ -8,6 +8,7 @@
 #include "device/runtime.h"
 
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
@@ -98,6 +99,27 @@ class AppCpu {
   int64_t others_ = 0;
 };
 
+/// Incremented in every forked child (fork_child()): runtimes of an earlier generation are the
+/// parent's.
+std::atomic<uint64_t> g_fork_generation{0};
+
+/// fork: every runtime's engine lock is held across it, so the child's copy of each engine is
+/// consistent and unlocked (a progress thread that held it does not exist there); the child
+/// counts a new generation, which makes every runtime it inherited refuse calls.
+void fork_prepare() {
+  live_mu().lock();
+  for (Runtime* rt : live()) rt->mu.lock();
+}
+void fork_parent() {
+  for (Runtime* rt : live()) rt->mu.unlock();
+  live_mu().unlock();
+}
+void fork_child() {
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  for (Runtime* rt : live()) rt->mu.unlock();
+  live_mu().unlock();
+}
+
 /// mtu_code of the path MTU a netdev of MTU netdev_mtu carries for a device configured with
 /// cfg_mtu; `otherwise` when that MTU carries no RoCE frame at all.
 uint8_t path_mtu_code(uint32_t cfg_mtu, uint32_t netdev_mtu, uint8_t otherwise) {
@@ -135,7 +157,26 @@ uint8_t mtu_code(uint32_t bytes) {
   }
 }
 
-Runtime::Runtime(const config::Device& c, std::string src) : cfg(c), source(std::move(src)) {}
+Runtime::Runtime(const config::Device& c, std::string src)
+    : cfg(c),
+      source(std::move(src)),
+      fork_generation_(g_fork_generation.load(std::memory_order_relaxed)),
+      owner_pid_(getpid()) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
+}
+
+bool Runtime::inherited() const {
+  return fork_generation_ != g_fork_generation.load(std::memory_order_relaxed);
+}
+
+void Runtime::report_inherited() {
+  if (inherited_reported_.exchange(true)) return;
+  std::fprintf(stderr,
+               "uroce: %s: this context was opened by process %d, which forked this one; its "
+               "resources stay the parent's: open the device again in this process\n",
+               cfg.name.c_str(), static_cast<int>(owner_pid_));
+}
 
 Runtime::~Runtime() { shut_down(); }
 
@@ -445,6 +486,10 @@ int Runtime::open() {
 }
 
 int Runtime::start() {
+  if (inherited()) {
+    report_inherited();
+    return EIO;
+  }
   std::lock_guard<std::mutex> s(start_mu_);
   if (started()) return 0;
   // mu: queries of a deferred device read what this sets; the progress thread starts last.

@@ -82,6 +82,12 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   int start();
   /// start() has succeeded: port and engine exist.
   bool started() const { return started_.load(std::memory_order_acquire); }
+  /// Opened by a process this one was forked from (fork as rdma-core, docs/limits.md): its
+  /// engine is a copy of the parent's and its port the parent's (inert in this process); the
+  /// verbs layer refuses every call that would use it (EIO) after report_inherited().
+  bool inherited() const;
+  /// Once per runtime, the line on stderr that says why a call on an inherited context fails.
+  void report_inherited();
   /// Stops the progress thread and reports the counters (print_counters("close")). Idempotent.
   void shut_down();
 
@@ -182,6 +188,9 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   void stop_at_exit();
 
   std::thread thread_;
+  const uint64_t fork_generation_;  ///< the process's fork generation when constructed
+  const pid_t owner_pid_;           ///< the process that opened it
+  std::atomic<bool> inherited_reported_{false};
   int wake_efd_ = -1;     ///< eventfd: application calls wake the blocked thread (-1: no doorbell)
   bool blocked_ = false;  ///< the thread blocks on the port's doorbell (mu)
   pid_t thread_pid_ = 0;  ///< the process that started thread_ (a forked child has no thread)

@@ -138,6 +138,10 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex, Xrcd*
   }
   if (xrc_recv) p = nullptr;
   Context* ctx = ctx_of(xrc_recv ? xrcd->xrcd.context : p->context);
+  if (refuse_inherited(ctx->rt)) {
+    errno = EIO;
+    return nullptr;
+  }
   Pd* pd = p ? from_ibv<Pd>(p) : nullptr;
   Cq* scq = xrc_recv ? nullptr : cq_of(ia->send_cq);
   Cq* rcq = xrc_recv || xrc_send ? nullptr : cq_of(ia->recv_cq);
@@ -262,6 +266,10 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
   Scratch<t::Sge, t::kMaxSge> scratch;
   t::Sge* sges = scratch.v;
   int ret = 0;
+  if (refuse_inherited(rt)) {
+    *bad = wr;
+    return EIO;
+  }
   std::lock_guard<std::mutex> g(rt->mu);
   Timestamp ts = now();
   for (; wr; wr = wr->next) {
@@ -364,6 +372,7 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   Runtime* rt = qp->ctx->rt;
   uint32_t mask = static_cast<uint32_t>(mask_in);
   if (!a || (mask & ~kKnownAttrMask)) return EINVAL;
+  if (refuse_inherited(rt)) return EIO;
   t::QpAttr e;
   e.qp_state = static_cast<t::QpState>(a->qp_state);
   e.cur_qp_state = static_cast<t::QpState>(a->cur_qp_state);

@@ -19,6 +19,14 @@ Cases (one per run; ctest registers each as hostd.<case>):
   forkquery a process opens, queries and closes the device in A without starting DPDK, then
             forks a child that opens it and allocates a PD (fork_after_query.py, pyverbs;
             docs/host-mode.md, "Opening without DPDK")
+  fork      a process in A checks transfers on its QPs, forks; the child gets EIO from the
+            parent's context, opens the device afresh and checks transfers of its own; the
+            parent's QPs keep working (fork_transfer.cc; docs/limits.md, "fork")
+  many      256 processes in A hold a QP each through the daemon (their idle CPU measured),
+            then exit in random order, some killed: the daemon reports no client, no QPN
+            block and its memory back (hold_qp.cc)
+  unpriv    ib_write_bw and rping A -> B as an unprivileged user made for the case, the B side
+            inside user, mount and PID namespaces with the run folder bind-mounted
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -299,15 +307,174 @@ def case_forkquery(h):
     return None
 
 
+def case_fork(h):
+    prog = os.path.join(h.build, "bin", "hostd_fork_transfer")
+    p = h.start(A, "fork", [prog, DEVICE, h.link.addr[A]])
+    if p.wait(120) is None:
+        return "fork_transfer timed out"
+    if p.rc != 0 or "ok:" not in p.output():
+        return f"fork_transfer: exit code {p.rc}"
+    return None
+
+
+MANY = 256
+
+
+def daemon_stats(h, side, timeout=20):
+    """SIGUSR1 to the daemon of side; its next "stats" line as {key: int}."""
+    d = h.daemons[side]
+    before = d.output().count("\nstats ")
+    d.kill(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        out = d.output()
+        if out.count("\nstats ") > before:
+            line = out[out.rindex("\nstats ") + 1:].splitlines()[0]
+            return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+        time.sleep(0.05)  # polling a condition with a deadline
+    raise RuntimeError("the daemon printed no stats line")
+
+
+def cpu_ticks(pids):
+    """utime + stime of the processes (clock ticks), those still there."""
+    total = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def case_many(h):
+    """MANY processes open the device through A's daemon and create a QP each, held until all
+    are up; their idle CPU is measured; then they exit in random order (some killed): the
+    daemon must be back to no client, no QPN block and about its memory at the start."""
+    import random
+    start = daemon_stats(h, A)
+    prog = os.path.join(h.build, "bin", "hostd_hold_qp")
+    procs = []
+    links.on_cleanup(lambda: [p.kill() for p in procs if p.poll() is None])
+    for i in range(MANY):
+        out = open(os.path.join(h.dir, f"hold{i}.out"), "w+")
+        procs.append(subprocess.Popen(h.link.wrap(A) + [prog, DEVICE], env=h.env(A),
+                                      stdin=subprocess.PIPE, stdout=out,
+                                      stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + 180
+    qpns = set()
+    for i, p in enumerate(procs):
+        path = os.path.join(h.dir, f"hold{i}.out")
+        while True:
+            with open(path) as f:
+                text = f.read()
+            if text.startswith("up "):
+                qpns.add(text.split()[1])
+                break
+            if p.poll() is not None or time.monotonic() > deadline:
+                return f"hold_qp {i} did not come up (rc {p.poll()}): {text.strip()[:300]}"
+            time.sleep(0.02)  # polling a condition with a deadline
+    if len(qpns) != MANY:
+        return f"{MANY} processes hold only {len(qpns)} distinct QPNs"
+    full = daemon_stats(h, A)
+    if full["clients"] != MANY or full["qpn_blocks"] != MANY:
+        return f"with {MANY} processes up the daemon reports {full}"
+    # Idle: each progress thread blocks on its doorbell after kBlockIdle; measure 5 s.
+    time.sleep(1.0)
+    pids = [p.pid for p in procs]
+    t0, c0 = time.monotonic(), cpu_ticks(pids)
+    time.sleep(5.0)
+    t1, c1 = time.monotonic(), cpu_ticks(pids)
+    idle_pct = 100.0 * (c1 - c0) / os.sysconf("SC_CLK_TCK") / (t1 - t0)
+    print(f"{MANY} idle clients: {idle_pct:.2f} % of a core in total; daemon with them: "
+          f"{full['rss_kb']} kB RSS (at start {start['rss_kb']} kB)")
+    order = list(range(MANY))
+    random.shuffle(order)
+    for n, i in enumerate(order):
+        if n % 8 == 0:
+            procs[i].kill()  # killed: the socket closes all the same
+        else:
+            procs[i].stdin.close()
+    for p in procs:
+        if p.wait(60) is None:
+            return "a hold_qp process did not exit"
+    deadline = time.monotonic() + 20
+    while True:
+        end = daemon_stats(h, A)
+        if end["clients"] == 0 and end["qpn_blocks"] == 0:
+            break
+        if time.monotonic() > deadline:
+            return f"after every process exited the daemon reports {end}"
+        time.sleep(0.1)  # polling a condition with a deadline
+    print(f"after they exited: {end['clients']} clients, {end['qpn_blocks']} QPN blocks, "
+          f"{end['rss_kb']} kB RSS")
+    if end["rss_kb"] > start["rss_kb"] + 16 * 1024:
+        return f"the daemon kept its memory: {start['rss_kb']} kB at start, {end['rss_kb']} kB now"
+    if idle_pct > 5.0:
+        return f"{MANY} idle clients used {idle_pct:.1f} % of a core"
+    return None
+
+
+def unpriv_user():
+    """A system user made for the case (removed by the cleanup): (name, uid, gid)."""
+    import pwd
+    name = f"uroce-e2e-{os.getpid()}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                    name], check=True, capture_output=True)
+    links.on_cleanup(lambda: subprocess.run(["userdel", name], capture_output=True))
+    pw = pwd.getpwnam(name)
+    return name, pw.pw_uid, pw.pw_gid
+
+
+def case_unpriv(h):
+    """ib_write_bw and rping A -> B through the daemons: in A as an unprivileged user, in B as
+    that user inside user, mount and PID namespaces (root mapped to it) with the run folder
+    bind-mounted where $UROCE_RUN_DIR points."""
+    _, uid, gid = unpriv_user()
+    for d in (h.dir, h.run_dir):
+        os.chmod(d, 0o1777)
+    for c in h.configs:
+        os.chmod(c, 0o644)
+    inner = os.path.join(h.dir, "inner-run")
+    os.mkdir(inner)
+    os.chmod(inner, 0o1777)
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+    def in_userns(argv):
+        cmd = " ".join(["mount", "--bind", h.run_dir, inner, "&&", "exec"] + argv)
+        return drop + ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork",
+                       "env", f"UROCE_RUN_DIR={inner}", "sh", "-c", cmd]
+
+    port = pairmod.free_tcp_port()
+    bw = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4), "-p",
+          str(port), "-n", "1000", "-s", "65536"]
+    problem = run_pairs(h, [("bw", B, in_userns(bw), A, drop + bw + [h.link.addr[B]],
+                             tcp(port))], 150)
+    if problem:
+        return problem
+    if not perftest_ok(next(p for p in h.procs if p.label == "bw-client").output()):
+        return "bw-client: no result row"
+    rport = pairmod.free_tcp_port() + 1
+    return run_pairs(h, [("rping", B, in_userns(rping_argv(h.link.addr[B], rport, False)), A,
+                          drop + rping_argv(h.link.addr[B], rport, True),
+                          cm(h, "rping", rport))], 90)
+
+
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
-         "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery}
+         "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
+         "many": case_many, "unpriv": case_unpriv}
 
 
 def check_daemons(case, outs):
     """The frames went through the daemons: A's clients sent to the wire (cross-host cases) or
     were switched (same host), B's received."""
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
-    if case == "forkquery":  # only the child became a client; it sent nothing
+    if case in ("forkquery", "many"):  # clients that sent nothing
+        return None
+    if case == "fork":  # the parent and the child, each a client of its own
+        if len([s for s in a.values() if s.get("switched", 0) > 0]) < 2:
+            return f"A's daemon switched frames of fewer than 2 clients: {a}"
         return None
     if case == "mpi":  # two ranks per host, each to the other host and to its neighbour
         for name, d, key in (("A", a, "to_wire"), ("B", b, "to_client"), ("A", a, "switched"),
@@ -349,7 +516,7 @@ def main():
             return 1
         print(f"PASS hostd.{args.case}")
         for p in h.procs:  # the clients' results (perftest's table, uroce_verify's line)
-            if p.label == "forkquery":
+            if p.label in ("forkquery", "fork"):
                 print(p.output().strip())
             if p.label == "mpirun":
                 print("\n".join(ln for ln in ucx_cases.by_rank(p.output()).get(0, "").splitlines()
