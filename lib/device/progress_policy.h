@@ -79,9 +79,12 @@ inline constexpr Duration kDeeperSleep = Duration::millis(2);
 /// back-off as for any port: blocking costs the daemon a doorbell system call per frame to a
 /// sleeping process, which busy traffic must not pay.
 inline constexpr Duration kBlockIdle = kDeepIdle;
-/// Longest block on a doorbell: the statistics (`uroce show`) of an idle process are at most
-/// this old, and 256 idle processes wake 128 times a second in all.
-inline constexpr Duration kBlockMax = Duration::seconds(2);
+/// Longest block on a doorbell. Nothing of an idle process changes meanwhile (its counters and
+/// QP rates are refreshed as it blocks); only a `uroce capture` started on it attaches at the
+/// next wake-up. A wake-up costs ~450 us of CPU on this project's 2-vCPU VMs (ppoll, the
+/// statistics step; bench/RESULTS.md, "uroce-hostd phase A"): at 60 s, 256 idle processes cost
+/// 0.2 % of a core, at 2 s they cost 5 %.
+inline constexpr Duration kBlockMax = Duration::seconds(60);
 /// The application called within this: it is polling, and its calls make progress. Measured
 /// with the phases as a whole (2026-12-04 19:49 UTC, session 8: "the progress thread follows
 /// the application's calls"), not as a value of its own.

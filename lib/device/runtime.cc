@@ -377,6 +377,9 @@ bool Runtime::block_on_port() {
   {
     std::lock_guard<std::mutex> l(mu);
     if (engine->has_tx_work() || !port->prepare_sleep()) return false;
+    // What `uroce show` reads stays as it is now for the whole block: up to date.
+    refresh_stats_locked();
+    refresh_port_stats_locked();
     // Under the same lock as blocked_: an application call after this sees blocked_ and wakes
     // the thread; one before it set its timers already.
     deadline = engine->next_deadline();
