@@ -16,6 +16,8 @@ PKGS=(
   libnl-3-dev libnl-route-3-dev libbpf-dev libxdp-dev linux-libc-dev
   # the real RDMA programs that run over uroce, and tools the tests use
   ibverbs-utils perftest rdma-core rdmacm-utils qperf librdmacm-dev
+  # fio (its rdma engine) and libfabric's fi_pingpong/fi_info (verbs provider) over uroce
+  fio libfabric-bin
   # UCX and Open MPI over uroce (tests/e2e/ucx.py): ucx_perftest, mpirun with pml ucx, mpicc
   ucx-utils libucx0 openmpi-bin libopenmpi-dev
   # rdma-core's own test suite (pyverbs), run against uroce (tests/conformance)

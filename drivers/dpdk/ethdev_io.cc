@@ -23,10 +23,12 @@
 #include <set>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "dpdk/clock.h"
 #include "dpdk/eal.h"
 #include "dpdk/eal_args.h"
+#include "dpdk/kernel_fds.h"
 #include "dpdk/mbuf_pool.h"
 #include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
@@ -66,13 +68,48 @@ void free_pool_if_idle(rte_mempool* pool) {
 }
 std::atomic<unsigned> g_pool_seq{0};
 
-/// Stops, closes and removes an ethdev, then frees its pool when no mbuf is out.
+/// What net_af_xdp left open of each af_xdp ethdev, closed after the ethdev (remove_port()).
+/// DPDK 22.11.5 to 22.11.11 (Debian 12's) never delete the UMEM in eth_dev_close(): the
+/// stable backport of "net/af_xdp: fix leak on XSK configuration failure" made its test
+/// `__atomic_sub_fetch(&refcnt, 1) - 1 == 0` (the fix was written for __atomic_fetch_sub), true
+/// only for a UMEM two sockets share. The UMEM's fd is its first socket, so that socket stays
+/// open, bound to the netdev's queue, and the next set-up of the queue in the process fails
+/// (bind: EBUSY; rte_eth_rx_queue_setup: EINVAL). And every 22.11 leaves the BPF object of
+/// xdp_prog= open (program, maps, BTF: load_custom_xdp_prog() keeps no handle on it). The
+/// rings are unmapped; only the fds remain.
+std::map<uint16_t, std::vector<KernelFd>>& g_pmd_fds =
+    *new std::map<uint16_t, std::vector<KernelFd>>;
+
+bool is_af_xdp_port(std::string_view port) { return port.rfind("net_af_xdp", 0) == 0; }
+
+/// Whether an AF_XDP socket opened since `before` is still open.
+bool socket_opened_since(const std::vector<KernelFd>& before) {
+  const std::vector<KernelFd> opened = opened_between(before, xdp_fds());
+  return std::any_of(opened.begin(), opened.end(),
+                     [](const KernelFd& k) { return k.identity.rfind("socket:", 0) == 0; });
+}
+
+/// Stops, closes and removes an ethdev and closes what its PMD left open (g_pmd_fds), then
+/// frees its pool when no mbuf is out, or, for net_af_xdp once its sockets are closed, at
+/// once: the mbufs that were in its fill ring are the kernel's no more, and never come back.
 void remove_port(uint16_t port_id, rte_mempool* pool) {
   rte_eth_dev_info info{};
   rte_eth_dev_info_get(port_id, &info);
   rte_eth_dev_stop(port_id);
   rte_eth_dev_close(port_id);
   if (info.device) rte_dev_remove(info.device);
+  bool sockets_closed = false;
+  if (auto it = g_pmd_fds.find(port_id); it != g_pmd_fds.end()) {
+    close_unchanged(it->second);
+    sockets_closed = std::any_of(it->second.begin(), it->second.end(), [](const KernelFd& k) {
+      return k.identity.rfind("socket:", 0) == 0;
+    });
+    g_pmd_fds.erase(it);
+  }
+  if (sockets_closed && pool) {
+    rte_mempool_free(pool);
+    return;
+  }
   free_pool_if_idle(pool);
 }
 
@@ -85,6 +122,8 @@ int memif_logtype() {
 constexpr uint64_t kDefaultSpeedBps = 10'000'000'000ull;  ///< when the PMD reports none
 constexpr Duration kStartRetry = Duration::millis(100);
 constexpr Duration kLinkDownRestart = Duration::millis(300);
+/// How long closing a memif client waits for its handshake to end (~EthdevIo).
+constexpr Duration kMemifSettle = Duration::seconds(1);
 
 /// How a PMD is set up for a device's frame size (measured here, drivers/dpdk/PMDS.md).
 struct PmdPlan {
@@ -172,11 +211,49 @@ EthdevIo::~EthdevIo() {
   std::lock_guard<std::mutex> lock(g_open_mu);
   g_open.erase(port_id_);
   if (close_ == Close::kOnDestroy) {
+    // A memif client's handshake with its server runs in EAL's interrupt thread, and DPDK
+    // 22.11 stopping the port meanwhile frees what the running handler uses. Once the link is
+    // up the handshake is over and the thread leaves the port alone; a port that never
+    // connects is stopped after kMemifSettle all the same.
+    const Timestamp settle_until = monotonic_now() + kMemifSettle;
+    while (memif_ && reconnect_ && started_ && !link().up && monotonic_now() < settle_until) {
+      timespec ts{0, 1'000'000};
+      nanosleep(&ts, nullptr);
+    }
     remove_port(port_id_, pool_);
     return;
   }
   // A port that never started is parked as "set-up failed": the next open configures it.
   g_parked[port_id_] = Parked{devargs_, pool_, started_ ? max_frame_ : 0, mac_, nq_};
+}
+
+std::vector<uint32_t> EthdevIo::parked_programs(const std::string& port) {
+  std::lock_guard<std::mutex> lock(g_open_mu);
+  std::vector<uint32_t> ids;
+  uint16_t port_id;
+  const std::string name = port.substr(0, port.find(','));
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) != 0 || !g_parked.count(port_id))
+    return ids;
+  auto it = g_pmd_fds.find(port_id);
+  if (it == g_pmd_fds.end()) return ids;
+  constexpr std::string_view kProg = "anon_inode:bpf-prog prog_id:";
+  for (const KernelFd& k : it->second)
+    if (k.identity.rfind(kProg, 0) == 0)
+      ids.push_back(
+          static_cast<uint32_t>(std::strtoul(k.identity.c_str() + kProg.size(), nullptr, 10)));
+  return ids;
+}
+
+void EthdevIo::discard(const std::string& port) {
+  std::lock_guard<std::mutex> lock(g_open_mu);
+  uint16_t port_id;
+  const std::string name = port.substr(0, port.find(','));
+  if (rte_eth_dev_get_port_by_name(name.c_str(), &port_id) != 0) return;
+  auto it = g_parked.find(port_id);
+  if (it == g_parked.end()) return;
+  rte_mempool* pool = it->second.pool;
+  g_parked.erase(it);
+  remove_port(port_id, pool);
 }
 
 void EthdevIo::fill_counters(PortCounters* out) const {
@@ -403,10 +480,24 @@ std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string*
     }
   }
   const PmdPlan plan = plan_pmd(dev);
+  // What net_af_xdp opens from here on (its sockets at queue set-up), kept for remove_port(),
+  // also when the set-up fails below (then the port is parked, and removed later).
+  struct RecordPmdFds {
+    bool on;
+    const uint16_t& port_id;
+    std::vector<KernelFd> before = on ? xdp_fds() : std::vector<KernelFd>{};
+    bool probed = false;
+    ~RecordPmdFds() {
+      if (!on || !probed) return;
+      auto& fds = g_pmd_fds[port_id];
+      for (KernelFd& k : opened_between(before, xdp_fds())) fds.push_back(std::move(k));
+    }
+  } record{is_af_xdp_port(dev.port), port_id};
   if (!probe_port(plan.devargs, &port_id, &e)) {
     fail(dev, e, err);
     return nullptr;
   }
+  record.probed = true;
   rte_eth_dev_info info{};
   int rc = rte_eth_dev_info_get(port_id, &info);
   if (rc != 0) {
@@ -440,8 +531,6 @@ std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string*
         "; allowed: mtu <= " + std::to_string(port_max_frame >= 256 + kRoceOverhead ? fits : 0));
   }
 
-  char pool_name[RTE_MEMPOOL_NAMESIZE];
-  std::snprintf(pool_name, sizeof pool_name, "uroce_p%u_%u", port_id, g_pool_seq++);
   const size_t room =
       std::max({size_t{2048}, (max_frame + 127) & ~size_t{127}, plan.min_data_room});
   const uint16_t data_room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + room);
@@ -456,14 +545,26 @@ std::unique_ptr<EthdevIo> EthdevIo::open(const config::Device& dev, std::string*
   const unsigned pool_size = kPoolSize + (nq - 1u) * 2u * kRingSize;
   const int pool_socket =
       rte_eth_dev_socket_id(port_id) < 0 ? SOCKET_ID_ANY : rte_eth_dev_socket_id(port_id);
-  rte_mempool* pool =
-      std::string_view(info.driver_name) == "net_af_xdp"
-          ? page_per_mbuf_pool(pool_name, pool_size, kPoolCache, pool_socket)
-          : rte_pktmbuf_pool_create(pool_name, pool_size, kPoolCache, 0, data_room, pool_socket);
+  const bool af_xdp = std::string_view(info.driver_name) == "net_af_xdp";
+  auto make_pool = [&] {
+    char pool_name[RTE_MEMPOOL_NAMESIZE];
+    std::snprintf(pool_name, sizeof pool_name, "uroce_p%u_%u", port_id, g_pool_seq++);
+    return af_xdp ? page_per_mbuf_pool(pool_name, pool_size, kPoolCache, pool_socket)
+                  : rte_pktmbuf_pool_create(pool_name, pool_size, kPoolCache, 0, data_room,
+                                            pool_socket);
+  };
+  rte_mempool* pool = make_pool();
   if (!pool) return give_up("cannot create the mbuf pool: " + dpdk_error(rte_errno));
+  // net_af_xdp: the pool is the UMEM of its sockets; one none of them holds any more (the
+  // failed queue set-up closed its UMEM) is nobody's, its fill-ring mbufs included.
+  auto pool_unused = [&] { return af_xdp && !socket_opened_since(record.before); };
   auto give_up_pool = [&](const std::string& what) {
     auto r = give_up(what);
-    free_pool_if_idle(pool);
+    if (pool_unused()) {
+      rte_mempool_free(pool);
+    } else {
+      free_pool_if_idle(pool);
+    }
     return r;
   };
 

@@ -19,8 +19,11 @@
  *
  * Destroying an EthdevIo parks the ethdev (still started); the next open() of the same port
  * string, MTU and queue count reuses it as it is (DPDK 22.11's memif cannot re-create a server
- * in one process). Thread-safety: open() and destruction are serialised process-wide; the rest
- * one thread at a time per EthdevIo. Units: bytes, Mb/s as reported, bit/s where named.
+ * in one process). With Close::kOnDestroy it closes and removes the ethdev instead, and then
+ * closes what net_af_xdp leaves open (its UMEM socket and BPF object, PMDS.md; kernel_fds.h),
+ * so the netdev's queues are free again. Thread-safety: open() and destruction are serialised
+ * process-wide; the rest one thread at a time per EthdevIo. Units: bytes, Mb/s as reported,
+ * bit/s where named.
  */
 #pragma once
 
@@ -82,12 +85,21 @@ class EthdevIo final : public pipeline::FrameIo {
   /// sets *err to one line naming the device, the port and the problem (and, for a too-large
   /// mtu or too many queues, what the PMD allows).
   /// What the destructor does: park the ethdev for a later open (memif needs it, see the file
-  /// comment), or close and remove it (net_af_xdp: closing detaches the XDP program).
+  /// comment), or close and remove it (net_af_xdp: closing detaches the XDP program; a memif
+  /// client is closed once its handshake is over, at most 1 s after).
   enum class Close { kPark, kOnDestroy };
   static std::unique_ptr<EthdevIo> open(const config::Device& dev, std::string* err,
                                         Close close = Close::kPark);
   /// Parks the ethdev (see the file comment). Every frame alloc() handed out must be back.
   ~EthdevIo() override;
+
+  /// After open() of `port` failed, which leaves its ethdev parked, set up in part: the ids of
+  /// the BPF programs its PMD loaded for it (net_af_xdp's xdp_prog=; none for other PMDs).
+  static std::vector<uint32_t> parked_programs(const std::string& port);
+  /// Removes the parked ethdev of `port` with what its PMD left open, so that the next open()
+  /// creates it anew. Its PMD closes it: net_af_xdp then detaches the netdev's XDP program,
+  /// whichever it is.
+  static void discard(const std::string& port);
   EthdevIo(const EthdevIo&) = delete;
   EthdevIo& operator=(const EthdevIo&) = delete;
 

@@ -5,9 +5,12 @@
  *
  * Open: netdev state (exists, up, has an address) -> the XDP hook (a stale program of ours is
  * removed, a foreign one refuses, one in use by a live uroce process refuses) -> the netdev
- * lock -> the af_xdp ethdev on queues 0..n-1 with xdp_prog= -> netlink Monitor and Resolver.
- * Close: the ethdev is closed (the PMD detaches the program), then the lock is released and a
- * program still attached with nobody holding the lock is removed.
+ * lock -> the af_xdp ethdev on queues 0..n-1 with xdp_prog= (tried again for a moment while a
+ * queue closed just before is still held) -> netlink Monitor and Resolver.
+ * Close (the device's last context): the ethdev is closed (the PMD detaches the program; what
+ * it leaves open, ethdev_io.cc closes), then the lock is released and a program still attached
+ * with nobody holding the lock is removed. So the process can open the device again, and so can
+ * another.
  *
  * RX: frames from every queue; PFC/PAUSE go to the pipeline (the XDP program passes them to
  * the kernel, so only a test injecting them on the socket sees this); only frames to our MAC
@@ -20,6 +23,7 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,6 +31,7 @@
 #include <memory>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include "dpdk/clock.h"
 #include "dpdk/ethdev_io.h"
@@ -37,6 +42,11 @@
 namespace uroce::host {
 
 namespace {
+
+/// How long opening a netdev's port tries again while its queue may still be held by an
+/// AF_XDP socket closed just before (open_host_port()): the kernel's work item runs within
+/// milliseconds, later on a loaded machine.
+constexpr Duration kQueueRelease = Duration::seconds(1);
 
 using dpdk::monotonic_now;
 
@@ -59,6 +69,16 @@ unsigned active_rx_queues(const std::string& ifname) {
 
 /// One af_xdp ethdev name per netdev, so that two devices of one process do not collide.
 std::string vdev_name(const std::string& ifname) { return "net_af_xdp_" + ifname; }
+
+/// After a failed open of the af_xdp `port` on ifname: the netdev's XDP program is one its
+/// PMD loaded (so the set-up failed after attaching it).
+bool own_program_attached(const std::string& ifname, const std::string& port) {
+  std::string err;
+  const auto a = xdp::attached(ifname, &err);
+  if (!a || a->id == 0) return false;
+  const std::vector<uint32_t> ids = dpdk::EthdevIo::parked_programs(port);
+  return std::find(ids.begin(), ids.end(), a->id) != ids.end();
+}
 
 class HostPort final : public Port {
  public:
@@ -181,6 +201,23 @@ std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err
            ",start_queue=0,queue_count=" + std::to_string(d.queues) +
            ",xdp_prog=" + xdp::object_path();
   auto io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
+  // The kernel lets go of a closed AF_XDP socket's netdev queue a moment after close()
+  // returns (a work item: xp_release_deferred()), so right after a port of the netdev closed,
+  // in this process or another, its queue may still be taken: the PMD's program attaches, then
+  // its socket's bind fails (EBUSY; the PMD says "Failed to create xsk socket"). Tried again
+  // until kQueueRelease has passed, from a new ethdev (the PMD cannot set a failed queue up
+  // again: libxdp reuses the fill ring's stale producer index), and only while the failed
+  // ethdev's own program is attached: closing it detaches the netdev's program, whichever it is.
+  const Timestamp retry_until = monotonic_now() + kQueueRelease;
+  for (Duration wait = Duration::millis(1); !io && own_program_attached(dev.netdev, d.port);
+       wait = wait * 2) {
+    dpdk::EthdevIo::discard(d.port);
+    if (monotonic_now() + wait >= retry_until) break;
+    timespec ts{static_cast<time_t>(wait.ns / 1'000'000'000),
+                static_cast<long>(wait.ns % 1'000'000'000)};
+    nanosleep(&ts, nullptr);
+    io = dpdk::EthdevIo::open(d, &e, dpdk::EthdevIo::Close::kOnDestroy);
+  }
   if (!io) {
     xdp::detach_if_last(std::move(use));
     // The PMD says only "cannot create port"; the kernel's reason for refusing the program

@@ -87,8 +87,12 @@ w::Rej Manager::rej_of(const Conn& c, w::RejReason reason, w::MsgRef rejected) {
 }
 
 Manager::Conn& Manager::new_conn(State state, const Gid& peer) {
-  uint32_t id = next_id_++;
-  while (conns_.count(id) || id == 0) id = next_id_++;  // IDs wrap; 0 means "none" on the wire
+  const uint32_t low_bits = 32u - cfg_.id_prefix_bits;
+  const uint32_t mask = low_bits >= 32 ? ~0u : (1u << low_bits) - 1;
+  const uint32_t base = low_bits >= 32 ? 0 : cfg_.id_prefix << low_bits;
+  uint32_t id = base | (next_id_++ & mask);
+  // IDs wrap within the prefix; 0 means "none" on the wire.
+  while (conns_.count(id) || id == 0) id = base | (next_id_++ & mask);
   Conn& c = conns_[id];
   c.state = state;
   c.local_id = id;
@@ -111,6 +115,7 @@ uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
   r.remote_cm_response_timeout = 20;
   r.local_cm_response_timeout = 20;
   r.transport = w::Transport::kRc;
+  r.end_to_end_flow_control = p.flow_control;
   r.starting_psn = p.starting_psn;
   r.retry_count = p.retry_count;
   r.path_mtu = p.path_mtu;
@@ -140,6 +145,7 @@ Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
   r.initiator_depth = p.initiator_depth;
   r.rnr_retry_count = p.rnr_retry_count;
   r.srq = p.srq;
+  r.end_to_end_flow_control = p.flow_control;
   r.local_ca_guid = cfg_.ca_guid;
   r.vendor_id = p.ece_vendor & 0xffffff;
   r.private_data = p.private_data;
@@ -148,12 +154,12 @@ Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
   return Status::ok();
 }
 
-Status Manager::reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now) {
+Status Manager::reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now,
+                       w::RejReason reason) {
   Conn* c = find(conn);
   if (!c || (c->state != State::kReqRcvd && c->state != State::kRepRcvd)) return Status::invalid();
   if (private_data.size() > w::kRejPrivateLen) return Status::invalid();
-  w::Rej r = rej_of(*c, w::RejReason::kConsumerDefined,
-                    c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep);
+  w::Rej r = rej_of(*c, reason, c->state == State::kReqRcvd ? w::MsgRef::kReq : w::MsgRef::kRep);
   std::copy(private_data.begin(), private_data.end(), r.private_data.begin());
   send_once(c->peer, c->tid, r);
   enter_timewait(*c, now);

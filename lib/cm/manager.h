@@ -87,8 +87,9 @@ struct ConnectParams {
   uint8_t traffic_class = 0;
   uint8_t local_ack_timeout = 14;
   bool srq = false;
-  uint32_t ece_vendor = 0;   ///< ECE (IBA 1.4): the REQ's vendor id, 24 bits; 0: none
-  uint32_t ece_options = 0;  ///< and its options, carried as the MAD's attribute modifier
+  bool flow_control = false;  ///< the REQ's End-to-End Flow Control bit
+  uint32_t ece_vendor = 0;    ///< ECE (IBA 1.4): the REQ's vendor id, 24 bits; 0: none
+  uint32_t ece_options = 0;   ///< and its options, carried as the MAD's attribute modifier
   std::array<uint8_t, wire::cm::kReqPrivateLen> private_data{};
 };
 
@@ -100,14 +101,20 @@ struct AcceptParams {
   uint8_t initiator_depth = 0;
   uint8_t rnr_retry_count = 7;
   bool srq = false;
-  uint32_t ece_vendor = 0;   ///< ECE: the REP's vendor id; 0: none
-  uint32_t ece_options = 0;  ///< the options agreed, as the MAD's attribute modifier
+  bool flow_control = false;  ///< the REP's End-to-End Flow Control bit
+  uint32_t ece_vendor = 0;    ///< ECE: the REP's vendor id; 0: none
+  uint32_t ece_options = 0;   ///< the options agreed, as the MAD's attribute modifier
   std::array<uint8_t, wire::cm::kRepPrivateLen> private_data{};
 };
 
 struct Config {
   uint64_t ca_guid = 0;
   uint32_t first_comm_id = 1;  ///< local IDs count up from here (randomise per process)
+  /// A process sharing its netdev through uroce-hostd: every local ID (communication and SIDR
+  /// request IDs) carries id_prefix in its top id_prefix_bits bits, so that the daemon steers
+  /// the answers to it (HostCm); the rest counts up from first_comm_id and wraps within.
+  uint8_t id_prefix_bits = 0;
+  uint32_t id_prefix = 0;
   Duration response_timeout = Duration::millis(100);
   int max_retries = 7;
   Duration timewait = Duration::seconds(1);
@@ -140,9 +147,11 @@ class Manager {
   uint32_t connect(const ConnectParams& p, Timestamp now);
   /// Passive, after kConnectRequest: sends the REP.
   Status accept(uint32_t conn, const AcceptParams& p, Timestamp now);
-  /// After kConnectRequest (passive) or kConnectResponse (active): sends a REJ "consumer
-  /// defined" with `private_data` (at most 148 bytes) and forgets the connection.
-  Status reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now);
+  /// After kConnectRequest (passive) or kConnectResponse (active): sends a REJ with `reason`
+  /// ("consumer defined" by default) and `private_data` (at most 148 bytes) and forgets the
+  /// connection.
+  Status reject(uint32_t conn, std::span<const uint8_t> private_data, Timestamp now,
+                wire::cm::RejReason reason = wire::cm::RejReason::kConsumerDefined);
   /// Active, after kConnectResponse: sends the RTU; the connection is established.
   Status ready_to_use(uint32_t conn, Timestamp now);
   /// Established (or REP sent): sends a DREQ.

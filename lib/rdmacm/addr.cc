@@ -4,6 +4,7 @@
  */
 #include "rdmacm/addr.h"
 
+#include <array>
 #include <cstring>
 
 namespace uroce::rdmacm {
@@ -55,6 +56,13 @@ socklen_t sockaddr_len(const sockaddr* sa) {
 bool is_any(const Gid& g) {
   if (g.is_zero()) return true;
   return g.is_ipv4_mapped() && g.ipv4() == 0;
+}
+
+bool is_loopback(const Gid& g) {
+  if (g.is_ipv4_mapped()) return (g.ipv4() >> 24) == 127;
+  static constexpr std::array<uint8_t, 16> kV6Loopback = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                          0, 0, 0, 0, 0, 0, 0, 1};
+  return g.raw == kV6Loopback;
 }
 
 bool covers(const Gid& net, uint8_t prefix, const Gid& dst) {

@@ -43,6 +43,10 @@ void to_sockaddr(const Gid& gid, uint16_t port, sockaddr_storage* out);
 socklen_t sockaddr_len(const sockaddr* sa);
 /// True for 0.0.0.0 and ::.
 bool is_any(const Gid& g);
+/// 127.0.0.0/8 (IPv4-mapped) or ::1: the kernel's RDMA CM takes these as wildcards
+/// (cma.c cma_any_addr): a bind to one binds no device, a resolve to one reaches the first
+/// device's own address (cma_resolve_loopback).
+bool is_loopback(const Gid& g);
 /// True when the first `prefix` bits of a and b agree and both are the same IP version.
 bool covers(const Gid& net, uint8_t prefix, const Gid& dst);
 

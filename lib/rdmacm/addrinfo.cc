@@ -4,8 +4,9 @@
  * the name and service lookup; RAI_PASSIVE makes the address (the wildcard when node is
  * NULL) the source a listener binds, otherwise it is the destination; ai_src_addr of the
  * hints is kept as the source of an active endpoint. Port space and QP type default to
- * RDMA_PS_TCP / IBV_QPT_RC (RDMA_PS_UDP / IBV_QPT_UD when the hints ask for UDP). No route
- * (ai_route) is returned: rdma_resolve_route fills it.
+ * RDMA_PS_TCP / IBV_QPT_RC (RDMA_PS_UDP / IBV_QPT_UD when the hints ask for UDP). Without node
+ * and service, the hints' addresses are the answer (rdma-core). No route (ai_route) is
+ * returned: rdma_resolve_route fills it.
  */
 #include <netdb.h>
 
@@ -44,7 +45,34 @@ UROCE_CM_EXPORT void rdma_freeaddrinfo(rdma_addrinfo* res) {
 
 UROCE_CM_EXPORT int rdma_getaddrinfo(const char* node, const char* service,
                                      const rdma_addrinfo* hints, rdma_addrinfo** res) {
-  if (!res || (!node && !service)) return fail(EINVAL);
+  if (!res || (!node && !service && !hints)) return fail(EINVAL);
+  if (!node && !service) {
+    // As rdma-core: the hints' own addresses, flags, family, QP type and port space, as given
+    // (libfabric's verbs provider asks so with the sockaddrs it has already).
+    auto* r = static_cast<rdma_addrinfo*>(calloc(1, sizeof(rdma_addrinfo)));
+    if (!r) return fail(ENOMEM);
+    r->ai_flags = hints->ai_flags;
+    r->ai_family = hints->ai_family;
+    r->ai_qp_type = hints->ai_qp_type;
+    r->ai_port_space = hints->ai_port_space;
+    bool ok = true;
+    if (hints->ai_dst_addr && hints->ai_dst_len) {
+      r->ai_dst_addr = copy_addr(hints->ai_dst_addr, hints->ai_dst_len);
+      r->ai_dst_len = hints->ai_dst_len;
+      ok = r->ai_dst_addr != nullptr;
+    }
+    if (hints->ai_src_addr && hints->ai_src_len) {
+      r->ai_src_addr = copy_addr(hints->ai_src_addr, hints->ai_src_len);
+      r->ai_src_len = hints->ai_src_len;
+      ok = ok && r->ai_src_addr != nullptr;
+    }
+    if (!ok) {
+      rdma_freeaddrinfo(r);
+      return fail(ENOMEM);
+    }
+    *res = r;
+    return 0;
+  }
   const int flags = hints ? hints->ai_flags : 0;
   addrinfo h{};
   h.ai_family = hints && hints->ai_family ? hints->ai_family : AF_UNSPEC;

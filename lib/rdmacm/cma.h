@@ -98,6 +98,8 @@ struct Id {
   int sgid_index = 0;
   uint16_t sport = 0, dport = 0;  ///< host order
   uint8_t tos = 0;
+  bool reuseaddr = false;  ///< RDMA_OPTION_ID_REUSEADDR
+  bool afonly = false;     ///< RDMA_OPTION_ID_AFONLY: an IPv6 wildcard listens on IPv6 only
   /// RDMA_OPTION_ID_ACK_TIMEOUT: the RTS attributes' local ACK timeout (qp_attr.h); unset:
   /// kLocalAckTimeout.
   std::optional<uint8_t> ack_timeout;
@@ -163,9 +165,14 @@ class Service {
   /// Listeners (mu).
   void add_listener(Id* id) { listeners_.push_back(id); }
   void remove_listener(Id* id);
-  /// A free ephemeral port, or the port itself when it is free for (ps, gid). 0: in use.
-  uint16_t claim_port(uint16_t ps, const Gid& gid, uint16_t port);
+  /// A free ephemeral port, or the port itself when it is free for (ps, gid), or shared:
+  /// bound by ids that all set RDMA_OPTION_ID_REUSEADDR (`reuse`), none listening, as the
+  /// kernel's cma_check_port allows. 0: in use.
+  uint16_t claim_port(uint16_t ps, const Gid& gid, uint16_t port, bool reuse = false);
   void release_port(uint16_t ps, const Gid& gid, uint16_t port);
+  /// rdma_listen on a bound port: it must be the port's only id (a listening port is never
+  /// shared, the kernel's rdma_listen). false: another id shares it (EADDRINUSE).
+  bool listen_port(uint16_t ps, const Gid& gid, uint16_t port);
 
   /// Runs the managers' timers and wakes the thread (after a call that armed a timer).
   void kick();
@@ -186,8 +193,13 @@ class Service {
   std::vector<std::unique_ptr<Device>> devices_;  ///< opened ones, by index (may be null)
   std::map<std::pair<Device*, uint32_t>, Id*> conns_;
   std::vector<Id*> listeners_;
-  std::map<std::tuple<uint16_t, std::array<uint8_t, 16>, uint16_t>, int>
-      ports_;  ///< bound (ps, gid, port)
+  /// Who holds a bound (ps, gid, port).
+  struct PortUse {
+    int ids = 0;             ///< ids bound to it
+    bool reuse = false;      ///< all of them set REUSEADDR
+    bool listening = false;  ///< one of them listens
+  };
+  std::map<std::tuple<uint16_t, std::array<uint8_t, 16>, uint16_t>, PortUse> ports_;
   uint16_t next_port_ = 0;
   int wake_fd_ = -1;
   std::thread thread_;

@@ -8,6 +8,9 @@
  * peer's MAC when the first MAD leaves), so their events are queued at once. An id created
  * without a channel is synchronous: each call waits for its event (cma.h complete()).
  */
+#include <infiniband/sa.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -189,6 +192,9 @@ UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
   if (!cid || !addr) return fail(EINVAL);
   auto gid = gid_of(addr);
   if (!gid) return fail(EAFNOSUPPORT);
+  // A loopback address binds as its family's wildcard (the kernel's cma_any_addr): no device,
+  // every device's address when the id listens. libfabric's verbs provider binds 127.0.0.1.
+  if (is_loopback(*gid)) *gid = gid->is_ipv4_mapped() ? Gid::from_ipv4(0) : Gid{};
   Id* id = id_of(cid);
   Service& s = Service::get();
   std::lock_guard<std::mutex> g(s.mu);
@@ -201,7 +207,7 @@ UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
     if (!dev) return -1;
     id->sgid_index = a->gid_index;
   }
-  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr));
+  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr), id->reuseaddr);
   if (!port) return fail(EADDRINUSE);
   id->port_claimed = true;
   if (dev) attach(id, dev);
@@ -221,7 +227,7 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
                                       int /*timeout_ms*/) {
   if (!cid || !dst) return fail(EINVAL);
   auto dgid = gid_of(dst);
-  if (!dgid || is_any(*dgid)) return fail(EINVAL);
+  if (!dgid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
   {
@@ -231,15 +237,33 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
     if (src) {
       sgid = gid_of(src);
       if (!sgid) return fail(EAFNOSUPPORT);
+      if (is_loopback(*sgid)) sgid.reset();  // a wildcard, as in rdma_bind_addr
     } else if (id->state == IdState::kBound) {
       sgid = id->sgid;
+    }
+    if (is_any(*dgid) || is_loopback(*dgid)) {
+      // As the kernel's cma_resolve_loopback: the peer is this host, at the source address,
+      // or else at the first address of the first device (its family's first, if it has one).
+      if (sgid && !is_any(*sgid)) {
+        dgid = sgid;
+      } else {
+        const std::vector<LocalAddr>& all = s.addrs();
+        if (all.empty()) return fail(ENODEV);
+        const LocalAddr* pick = &all.front();
+        for (const LocalAddr& a : all)
+          if (a.device == all.front().device && a.gid.is_ipv4_mapped() == dgid->is_ipv4_mapped()) {
+            pick = &a;
+            break;
+          }
+        dgid = pick->gid;
+      }
     }
     auto a = s.route_to(sgid, *dgid);
     if (!a) return fail(sgid && !is_any(*sgid) ? EADDRNOTAVAIL : ENETUNREACH);
     Device* dev = s.open_device(a->device);
     if (!dev) return -1;
     if (id->state == IdState::kIdle) {
-      uint16_t port = s.claim_port(ps_of(id), a->gid, src ? port_of(src) : 0);
+      uint16_t port = s.claim_port(ps_of(id), a->gid, src ? port_of(src) : 0, id->reuseaddr);
       if (!port) return fail(EADDRINUSE);
       id->sport = port;
       id->port_claimed = true;
@@ -257,6 +281,62 @@ UROCE_CM_EXPORT int rdma_resolve_addr(rdma_cm_id* cid, sockaddr* src, sockaddr* 
   return complete(id);
 }
 
+namespace {
+
+/// Makes the id's one path (the GRH fields of RoCEv2, IBA Table 205 path record; no LIDs on
+/// Ethernet) and queues ROUTE_RESOLVED. Requires mu.
+void resolve_route(Service& s, Id* id) {
+  ibv_sa_path_rec& p = id->path;
+  p = ibv_sa_path_rec{};
+  std::memcpy(p.dgid.raw, id->dgid.raw.data(), 16);
+  std::memcpy(p.sgid.raw, id->sgid.raw.data(), 16);
+  p.hop_limit = 64;
+  p.traffic_class = id->tos;
+  p.reversible = 1;
+  p.numb_path = 1;
+  p.pkey = htobe16(0xffff);
+  p.mtu_selector = 2;
+  p.mtu = id->path_mtu;
+  p.rate_selector = 2;
+  p.rate = 3;  // 10 Gb/s
+  p.packet_life_time_selector = 2;
+  p.packet_life_time = kLocalAckTimeout - 1;
+  id->id.route.path_rec = &id->path;
+  id->id.route.num_paths = 1;
+  id->state = IdState::kRouteResolved;
+  s.deliver(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+}
+
+/// RDMA_OPTION_IB_PATH, as the kernel's ucma_set_ib_path and rdma_set_ib_path: the primary
+/// bidirectional path record among `n` resolves the route of an id whose address is
+/// resolved. On RoCE the addresses stay the id's; the record's MTU (up to the device's) and
+/// traffic class are taken. EINVAL: a length that is not whole records, no such record, or
+/// another state.
+int set_ib_path(Id* id, const void* optval, size_t optlen) {
+  if (optlen == 0 || optlen % sizeof(ibv_path_data)) return fail(EINVAL);
+  constexpr uint32_t kWanted =
+      IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+  const auto* recs = static_cast<const ibv_path_data*>(optval);
+  const ibv_path_data* rec = nullptr;
+  for (size_t i = 0; i < optlen / sizeof(ibv_path_data) && !rec; ++i)
+    if (recs[i].flags == kWanted) rec = &recs[i];
+  if (!rec) return fail(EINVAL);
+  Service& s = Service::get();
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    if (!id->dev || id->state != IdState::kAddrResolved) return fail(EINVAL);
+    const uint8_t mtu = rec->path.mtu & 0x3f;
+    if (mtu >= IBV_MTU_256 && mtu <= IBV_MTU_4096 && mtu < id->dev->active_mtu) id->path_mtu = mtu;
+    id->tos = rec->path.tclass;
+    resolve_route(s, id);
+  }
+  // The event is the answer to this call: a synchronous id takes it here, as librdmacm's own
+  // rdma_resolve_route does after setting the option.
+  return complete(id);
+}
+
+}  // namespace
+
 UROCE_CM_EXPORT int rdma_resolve_route(rdma_cm_id* cid, int /*timeout_ms*/) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
@@ -265,26 +345,7 @@ UROCE_CM_EXPORT int rdma_resolve_route(rdma_cm_id* cid, int /*timeout_ms*/) {
     std::lock_guard<std::mutex> g(s.mu);
     if (id->state != IdState::kAddrResolved && id->state != IdState::kRouteResolved)
       return fail(EINVAL);
-    // One path: the GRH fields of RoCEv2 (IBA Table 205 path record; no LIDs on Ethernet).
-    ibv_sa_path_rec& p = id->path;
-    p = ibv_sa_path_rec{};
-    std::memcpy(p.dgid.raw, id->dgid.raw.data(), 16);
-    std::memcpy(p.sgid.raw, id->sgid.raw.data(), 16);
-    p.hop_limit = 64;
-    p.traffic_class = id->tos;
-    p.reversible = 1;
-    p.numb_path = 1;
-    p.pkey = htobe16(0xffff);
-    p.mtu_selector = 2;
-    p.mtu = id->path_mtu;
-    p.rate_selector = 2;
-    p.rate = 3;  // 10 Gb/s
-    p.packet_life_time_selector = 2;
-    p.packet_life_time = kLocalAckTimeout - 1;
-    id->id.route.path_rec = &id->path;
-    id->id.route.num_paths = 1;
-    id->state = IdState::kRouteResolved;
-    s.deliver(id, RDMA_CM_EVENT_ROUTE_RESOLVED, 0);
+    resolve_route(s, id);
   }
   return complete(id);
 }
@@ -293,15 +354,32 @@ UROCE_CM_EXPORT int rdma_listen(rdma_cm_id* cid, int /*backlog*/) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
+  bool idle;
+  {
+    std::lock_guard<std::mutex> g(s.mu);
+    idle = id->state == IdState::kIdle;
+  }
+  if (idle) {
+    // As the kernel's rdma_listen: an unbound id is bound to IPv4's wildcard address and an
+    // ephemeral port first.
+    sockaddr_in any{};
+    any.sin_family = AF_INET;
+    any.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (rdma_bind_addr(cid, reinterpret_cast<sockaddr*>(&any))) return -1;
+  }
   std::lock_guard<std::mutex> g(s.mu);
   if (id->state == IdState::kListen) return 0;
   if (id->state != IdState::kBound) return fail(EINVAL);
+  // backlog: the kernel takes <= 0 as its maximum (ucma_listen); uroce has no limit.
+  if (id->port_claimed && !s.listen_port(ps_of(id), id->sgid, id->sport)) return fail(EADDRINUSE);
   std::vector<Device*> devs;
   if (id->dev) {
     devs.push_back(id->dev);
   } else {  // a wildcard address listens on every device with an address of its family
     for (const LocalAddr& a : s.addrs()) {
-      if (a.gid.is_ipv4_mapped() != id->sgid.is_ipv4_mapped() && !id->sgid.is_zero()) continue;
+      // IPv6's wildcard takes IPv4 too, unless AFONLY (as the kernel with bindv6only 0).
+      const bool v6_any = id->sgid.is_zero();
+      if (a.gid.is_ipv4_mapped() != id->sgid.is_ipv4_mapped() && !(v6_any && !id->afonly)) continue;
       Device* d = s.open_device(a.device);
       if (d && std::find(devs.begin(), devs.end(), d) == devs.end()) devs.push_back(d);
     }
@@ -347,7 +425,9 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
       id->responder_resources = p && p->responder_resources != RDMA_MAX_RESP_RES
                                     ? p->responder_resources
                                     : d.max_responder_resources;
-      id->retry_count = p ? p->retry_count : 7;
+      // As the kernel's CM (cma_connect_ib: min_t(u8, 7, ...)): a larger count is 7, for the
+      // REQ and for our own QP's RTS attributes (fio asks for 10).
+      id->retry_count = static_cast<uint8_t>(std::min<int>(p ? p->retry_count : 7, 7));
       std::random_device rd;
       id->local_psn = rd() & 0xffffff;
       uroce::cm::ConnectParams cp;
@@ -356,11 +436,12 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
       cp.service_id = sid;
       cp.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
       cp.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
+      cp.flow_control = p && p->flow_control;
       cp.starting_psn = id->local_psn;
       cp.responder_resources = id->responder_resources;
       cp.initiator_depth = id->initiator_depth;
       cp.path_mtu = id->path_mtu;
-      cp.retry_count = static_cast<uint8_t>(std::min<int>(id->retry_count, 7));
+      cp.retry_count = id->retry_count;
       cp.rnr_retry_count = static_cast<uint8_t>(std::min<int>(p ? p->rnr_retry_count : 7, 7));
       cp.traffic_class = id->tos;
       cp.local_ack_timeout = kLocalAckTimeout;
@@ -417,6 +498,7 @@ UROCE_CM_EXPORT int rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
     uroce::cm::AcceptParams ap;
     ap.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
     ap.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
+    ap.flow_control = p && p->flow_control;
     ap.starting_psn = id->local_psn;
     ap.responder_resources = id->responder_resources;
     ap.initiator_depth = id->initiator_depth;
@@ -437,7 +519,10 @@ UROCE_CM_EXPORT int rdma_accept(rdma_cm_id* cid, rdma_conn_param* p) {
   return complete(id);
 }
 
-UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8_t len) {
+namespace {
+
+/// rdma_reject and rdma_reject_ece: a REJ with `reason` (a SIDR_REP "rejected" for UD).
+int reject_with(rdma_cm_id* cid, const void* private_data, uint8_t len, w::RejReason reason) {
   if (!cid) return fail(EINVAL);
   Id* id = id_of(cid);
   Service& s = Service::get();
@@ -448,7 +533,7 @@ UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8
   uroce::Status st =
       is_ud(id) ? id->dev->mgr->sidr_reply(id->conn, static_cast<uint8_t>(w::SidrStatus::kRejected),
                                            0, 0, pd, s.now())
-                : id->dev->mgr->reject(id->conn, pd, s.now());
+                : id->dev->mgr->reject(id->conn, pd, s.now(), reason);
   if (!st) return fail(st.code());
   s.unmap_conn(id);
   id->conn = 0;
@@ -456,8 +541,15 @@ UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8
   return 0;
 }
 
+}  // namespace
+
+UROCE_CM_EXPORT int rdma_reject(rdma_cm_id* cid, const void* private_data, uint8_t len) {
+  return reject_with(cid, private_data, len, w::RejReason::kConsumerDefined);
+}
+
 UROCE_CM_EXPORT int rdma_reject_ece(rdma_cm_id* cid, const void* private_data, uint8_t len) {
-  return rdma_reject(cid, private_data, len);
+  // As rdma-core: the REJ says "vendor option not supported" (IBA 1.4 reason 35).
+  return reject_with(cid, private_data, len, w::RejReason::kVendorOptionNotSupported);
 }
 
 UROCE_CM_EXPORT int rdma_establish(rdma_cm_id* cid) {
@@ -516,8 +608,25 @@ UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, voi
         if (optlen != sizeof(uint8_t)) return fail(EINVAL);
         id->tos = *static_cast<uint8_t*>(optval);
         return 0;
-      case RDMA_OPTION_ID_REUSEADDR:
-      case RDMA_OPTION_ID_AFONLY: return optlen == sizeof(int) ? 0 : fail(EINVAL);
+      case RDMA_OPTION_ID_REUSEADDR: {
+        // The kernel's rdma_set_reuseaddr: any value sets it while idle; turning it on is
+        // refused only once the id listens.
+        if (optlen != sizeof(int)) return fail(EINVAL);
+        const bool on = *static_cast<int*>(optval) != 0;
+        std::lock_guard<std::mutex> g(Service::get().mu);
+        if (!((on && id->state != IdState::kListen) || id->state == IdState::kIdle))
+          return fail(EINVAL);
+        id->reuseaddr = on;
+        return 0;
+      }
+      case RDMA_OPTION_ID_AFONLY: {
+        // The kernel's rdma_set_afonly: before the id listens or resolves an address.
+        if (optlen != sizeof(int)) return fail(EINVAL);
+        std::lock_guard<std::mutex> g(Service::get().mu);
+        if (id->state != IdState::kIdle && id->state != IdState::kBound) return fail(EINVAL);
+        id->afonly = *static_cast<int*>(optval) != 0;
+        return 0;
+      }
       case RDMA_OPTION_ID_ACK_TIMEOUT:
         // As the kernel (rdma_set_ack_timeout): connected QP types only; used from the next
         // move to RTS (rdma_init_qp_attr, rdma_accept, rdma_connect).
@@ -527,7 +636,9 @@ UROCE_CM_EXPORT int rdma_set_option(rdma_cm_id* cid, int level, int optname, voi
         return 0;
     }
   }
-  return fail(ENOSYS);  // RDMA_OPTION_IB_PATH: paths come from the configuration
+  if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH)
+    return set_ib_path(id, optval, optlen);
+  return fail(ENOSYS);
 }
 
 UROCE_CM_EXPORT int rdma_migrate_id(rdma_cm_id* cid, rdma_event_channel* channel) {
@@ -540,17 +651,36 @@ UROCE_CM_EXPORT int rdma_migrate_id(rdma_cm_id* cid, rdma_event_channel* channel
     if (!own) return -1;
     channel = own;
   }
+  // As rdma-core: a synchronous id's last event (the one its call left in id->event) is
+  // acked first, or the wait below would wait for itself (libfabric's verbs provider resolves
+  // an rdma_create_ep id, then migrates it to its event queue's channel).
+  if (id->sync && id->id.event) {
+    rdma_ack_cm_event(id->id.event);
+    id->id.event = nullptr;
+  }
   Service& s = Service::get();
   Channel* old_own = nullptr;
   {
     std::unique_lock<std::mutex> g(s.mu);
-    // As rdma-core: every event of the id reported on the old channel is taken and acked first.
-    s.acked.wait(g, [&] {
-      if (id->unacked > 0) return false;
-      for (Event* e : channel_of(id->id.channel)->q)
-        if (e->owner == id && !e->dead) return false;
-      return true;
-    });
+    // As the kernel's ucma_migrate_id: the id's events not yet taken move to the new channel
+    // (a dead placeholder keeps the old channel's count right), and the call waits until the
+    // program has acked those it took from the old one.
+    Channel* from = channel_of(id->id.channel);
+    Channel* to = channel_of(channel);
+    if (from != to) {
+      for (Event*& e : from->q) {
+        if (e->owner != id || e->dead) continue;
+        auto* placeholder = new Event;
+        placeholder->owner = id;
+        placeholder->dead = true;
+        to->q.push_back(e);
+        e = placeholder;
+        uint64_t one = 1;
+        ssize_t r = write(to->ch.fd, &one, sizeof one);
+        (void)r;
+      }
+    }
+    s.acked.wait(g, [&] { return id->unacked <= 0; });
     if (id->sync) old_own = id->own;
     id->sync = own != nullptr;
     id->own = own ? channel_of(own) : nullptr;

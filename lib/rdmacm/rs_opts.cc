@@ -10,7 +10,7 @@
  * delay), TCP_MAXSEG (the path MTU), TCP_KEEPIDLE/KEEPCNT/KEEPINTVL. IPPROTO_IPV6:
  * IPV6_V6ONLY. SOL_RDMA (before connecting, EINVAL after): RDMA_SQSIZE, RDMA_RQSIZE,
  * RDMA_INLINE, RDMA_IOMAPSIZE; RDMA_ROUTE fails with ENOSYS (uroce's paths come from its
- * configuration, as rdma_set_option's RDMA_OPTION_IB_PATH). Anything else: ENOTSUP.
+ * configuration). Anything else: ENOTSUP.
  */
 #include <fcntl.h>
 #include <netinet/in.h>

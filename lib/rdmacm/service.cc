@@ -221,18 +221,24 @@ void Service::unmap_conn(Id* id) {
 
 void Service::remove_listener(Id* id) { std::erase(listeners_, id); }
 
-uint16_t Service::claim_port(uint16_t ps, const Gid& gid, uint16_t port) {
+uint16_t Service::claim_port(uint16_t ps, const Gid& gid, uint16_t port, bool reuse) {
   auto key = [&](uint16_t p) { return std::make_tuple(ps, gid.raw, p); };
   if (port) {
-    if (ports_.count(key(port))) return 0;
-    ports_[key(port)] = 1;
+    auto it = ports_.find(key(port));
+    if (it == ports_.end()) {
+      ports_[key(port)] = PortUse{1, reuse, false};
+      return port;
+    }
+    PortUse& u = it->second;
+    if (!reuse || !u.reuse || u.listening) return 0;
+    u.ids++;
     return port;
   }
   for (int tries = 0; tries < 28000; ++tries) {
     uint16_t p = next_port_++;
     if (next_port_ < 32768 || next_port_ >= 61000) next_port_ = 32768;
     if (!ports_.count(key(p))) {
-      ports_[key(p)] = 1;
+      ports_[key(p)] = PortUse{1, reuse, false};
       return p;
     }
   }
@@ -240,7 +246,17 @@ uint16_t Service::claim_port(uint16_t ps, const Gid& gid, uint16_t port) {
 }
 
 void Service::release_port(uint16_t ps, const Gid& gid, uint16_t port) {
-  ports_.erase(std::make_tuple(ps, gid.raw, port));
+  auto it = ports_.find(std::make_tuple(ps, gid.raw, port));
+  if (it != ports_.end() && --it->second.ids <= 0) ports_.erase(it);
+}
+
+bool Service::listen_port(uint16_t ps, const Gid& gid, uint16_t port) {
+  auto it = ports_.find(std::make_tuple(ps, gid.raw, port));
+  if (it == ports_.end()) return true;  // not claimed by this id (nothing to share)
+  if (it->second.ids > 1) return false;
+  it->second.listening = true;
+  it->second.reuse = false;
+  return true;
 }
 
 Id* Service::listener_for(Device* dev, uint64_t service_id, const Gid& dst) {
@@ -251,6 +267,7 @@ Id* Service::listener_for(Device* dev, uint64_t service_id, const Gid& dst) {
   for (Id* l : listeners_) {
     if (l->state != IdState::kListen || ps_of(*l) != *ps || l->sport != port) continue;
     if (l->dev && l->dev != dev) continue;
+    if (l->afonly && l->sgid.is_zero() && dst.is_ipv4_mapped()) continue;
     if (l->sgid == dst) return l;
     if (is_any(l->sgid)) any = l;
   }
@@ -439,7 +456,7 @@ Id* new_child(Service& s, Id* listener, Device* dev, const w::IpCmHeader& h) {
   if (auto a = find_local(s.addrs(), h.dst)) c->sgid_index = a->gid_index;
   c->sport = listener->sport;
   c->dport = h.src_port;
-  c->tos = listener->tos;
+  c->tos = listener->tos;  // a SIDR request carries no path: the listener's
   to_sockaddr(c->sgid, c->sport, &c->id.route.addr.src_storage);
   to_sockaddr(c->dgid, c->dport, &c->id.route.addr.dst_storage);
   std::memcpy(c->id.route.addr.addr.ibaddr.sgid.raw, c->sgid.raw.data(), 16);
@@ -480,6 +497,10 @@ void Service::on_connect_request(Device* dev, cm::Event& e) {
   c->remote_ece.vendor_id = r.vendor_id;
   c->remote_ece.options = e.ece_options;
   if (r.path_mtu && r.path_mtu < c->path_mtu) c->path_mtu = r.path_mtu;
+  // The passive QP's path is the REQ's primary path (the kernel's cm_req_handler builds its
+  // address vector from it), so its traffic class is the active side's TOS, not the
+  // listener's.
+  c->tos = r.primary.traffic_class;
   c->state = IdState::kReqRcvd;
   map_conn(c);
   Event* ev = deliver(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0, channel_of(l->id.channel));

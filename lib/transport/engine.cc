@@ -423,6 +423,14 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   a.max_send_wr = xrc_recv ? 0 : std::bit_ceil(std::max(a.max_send_wr, 1u));
   a.max_recv_wr = has_rq ? std::bit_ceil(std::max(a.max_recv_wr, 1u)) : 0;
   a.max_send_sge = xrc_recv ? 0 : std::max(a.max_send_sge, 1u);
+  if (!xrc_recv) {
+    // As rxe (rxe_qp_init_req): a send WQE holds max(max_send_sge SGEs of 16 bytes,
+    // max_inline_data bytes), and both are reported as what that WQE holds, so a program
+    // that asked for no inline data may still send its SGEs' worth inline, as on rxe.
+    const uint32_t wqe = std::max(a.max_send_sge * 16, a.max_inline_data);
+    a.max_send_sge = std::min(wqe / 16, kMaxSge);
+    a.max_inline_data = std::min(wqe, kMaxInline);
+  }
   a.max_recv_sge = has_rq ? std::max(a.max_recv_sge, 1u) : 0;
   qp->init = a;
   // Rings of at least one entry; a queue the type lacks stays empty (posting to it is EINVAL).
@@ -462,9 +470,9 @@ namespace {
 
 /// Value checks of the attributes present in mask (EINVAL on a bad value).
 Status check_values(const EngineConfig& cfg, const Qp& qp, const QpAttr& a, uint32_t mask) {
-  if ((mask & kAttrPathMtu) &&
-      (a.path_mtu < 1 || a.path_mtu > 5 || mtu_bytes(a.path_mtu) > cfg.max_mtu))
-    return Status::invalid();
+  // Any IBA MTU up to the port's max_mtu (4096), as rxe and mlx5 take it; one above the
+  // link's is sent at the link's (modify_qp).
+  if ((mask & kAttrPathMtu) && (a.path_mtu < 1 || a.path_mtu > 5)) return Status::invalid();
   if ((mask & kAttrTimeout) && a.timeout > 31) return Status::invalid();
   if ((mask & kAttrRetryCnt) && a.retry_cnt > 7) return Status::invalid();
   if ((mask & kAttrRnrRetry) && a.rnr_retry > 7) return Status::invalid();
@@ -517,7 +525,7 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   if (mask & kAttrAv) q.av = a.av;
   if (mask & kAttrPathMtu) {
     q.path_mtu = a.path_mtu;
-    qp->mtu = mtu_bytes(a.path_mtu);
+    qp->mtu = std::min(mtu_bytes(a.path_mtu), m.cfg.max_mtu);
   }
   if (mask & kAttrTimeout) q.timeout = a.timeout;
   if (mask & kAttrRetryCnt) q.retry_cnt = a.retry_cnt;
@@ -642,13 +650,23 @@ bool Engine::qp_traffic(uint32_t qpn, QpTraffic* out) const {
   return true;
 }
 
-Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
-  Qp* qp = impl_->find_qp(qpn);
+namespace {
+
+/// Applies `set` to an RC QP in RESET or INIT (the per-QP extension settings, agreed before
+/// the QP is connected). ENOENT: no such QP; EINVAL: not RC, or past INIT.
+template <typename Set>
+Status set_before_rtr(Qp* qp, Set set) {
   if (!qp) return Status::not_found();
   if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
     return Status::invalid();
-  impl_->sr_setup(*qp, on);
+  set(*qp);
   return Status::ok();
+}
+
+}  // namespace
+
+Status Engine::set_selective_repeat(uint32_t qpn, bool on) {
+  return set_before_rtr(impl_->find_qp(qpn), [&](Qp& qp) { impl_->sr_setup(qp, on); });
 }
 
 bool Engine::selective_repeat(uint32_t qpn) const {
@@ -657,12 +675,7 @@ bool Engine::selective_repeat(uint32_t qpn) const {
 }
 
 Status Engine::set_ooo_placement(uint32_t qpn, bool on) {
-  Qp* qp = impl_->find_qp(qpn);
-  if (!qp) return Status::not_found();
-  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
-    return Status::invalid();
-  qp->ooo_placement = on;
-  return Status::ok();
+  return set_before_rtr(impl_->find_qp(qpn), [&](Qp& qp) { qp.ooo_placement = on; });
 }
 
 bool Engine::ooo_placement(uint32_t qpn) const {
@@ -671,12 +684,7 @@ bool Engine::ooo_placement(uint32_t qpn) const {
 }
 
 Status Engine::set_peer_timestamps(uint32_t qpn, bool on) {
-  Qp* qp = impl_->find_qp(qpn);
-  if (!qp) return Status::not_found();
-  if (qp->type != QpType::kRc || (qp->state != QpState::kReset && qp->state != QpState::kInit))
-    return Status::invalid();
-  qp->timestamps = on;
-  return Status::ok();
+  return set_before_rtr(impl_->find_qp(qpn), [&](Qp& qp) { qp.timestamps = on; });
 }
 
 bool Engine::peer_timestamps(uint32_t qpn) const {

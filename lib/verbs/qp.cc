@@ -7,6 +7,7 @@
  * equal rdma-core's; static_asserts below). On the first refused WR, *bad_wr points at it and
  * its errno is returned; the WRs before it stay posted (ibv_post_send(3)).
  */
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -371,8 +372,16 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   Qp* qp = qp_of(q);
   Runtime* rt = qp->ctx->rt;
   uint32_t mask = static_cast<uint32_t>(mask_in);
-  if (!a || (mask & ~kKnownAttrMask)) return EINVAL;
+  if (!a) return EINVAL;
+  // What the kernel does with a mask before its checks: bits past IBV_QP_DEST_QPN are
+  // EOPNOTSUPP (rdma-core's ibv_cmd_modify_qp, the kernel's ib_uverbs_modify_qp), and an XRC
+  // QP's mask loses the attributes of the side it lacks (uverbs_cmd.c modify_qp_mask).
+  if (mask & ~kKnownAttrMask) return EOPNOTSUPP;
   if (refuse_inherited(rt)) return EIO;
+  if (q->qp_type == IBV_QPT_XRC_SEND)
+    mask &= ~static_cast<uint32_t>(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  if (q->qp_type == IBV_QPT_XRC_RECV)
+    mask &= ~static_cast<uint32_t>(IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY);
   t::QpAttr e;
   e.qp_state = static_cast<t::QpState>(a->qp_state);
   e.cur_qp_state = static_cast<t::QpState>(a->cur_qp_state);
@@ -380,7 +389,7 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   e.qkey = a->qkey;
   e.rq_psn = a->rq_psn;
   e.sq_psn = a->sq_psn;
-  e.dest_qp_num = a->dest_qp_num;
+  e.dest_qp_num = a->dest_qp_num & 0xffffff;  // 24 bits, as rxe's BTH and mlx5's QP context
   // Bits that mean something for MRs only (MW_BIND, ZERO_BASED, ON_DEMAND, HUGETLB, the
   // optional range) are ignored, as the kernel's providers do: rdma-core's suite passes its
   // MRs' access flags, ON_DEMAND included, to its QPs.
@@ -398,10 +407,14 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   e.port_num = a->port_num;
   e.max_rd_atomic = a->max_rd_atomic;
   e.max_dest_rd_atomic = a->max_dest_rd_atomic;
-  e.min_rnr_timer = a->min_rnr_timer;
+  // IBA's fields are 5 (RNR timer) and 3 bits (retry counts). The kernel refuses no larger
+  // value: rxe keeps it (its RNR NAK takes the timer's low 5 bits), mlx5 truncates it into
+  // the QP context. A larger timer becomes its low 5 bits here, a larger count 7, what the
+  // RDMA CM makes of one (cma_connect_ib: min_t(u8, 7, retry_count)).
+  e.min_rnr_timer = a->min_rnr_timer & 0x1f;
   e.timeout = a->timeout;
-  e.retry_cnt = a->retry_cnt;
-  e.rnr_retry = a->rnr_retry;
+  e.retry_cnt = std::min<uint8_t>(a->retry_cnt, 7);
+  e.rnr_retry = std::min<uint8_t>(a->rnr_retry, 7);
   e.sq_draining = a->sq_draining;
   e.en_sqd_async_notify = a->en_sqd_async_notify;
   e.max_send_wr = a->cap.max_send_wr;

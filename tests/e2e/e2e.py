@@ -242,6 +242,11 @@ def all_cases():
     for test in ("rc_bw", "rc_lat", "rc_rdma_write_bw", "rc_rdma_read_bw"):
         add(f"memif.qperf.{test}", "qperf", "memif", 60, short=True, netns=True, test=test,
             args=["-t", "1"])
+    # libfabric's fi_pingpong, verbs provider: UD (dgram) and RC through the RDMA CM (msg),
+    # 100 round trips of 64 B, data checked.
+    for ep in ("dgram", "msg"):
+        add(f"memif.fi_pingpong.{ep}", "fabric", "memif", 60, short=True, netns="veth", ep=ep,
+            args=["-I", "100", "-S", "64"], rows=1)
     for name in ("rping.default", "udaddy.default"):
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"af_packet.{name}", "rdmacm", "af_packet", kw.pop("timeout", 120),
@@ -380,6 +385,35 @@ def RDMACM_CASES_TEMPLATE():
             client=["rstream", "-s", "{addr}", "-p", "{port1}", "-S", "64", "-C", "1"],
             client_only=True, client_rc_nonzero=True, errors_ok=True,
             expect_client=r"Connection refused"),
+        # fio's rdma engine (the packaged storage benchmark): the client asks rdma_connect for
+        # 10 retries, which the kernel's CM clamps to 7 (docs/limits.md, "What the kernel lets
+        # through"); 64 MiB in 64 KiB RDMA WRITEs, READs or SENDs, 16 in flight. The server
+        # (rw=read) ends when the client's last message arrives. In send mode fio accepts with
+        # rnr_retry_count 0, so one SEND that finds no receive posted fails the run (an RNR
+        # NAK is final, as with the kernel): the server keeps 64 receives posted, and still
+        # the client's first SENDs race the server's first receives (fio sleeps 0.5 s for
+        # that), which a loaded machine can lose: long set only.
+        **{f"fio.{verb}": dict(
+            server=["fio", "--name=server", "--ioengine=rdma", "--port={port}", "--rw=read",
+                    "--bs=64k", "--size=64m", f"--iodepth={64 if verb == 'send' else 16}",
+                    "--thread"],
+            client=["fio", "--name=client", "--ioengine=rdma", "--hostname={addr}",
+                    "--port={port}", f"--verb={verb}", "--rw=write", "--bs=64k", "--size=64m",
+                    "--iodepth=16", "--thread"],
+            expect_client=r"WRITE: bw=[1-9]", long_only=verb == "send")
+           for verb in ("write", "read", "send")},
+        # cmtime: 100 connections made and torn down, each step timed (its server serves
+        # until killed; rdma_listen with backlog 0, the kernel's maximum).
+        "cmtime.default": dict(
+            server=["cmtime", "-b", "{addr}", "-p", "{port}"],
+            client=["cmtime", "-s", "{addr}", "-p", "{port}", "-c", "100"],
+            client_only=True, expect_client=r"(?s)connect\s+:\s+[\d.]+.*destroy\s+:"),
+        # rdma_xserver/rdma_xclient over RC (their XRC mode, -c x, needs XRC QPs from
+        # rdma_create_ep, which uroce's librdmacm does not make: docs/limits.md).
+        "rdma_xserver.rc": dict(
+            server=["rdma_xserver", "-p", "{port}", "-c", "r"],
+            client=["rdma_xclient", "-s", "{addr}", "-p", "{port}", "-c", "r"],
+            expect=r"rdma_xserver: end 0", expect_client=r"rdma_xclient: end 0"),
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],
@@ -818,6 +852,8 @@ def run_rdmacm(case, link, build):
             return fail(f"{case.name}: the client hung", p)
         if case.kw.get("client_rc_nonzero") and cli.rc == 0:
             return fail(f"{case.name}: the client succeeded", p)
+        if not case.kw.get("client_rc_nonzero") and cli.rc != 0:
+            return fail(f"{case.name}: the client's exit code is {cli.rc}", p)
         pat = case.kw.get("expect_client")
         if pat and not re.search(pat, cli.output()):
             return fail(f"{case.name}: client output lacks /{pat}/", p)
@@ -943,7 +979,48 @@ def run_peer_kill(case, link, build):
     return peer_kill.run(case, link, build)
 
 
-RUNNERS = {"devices": run_devices, "devinfo": run_devinfo, "pingpong": run_pingpong,
+# A result row of fi_pingpong: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec.
+FI_PINGPONG_ROW = re.compile(
+    r"(?m)^\d+\w?\s+\d+\w?\s+=?\d+\w?\s+\d+\w?\s+[\d.]+s(\s+[\d.]+){3}\s*$")
+
+
+def run_fabric(case, link, build):
+    """libfabric's fi_pingpong on its verbs provider (-p verbs) over uroce: both processes in
+    one namespace where a veth carries both RoCE addresses (links.NetnsMemifLink), since the
+    provider finds its devices' addresses among the kernel's non-loopback interfaces
+    (getifaddrs) and the programs exchange addresses over TCP; data checked by fi_pingpong
+    itself (-c). Both must exit 0, with no error line, and print a result row each."""
+    port = pairmod.free_tcp_port()
+    args = ["fi_pingpong", "-p", "verbs", "-e", case.kw["ep"], "-c"] + case.kw.get("args", [])
+    p = Pair(link, build)
+    deadline = time.monotonic() + case.timeout - 10
+    srv = p.start(0, args + ["-B", str(port)])
+    if not p.wait_listen(srv, port, deadline):
+        p.stop_all()
+        return fail(f"{case.name}: the fi_pingpong server never listened on {port}", p)
+    cli = p.start(1, args + ["-P", str(port), link.oob_host()])
+    cli.wait(deadline - time.monotonic())
+    srv.wait(max(1, deadline - time.monotonic()))
+    p.timed_out = cli.rc is None or srv.rc is None
+    p.stop_all()
+    if p.timed_out:
+        return fail(f"{case.name}: timed out", p)
+    if (srv.rc, cli.rc) != (0, 0):
+        return fail(f"{case.name}: exit codes server={srv.rc} client={cli.rc}", p)
+    errs = error_lines(srv.output()) + error_lines(cli.output())
+    if errs:
+        return fail(f"{case.name}: error lines: {errs[:3]}", p)
+    for side, proc in (("server", srv), ("client", cli)):
+        rows = FI_PINGPONG_ROW.findall(proc.output())
+        if len(rows) < case.kw["rows"]:
+            return fail(f"{case.name}: the {side} printed {len(rows)} result rows, want "
+                        f"{case.kw['rows']}", p)
+    print(f"PASS {case.name}")
+    print(cli.output()[-1500:])
+    return 0
+
+
+RUNNERS = {"devices": run_devices, "fabric": run_fabric, "devinfo": run_devinfo, "pingpong": run_pingpong,
            "xsrq": run_xsrq,
            "perftest": run_perftest, "verify": run_verify, "peer_kill": run_peer_kill,
            "soak": run_soak, "hostile": run_hostile, "rdmacm": run_rdmacm, "qperf": run_qperf,

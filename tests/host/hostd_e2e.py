@@ -19,6 +19,11 @@ Cases (one per run; ctest registers each as hostd.<case>):
   forkquery a process opens, queries and closes the device in A without starting DPDK, then
             forks a child that opens it and allocates a PD (fork_after_query.py, pyverbs;
             docs/host-mode.md, "Opening without DPDK")
+  reopen    a process in A opens, uses and closes the device ten times, each time after a probe
+            (open, PD, close) and with two contexts open at once, a QP on each to a server in B
+            and every byte checked (tests/e2e/lib/reopen.py); after the last close, with the
+            process still alive, A's daemon serves no client and the process maps no client
+            region
   fork      a process in A checks transfers on its QPs, forks; the child gets EIO from the
             parent's context, opens the device afresh and checks transfers of its own; the
             parent's QPs keep working (fork_transfer.cc; docs/limits.md, "fork")
@@ -46,6 +51,7 @@ import time
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
 import links  # noqa: E402
 import pair as pairmod  # noqa: E402
+import reopen  # noqa: E402
 import ucx_cases  # noqa: E402
 
 DEVICE = pairmod.DEVICE
@@ -469,9 +475,33 @@ def case_unpriv(h):
     return None
 
 
+def case_reopen(h):
+    port = pairmod.free_tcp_port()
+    deadline = time.monotonic() + 90
+    gid = links.RoutedLink.GID_V4
+    s = h.start(B, "reopen-server", reopen.server_argv(h.build, port, gid))
+    if not h.wait_listen(B, tcp(port), s, deadline):
+        return "the server did not listen"
+    c = reopen.start_client("reopen-client", h.link.wrap(A) + reopen.client_argv(
+        h.build, port, gid, h.link.addr[B]), h.env(A), os.path.join(h.dir, "reopen-client.out"))
+    h.procs.append(c)
+    if not reopen.wait_closed(c, deadline):
+        return "the client did not finish its cycles"
+    # The process lives on with no context open: it holds nothing of the daemon's.
+    problem = reopen.check_output(c.output())
+    if not problem:
+        st = daemon_stats(h, A)
+        if st["clients"] or st["qpn_blocks"]:
+            problem = f"A's daemon still serves a client after the last close: {st}"
+    rc = reopen.release(c, deadline - time.monotonic())
+    if s.wait(deadline - time.monotonic()) is None or rc is None:
+        return "timed out"
+    return problem or (f"exit codes client={rc} server={s.rc}" if rc or s.rc else None)
+
+
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
          "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
-         "many": case_many, "unpriv": case_unpriv}
+         "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen}
 
 
 def check_daemons(case, outs):
@@ -496,7 +526,7 @@ def check_daemons(case, outs):
         if any(s.get("to_wire", 0) > 0 for s in a.values()):
             return f"same-host frames reached the wire: {a}"
         return None
-    want = 2 if case != "rping" else 1
+    want = 1 if case in ("rping", "reopen") else 2
     if len([s for s in a.values() if s.get("to_wire", 0) > 0]) < want:
         return f"A's daemon sent frames of fewer than {want} clients to the wire: {a}"
     if len([s for s in b.values() if s.get("to_client", 0) > 0]) < want:
@@ -529,7 +559,9 @@ def main():
             if p.label == "mpirun":
                 print("\n".join(ln for ln in ucx_cases.by_rank(p.output()).get(0, "").splitlines()
                                 if ln.startswith("ok")))
-            if p.label.endswith("-client"):
+            if p.label == "reopen-client":
+                print(p.output().strip())
+            elif p.label.endswith("-client"):
                 rows = [ln for ln in p.output().splitlines()
                         if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln) or "uroce_verify" in ln]
                 print(f"{p.label}: " + " | ".join(r.strip() for r in rows[-2:]))

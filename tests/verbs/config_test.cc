@@ -2,7 +2,8 @@
  * @file config_test.cc
  * @brief Devices from a configuration file ($UROCE_CONFIG): listing reads the file and opens
  * no port (no EAL thread appears for a DPDK device), the GID table has one RoCEv2 GID per
- * address (IPv4-mapped and IPv6), and RC traffic runs over the IPv6 GID on loopback.
+ * address (IPv4-mapped and IPv6), and RC traffic runs over the IPv6 GID on loopback, also
+ * with a path MTU above the link's (sent at the link's, as rxe and mlx5 take it).
  */
 #include <dirent.h>
 #include <unistd.h>
@@ -45,6 +46,81 @@ std::vector<std::string> thread_names() {
   }
   closedir(d);
   return out;
+}
+
+/// RC WRITE of 5000 bytes between two QPs of ctx addressed by its IPv6 GID (index 1),
+/// both moved to RTR with path_mtu; the bytes must arrive.
+void rc_write_over_ipv6(ibv_context* ctx, ibv_mtu path_mtu) {
+  ibv_gid v6;
+  ASSERT_EQ(ibv_query_gid(ctx, 1, 1, &v6), 0);
+  ibv_pd* pd = ibv_alloc_pd(ctx);
+  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
+  ASSERT_NE(pd, nullptr);
+  ASSERT_NE(cq, nullptr);
+  ibv_qp_init_attr ia{};
+  ia.send_cq = ia.recv_cq = cq;
+  ia.qp_type = IBV_QPT_RC;
+  ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+  ibv_qp* a = ibv_create_qp(pd, &ia);
+  ibv_qp* b = ibv_create_qp(pd, &ia);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  for (auto [q, dest] : {std::pair{a, b}, std::pair{b, a}}) {
+    ibv_qp_attr at{};
+    at.qp_state = IBV_QPS_INIT;
+    at.port_num = 1;
+    at.qp_access_flags = kAllAccess;
+    ASSERT_EQ(
+        ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
+        0);
+    std::memset(&at, 0, sizeof at);
+    at.qp_state = IBV_QPS_RTR;
+    at.path_mtu = path_mtu;
+    at.dest_qp_num = dest->qp_num;
+    at.max_dest_rd_atomic = 1;
+    at.ah_attr.is_global = 1;
+    at.ah_attr.grh.dgid = v6;
+    at.ah_attr.grh.sgid_index = 1;
+    at.ah_attr.port_num = 1;
+    ASSERT_EQ(ibv_modify_qp(q, &at,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+              0);
+    std::memset(&at, 0, sizeof at);
+    at.qp_state = IBV_QPS_RTS;
+    at.timeout = 14;
+    at.retry_cnt = 7;
+    at.rnr_retry = 7;
+    at.max_rd_atomic = 1;
+    ASSERT_EQ(ibv_modify_qp(q, &at,
+                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
+              0);
+  }
+  {
+    Buffer src(pd, 5000, kAllAccess);
+    Buffer dst(pd, 5000, kAllAccess);
+    fill_pattern(src.bytes, 66);
+    ibv_sge sge{src.addr(), 5000, src.mr->lkey};
+    ibv_send_wr wr{};
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.send_flags = IBV_SEND_SIGNALED;
+    wr.wr.rdma.remote_addr = dst.addr();
+    wr.wr.rdma.rkey = dst.mr->rkey;
+    ibv_send_wr* bad = nullptr;
+    ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
+    auto wcs = poll_n(cq, 1);
+    ASSERT_EQ(wcs.size(), 1u);
+    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
+    EXPECT_EQ(dst.bytes, src.bytes);
+  }
+  EXPECT_EQ(ibv_destroy_qp(a), 0);
+  EXPECT_EQ(ibv_destroy_qp(b), 0);
+  EXPECT_EQ(ibv_destroy_cq(cq), 0);
+  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
 }
 
 class ConfigTest : public ::testing::Test {
@@ -96,74 +172,19 @@ TEST_F(ConfigTest, GidTablePerAddressAndRcOverIpv6) {
   EXPECT_EQ(e[1].gid_index, 1u);
 
   // RC WRITE between two QPs addressed by the IPv6 GID (sgid_index 1).
-  ibv_pd* pd = ibv_alloc_pd(ctx);
-  ibv_cq* cq = ibv_create_cq(ctx, 16, nullptr, nullptr, 0);
-  ASSERT_NE(pd, nullptr);
-  ASSERT_NE(cq, nullptr);
-  ibv_qp_init_attr ia{};
-  ia.send_cq = ia.recv_cq = cq;
-  ia.qp_type = IBV_QPT_RC;
-  ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
-  ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
-  ibv_qp* a = ibv_create_qp(pd, &ia);
-  ibv_qp* b = ibv_create_qp(pd, &ia);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
-  for (auto [q, dest] : {std::pair{a, b}, std::pair{b, a}}) {
-    ibv_qp_attr at{};
-    at.qp_state = IBV_QPS_INIT;
-    at.port_num = 1;
-    at.qp_access_flags = kAllAccess;
-    ASSERT_EQ(
-        ibv_modify_qp(q, &at, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS),
-        0);
-    std::memset(&at, 0, sizeof at);
-    at.qp_state = IBV_QPS_RTR;
-    at.path_mtu = IBV_MTU_2048;
-    at.dest_qp_num = dest->qp_num;
-    at.max_dest_rd_atomic = 1;
-    at.ah_attr.is_global = 1;
-    std::memcpy(at.ah_attr.grh.dgid.raw, v6, 16);
-    at.ah_attr.grh.sgid_index = 1;
-    at.ah_attr.port_num = 1;
-    ASSERT_EQ(ibv_modify_qp(q, &at,
-                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                                IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
-              0);
-    std::memset(&at, 0, sizeof at);
-    at.qp_state = IBV_QPS_RTS;
-    at.timeout = 14;
-    at.retry_cnt = 7;
-    at.rnr_retry = 7;
-    at.max_rd_atomic = 1;
-    ASSERT_EQ(ibv_modify_qp(q, &at,
-                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                                IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC),
-              0);
-  }
-  {
-    Buffer src(pd, 5000, kAllAccess);
-    Buffer dst(pd, 5000, kAllAccess);
-    fill_pattern(src.bytes, 66);
-    ibv_sge sge{src.addr(), 5000, src.mr->lkey};
-    ibv_send_wr wr{};
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
-    wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.rdma.remote_addr = dst.addr();
-    wr.wr.rdma.rkey = dst.mr->rkey;
-    ibv_send_wr* bad = nullptr;
-    ASSERT_EQ(ibv_post_send(a, &wr, &bad), 0);
-    auto wcs = poll_n(cq, 1);
-    ASSERT_EQ(wcs.size(), 1u);
-    EXPECT_EQ(wcs[0].status, IBV_WC_SUCCESS) << ibv_wc_status_str(wcs[0].status);
-    EXPECT_EQ(dst.bytes, src.bytes);
-  }
-  EXPECT_EQ(ibv_destroy_qp(a), 0);
-  EXPECT_EQ(ibv_destroy_qp(b), 0);
-  EXPECT_EQ(ibv_destroy_cq(cq), 0);
-  EXPECT_EQ(ibv_dealloc_pd(pd), 0);
+  rc_write_over_ipv6(ctx, IBV_MTU_2048);
+  EXPECT_EQ(ibv_close_device(ctx), 0);
+}
+
+TEST_F(ConfigTest, APathMtuAboveTheLinksIsTakenAndSentAtTheLinks) {
+  // rxe and mlx5 take any path MTU up to the port's max_mtu (4096); this link carries
+  // 2048: the QP keeps 4096 and sends packets of 2048.
+  ibv_context* ctx = open_named("uroce_lo");
+  ASSERT_NE(ctx, nullptr);
+  ibv_port_attr pa;
+  ASSERT_EQ(ibv_query_port(ctx, 1, &pa), 0);
+  EXPECT_EQ(pa.max_mtu, IBV_MTU_4096);
+  rc_write_over_ipv6(ctx, IBV_MTU_4096);
   EXPECT_EQ(ibv_close_device(ctx), 0);
 }
 

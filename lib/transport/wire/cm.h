@@ -80,6 +80,7 @@ enum class RejReason : uint16_t {
   kInvalidTransportType = 9,
   kStaleConnection = 10,
   kConsumerDefined = 28,
+  kVendorOptionNotSupported = 35,  ///< IBA 1.4: the REQ's ECE options are refused
 };
 
 /// The common MAD header (IBA 13.4.2), in host order.

@@ -22,6 +22,12 @@ veths of namespaces A and B with a Linux router R between them (links.RoutedLink
   routed.crash.restart     a uroce process on A killed with SIGKILL leaves its XDP program:
                            `uroce doctor` calls it stale, and the next process replaces it and
                            runs a transfer; after that process exits the program is gone.
+  routed.reopen.exclusive  one process (B) opens, uses and closes the device ten times, each
+                           time after a probe (open, PD, close) and with two contexts open at
+                           once, a QP on each to a server in A and every byte checked
+                           (lib/reopen.py); after the last close, with the process still alive,
+                           it has no AF_XDP socket or BPF object open, no XDP program is on its
+                           netdev, `uroce doctor` says so, and another process opens the netdev.
   routed.bad.<what>        a netdev that does not exist, is down, has no address, cannot take an
                            XDP program, or has a foreign one: ibv_devinfo fails with one line
                            naming the reason, no uroce XDP program is left on the netdev, and
@@ -35,6 +41,7 @@ import time
 
 import links
 import pair as pairmod
+import reopen
 from links import sh
 from pair import DEVICE, Pair, fail
 from waits import wait_for
@@ -54,6 +61,7 @@ def cases(add):
     add("routed.bottleneck.selective", "host_bottleneck", "routed", 240, short=True,
         bottleneck="100mbit", toml='loss_recovery = "selective"')
     add("routed.crash.restart", "host_crash", "routed", 180, short=True)
+    add("routed.reopen.exclusive", "host_reopen", "routed", 120, short=True)
     for what in ("missing", "down", "no_address", "no_xdp", "foreign_xdp"):
         add(f"routed.bad.{what}", "host_bad", "routed", 120, short=True, what=what)
 
@@ -403,6 +411,50 @@ def run_crash(case, link, build):
     return 0
 
 
+# --- open, use, close and open again ----------------------------------------------------------
+
+def run_reopen(case, link, build):
+    p = Pair(link, build)
+    port = pairmod.free_tcp_port()
+    deadline = time.monotonic() + case.timeout - 20
+    srv = p.start(0, reopen.server_argv(build, port, link.gid_index))
+    if not p.wait_listen(srv, port, deadline):
+        return fail(f"{case.name}: the server did not listen", p)
+    cli = reopen.start_client("client", p.command(1, reopen.client_argv(
+        build, port, link.gid_index, link.oob_host())), p.env(1),
+        os.path.join(p.dir, "client.out"))
+    p.procs.append(cli)
+    if not reopen.wait_closed(cli, deadline):
+        p.stop_all()
+        return fail(f"{case.name}: the client did not finish its cycles", p)
+    problem = reopen.check_output(cli.output())
+    # The process lives on with no context open: the netdev is free again.
+    if not problem and xdp_prog(link, 1):
+        problem = f"XDP program {xdp_prog(link, 1)} left on B's netdev after the last close"
+    if not problem:
+        doctor = subprocess.run(link.wrap(1) + [os.path.join(build, "bin", "uroce"), "doctor"],
+                                env=p.env(1), capture_output=True, text=True, timeout=60)
+        if not re.search(r"xdp program: none on", doctor.stdout):
+            problem = f"uroce doctor does not see a free netdev:\n{doctor.stdout}"
+    if not problem:
+        other = subprocess.run(link.wrap(1) + ["ibv_devinfo", "-d", DEVICE], env=p.env(1),
+                               capture_output=True, text=True, timeout=60)
+        if other.returncode != 0:
+            problem = (f"another process cannot open the device: ibv_devinfo rc="
+                       f"{other.returncode}\n{other.stdout}{other.stderr}")
+    rc_cli = reopen.release(cli, deadline - time.monotonic())
+    srv.wait(deadline - time.monotonic())
+    p.stop_all()
+    if problem:
+        return fail(f"{case.name}: {problem}", p)
+    if rc_cli != 0 or srv.rc != 0:
+        return fail(f"{case.name}: exit codes client={rc_cli} server={srv.rc}", p)
+    if xdp_prog(link, 0) or xdp_prog(link, 1):
+        return fail(f"{case.name}: XDP program left after the processes exited", p)
+    print(f"PASS {case.name}\n{cli.output()}")
+    return 0
+
+
 # --- bad input ------------------------------------------------------------------------------------
 
 def run_bad(case, link, build):
@@ -462,4 +514,4 @@ def run_bad(case, link, build):
 
 RUNNERS = {"host_capture": run_capture, "host_beside": run_beside, "host_events": run_events,
            "host_flap": run_flap, "host_bottleneck": run_bottleneck, "host_bad": run_bad,
-           "host_crash": run_crash}
+           "host_crash": run_crash, "host_reopen": run_reopen}

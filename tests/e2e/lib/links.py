@@ -131,12 +131,15 @@ class NetnsMemifLink(MemifLink):
     no veth here). Programs that reach their peer's RDMA address over TCP first (qperf -cm1
     resolves the host name of its TCP control connection with rdma_resolve_addr) then find the
     same address over TCP (lo, in the namespace) and over RDMA (memif, owned by uroce).
-    The memif socket is abstract, so it lives in the namespace too. Removed like VethLink's."""
+    The memif socket is abstract, so it lives in the namespace too. Removed like VethLink's.
+    addr_dev "veth": the addresses go on one end of a veth pair inside the namespace instead
+    (no DPDK port drives it), for programs that skip loopback interfaces when they look for
+    their devices' addresses (libfabric's verbs provider, getifaddrs)."""
 
     name = "memif"
     _counter = 0
 
-    def __init__(self, mtu=4096, tmpdir=None):
+    def __init__(self, mtu=4096, tmpdir=None, addr_dev="lo"):
         super().__init__(mtu, tmpdir)
         remove_stale_namespaces()
         NetnsMemifLink._counter += 1
@@ -148,8 +151,14 @@ class NetnsMemifLink(MemifLink):
         try:
             sh("ip", "netns", "add", self.ns)
             sh("ip", "-n", self.ns, "link", "set", "lo", "up")
+            dev = "lo"
+            if addr_dev == "veth":
+                dev = "uea"
+                sh("ip", "-n", self.ns, "link", "add", dev, "type", "veth", "peer", "name", "ueb")
+                for d in (dev, "ueb"):
+                    sh("ip", "-n", self.ns, "link", "set", d, "up")
             for a in ROCE_ADDR:
-                sh("ip", "-n", self.ns, "addr", "add", f"{a}/32", "dev", "lo")
+                sh("ip", "-n", self.ns, "addr", "add", f"{a}/32", "dev", dev)
         except Exception:
             self.close()
             raise
@@ -372,9 +381,10 @@ def _on_signal(signum, _frame):
 
 def make_link(name, mtu=None, netns=False, bottleneck=None):
     """memif | memif_zc | af_packet | af_xdp | pcap | routed -> an open Link (close it, or use `with`).
-    netns: memif inside a namespace whose lo carries the RoCE addresses (NetnsMemifLink)."""
+    netns: memif inside a namespace whose lo carries the RoCE addresses (NetnsMemifLink);
+    "veth": a veth inside it carries them."""
     if name == "memif" and netns:
-        return NetnsMemifLink(mtu=mtu or 4096)
+        return NetnsMemifLink(mtu=mtu or 4096, addr_dev="veth" if netns == "veth" else "lo")
     if name in ("memif", "memif_zc"):
         return MemifLink(mtu=mtu or 4096, zero_copy=name == "memif_zc")
     if name in ("af_packet", "af_xdp", "pcap"):

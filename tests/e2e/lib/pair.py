@@ -54,15 +54,16 @@ mac = "{links.MACS[side]}"
 
 
 class Side:
-    """One running program with its output captured to a file."""
+    """One running program with its output captured to a file. stdin: as subprocess.Popen's
+    (subprocess.PIPE: the program reads what proc.stdin is given)."""
 
-    def __init__(self, label, argv, env, out_path):
+    def __init__(self, label, argv, env, out_path, stdin=None):
         self.label = label
         self.argv = argv
         self.out_path = out_path
         self.out = open(out_path, "w+")
-        self.proc = subprocess.Popen(argv, env=env, stdout=self.out, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(argv, env=env, stdin=stdin, stdout=self.out,
+                                     stderr=subprocess.STDOUT, start_new_session=True)
         self.rc = None
         _running.append(self)
 
