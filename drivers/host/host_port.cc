@@ -80,17 +80,17 @@ bool own_program_attached(const std::string& ifname, const std::string& port) {
   return std::find(ids.begin(), ids.end(), a->id) != ids.end();
 }
 
-class HostPort final : public Port {
+class HostPort final : public netlink::ViewPort {
  public:
   HostPort(std::unique_ptr<xdp::NetdevUse> use, std::unique_ptr<dpdk::EthdevIo> io,
            const config::Device& dev, const netlink::NetdevState& st)
-      : claim_{std::move(use)},
+      : netlink::ViewPort(st),
+        claim_{std::move(use)},
         io_(std::move(io)),
         pipeline_(*io_, pfc_off(dev),
                   pipeline::PipelineParams{st.mac, io_->max_frame(), io_->queues(),
                                            io_->link_speed_bps(), true},
-                  monotonic_now),
-        view_(st) {}
+                  monotonic_now) {}
 
   bool start(std::string* err) { return view_.start(err); }
 
@@ -119,26 +119,11 @@ class HostPort final : public Port {
     return total;
   }
 
-  MacAddr mac() const override { return view_.state().mac; }
   size_t max_frame_len() const override { return io_->max_frame(); }
-  /// The netdev's (ethtool), not the PMD's: net_af_xdp reports a fixed figure.
-  uint64_t link_speed_bps() const override { return netlink::netdev_speed_bps(view_.state().name); }
-
-  bool resolve(const Gid& ip, MacAddr* out) override { return view_.resolve(ip, out); }
-  bool route_source(const Gid& dst, Gid* src, std::string* err) override {
-    return view_.route_source(dst, src, err);
-  }
-  uint8_t hop_limit(const Gid& ip) override { return view_.hop_limit(ip); }
 
   bool read_counters(PortCounters* out) override {
     io_->fill_counters(out);
     pipeline_.fill_counters(out);
-    return true;
-  }
-
-  uint64_t link_version() const override { return view_.version(); }
-  bool link_state(LinkState* out) const override {
-    view_.link_state(out);
     return true;
   }
 
@@ -159,7 +144,6 @@ class HostPort final : public Port {
   } claim_;
   std::unique_ptr<dpdk::EthdevIo> io_;
   pipeline::PortPipeline pipeline_;
-  netlink::NetdevView view_;
 };
 
 std::string who(const config::Device& dev) {

@@ -88,11 +88,12 @@ std::vector<SharedPort*>& registry() {
   return *v;
 }
 
-class SharedPort final : public Port {
+class SharedPort final : public netlink::ViewPort {
  public:
   SharedPort(const config::Device& dev, const netlink::NetdevState& st, shm::Session s,
              shm::Region region)
-      : sock_(s.sock),
+      : netlink::ViewPort(st),
+        sock_(s.sock),
         welcome_(s.welcome),
         region_(std::move(region)),
         client_bell_(s.client_bell),
@@ -100,8 +101,7 @@ class SharedPort final : public Port {
         pipeline_(io_, pfc_off(dev),
                   pipeline::PipelineParams{st.mac, max_frame(), 1,
                                            netlink::netdev_speed_bps(st.name), false},
-                  clock_now),
-        view_(st) {
+                  clock_now) {
     for (uint32_t k = 0; k < region_.params().rx_rings; ++k) rx_.emplace_back(region_.rx(k));
     std::lock_guard<std::mutex> l(registry_mu());
     registry().push_back(this);
@@ -186,15 +186,7 @@ class SharedPort final : public Port {
     return total;
   }
 
-  MacAddr mac() const override { return view_.state().mac; }
   size_t max_frame_len() const override { return max_frame(); }
-  uint64_t link_speed_bps() const override { return netlink::netdev_speed_bps(view_.state().name); }
-
-  bool resolve(const Gid& ip, MacAddr* out) override { return view_.resolve(ip, out); }
-  bool route_source(const Gid& dst, Gid* src, std::string* err) override {
-    return view_.route_source(dst, src, err);
-  }
-  uint8_t hop_limit(const Gid& ip) override { return view_.hop_limit(ip); }
 
   bool read_counters(PortCounters* out) override {
     out->rx_packets_phy = received_;
@@ -206,9 +198,11 @@ class SharedPort final : public Port {
     return true;
   }
 
-  uint64_t link_version() const override { return view_.version() + (daemon_gone_ ? 1 : 0); }
+  uint64_t link_version() const override {
+    return ViewPort::link_version() + (daemon_gone_ ? 1 : 0);
+  }
   bool link_state(LinkState* out) const override {
-    view_.link_state(out);
+    ViewPort::link_state(out);
     if (forked_ || daemon_gone_) out->up = false;
     out->shared_slot = static_cast<int>(welcome_.qpn_block);
     out->qpn_block_bits = static_cast<uint8_t>(welcome_.qpn_block_bits);
@@ -267,7 +261,6 @@ class SharedPort final : public Port {
   shm::Doorbell client_bell_;
   RingFrameIo io_;
   pipeline::PortPipeline pipeline_;
-  netlink::NetdevView view_;
   std::vector<shm::Consumer> rx_;
   int ep_ = -1;
   uint64_t received_ = 0;

@@ -31,6 +31,10 @@
 
 namespace uroce::netlink {
 
+/// The netdev's link speed as ethtool reports it (what the kernel's RoCE devices report as
+/// their port's speed); 10 Gbit/s when it reports none (a veth's 10000 Mb/s is reported).
+uint64_t netdev_speed_bps(const std::string& ifname);
+
 class NetdevView {
  public:
   /// Longest time an idle port goes without reading the Monitor.
@@ -78,12 +82,33 @@ class NetdevView {
   Timestamp next_poll_{};
 };
 
+/// A Port whose netdev facts are a NetdevView's, the base of both host-mode ports: its MAC, speed,
+/// link state, next hops, source addresses and TTL are what the kernel says. The derived port
+/// moves the frames and calls view_.after_poll() after each poll.
+class ViewPort : public Port {
+ public:
+  explicit ViewPort(const NetdevState& st) : view_(st) {}
+
+  MacAddr mac() const override { return view_.state().mac; }
+  /// The netdev's (ethtool), not a PMD's (net_af_xdp reports a fixed figure).
+  uint64_t link_speed_bps() const override { return netdev_speed_bps(view_.state().name); }
+  bool resolve(const Gid& ip, MacAddr* out) override { return view_.resolve(ip, out); }
+  bool route_source(const Gid& dst, Gid* src, std::string* err) override {
+    return view_.route_source(dst, src, err);
+  }
+  uint8_t hop_limit(const Gid& ip) override { return view_.hop_limit(ip); }
+  uint64_t link_version() const override { return view_.version(); }
+  bool link_state(LinkState* out) const override {
+    view_.link_state(out);
+    return true;
+  }
+
+ protected:
+  NetdevView view_;
+};
+
 /// The netdev `ifname`, checked as a host-mode port needs it: it exists, is up, has an address,
 /// and its MTU carries a RoCE path MTU (at most `mtu`); nullopt with one line in *err otherwise.
 std::optional<NetdevState> usable_netdev(const std::string& ifname, uint32_t mtu, std::string* err);
-
-/// The netdev's link speed as ethtool reports it (what the kernel's RoCE devices report as
-/// their port's speed); 10 Gbit/s when it reports none (a veth's 10000 Mb/s is reported).
-uint64_t netdev_speed_bps(const std::string& ifname);
 
 }  // namespace uroce::netlink

@@ -329,14 +329,14 @@ MANY = 256
 def daemon_stats(h, side, timeout=20):
     """SIGUSR1 to the daemon of side; its next "stats" line as {key: int}."""
     d = h.daemons[side]
-    before = d.output().count("\nstats ")
+    head = re.compile(r"(?m)^stats net_rx=.*$")
+    before = len(head.findall(d.output()))
     d.kill(signal.SIGUSR1)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        out = d.output()
-        if out.count("\nstats ") > before:
-            line = out[out.rindex("\nstats ") + 1:].splitlines()[0]
-            return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", line)}
+        lines = head.findall(d.output())
+        if len(lines) > before:
+            return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])}
         time.sleep(0.05)  # polling a condition with a deadline
     raise RuntimeError("the daemon printed no stats line")
 

@@ -194,7 +194,7 @@ class Daemon final : public FrameHandler {
   /// Frames from the netdev (the host port delivers only those to our MAC).
   void on_frame(std::span<const uint8_t> frame, const RxMeta&) override {
     ++net_rx_;
-    to_clients(frame);
+    to_clients(frame, frame);
   }
 
   void run(int stats_every_s) {
@@ -264,9 +264,10 @@ class Daemon final : public FrameHandler {
   }
 
  private:
-  /// A frame for the local clients: by destination QPN's block; QP1 to every client.
-  void to_clients(std::span<const uint8_t> frame) {
-    auto qpn = roce_dest_qpn(frame);
+  /// A frame for the local clients: by the destination QPN's block, read from `headers` (the
+  /// frame itself, or a copy of a client's frame's first bytes); QP1 to every client.
+  void to_clients(std::span<const uint8_t> headers, std::span<const uint8_t> frame) {
+    auto qpn = roce_dest_qpn(headers);
     if (!qpn) {
       ++unknown_;
       return;
@@ -332,7 +333,7 @@ class Daemon final : public FrameHandler {
       if (std::memcmp(hdr, mac_.b.data(), 6) == 0) {  // same host
         ++k.from_client;
         ++k.switched;
-        to_clients_copy(h, f);
+        to_clients(h, f);
         continue;
       }
       uint8_t* p = net_->begin_frame(f.size());
@@ -345,25 +346,6 @@ class Daemon final : public FrameHandler {
     }
     if (done) c.tx.release(done);
     return done;
-  }
-
-  /// Same-host: steers by the copied headers h, copies the frame f once into the destination.
-  void to_clients_copy(std::span<const uint8_t> h, std::span<const uint8_t> f) {
-    auto qpn = roce_dest_qpn(h);
-    if (!qpn) {
-      ++unknown_;
-      return;
-    }
-    if (*qpn == 1) {
-      for (Client* c : live_) push(*c, f);
-      return;
-    }
-    Client* c = clients_[blocks_.block_of(*qpn)].get();
-    if (!c) {
-      ++unknown_;
-      return;
-    }
-    push(*c, f);
   }
 
   /// Idle: arms the daemon's doorbell in every client's TX ring and waits for a control event,
