@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -78,14 +80,25 @@ class RingFrameIo final : public pipeline::FrameIo {
 
 class SharedPort;
 
-/// Open shared ports, for the fork handler (registry_mu).
-std::mutex& registry_mu() {
-  static std::mutex mu;
-  return mu;
+/// Open shared ports, for the fork handler. Lock-free, so that the handler takes no lock that
+/// a thread opening a port (under its engine lock) might hold: a fork takes the engine locks
+/// first (lib/device runtime.cc). A process has a port per device; past kMaxPorts a port is
+/// not listed, and a child of the process keeps its descriptors open (never uses them).
+constexpr size_t kMaxPorts = 64;
+std::array<std::atomic<SharedPort*>, kMaxPorts> g_ports{};
+
+void enlist(SharedPort* p) {
+  for (auto& slot : g_ports) {
+    SharedPort* none = nullptr;
+    if (slot.compare_exchange_strong(none, p)) return;
+  }
 }
-std::vector<SharedPort*>& registry() {
-  static auto* v = new std::vector<SharedPort*>();
-  return *v;
+
+void delist(SharedPort* p) {
+  for (auto& slot : g_ports) {
+    SharedPort* me = p;
+    if (slot.compare_exchange_strong(me, nullptr)) return;
+  }
 }
 
 class SharedPort final : public netlink::ViewPort {
@@ -103,15 +116,11 @@ class SharedPort final : public netlink::ViewPort {
                                            netlink::netdev_speed_bps(st.name), false},
                   clock_now) {
     for (uint32_t k = 0; k < region_.params().rx_rings; ++k) rx_.emplace_back(region_.rx(k));
-    std::lock_guard<std::mutex> l(registry_mu());
-    registry().push_back(this);
+    enlist(this);
   }
 
   ~SharedPort() override {
-    {
-      std::lock_guard<std::mutex> l(registry_mu());
-      std::erase(registry(), this);
-    }
+    delist(this);
     if (ep_ >= 0) ::close(ep_);
     if (sock_ >= 0) ::close(sock_);  // the daemon frees the client's slot, block and region
   }
@@ -268,12 +277,10 @@ class SharedPort final : public netlink::ViewPort {
   bool forked_ = false;
 };
 
-void fork_prepare() { registry_mu().lock(); }
-void fork_parent() { registry_mu().unlock(); }
+/// In a forked child (one thread): every port the parent had open goes inert.
 void fork_child() {
-  for (SharedPort* p : registry()) p->after_fork_in_child();
-  registry().clear();
-  registry_mu().unlock();
+  for (auto& slot : g_ports)
+    if (SharedPort* p = slot.exchange(nullptr)) p->after_fork_in_child();
 }
 
 }  // namespace
@@ -301,7 +308,7 @@ std::unique_ptr<Port> open_shared_port(const config::Device& dev, std::string* e
     return nullptr;
   };
   static std::once_flag once;
-  std::call_once(once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
+  std::call_once(once, [] { pthread_atfork(nullptr, nullptr, fork_child); });
   std::string e;
   auto st = netlink::usable_netdev(dev.netdev, dev.mtu, &e);
   if (!st) return fail(e);
