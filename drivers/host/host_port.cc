@@ -19,10 +19,6 @@
 #include "host/host_port.h"
 
 #include <linux/ethtool.h>
-#include <linux/sockios.h>
-#include <net/if.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -54,16 +50,9 @@ using dpdk::monotonic_now;
 /// count net_af_xdp checks queue_count against); 1 when it reports none. IFLA_NUM_RX_QUEUES
 /// is the allocated count, larger than the active one on a veth.
 unsigned active_rx_queues(const std::string& ifname) {
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 1;
   ethtool_channels ch{};
   ch.cmd = ETHTOOL_GCHANNELS;
-  ifreq ifr{};
-  std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  ifr.ifr_data = reinterpret_cast<char*>(&ch);
-  const bool ok = ioctl(fd, SIOCETHTOOL, &ifr) == 0;
-  close(fd);
-  const unsigned n = ok ? ch.combined_count + ch.rx_count : 0;
+  const unsigned n = netlink::ethtool_get(ifname, &ch) ? ch.combined_count + ch.rx_count : 0;
   return n ? n : 1;
 }
 

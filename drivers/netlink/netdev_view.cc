@@ -144,17 +144,21 @@ std::optional<NetdevState> usable_netdev(const std::string& ifname, uint32_t mtu
   return st;
 }
 
-uint64_t netdev_speed_bps(const std::string& ifname) {
+bool ethtool_get(const std::string& ifname, void* cmd) {
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return kUnknownSpeedBps;
-  ethtool_cmd cmd{};
-  cmd.cmd = ETHTOOL_GSET;
+  if (fd < 0) return false;
   ifreq ifr{};
   std::strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
-  ifr.ifr_data = reinterpret_cast<char*>(&cmd);
+  ifr.ifr_data = static_cast<char*>(cmd);
   const bool ok = ioctl(fd, SIOCETHTOOL, &ifr) == 0;
   close(fd);
-  const uint32_t mbps = ok ? ethtool_cmd_speed(&cmd) : 0;
+  return ok;
+}
+
+uint64_t netdev_speed_bps(const std::string& ifname) {
+  ethtool_cmd cmd{};
+  cmd.cmd = ETHTOOL_GSET;
+  const uint32_t mbps = ethtool_get(ifname, &cmd) ? ethtool_cmd_speed(&cmd) : 0;
   if (mbps == 0 || mbps == static_cast<uint32_t>(SPEED_UNKNOWN)) return kUnknownSpeedBps;
   return uint64_t{mbps} * 1'000'000ull;
 }

@@ -34,6 +34,9 @@ namespace uroce::netlink {
 /// The netdev's link speed as ethtool reports it (what the kernel's RoCE devices report as
 /// their port's speed); 10 Gbit/s when it reports none (a veth's 10000 Mb/s is reported).
 uint64_t netdev_speed_bps(const std::string& ifname);
+/// One ethtool query (SIOCETHTOOL) of ifname: cmd is the ethtool struct, its .cmd set; false
+/// when the kernel refused.
+bool ethtool_get(const std::string& ifname, void* cmd);
 
 class NetdevView {
  public:
