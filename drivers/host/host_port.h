@@ -12,16 +12,14 @@
  * neighbour entry (Resolver), never uroce's own ARP/ND.
  *
  * One process owns a netdev at a time (exclusive mode): a second one is refused with one line
- * while the first holds it. When uroce-hostd serves the netdev (tools/uroce-hostd), the port
- * is a memif client of the daemon instead (shared mode): same netlink view, frames through
- * the daemon, QPNs tagged with the process' client slot (LinkState::shared_slot). PFC is the NIC's
- * business on a shared netdev (the kernel's DCB settings); the port sends no PFC frames and the
- * kernel consumes the ones that arrive.
+ * while the first holds it. uroce-hostd opens its netdev through this port too; the processes
+ * it serves use drivers/hostd_client's port instead (no DPDK). PFC is the NIC's business on a
+ * shared netdev (the kernel's DCB settings); the port sends no PFC frames and the kernel consumes
+ * the ones that arrive.
  */
 #pragma once
 
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "common/port.h"
@@ -33,20 +31,5 @@ namespace uroce::host {
 /// to one line naming the device, the netdev and the problem (no such netdev, down, no
 /// address, a foreign XDP program, in use by another process, the PMD's refusal).
 std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err);
-
-/// What the port of dev reports, read without opening it (netlink, ethtool; no DPDK), after
-/// the checks open_host_port() makes before it touches DPDK (the netdev exists, is up, has an
-/// address, an MTU that carries RoCE); nullopt with *err (the same line) when one fails.
-/// shared: uroce-hostd serves the netdev, so opening the port is only the memif client.
-struct HostView {
-  LinkState link;
-  uint64_t link_speed_bps = 0;
-  bool shared = false;
-};
-std::optional<HostView> view_host_port(const config::Device& dev, std::string* err);
-
-/// The netdev's link speed as ethtool reports it (what the kernel's RoCE devices report as
-/// their port's speed); 10 Gbit/s when it reports none (a veth's 10000 Mb/s is reported).
-uint64_t netdev_speed_bps(const std::string& ifname);
 
 }  // namespace uroce::host

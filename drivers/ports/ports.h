@@ -26,8 +26,8 @@ struct PortView {
 
 /// Whether dev's port may be opened later, at its first use, because what it reports can be
 /// read without opening it and opening it claims nothing a query could be refused for: a
-/// host-mode device whose netdev uroce-hostd serves (opening it is only the memif client of
-/// the daemon). Then *view is what the port reports (netlink, ethtool; no DPDK).
+/// host-mode device whose netdev uroce-hostd serves (opening it is only the session with the
+/// daemon). Then *view is what the port reports (netlink, ethtool; no DPDK).
 enum class Deferral {
   kOpenNow,   ///< any other device: open the port now (where it claims the netdev or NIC)
   kDeferred,  ///< *view filled; open_port() later

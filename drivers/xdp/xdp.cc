@@ -29,6 +29,8 @@
 #include <filesystem>
 #include <vector>
 
+#include "common/run_path.h"
+
 namespace uroce::xdp {
 
 namespace {
@@ -272,14 +274,6 @@ std::optional<Counts> counts(std::string_view ifname, std::string* err) {
   }
   *err = "no map " + std::string(kCountsMap) + " in the program on " + std::string(ifname);
   return std::nullopt;
-}
-
-std::string netdev_run_path(std::string_view kind, std::string_view ifname) {
-  const char* dir = std::getenv("UROCE_RUN_DIR");
-  struct stat st {};
-  ::stat("/proc/self/ns/net", &st);
-  return std::string(dir && *dir ? dir : "/run/uroce") + "/" + std::string(kind) + "-" +
-         std::string(ifname) + "." + std::to_string(st.st_ino);
 }
 
 std::string lock_path(std::string_view ifname) {

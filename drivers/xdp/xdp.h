@@ -60,12 +60,7 @@ struct Counts {
 };
 std::optional<Counts> counts(std::string_view ifname, std::string* err);
 
-/// A run-time file stem of a netdev: <dir>/<kind>-<ifname>.<netns inode>, dir $UROCE_RUN_DIR
-/// or /run/uroce; the inode of /proc/self/ns/net keeps equal names in two network namespaces
-/// apart. uroce-hostd's files use it too (drivers/host/hostd_share.h).
-std::string netdev_run_path(std::string_view kind, std::string_view ifname);
-
-/// The lock file of a netdev: netdev_run_path("netdev", ifname) + ".lock".
+/// The lock file of a netdev: netdev_run_path("netdev", ifname) + ".lock" (common/run_path.h).
 std::string lock_path(std::string_view ifname);
 
 /// A uroce process's claim on a netdev: flock(LOCK_SH) on its lock file while the port is open.

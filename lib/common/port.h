@@ -53,10 +53,6 @@ struct PortCounters {
   uint64_t tx_pause_storm_error_events = 0;
 };
 
-/// QPN bits that carry the client slot of a process sharing a netdev through uroce-hostd
-/// (EngineConfig::qpn_tag_bits): at most 16 processes per netdev.
-inline constexpr uint8_t kSharedQpnTagBits = 4;
-
 /// Bytes after the BTH that roce_path_mtu() keeps for extended headers: XRCETH 4 + AtomicETH 28
 /// (a data packet has fewer, which is the room uroce's extension headers use).
 inline constexpr uint32_t kRoceHeaderRoom = 4 + 28;
@@ -80,8 +76,11 @@ struct LinkState {
   bool up = true;         ///< the netdev is up with carrier
   uint32_t mtu = 0;       ///< the netdev's MTU (IP bytes); 0 = unknown
   std::vector<Gid> gids;  ///< the netdev's addresses as RoCEv2 GIDs, in the kernel's order
-  /// Shared through uroce-hostd: this process' client slot (its QPN tag); -1: exclusive.
+  /// Shared through uroce-hostd: this process' client number at the daemon, which is also its
+  /// QPN block (EngineConfig::qpn_block); -1: exclusive.
   int shared_slot = -1;
+  /// With shared_slot >= 0: the low QPN bits the engine numbers QPs with inside the block.
+  uint8_t qpn_block_bits = 0;
 };
 
 /// A port: TX through the TxSink interface, RX by polling.
@@ -127,6 +126,17 @@ class Port : public TxSink, public NeighborResolver {
     err->clear();
     return false;
   }
+  /// Ports whose frames arrive through a doorbell (a client of uroce-hostd): a descriptor that
+  /// becomes readable when a frame arrives or the link changes while the port is armed
+  /// (prepare_sleep() returned true), so its poller may block on it instead of polling; -1
+  /// when the port has none (its poller sleeps by time).
+  virtual int wake_fd() const { return -1; }
+  /// Arms the doorbell before the poller blocks on wake_fd(): false when frames already wait
+  /// (then do not block). Requires the engine lock.
+  virtual bool prepare_sleep() { return false; }
+  /// After the block (woken or timed out): disarms the doorbell and drains wake_fd().
+  /// Requires the engine lock.
+  virtual void end_sleep() {}
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
 

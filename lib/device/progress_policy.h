@@ -72,6 +72,19 @@ inline constexpr Duration kDeepSleep = Duration::micros(250);
 /// QPs" rows); the price is up to 2 ms more for the first frame after a second of silence.
 inline constexpr Duration kDeeperIdle = Duration::seconds(1);
 inline constexpr Duration kDeeperSleep = Duration::millis(2);
+/// A port with a doorbell (Port::wake_fd(): a client of uroce-hostd) after this long without
+/// work: the thread blocks on the doorbell until a frame arrives, the link changes, the
+/// application calls, or the engine's next deadline (at most kBlockMax), instead of the timed
+/// sleeps, so an idle process costs a wake-up per kBlockMax and no more. Before it, the timed
+/// back-off as for any port: blocking costs the daemon a doorbell system call per frame to a
+/// sleeping process, which busy traffic must not pay.
+inline constexpr Duration kBlockIdle = kDeepIdle;
+/// Longest block on a doorbell. Nothing of an idle process changes meanwhile (its counters and
+/// QP rates are refreshed as it blocks); only a `uroce capture` started on it attaches at the
+/// next wake-up. A wake-up costs ~450 us of CPU on this project's 2-vCPU VMs (ppoll, the
+/// statistics step; bench/RESULTS.md, "uroce-hostd phase A"): at 60 s, 256 idle processes cost
+/// 0.2 % of a core, at 2 s they cost 5 %.
+inline constexpr Duration kBlockMax = Duration::seconds(60);
 /// The application called within this: it is polling, and its calls make progress. Measured
 /// with the phases as a whole (2026-12-04 19:49 UTC, session 8: "the progress thread follows
 /// the application's calls"), not as a value of its own.
@@ -208,6 +221,9 @@ class ProgressPolicy {
   Decision after_step(Timestamp t, size_t work, bool follow_up, Timestamp deadline);
   /// The sleep of a kBackOff decision, the clock read again at t.
   Duration back_off_sleep(Timestamp t, Timestamp deadline) const;
+  /// Instead of back_off_sleep(), for a port that can wake its poller (Port::wake_fd()): block
+  /// on it, the thread having found no work for kBlockIdle at t.
+  bool block(Timestamp t) const { return t - last_work_ >= kBlockIdle; }
 
   int idle_rounds() const { return idle_; }
   Timestamp last_work() const { return last_work_; }

@@ -7,7 +7,10 @@
  */
 #include "device/runtime.h"
 
+#include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -96,6 +99,27 @@ class AppCpu {
   int64_t others_ = 0;
 };
 
+/// Incremented in every forked child (fork_child()): runtimes of an earlier generation are the
+/// parent's.
+std::atomic<uint64_t> g_fork_generation{0};
+
+/// fork: every runtime's engine lock is held across it, so the child's copy of each engine is
+/// consistent and unlocked (a progress thread that held it does not exist there); the child
+/// counts a new generation, which makes every runtime it inherited refuse calls.
+void fork_prepare() {
+  live_mu().lock();
+  for (Runtime* rt : live()) rt->mu.lock();
+}
+void fork_parent() {
+  for (Runtime* rt : live()) rt->mu.unlock();
+  live_mu().unlock();
+}
+void fork_child() {
+  g_fork_generation.fetch_add(1, std::memory_order_relaxed);
+  for (Runtime* rt : live()) rt->mu.unlock();
+  live_mu().unlock();
+}
+
 /// mtu_code of the path MTU a netdev of MTU netdev_mtu carries for a device configured with
 /// cfg_mtu; `otherwise` when that MTU carries no RoCE frame at all.
 uint8_t path_mtu_code(uint32_t cfg_mtu, uint32_t netdev_mtu, uint8_t otherwise) {
@@ -133,7 +157,26 @@ uint8_t mtu_code(uint32_t bytes) {
   }
 }
 
-Runtime::Runtime(const config::Device& c, std::string src) : cfg(c), source(std::move(src)) {}
+Runtime::Runtime(const config::Device& c, std::string src)
+    : cfg(c),
+      source(std::move(src)),
+      fork_generation_(g_fork_generation.load(std::memory_order_relaxed)),
+      owner_pid_(getpid()) {
+  static std::once_flag once;
+  std::call_once(once, [] { pthread_atfork(fork_prepare, fork_parent, fork_child); });
+}
+
+bool Runtime::inherited() const {
+  return fork_generation_ != g_fork_generation.load(std::memory_order_relaxed);
+}
+
+void Runtime::report_inherited() {
+  if (inherited_reported_.exchange(true)) return;
+  std::fprintf(stderr,
+               "uroce: %s: this context was opened by process %d, which forked this one; its "
+               "resources stay the parent's: open the device again in this process\n",
+               cfg.name.c_str(), static_cast<int>(owner_pid_));
+}
 
 Runtime::~Runtime() { shut_down(); }
 
@@ -147,10 +190,15 @@ void Runtime::shut_down() {
   if (thread_.joinable()) {
     // In a forked child the thread does not exist: joining would wait forever.
     if (getpid() == thread_pid_) {
+      kick_thread();
       thread_.join();
     } else {
       thread_.detach();
     }
+  }
+  if (wake_efd_ >= 0 && getpid() == thread_pid_) {
+    close(wake_efd_);
+    wake_efd_ = -1;
   }
   print_counters("close");
 }
@@ -159,6 +207,7 @@ void Runtime::stop_at_exit() {
   // A forked child's exit: the runtime (and its thread, its lock's holder) is the parent's.
   if (getpid() != thread_pid_) return;
   stop_.store(true);
+  kick_thread();
   if (thread_.joinable()) thread_.join();
   std::lock_guard<std::mutex> l(mu);
   exiting = true;
@@ -263,6 +312,7 @@ size_t Runtime::transmit_locked(Timestamp t) {
 
 void Runtime::drive_post_locked(Timestamp t) {
   if (exiting) return;
+  if (blocked_) wake_thread_locked();
   if (post_polls_rx(t, last_rx, tuning)) {
     drive_locked(t);
     return;
@@ -273,6 +323,7 @@ void Runtime::drive_post_locked(Timestamp t) {
 
 void Runtime::drive_locked(Timestamp t) {
   if (exiting) return;
+  if (blocked_) wake_thread_locked();
   last_app_call.store(t.ns, std::memory_order_relaxed);
   for (int i = 0; i < tuning.drive_rounds; ++i) {
     Progress p = progress_locked(t);
@@ -307,6 +358,46 @@ void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
   if (capture) capture->write(frame, false, wall_ns());
 #endif
   engine->on_frame(frame, rx_now);
+}
+
+void Runtime::wake_thread_locked() {
+  blocked_ = false;
+  kick_thread();
+}
+
+void Runtime::kick_thread() {
+  if (wake_efd_ < 0) return;
+  const uint64_t one = 1;
+  const ssize_t r = write(wake_efd_, &one, sizeof one);
+  (void)r;  // EAGAIN: the counter is full, so the thread wakes anyway
+}
+
+bool Runtime::block_on_port() {
+  Timestamp deadline;
+  {
+    std::lock_guard<std::mutex> l(mu);
+    if (engine->has_tx_work() || !port->prepare_sleep()) return false;
+    // What `uroce show` reads stays as it is now for the whole block: up to date.
+    refresh_stats_locked();
+    refresh_port_stats_locked();
+    // Under the same lock as blocked_: an application call after this sees blocked_ and wakes
+    // the thread; one before it set its timers already.
+    deadline = engine->next_deadline();
+    blocked_ = true;
+  }
+  const Timestamp t = now();
+  const Duration d = until(kBlockMax, deadline, t);
+  pollfd fds[2] = {{port->wake_fd(), POLLIN, 0}, {wake_efd_, POLLIN, 0}};
+  const timespec ts{static_cast<time_t>(d.ns / 1'000'000'000),
+                    static_cast<long>(d.ns % 1'000'000'000)};
+  ppoll(fds, 2, &ts, nullptr);
+  std::lock_guard<std::mutex> l(mu);
+  blocked_ = false;
+  port->end_sleep();
+  uint64_t v;
+  const ssize_t r = read(wake_efd_, &v, sizeof v);
+  (void)r;
+  return true;
 }
 
 void Runtime::start_thread() {
@@ -365,7 +456,12 @@ void Runtime::run() {
       case Action::kSpin: cpu_relax(); break;
       case Action::kYield: sched_yield(); break;
       case Action::kSleep: sleep_for(next.sleep); break;
-      case Action::kBackOff: sleep_for(policy.back_off_sleep(now(), deadline)); break;
+      case Action::kBackOff: {
+        const Timestamp t2 = now();
+        if (wake_efd_ >= 0 && policy.block(t2) && block_on_port()) break;
+        sleep_for(policy.back_off_sleep(t2, deadline));
+        break;
+      }
     }
   }
 }
@@ -393,6 +489,10 @@ int Runtime::open() {
 }
 
 int Runtime::start() {
+  if (inherited()) {
+    report_inherited();
+    return EIO;
+  }
   std::lock_guard<std::mutex> s(start_mu_);
   if (started()) return 0;
   // mu: queries of a deferred device read what this sets; the progress thread starts last.
@@ -444,9 +544,9 @@ int Runtime::start() {
     ifindex = st.ifindex;
     // After a deferred open, every GID keeps the index queries showed (merge_gid_table).
     ec.gids = merge_gid_table(v2_entries(viewed, gid_v1_base), st.gids);
-    if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs carry the client slot
-      ec.qpn_tag_bits = kSharedQpnTagBits;
-      ec.qpn_tag = static_cast<uint32_t>(st.shared_slot);
+    if (st.shared_slot >= 0) {  // shared through uroce-hostd: QPNs in the daemon's block
+      ec.qpn_block_bits = st.qpn_block_bits;
+      ec.qpn_block = static_cast<uint32_t>(st.shared_slot);
     }
     active_mtu = path_mtu_code(cfg.mtu, st.mtu, active_mtu);
     ec.max_mtu = 128u << active_mtu;
@@ -475,6 +575,8 @@ int Runtime::start() {
     on_async_event(
         {link_up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr,
          1});
+  // A port with a doorbell lets the idle thread block on it (block_on_port()).
+  if (port->wake_fd() >= 0 && wake_efd_ < 0) wake_efd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   started_.store(true, std::memory_order_release);
   // start_thread() takes live_mu, which stop_all_at_exit() holds while it takes mu: never mu
   // first.

@@ -82,6 +82,12 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   int start();
   /// start() has succeeded: port and engine exist.
   bool started() const { return started_.load(std::memory_order_acquire); }
+  /// Opened by a process this one was forked from (fork as rdma-core, docs/limits.md): its
+  /// engine is a copy of the parent's and its port the parent's (inert in this process); the
+  /// verbs layer refuses every call that would use it (EIO) after report_inherited().
+  bool inherited() const;
+  /// Once per runtime, the line on stderr that says why a call on an inherited context fails.
+  void report_inherited();
   /// Stops the progress thread and reports the counters (print_counters("close")). Idempotent.
   void shut_down();
 
@@ -167,12 +173,26 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   void refresh_capture_locked();
   /// Starts the background progress thread.
   void start_thread();
+  /// The progress thread, idle for kBlockIdle on a port with a doorbell: blocks on it (and on
+  /// wake_efd_) until the engine's next deadline, at most kBlockMax; false when it did not
+  /// (frames or TX work were waiting).
+  bool block_on_port();
+  /// An application call while the progress thread blocks: wakes it, so it follows the
+  /// application (and the deadlines its calls set). Requires mu.
+  void wake_thread_locked();
+  /// Wakes the progress thread from a block on the port (shut-down, exit, an application call).
+  void kick_thread();
   /// The progress thread's loop.
   void run();
   /// At process exit: stops the thread, then application-driven progress; reports counters.
   void stop_at_exit();
 
   std::thread thread_;
+  const uint64_t fork_generation_;  ///< the process's fork generation when constructed
+  const pid_t owner_pid_;           ///< the process that opened it
+  std::atomic<bool> inherited_reported_{false};
+  int wake_efd_ = -1;     ///< eventfd: application calls wake the blocked thread (-1: no doorbell)
+  bool blocked_ = false;  ///< the thread blocks on the port's doorbell (mu)
   pid_t thread_pid_ = 0;  ///< the process that started thread_ (a forked child has no thread)
   std::atomic<bool> stop_{false};
   std::mutex start_mu_;  ///< one start() at a time

@@ -37,6 +37,11 @@ Engine::Impl::Impl(const EngineConfig& c, CounterBlock* k, EngineObserver* o)
   cfg.sr_window = std::bit_ceil(std::clamp<uint32_t>(cfg.sr_window, 16, 32 * wire::kSackMaxWords));
   qps.resize(kFirstQpSlot);
   qp_gen.resize(kFirstQpSlot);
+  if (cfg.qpn_block_bits) {
+    cfg.qpn_block_bits = std::clamp(cfg.qpn_block_bits, kMinQpnBlockBits, kMaxQpnBlockBits);
+    cfg.qpn_block &= (1u << (24 - cfg.qpn_block_bits)) - 1;
+    block_next = cfg.qpn_block == 0 ? kFirstQpSlot : 0;
+  }
 }
 
 Engine::Engine(const EngineConfig& cfg, CounterBlock* counters, EngineObserver* observer)
@@ -49,10 +54,22 @@ CounterBlock& Engine::counters() { return *impl_->ctr; }
 // ---- Lookup ---------------------------------------------------------------------------------
 
 Qp* Engine::Impl::find_qp(uint32_t qpn) const {
-  uint32_t slot = qpn & ((1u << kQpSlotBits) - 1);
+  const uint32_t slot = qp_slot(qpn);
   if (slot >= qps.size() || !qps[slot]) return nullptr;
   Qp* qp = qps[slot].get();
   return qp->qpn == qpn ? qp : nullptr;
+}
+
+std::optional<uint32_t> Engine::Impl::next_block_slot() {
+  const uint32_t first = cfg.qpn_block == 0 ? kFirstQpSlot : 0;
+  const uint32_t n = (1u << cfg.qpn_block_bits) - first;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t slot = first + (block_next - first + i) % n;
+    if (slot < qps.size() && qps[slot]) continue;
+    block_next = first + (slot - first + 1) % n;
+    return slot;
+  }
+  return std::nullopt;  // every number of the block is a live QP
 }
 
 Cq* Engine::Impl::find_cq(uint32_t id) {
@@ -372,22 +389,34 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   if (a.max_send_wr > kMaxQpWr || a.max_recv_wr > kMaxQpWr || a.max_send_sge > kMaxSge ||
       a.max_recv_sge > kMaxSge || a.max_inline_data > kMaxInline)
     return Status::invalid();
-  // Slot: reuse a free one (bumping its generation) or grow.
-  size_t slot = kFirstQpSlot;
-  while (slot < m.qps.size() && m.qps[slot]) ++slot;
-  static_assert(kFirstQpSlot + kMaxQps <= (1u << kQpSlotBits));
-  if (slot >= kFirstQpSlot + kMaxQps) return Status::no_memory();  // max_qp live QPs
-  if (slot == m.qps.size()) {
-    m.qps.emplace_back();
-    m.qp_gen.push_back(0);
+  size_t slot;
+  uint32_t qpn;
+  if (m.cfg.qpn_block_bits) {
+    // A block of the daemon's: the next free number after the last one given (cyclic).
+    auto s = m.next_block_slot();
+    if (!s) return Status::no_memory();
+    slot = *s;
+    if (slot >= m.qps.size()) {
+      m.qps.resize(slot + 1);
+      m.qp_gen.resize(slot + 1);
+    }
+    qpn = ((m.cfg.qpn_block << m.cfg.qpn_block_bits) | static_cast<uint32_t>(slot)) & 0xffffff;
+  } else {
+    // Slot: reuse a free one (bumping its generation) or grow.
+    slot = kFirstQpSlot;
+    while (slot < m.qps.size() && m.qps[slot]) ++slot;
+    static_assert(kFirstQpSlot + kMaxQps <= (1u << kQpSlotBits));
+    if (slot >= kFirstQpSlot + kMaxQps) return Status::no_memory();  // max_qp live QPs
+    if (slot == m.qps.size()) {
+      m.qps.emplace_back();
+      m.qp_gen.push_back(0);
+    }
+    // The generation takes the 8 bits above the slot (wrapping within them).
+    const uint8_t gen = ++m.qp_gen[slot];
+    qpn = uint32_t{gen} << kQpSlotBits | static_cast<uint32_t>(slot);
   }
   auto qp = std::make_unique<Qp>();
-  // The generation takes the bits between the slot and the tag (wrapping within them).
-  const uint32_t gen_bits = 24 - kQpSlotBits - m.cfg.qpn_tag_bits;
-  uint8_t gen = ++m.qp_gen[slot];
-  const uint32_t gen_field = uint32_t{gen} & ((1u << gen_bits) - 1);
-  qp->qpn = (m.cfg.qpn_tag << (24 - m.cfg.qpn_tag_bits)) | (gen_field << kQpSlotBits) |
-            static_cast<uint32_t>(slot);
+  qp->qpn = qpn;
   qp->type = a.type;
   // Round capacities up and write them back (ibv_create_qp(3) semantics).
   const bool has_rq = !srq && !is_xrc(a.type);
@@ -433,7 +462,6 @@ Result<uint32_t> Engine::create_qp(QpInitAttr& a) {
   if (rcq) rcq->users++;
   if (a.pd) m.pds[a.pd - 1].users++;
   if (a.xrcd) m.xrcds[a.xrcd - 1].users++;
-  uint32_t qpn = qp->qpn;
   m.qps[slot] = std::move(qp);
   return qpn;
 }
@@ -675,7 +703,7 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (qp->init.xrcd) m.xrcds[qp->init.xrcd - 1].users--;
   std::erase(m.active, qp);
   if (m.np) m.np->forget(qpn);
-  m.qps[qpn & ((1u << kQpSlotBits) - 1)].reset();
+  m.qps[m.qp_slot(qpn)].reset();
   return Status::ok();
 }
 

@@ -95,11 +95,16 @@ struct EngineConfig {
   /// Congestion control (lib/dcqcn's adapter); nullptr = no pacing, no CNPs sent.
   /// Not owned; must outlive the engine.
   CongestionFactory* cc = nullptr;
-  /// Host-unique QPNs (several processes on one netdev through uroce-hostd): the top
-  /// qpn_tag_bits of every 24-bit QPN are qpn_tag, so the daemon steers a frame to its
-  /// process by the destination QPN. 0 bits: QPN = generation << 16 | slot.
-  uint8_t qpn_tag_bits = 0;
-  uint32_t qpn_tag = 0;
+  /// Host-unique QPNs (several processes on one netdev through uroce-hostd): every QPN is
+  /// qpn_block << qpn_block_bits | n, the block the daemon gave this process, so the daemon
+  /// steers a frame to its process by the destination QPN's block. n is numbered cyclically
+  /// over the block (the number after the last one given, skipping live QPs), so a number
+  /// comes back only after every other free number of the block was given, as rxe's cyclic
+  /// allocation: a late packet for a destroyed QP does not reach its successor. Bits in
+  /// kMinQpnBlockBits..kMaxQpnBlockBits; block 0 starts at kFirstQpSlot (QP0, QP1). 0 bits:
+  /// the engine's own numbering, QPN = generation << 16 | slot (exclusive mode).
+  uint8_t qpn_block_bits = 0;
+  uint32_t qpn_block = 0;
 
   static constexpr std::array<uint8_t, 64> default_dscp_to_prio() {
     std::array<uint8_t, 64> m{};

@@ -151,6 +151,7 @@ struct Engine::Impl {
   std::vector<Xrcd> xrcds;
   std::vector<std::unique_ptr<Qp>> qps;  ///< by slot
   std::vector<uint8_t> qp_gen;           ///< generation per slot
+  uint32_t block_next = 0;               ///< QPN blocks: the slot tried first by the next QP
   std::vector<Qp*> active;               ///< QPs with work or timers
   uint32_t rr = 0;                       ///< round-robin start in active
   Timestamp last_now{0};
@@ -161,6 +162,13 @@ struct Engine::Impl {
 
   // engine.cc
   Qp* find_qp(uint32_t qpn) const;
+  /// The table slot of a QPN: its low qpn_block_bits (QPN blocks), else its low kQpSlotBits.
+  uint32_t qp_slot(uint32_t qpn) const {
+    const uint32_t bits = cfg.qpn_block_bits ? cfg.qpn_block_bits : kQpSlotBits;
+    return qpn & ((1u << bits) - 1);
+  }
+  /// QPN blocks: the next free slot of the block after block_next (cyclic), or none.
+  std::optional<uint32_t> next_block_slot();
   Cq* find_cq(uint32_t id);
   Srq* find_srq(uint32_t id);
   void activate(Qp& qp);

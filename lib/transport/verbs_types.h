@@ -216,7 +216,11 @@ struct Sge {
 inline constexpr uint32_t kMaxSge = 32;  ///< per work request
 
 // ---- Device limits (ibv_query_device reports these; the engine enforces them) ----------------
-inline constexpr uint32_t kMaxQps = 16384;       ///< live QPs per device (max_qp)
+inline constexpr uint32_t kMaxQps = 16384;  ///< live QPs per device (max_qp)
+/// EngineConfig::qpn_block_bits: at least 4096 QPs in a block, at most kMaxQps.
+inline constexpr uint8_t kMinQpnBlockBits = 12;
+inline constexpr uint8_t kMaxQpnBlockBits = 14;
+static_assert(kMaxQps == 1u << kMaxQpnBlockBits);
 inline constexpr uint32_t kMaxQpWr = 16384;      ///< send/receive queue depth (max_qp_wr)
 inline constexpr uint32_t kMaxCqs = 16384;       ///< live CQs per device (max_cq)
 inline constexpr uint32_t kMaxCqe = 1u << 20;    ///< CQ depth (max_cqe)

@@ -205,6 +205,7 @@ int op_poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
   if (n < 0) return -1;
   Cq* cq = cq_of(c);
   Runtime* rt = cq->ctx->rt;
+  if (refuse_inherited(rt)) return -EIO;
   constexpr int kBatch = 32;
   Scratch<transport::Cqe, kBatch> scratch;  // engine->poll_cq() writes what it returns
   transport::Cqe* buf = scratch.v;
@@ -224,6 +225,7 @@ int op_poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
 int op_req_notify_cq(ibv_cq* c, int solicited_only) {
   Cq* cq = cq_of(c);
   Runtime* rt = cq->ctx->rt;
+  if (refuse_inherited(rt)) return EIO;
   std::lock_guard<std::mutex> g(rt->mu);
   return rt->engine->req_notify_cq(cq->id, solicited_only != 0).code();
 }

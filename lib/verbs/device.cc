@@ -380,7 +380,11 @@ UROCE_EXPORT void uroce_ack_async_event_1_1(ibv_async_event* ev) {
 UROCE_DEFAULT_VERSION(uroce_ack_async_event_1_1, ibv_ack_async_event, "IBVERBS_1.1");
 
 // ---- Fork support -------------------------------------------------------------------------
-// Memory is never pinned by a kernel driver, so fork needs no madvise(DONTFORK) protection.
+// As rdma-core without ibv_fork_init on a kernel that copies pinned pages: resources created
+// before a fork stay the parent's; a child that opens a device gets a runtime (and, shared
+// through uroce-hostd, a session) of its own, and calls on inherited contexts fail with EIO
+// (device::Runtime::inherited). Memory is never pinned by a kernel driver, so the registered
+// ranges need no madvise(DONTFORK).
 
 UROCE_EXPORT int ibv_fork_init(void) { return 0; }
 UROCE_EXPORT ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }

@@ -169,6 +169,14 @@ struct AsyncTarget {
 };
 AsyncTarget async_target(const ibv_async_event& ev);
 
+/// A call on a context inherited through fork (device::Runtime::inherited()): reports it (one
+/// line, once) and says the caller must fail with EIO.
+inline bool refuse_inherited(Runtime* rt) {
+  if (!rt->inherited()) return false;
+  rt->report_inherited();
+  return true;
+}
+
 inline Context* ctx_of(ibv_context* c) {
   auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(c) -
                                                 offsetof(verbs_context, context));

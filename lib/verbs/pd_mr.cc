@@ -111,6 +111,10 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
   }
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);
+  if (refuse_inherited(ctx->rt)) {
+    errno = EIO;
+    return nullptr;
+  }
   const uint32_t acc = engine_access(access);
   uroce::Result<t::MrKeys> r = uroce::Status::invalid();
   {

@@ -139,6 +139,10 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex, Xrcd*
   }
   if (xrc_recv) p = nullptr;
   Context* ctx = ctx_of(xrc_recv ? xrcd->xrcd.context : p->context);
+  if (refuse_inherited(ctx->rt)) {
+    errno = EIO;
+    return nullptr;
+  }
   Pd* pd = p ? from_ibv<Pd>(p) : nullptr;
   Cq* scq = xrc_recv ? nullptr : cq_of(ia->send_cq);
   Cq* rcq = xrc_recv || xrc_send ? nullptr : cq_of(ia->recv_cq);
@@ -263,6 +267,10 @@ int op_post_send(ibv_qp* q, ibv_send_wr* wr, ibv_send_wr** bad) {
   Scratch<t::Sge, t::kMaxSge> scratch;
   t::Sge* sges = scratch.v;
   int ret = 0;
+  if (refuse_inherited(rt)) {
+    *bad = wr;
+    return EIO;
+  }
   std::lock_guard<std::mutex> g(rt->mu);
   Timestamp ts = now();
   for (; wr; wr = wr->next) {
@@ -369,6 +377,7 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   // EOPNOTSUPP (rdma-core's ibv_cmd_modify_qp, the kernel's ib_uverbs_modify_qp), and an XRC
   // QP's mask loses the attributes of the side it lacks (uverbs_cmd.c modify_qp_mask).
   if (mask & ~kKnownAttrMask) return EOPNOTSUPP;
+  if (refuse_inherited(rt)) return EIO;
   if (q->qp_type == IBV_QPT_XRC_SEND)
     mask &= ~static_cast<uint32_t>(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   if (q->qp_type == IBV_QPT_XRC_RECV)

@@ -55,6 +55,7 @@ void wr_start(ibv_qp_ex* q) {
 int wr_complete(ibv_qp_ex* q) {
   Qp* qp = qx(q);
   int ret = qp->batch.error;
+  if (!ret && refuse_inherited(qp->ctx->rt)) ret = EIO;
   if (!ret) {
     Runtime* rt = qp->ctx->rt;
     std::lock_guard<std::mutex> g(rt->mu);

@@ -25,6 +25,7 @@ int post_recv_chain(Runtime* rt, ibv_recv_wr* wr, ibv_recv_wr** bad, Post post) 
   Scratch<transport::Sge, transport::kMaxSge> scratch;
   transport::Sge* sges = scratch.v;
   int ret = 0;
+  if (refuse_inherited(rt)) return EIO;
   std::lock_guard<std::mutex> g(rt->mu);
   for (; wr; wr = wr->next) {
     if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > transport::kMaxSge) {

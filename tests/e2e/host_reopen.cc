@@ -16,7 +16,7 @@
  * context) into the server's buffer on each QP, READs it back and compares every byte; then it
  * destroys everything and closes every context. So each cycle's frames cross the netdev (or
  * the daemon) both ways. Prints "CYCLE <i> ok ..."; after the last cycle "CLOSED" with what the
- * process still has open of a port ("afxdp_sockets=0 bpf_objects=0 memif_regions=0": all
+ * process still has open of a port ("afxdp_sockets=0 bpf_objects=0 hostd_regions=0": all
  * must be 0), and with --hold then waits for stdin to close, so that the harness checks the
  * netdev while the process lives with no context open.
  * Server: the device opened once; per TCP connection one QP and a buffer, destroyed when the
@@ -38,6 +38,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -246,9 +247,10 @@ bool rdma(Endpoint& e, ibv_wr_opcode op, size_t loff, const QpInfo& peer, size_t
 }
 
 /// What this process still has open of an RDMA port after closing every context: AF_XDP
-/// sockets, BPF objects (programs, maps, BTF) and memif regions, from /proc/self/fd.
+/// sockets, BPF objects (programs, maps, BTF) from /proc/self/fd, and mappings of uroce-hostd
+/// client regions from /proc/self/maps.
 std::string leftovers() {
-  int xsk = 0, bpf = 0, memif = 0;
+  int xsk = 0, bpf = 0, regions = 0;
   for (int fd = 0; fd < 4096; ++fd) {
     char target[256];
     const std::string link = "/proc/self/fd/" + std::to_string(fd);
@@ -261,10 +263,13 @@ std::string leftovers() {
         domain == AF_XDP)
       ++xsk;
     if (t.rfind("anon_inode:bpf", 0) == 0 || t == "anon_inode:btf") ++bpf;
-    if (t.find("memif_region") != std::string::npos) ++memif;
+    if (t.find("uroce-hostd-client") != std::string::npos) ++regions;
   }
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("memfd:uroce-hostd-client") != std::string::npos) ++regions;
   return "afxdp_sockets=" + std::to_string(xsk) + " bpf_objects=" + std::to_string(bpf) +
-         " memif_regions=" + std::to_string(memif);
+         " hostd_regions=" + std::to_string(regions);
 }
 
 uint8_t pattern(int cycle, int context, size_t i) {

@@ -5,8 +5,9 @@ LD_LIBRARY_PATH to uroce's libibverbs (pyverbs, Debian's python3-pyverbs, links 
 Opens the device, queries it (device, port, every GID and its type) and closes it: no DPDK may
 start in this process (no EAL thread, no DPDK runtime folder of this pid). The port's figures
 must be the netdev's (state, GIDs = its addresses). Then forks: the child opens the device and
-allocates a PD (which starts DPDK in the child: its EAL thread appears), and exits 0. Prints
-one "ok ..." line; exits non-zero with the reason otherwise.
+allocates a PD, which makes it a client of the daemon (its port opens) and still starts no
+DPDK (shared mode never does), and exits 0. Prints one "ok ..." line; exits non-zero with the
+reason otherwise.
 
 Usage: fork_after_query.py DEVICE IPV4_ADDRESS
 """
@@ -58,8 +59,9 @@ def main():
         try:
             c = d.Context(name=dev)
             p = pd.PD(c)
-            if not eal_threads():
-                print("child: no EAL thread after alloc_pd", flush=True)
+            if eal_threads() or runtime_dirs():
+                print(f"child: DPDK started by alloc_pd: threads {eal_threads()}, "
+                      f"folders {runtime_dirs()}", flush=True)
                 code = 3
             p.close()
             c.close()

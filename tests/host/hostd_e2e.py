@@ -22,16 +22,22 @@ Cases (one per run; ctest registers each as hostd.<case>):
   reopen    a process in A opens, uses and closes the device ten times, each time after a probe
             (open, PD, close) and with two contexts open at once, a QP on each to a server in B
             and every byte checked (tests/e2e/lib/reopen.py); after the last close, with the
-            process still alive, it holds no client slot of A's daemon and has no memif region
-            open
+            process still alive, A's daemon serves no client and the process maps no client
+            region
+  fork      a process in A checks transfers on its QPs, forks; the child gets EIO from the
+            parent's context, opens the device afresh and checks transfers of its own; the
+            parent's QPs keep working (fork_transfer.cc; docs/limits.md, "fork")
+  many      256 processes in A hold a QP each through the daemon (their idle CPU measured),
+            then exit in random order, some killed: the daemon reports no client, no QPN
+            block and its memory back (hold_qp.cc)
+  unpriv    ib_write_bw and rping A -> B as an unprivileged user made for the case, the B side
+            inside user, mount and PID namespaces with the run folder bind-mounted
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
 """
 
 import argparse
-import fcntl
-import glob
 import json
 import os
 import re
@@ -307,16 +313,166 @@ def case_forkquery(h):
     return None
 
 
-def held_slots(h, side):
-    """The client slots of side's daemon that a process holds (their lock files' flock)."""
-    held = []
-    for path in glob.glob(os.path.join(h.run_dir, f"hostd-{h.link.ifs[side]}.*.slot-*")):
-        with open(path) as f:
-            try:
-                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                held.append(path.rsplit("-", 1)[1])
-    return held
+def case_fork(h):
+    prog = os.path.join(h.build, "bin", "hostd_fork_transfer")
+    p = h.start(A, "fork", [prog, DEVICE, h.link.addr[A]])
+    if p.wait(120) is None:
+        return "fork_transfer timed out"
+    if p.rc != 0 or "ok:" not in p.output():
+        return f"fork_transfer: exit code {p.rc}"
+    return None
+
+
+MANY = 256
+
+
+def daemon_stats(h, side, timeout=20):
+    """SIGUSR1 to the daemon of side; its next "stats" line as {key: int}."""
+    d = h.daemons[side]
+    head = re.compile(r"(?m)^stats net_rx=.*$")
+    before = len(head.findall(d.output()))
+    d.kill(signal.SIGUSR1)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        lines = head.findall(d.output())
+        if len(lines) > before:
+            return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", lines[-1])}
+        time.sleep(0.05)  # polling a condition with a deadline
+    raise RuntimeError("the daemon printed no stats line")
+
+
+def cpu_ns(pids):
+    """CPU time of the processes' threads (schedstat, ns), those still there."""
+    total = 0
+    for pid in pids:
+        try:
+            for t in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{t}/schedstat") as f:
+                    total += int(f.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):
+            pass
+    return total
+
+
+def case_many(h):
+    """MANY processes open the device through A's daemon and create a QP each, held until all
+    are up; their idle CPU is measured; then they exit in random order (some killed): the
+    daemon must be back to no client, no QPN block and about its memory at the start."""
+    import random
+    start = daemon_stats(h, A)
+    prog = os.path.join(h.build, "bin", "hostd_hold_qp")
+    procs = []
+    links.on_cleanup(lambda: [p.kill() for p in procs if p.poll() is None])
+    for i in range(MANY):
+        out = open(os.path.join(h.dir, f"hold{i}.out"), "w+")
+        procs.append(subprocess.Popen(h.link.wrap(A) + [prog, DEVICE], env=h.env(A),
+                                      stdin=subprocess.PIPE, stdout=out,
+                                      stderr=subprocess.STDOUT))
+    deadline = time.monotonic() + 180
+    qpns = set()
+    for i, p in enumerate(procs):
+        path = os.path.join(h.dir, f"hold{i}.out")
+        while True:
+            with open(path) as f:
+                text = f.read()
+            if text.startswith("up "):
+                qpns.add(text.split()[1])
+                break
+            if p.poll() is not None or time.monotonic() > deadline:
+                return f"hold_qp {i} did not come up (rc {p.poll()}): {text.strip()[:300]}"
+            time.sleep(0.02)  # polling a condition with a deadline
+    if len(qpns) != MANY:
+        return f"{MANY} processes hold only {len(qpns)} distinct QPNs"
+    full = daemon_stats(h, A)
+    if full["clients"] != MANY or full["qpn_blocks"] != MANY:
+        return f"with {MANY} processes up the daemon reports {full}"
+    # Idle: each progress thread blocks on its doorbell after kBlockIdle; measure 5 s.
+    time.sleep(1.0)
+    pids = [p.pid for p in procs]
+    t0, c0 = time.monotonic(), cpu_ns(pids)
+    time.sleep(5.0)
+    t1, c1 = time.monotonic(), cpu_ns(pids)
+    idle_pct = 100.0 * (c1 - c0) / 1e9 / (t1 - t0)
+    print(f"{MANY} idle clients: {idle_pct:.2f} % of a core in total; daemon with them: "
+          f"{full['rss_kb']} kB RSS (at start {start['rss_kb']} kB)")
+    order = list(range(MANY))
+    random.shuffle(order)
+    for n, i in enumerate(order):
+        if n % 8 == 0:
+            procs[i].kill()  # killed: the socket closes all the same
+        else:
+            procs[i].stdin.close()
+    for p in procs:
+        if p.wait(60) is None:
+            return "a hold_qp process did not exit"
+    deadline = time.monotonic() + 20
+    while True:
+        end = daemon_stats(h, A)
+        if end["clients"] == 0 and end["qpn_blocks"] == 0:
+            break
+        if time.monotonic() > deadline:
+            return f"after every process exited the daemon reports {end}"
+        time.sleep(0.1)  # polling a condition with a deadline
+    print(f"after they exited: {end['clients']} clients, {end['qpn_blocks']} QPN blocks, "
+          f"{end['rss_kb']} kB RSS")
+    if end["rss_kb"] > start["rss_kb"] + 16 * 1024:
+        return f"the daemon kept its memory: {start['rss_kb']} kB at start, {end['rss_kb']} kB now"
+    if idle_pct > 1.0:
+        return f"{MANY} idle clients used {idle_pct:.1f} % of a core"
+    return None
+
+
+def unpriv_user():
+    """A system user made for the case (removed by the cleanup): (name, uid, gid)."""
+    import pwd
+    name = f"uroce-e2e-{os.getpid()}"
+    subprocess.run(["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin",
+                    name], check=True, capture_output=True)
+    links.on_cleanup(lambda: subprocess.run(["userdel", name], capture_output=True))
+    pw = pwd.getpwnam(name)
+    return name, pw.pw_uid, pw.pw_gid
+
+
+def case_unpriv(h):
+    """ib_write_bw and rping A -> B through the daemons: in A as an unprivileged user, in B as
+    that user inside user, mount and PID namespaces (root mapped to it) with the run folder
+    bind-mounted where $UROCE_RUN_DIR points."""
+    _, uid, gid = unpriv_user()
+    for d in (h.dir, h.run_dir):
+        os.chmod(d, 0o1777)
+    for c in h.configs:
+        os.chmod(c, 0o644)
+    inner = os.path.join(h.dir, "inner-run")
+    os.mkdir(inner)
+    os.chmod(inner, 0o1777)
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups"]
+
+    def in_userns(argv):
+        cmd = " ".join(["mount", "--bind", h.run_dir, inner, "&&", "exec"] + argv)
+        return drop + ["unshare", "--user", "--map-root-user", "--mount", "--pid", "--fork",
+                       "env", f"UROCE_RUN_DIR={inner}", "sh", "-c", cmd]
+
+    port = pairmod.free_tcp_port()
+    bw = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4), "-p",
+          str(port), "-n", "1000", "-s", "65536"]
+    problem = run_pairs(h, [("bw", B, in_userns(bw), A, drop + bw + [h.link.addr[B]],
+                             tcp(port))], 150)
+    if problem:
+        return problem
+    if not perftest_ok(next(p for p in h.procs if p.label == "bw-client").output()):
+        return "bw-client: no result row"
+    rport = pairmod.free_tcp_port() + 1
+    problem = run_pairs(h, [("rping", B, in_userns(rping_argv(h.link.addr[B], rport, False)), A,
+                             drop + rping_argv(h.link.addr[B], rport, True),
+                             cm(h, "rping", rport))], 90)
+    if problem:
+        return problem
+    # Each daemon saw the user's uid (SO_PEERCRED; in B mapped back from the namespace's root).
+    for side in (A, B):
+        n = len(re.findall(rf"(?m)^client slot=\d+ pid=\d+ uid={uid} ", h.daemons[side].output()))
+        if n < 2:
+            return f"the daemon of {'AB'[side]} saw {n} clients of uid {uid}, want 2"
+    return None
 
 
 def case_reopen(h):
@@ -333,8 +489,10 @@ def case_reopen(h):
         return "the client did not finish its cycles"
     # The process lives on with no context open: it holds nothing of the daemon's.
     problem = reopen.check_output(c.output())
-    if not problem and held_slots(h, A):
-        problem = f"client slots {held_slots(h, A)} of A's daemon held after the last close"
+    if not problem:
+        st = daemon_stats(h, A)
+        if st["clients"] or st["qpn_blocks"]:
+            problem = f"A's daemon still serves a client after the last close: {st}"
     rc = reopen.release(c, deadline - time.monotonic())
     if s.wait(deadline - time.monotonic()) is None or rc is None:
         return "timed out"
@@ -342,15 +500,19 @@ def case_reopen(h):
 
 
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
-         "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery,
-         "reopen": case_reopen}
+         "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
+         "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen}
 
 
 def check_daemons(case, outs):
     """The frames went through the daemons: A's clients sent to the wire (cross-host cases) or
     were switched (same host), B's received."""
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
-    if case == "forkquery":  # only the child became a client; it sent nothing
+    if case in ("forkquery", "many"):  # clients that sent nothing
+        return None
+    if case == "fork":  # the parent and the child, each a client of its own
+        if len([s for s in a.values() if s.get("switched", 0) > 0]) < 2:
+            return f"A's daemon switched frames of fewer than 2 clients: {a}"
         return None
     if case == "mpi":  # two ranks per host, each to the other host and to its neighbour
         for name, d, key in (("A", a, "to_wire"), ("B", b, "to_client"), ("A", a, "switched"),
@@ -392,7 +554,7 @@ def main():
             return 1
         print(f"PASS hostd.{args.case}")
         for p in h.procs:  # the clients' results (perftest's table, uroce_verify's line)
-            if p.label == "forkquery":
+            if p.label in ("forkquery", "fork"):
                 print(p.output().strip())
             if p.label == "mpirun":
                 print("\n".join(ln for ln in ucx_cases.by_rank(p.output()).get(0, "").splitlines()

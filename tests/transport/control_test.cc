@@ -11,6 +11,7 @@
 
 #include "support/packet_builder.h"
 #include "support/two_engines.h"
+#include "transport/engine_impl.h"
 
 namespace uroce::transport::testing {
 namespace {
@@ -65,13 +66,11 @@ QpAttr good_attr(QpState s) {
   return a;
 }
 
-// uroce-hostd steers frames by the top bits of the destination QPN: they must be the tag
-// on every QPN, also after a slot's generation wraps, and the QPNs must still be found.
-TEST(Control, QpnTagIsInTheTopBitsOfEveryQpn) {
+// Exclusive mode: QPN = generation << 16 | slot, slots from kFirstQpSlot, a slot reused with
+// its generation bumped.
+TEST(Control, ExclusiveQpnsAreGenerationAndSlot) {
   EngineConfig cfg;
   cfg.gids = {Gid::from_ipv4(0xc6120001u)};
-  cfg.qpn_tag_bits = 4;
-  cfg.qpn_tag = 0xb;
   CounterBlock ctr;
   RecordingObserver obs;
   Engine e(cfg, &ctr, &obs);
@@ -80,20 +79,91 @@ TEST(Control, QpnTagIsInTheTopBitsOfEveryQpn) {
   ia.type = QpType::kRc;
   ia.pd = pd;
   ia.send_cq = ia.recv_cq = cq;
-  std::vector<uint32_t> seen;
-  for (int i = 0; i < 40; ++i) {  // one slot reused: its generation wraps in 4 bits
-    uint32_t q = e.create_qp(ia).value();
-    EXPECT_EQ(q >> 20, 0xbu) << std::hex << q;
-    EXPECT_LT(q, 1u << 24);
-    QpAttr a;
-    EXPECT_TRUE(e.query_qp(q, &a, nullptr));
-    if (i < 16) {
-      for (uint32_t s : seen) EXPECT_NE(s, q) << "a QPN repeats before the generation wraps";
-    }
-    seen.push_back(q);
-    ASSERT_TRUE(e.destroy_qp(q));
-    EXPECT_FALSE(e.query_qp(q, &a, nullptr));
+  const uint32_t a = e.create_qp(ia).value(), b = e.create_qp(ia).value();
+  EXPECT_EQ(a, 1u << 16 | kFirstQpSlot);
+  EXPECT_EQ(b, 1u << 16 | (kFirstQpSlot + 1));
+  ASSERT_TRUE(e.destroy_qp(a));
+  EXPECT_EQ(e.create_qp(ia).value(), 2u << 16 | kFirstQpSlot);  // the slot, next generation
+}
+
+/// An engine numbering QPs in block `block` of 2^bits QPNs, with a PD and a CQ for them.
+struct BlockEngine {
+  BlockEngine(uint32_t block, uint8_t bits) {
+    cfg.gids = {Gid::from_ipv4(0xc6120001u)};
+    cfg.qpn_block_bits = bits;
+    cfg.qpn_block = block;
+    e = std::make_unique<Engine>(cfg, &ctr, &obs);
+    ia.type = QpType::kRc;
+    ia.pd = e->alloc_pd().value();
+    ia.send_cq = ia.recv_cq = e->create_cq(4).value();
   }
+  EngineConfig cfg;
+  CounterBlock ctr;
+  RecordingObserver obs;
+  std::unique_ptr<Engine> e;
+  QpInitAttr ia;
+};
+
+// uroce-hostd steers frames by the destination QPN's block: every QPN of the engine is in its
+// block, and found again by its whole number.
+TEST(Control, QpnsStayInTheirBlock) {
+  BlockEngine b(0x2a5, 13);
+  for (int i = 0; i < 100; ++i) {
+    const uint32_t q = b.e->create_qp(b.ia).value();
+    EXPECT_EQ(q >> 13, 0x2a5u) << std::hex << q;
+    EXPECT_EQ(q & 0x1fff, static_cast<uint32_t>(i));  // block > 0: numbers from 0
+    QpAttr a;
+    EXPECT_TRUE(b.e->query_qp(q, &a, nullptr));
+    EXPECT_FALSE(b.e->query_qp(q ^ (1u << 13), &a, nullptr));  // same slot, another block
+  }
+}
+
+// Cyclic: a destroyed QP's number comes back only after every other free number of the block
+// was given (rxe's cyclic allocation).
+TEST(Control, BlockNumbersComeBackOnlyAfterTheRestOfTheBlock) {
+  BlockEngine b(3, kMinQpnBlockBits);
+  const uint32_t n = 1u << kMinQpnBlockBits;
+  const uint32_t first = b.e->create_qp(b.ia).value();
+  const uint32_t keep = b.e->create_qp(b.ia).value();  // stays live throughout
+  ASSERT_TRUE(b.e->destroy_qp(first));
+  std::vector<bool> seen(n);
+  seen[keep & (n - 1)] = true;
+  // n - 1 more QPs, each destroyed at once: every number but `keep`'s, `first`'s last.
+  for (uint32_t i = 0; i < n - 1; ++i) {
+    const uint32_t q = b.e->create_qp(b.ia).value();
+    ASSERT_EQ(q >> kMinQpnBlockBits, 3u);
+    ASSERT_FALSE(seen[q & (n - 1)]) << "number " << (q & (n - 1)) << " came back early";
+    seen[q & (n - 1)] = true;
+    if (i < n - 2) {
+      EXPECT_NE(q, first) << "reused after " << i << " others";
+    } else {
+      EXPECT_EQ(q, first);
+    }
+    ASSERT_TRUE(b.e->destroy_qp(q));
+  }
+}
+
+// A process holds at least 4096 live QPs in its block; one more than the block holds fails,
+// and a QP destroyed then frees its number for the next.
+TEST(Control, BlockHoldsItsSizeInLiveQps) {
+  BlockEngine b(1, kMinQpnBlockBits);
+  const uint32_t n = 1u << kMinQpnBlockBits;
+  ASSERT_GE(n, 4096u);
+  std::vector<uint32_t> qps;
+  for (uint32_t i = 0; i < n; ++i) {
+    auto q = b.e->create_qp(b.ia);
+    ASSERT_TRUE(q) << i;
+    qps.push_back(q.value());
+  }
+  EXPECT_EQ(b.e->create_qp(b.ia).status(), Status::no_memory());
+  ASSERT_TRUE(b.e->destroy_qp(qps[100]));
+  EXPECT_EQ(b.e->create_qp(b.ia).value(), qps[100]);
+}
+
+// Block 0 holds QP0 and QP1: its numbers start at kFirstQpSlot.
+TEST(Control, BlockZeroSkipsTheSpecialQps) {
+  BlockEngine b(0, kMinQpnBlockBits);
+  EXPECT_EQ(b.e->create_qp(b.ia).value(), kFirstQpSlot);
 }
 
 TEST(Control, ModifyQpTableOnTheEngine) {

@@ -1,32 +1,50 @@
 /**
  * @file main.cc
- * @brief uroce-hostd: lets several uroce processes use one kernel netdev (docs/host-mode.md,
+ * @brief uroce-hostd: the host's RDMA service on one kernel netdev (docs/host-mode.md,
  * "Several processes on one netdev"). It owns the netdev through the host-mode port
- * (drivers/host: AF_XDP + XDP program + TX pipeline) and serves up to kHostdSlots local
- * processes, one memif interface id each, on one memif server socket
- * (drivers/host/hostd_share.h). Frames are switched by destination QPN, whose top bits are the
- * client slot; QP1 (CM MADs) goes to every client. A client frame to the netdev's own MAC is
- * same-host traffic and goes to the client of its QPN, never to the wire.
+ * (drivers/host: AF_XDP + XDP program + TX pipeline) and serves any number of local processes
+ * (up to --max-clients) over its control socket (drivers/shm/control.h): each client gets a
+ * shared-memory region of frame rings (drivers/shm), two doorbells and a block of QPNs.
+ *
+ * Steering: a frame from the netdev goes to the client whose block holds its destination QPN
+ * (a table lookup); QP1 (CM MADs) to every client. A client's frame to the netdev's own MAC is
+ * same-host traffic: switched to the client of its QPN, never to the wire; any other leaves
+ * through the netdev's TX pipeline at its priority (PCP, else DSCP >> 3). Each frame is copied
+ * once, between a ring slot and the netdev's buffers or another client's ring. Everything a
+ * client writes in its region (indices, descriptors, lengths, frame bytes) is checked or
+ * copied before use: a client can break only its own rings, which ends its session.
+ *
+ * One thread (one worker): it polls the netdev and every client's TX ring while frames flow;
+ * idle, it sleeps on an epoll set (the control sockets and the daemon's doorbell, which a
+ * client kicks when it publishes to a sleeping daemon) with a timeout that polls the netdev
+ * (50 us, then 1 ms after kDeepIdleAfter without work).
  *
  * The netdev as a whole (per-priority traffic, PFC and ECN marks it received, queue depths) is
  * published in a stats segment of its own, device "hostd-IF", every 100 ms: `uroce show roce`
  * and the exporter list it beside each client's device.
  *
- * Usage: uroce-hostd --netdev IF [--run-dir D] [--stats-every SECONDS]. Prints one "serving"
- * line when ready; SIGINT/SIGTERM stop it and print the counters ("final ...").
+ * Usage: uroce-hostd --netdev IF [--run-dir D] [--max-clients N] [--stats-every SECONDS].
+ * Prints one "serving" line when ready; SIGUSR1 prints a "stats" line (clients, QPN blocks,
+ * RSS); SIGINT/SIGTERM stop it and print the counters ("final ...").
  */
 #include <fcntl.h>
+#include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <array>
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,109 +52,196 @@
 #include "common/port.h"
 #include "config/config.h"
 #include "dpdk/clock.h"
-#include "dpdk/ethdev_io.h"
 #include "host/host_port.h"
-#include "host/hostd_share.h"
+#include "shm/control.h"
+#include "shm/doorbell.h"
+#include "shm/region.h"
+#include "shm/ring.h"
 #include "stats/port_publish.h"
 #include "stats/segment.h"
 #include "stats/summary.h"
 #include "uroce-hostd/frame_prio.h"
+#include "uroce-hostd/steer.h"
 
 namespace uroce::hostd {
 namespace {
 
 std::atomic<bool> g_stop{false};
+std::atomic<bool> g_report{false};
 void on_signal(int) { g_stop.store(true); }
+void on_report(int) { g_report.store(true); }
 
 using dpdk::monotonic_now;
+
+/// QPN bits a client numbers its QPs with: 8192 QPs per process, 2047 clients per netdev.
+constexpr uint8_t kQpnBlockBits = 13;
+constexpr uint32_t kDefaultMaxClients = 1024;
+/// Ring sizes of a client's region (frames).
+constexpr uint32_t kTxSlots = 256;
+constexpr uint32_t kRxSlots = 256;
+/// Frames taken from one client's TX ring per round, so that no client starves the others.
+constexpr uint32_t kClientBurst = 32;
+/// Header bytes copied out of a client's frame before the daemon parses them (the frame may
+/// change under it): Ethernet, one VLAN tag, IPv6, UDP and the BTH fit.
+constexpr size_t kHeaderCopy = 128;
+/// Idle: polls of the netdev 50 us apart, 1 ms apart after this long without work.
+constexpr Duration kDeepIdleAfter = Duration::millis(10);
+/// Control events are looked at every this many busy rounds (every round when idle).
+constexpr unsigned kControlEvery = 64;
+/// Control events handled per wait.
+constexpr int kEvents = 64;
 
 struct Options {
   std::string netdev;
   std::string run_dir;
   int stats_every_s = 0;
+  uint32_t max_clients = kDefaultMaxClients;
 };
 
 struct Counters {
-  uint64_t to_client = 0;    ///< frames delivered into the client's memif
+  uint64_t to_client = 0;    ///< frames delivered into the client's RX ring
   uint64_t from_client = 0;  ///< frames the client sent
   uint64_t to_wire = 0;      ///< of those, sent to the netdev
   uint64_t switched = 0;     ///< of those, same-host: switched to a client
-  uint64_t dropped = 0;      ///< for this client but its ring was full or it was gone
+  uint64_t dropped = 0;      ///< for this client but its ring was full; or a bad descriptor
 };
 
-/// One client slot: its memif server interface and the frames queued for it this poll.
+/// A connected client (after Welcome): its session, region and rings.
 struct Client {
-  std::unique_ptr<dpdk::EthdevIo> io;
-  std::vector<pipeline::Frame> out;
-  Counters c;
-  bool up = false;  ///< memif connected, as of the last link check
+  int sock = -1;
+  uint32_t block = 0;  ///< its QPN block, also its number at the daemon
+  pid_t pid = 0;       ///< SO_PEERCRED
+  uid_t uid = 0;
+  std::string device;
+  shm::Region region;
+  shm::Doorbell bell;         ///< the client's: kicked when it sleeps and frames arrive
+  shm::Consumer tx;           ///< its TX ring
+  shm::Producer rx;           ///< its RX ring of this worker
+  bool rx_published = false;  ///< frames published this round (wake check due)
 };
+
+epoll_event tagged(uint64_t tag) {
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLRDHUP;
+  ev.data.u64 = tag;
+  return ev;
+}
+
+/// The epoll tags: the listening socket, the daemon's doorbell, a connection (its fd | kConn).
+constexpr uint64_t kListenTag = 1;
+constexpr uint64_t kBellTag = 2;
+constexpr uint64_t kConnTag = uint64_t{1} << 32;
+
+uint64_t rss_kb() {
+  std::ifstream in("/proc/self/statm");
+  uint64_t size = 0, resident = 0;
+  in >> size >> resident;
+  return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
+}
 
 class Daemon final : public FrameHandler {
  public:
-  Daemon(std::unique_ptr<Port> net, MacAddr mac, std::unique_ptr<stats::StatsSegment> seg)
-      : net_(std::move(net)), mac_(mac), seg_(std::move(seg)) {}
-
-  bool add_client(int slot, const std::string& socket, std::string* err) {
-    config::Device d;
-    d.name = "hostd-client" + std::to_string(slot);
-    d.mtu = host::kHostdMemifMtu;
-    d.queues = 1;
-    d.port = "net_memif_hostd" + std::to_string(slot) +
-             ",role=server,socket-abstract=no,socket=" + socket + ",id=" + std::to_string(slot);
-    clients_[slot].io = dpdk::EthdevIo::open(d, err, dpdk::EthdevIo::Close::kOnDestroy);
-    return clients_[slot].io != nullptr;
+  Daemon(std::unique_ptr<Port> net, std::unique_ptr<stats::StatsSegment> seg, const Options& o)
+      : net_(std::move(net)),
+        mac_(net_->mac()),
+        seg_(std::move(seg)),
+        max_clients_(o.max_clients),
+        blocks_(kQpnBlockBits),
+        clients_(blocks_.count()),
+        counters_(blocks_.count()),
+        bell_(shm::Doorbell::create()) {
+    params_.slot_bytes =
+        static_cast<uint32_t>((net_->max_frame_len() + shm::kLine - 1) / shm::kLine * shm::kLine);
+    params_.tx_slots = kTxSlots;
+    params_.rx_rings = 1;
+    params_.rx_slots = kRxSlots;
   }
+
+  ~Daemon() {
+    for (auto& c : clients_)
+      if (c) ::close(c->sock);
+    for (auto& [fd, p] : pending_) ::close(fd);
+    if (listen_ >= 0) ::close(listen_);
+    if (ep_ >= 0) ::close(ep_);
+  }
+
+  /// Listens on `path` (mode 0666); false with *err.
+  bool listen(const std::string& path, std::string* err) {
+    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    listen_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    if (ep_ < 0 || listen_ < 0 || bell_.fd() < 0 || path.size() >= sizeof sa.sun_path) {
+      *err = "cannot create the control socket: " + std::string(std::strerror(errno));
+      return false;
+    }
+    std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+    if (::bind(listen_, reinterpret_cast<sockaddr*>(&sa), sizeof sa) != 0 ||
+        ::chmod(path.c_str(), 0666) != 0 || ::listen(listen_, 1024) != 0) {
+      *err = path + ": " + std::strerror(errno);
+      return false;
+    }
+    epoll_event ev = tagged(kListenTag);
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, listen_, &ev);
+    ev = tagged(kBellTag);
+    ev.events = EPOLLIN;
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, bell_.fd(), &ev);
+    return true;
+  }
+
+  uint32_t slot_bytes() const { return params_.slot_bytes; }
 
   /// Frames from the netdev (the host port delivers only those to our MAC).
   void on_frame(std::span<const uint8_t> frame, const RxMeta&) override {
     ++net_rx_;
-    to_clients(frame);
+    to_clients(frame, frame);
   }
 
   void run(int stats_every_s) {
-    unsigned idle = 0;
     Timestamp next_stats =
         stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
     Timestamp next_publish = monotonic_now();
+    Timestamp last_work = monotonic_now();
+    unsigned idle = 0, rounds = 0;
     while (!g_stop.load(std::memory_order_relaxed)) {
       const Timestamp now = monotonic_now();
-      size_t work = net_->rx_burst(*this, 2 * dpdk::kBurst, now);
-      for (int k = 0; k < host::kHostdSlots; ++k) {
-        Client& c = clients_[k];
-        c.io->check_link(now);
-        c.up = c.io->link().up;
-        if (!c.up) continue;
-        work +=
-            c.io->rx_burst(0, dpdk::kBurst, [&](std::span<const uint8_t> f) { from_client(c, f); });
-      }
-      for (Client& c : clients_) flush(c);
+      size_t work = net_->rx_burst(*this, 64, now);
+      for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i]);
+      wake_clients();
       net_->flush();
+      drop_broken();
+      if (work) {
+        idle = 0;
+        last_work = now;
+      } else {
+        ++idle;
+      }
+      if (idle > 16) {
+        sleep(now - last_work >= kDeepIdleAfter ? Duration::millis(1) : Duration::micros(50));
+      } else if (++rounds % kControlEvery == 0) {
+        control();
+      }
       if (now >= next_stats) {
         print("stats");
         next_stats = now + Duration::seconds(stats_every_s);
       }
+      if (g_report.exchange(false)) print("stats");
       if (now >= next_publish) {
         publish();
         next_publish = now + kPublishEvery;
-      }
-      // Busy while frames flow; after a few empty rounds short sleeps, which give the CPU to
-      // the clients (on a host with fewer cores than busy processes that is the throughput).
-      idle = work ? 0 : idle + 1;
-      if (idle > 16) {
-        timespec ts{0, 50'000};
-        nanosleep(&ts, nullptr);
       }
     }
   }
 
   void print(const char* tag) {
-    std::printf("%s net_rx=%lu net_tx=%lu unknown=%lu\n", tag, static_cast<unsigned long>(net_rx_),
-                static_cast<unsigned long>(net_tx_), static_cast<unsigned long>(unknown_));
-    for (int k = 0; k < host::kHostdSlots; ++k) {
-      const Counters& c = clients_[k].c;
+    std::printf("%s net_rx=%lu net_tx=%lu unknown=%lu clients=%zu qpn_blocks=%u rss_kb=%lu\n", tag,
+                static_cast<unsigned long>(net_rx_), static_cast<unsigned long>(net_tx_),
+                static_cast<unsigned long>(unknown_), live_.size(), blocks_.in_use(),
+                static_cast<unsigned long>(rss_kb()));
+    for (uint32_t k = 0; k < counters_.size(); ++k) {
+      const Counters& c = counters_[k];
       if (!c.to_client && !c.from_client && !c.dropped) continue;
-      std::printf("%s slot=%d to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu\n",
+      std::printf("%s slot=%u to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu\n",
                   tag, k, static_cast<unsigned long>(c.to_client),
                   static_cast<unsigned long>(c.from_client), static_cast<unsigned long>(c.to_wire),
                   static_cast<unsigned long>(c.switched), static_cast<unsigned long>(c.dropped));
@@ -152,80 +257,260 @@ class Daemon final : public FrameHandler {
     seg_->heartbeat();
   }
 
-  /// Closes the clients' memif interfaces, then the netdev (the PMD detaches the program).
+  /// Ends every session, then closes the netdev (the PMD detaches the program).
   void close() {
-    for (Client& c : clients_) {
-      flush(c);
-      c.io.reset();
-    }
+    while (!live_.empty()) drop(*live_.back(), nullptr);
     net_.reset();
   }
 
  private:
-  /// A frame for the local clients: by destination QPN; QP1 to every connected client.
-  void to_clients(std::span<const uint8_t> frame) {
-    auto qpn = host::roce_dest_qpn(frame);
+  /// A frame for the local clients: by the destination QPN's block, read from `headers` (the
+  /// frame itself, or a copy of a client's frame's first bytes); QP1 to every client.
+  void to_clients(std::span<const uint8_t> headers, std::span<const uint8_t> frame) {
+    auto qpn = roce_dest_qpn(headers);
     if (!qpn) {
       ++unknown_;
       return;
     }
     if (*qpn == 1) {
-      for (Client& c : clients_)
-        if (c.up) push(c, frame);
+      for (Client* c : live_) push(*c, frame);
       return;
     }
-    const auto slot = host::client_of_qpn(*qpn);
-    if (!slot) {  // a QPN tag no client can have: never an index past clients_
+    Client* c = clients_[blocks_.block_of(*qpn)].get();
+    if (!c) {  // block 0, or a block nobody holds (a client that left, a forged frame)
       ++unknown_;
       return;
     }
-    push(clients_[static_cast<size_t>(*slot)], frame);
-  }
-
-  void from_client(Client& c, std::span<const uint8_t> frame) {
-    ++c.c.from_client;
-    if (std::memcmp(frame.data(), mac_.b.data(), 6) == 0) {  // same host
-      ++c.c.switched;
-      to_clients(frame);
-      return;
-    }
-    uint8_t* p = net_->begin_frame(frame.size());
-    if (!p) {
-      ++c.c.dropped;
-      return;
-    }
-    std::memcpy(p, frame.data(), frame.size());
-    net_->end_frame(frame.size(), TxMeta{frame_priority(frame), false});
-    ++c.c.to_wire;
-    ++net_tx_;
+    push(*c, frame);
   }
 
   void push(Client& c, std::span<const uint8_t> frame) {
-    if (c.out.size() >= dpdk::kBurst) flush(c);
-    pipeline::Frame f;
-    if (!c.io || !c.io->alloc(&f)) {
-      ++c.c.dropped;
+    Counters& k = counters_[c.block];
+    auto b = c.rx.take();
+    if (!b || frame.size() > c.rx.slot_bytes()) {  // ring full: the transport retransmits
+      if (b) c.rx.give_back(*b);
+      ++k.dropped;
       return;
     }
-    if (frame.size() > c.io->max_frame()) {
-      c.io->free(&f, 1);
-      ++c.c.dropped;
+    std::memcpy(c.rx.data(*b), frame.data(), frame.size());
+    if (!c.rx.publish(*b, static_cast<uint32_t>(frame.size()))) {
+      c.rx.give_back(*b);
+      ++k.dropped;
       return;
     }
-    std::memcpy(f.data, frame.data(), frame.size());
-    f.len = static_cast<uint32_t>(frame.size());
-    c.out.push_back(f);
+    ++k.to_client;
+    if (!c.rx_published) {
+      c.rx_published = true;
+      woken_.push_back(&c);
+    }
   }
 
-  void flush(Client& c) {
-    if (c.out.empty()) return;
-    const size_t sent = c.io->tx_burst(0, c.out.data(), c.out.size());
-    c.c.to_client += sent;
-    if (sent < c.out.size()) {  // ring full or the client gone: the transport recovers
-      c.io->free(c.out.data() + sent, c.out.size() - sent);
-      c.c.dropped += c.out.size() - sent;
+  /// Kicks the clients that got frames this round and sleep (one system call per sleep).
+  void wake_clients() {
+    for (Client* c : woken_) {
+      c->rx_published = false;
+      if (c->rx.wake_needed()) c->bell.kick();
     }
-    c.out.clear();
+    woken_.clear();
+  }
+
+  /// Up to kClientBurst frames from c's TX ring: to the wire, or switched to a client.
+  size_t from_client(Client& c) {
+    const uint32_t n = std::min(c.tx.available(), kClientBurst);
+    Counters& k = counters_[c.block];
+    uint32_t done = 0;
+    for (; done < n; ++done) {
+      std::span<const uint8_t> f = c.tx.frame(done);
+      if (f.size() < 14) {  // a bad descriptor (empty span) or no Ethernet header
+        ++k.dropped;
+        continue;
+      }
+      // The headers are parsed from a copy: the client may rewrite its frame meanwhile.
+      uint8_t hdr[kHeaderCopy];
+      const size_t hn = std::min(f.size(), kHeaderCopy);
+      std::memcpy(hdr, f.data(), hn);
+      const std::span<const uint8_t> h(hdr, hn);
+      if (std::memcmp(hdr, mac_.b.data(), 6) == 0) {  // same host
+        ++k.from_client;
+        ++k.switched;
+        to_clients(h, f);
+        continue;
+      }
+      uint8_t* p = net_->begin_frame(f.size());
+      if (!p) break;  // the netdev's queues are full: the rest waits in the client's ring
+      ++k.from_client;
+      std::memcpy(p, f.data(), f.size());
+      net_->end_frame(f.size(), TxMeta{frame_priority(h), false});
+      ++k.to_wire;
+      ++net_tx_;
+    }
+    if (done) c.tx.release(done);
+    return done;
+  }
+
+  /// Idle: arms the daemon's doorbell in every client's TX ring and waits for a control event,
+  /// a kick or `timeout` (the netdev's next poll).
+  void sleep(Duration timeout) {
+    bool empty = true;
+    size_t armed = 0;
+    for (; armed < live_.size() && empty; ++armed) empty = live_[armed]->tx.prepare_sleep();
+    epoll_event evs[kEvents];
+    const int n = empty ? wait(evs, timeout.ns) : 0;
+    for (size_t i = 0; i < armed; ++i) live_[i]->tx.end_sleep();  // before events drop clients
+    handle(evs, n);
+  }
+
+  /// Handles the control events there are now.
+  void control() {
+    epoll_event evs[kEvents];
+    handle(evs, wait(evs, 0));
+  }
+
+  int wait(epoll_event* evs, int64_t timeout_ns) {
+    const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
+                      static_cast<long>(timeout_ns % 1'000'000'000)};
+    return ::epoll_pwait2(ep_, evs, kEvents, &ts, nullptr);
+  }
+
+  void handle(const epoll_event* evs, int n) {
+    for (int i = 0; i < n; ++i) {
+      const uint64_t tag = evs[i].data.u64;
+      if (tag == kListenTag) {
+        accept_all();
+      } else if (tag == kBellTag) {
+        bell_.drain();
+      } else if (tag & kConnTag) {
+        on_conn(static_cast<int>(tag & 0xffffffffu), evs[i].events);
+      }
+    }
+  }
+
+  void accept_all() {
+    for (;;) {
+      const int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+      if (fd < 0) return;
+      if (pending_.size() >= max_clients_) {  // hellos not said yet: no more than clients
+        ::close(fd);
+        continue;
+      }
+      ucred cred{};
+      socklen_t len = sizeof cred;
+      ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
+      pending_[fd] = cred;
+      epoll_event ev = tagged(kConnTag | static_cast<uint32_t>(fd));
+      ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+    }
+  }
+
+  void on_conn(int fd, uint32_t events) {
+    if (auto it = pending_.find(fd); it != pending_.end()) {
+      const ucred cred = it->second;
+      pending_.erase(it);
+      hello(fd, cred);
+      return;
+    }
+    Client* c = nullptr;
+    for (Client* x : live_)
+      if (x->sock == fd) c = x;
+    if (!c) return;
+    char b[64];
+    const ssize_t r = ::recv(fd, b, sizeof b, MSG_DONTWAIT);
+    if (r > 0) {
+      drop(*c, "a message this protocol version does not have");
+    } else if (r == 0 || (events & (EPOLLHUP | EPOLLRDHUP)) ||
+               (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      drop(*c, nullptr);  // the process closed its device or exited
+    }
+  }
+
+  void refuse(int fd, const std::string& why) {
+    shm::Refused r;
+    std::snprintf(r.reason, sizeof r.reason, "%s", why.c_str());
+    shm::send_msg(fd, &r, sizeof r);
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+    ::close(fd);
+  }
+
+  /// The first message of a connection: Hello, answered by Welcome (a client) or Refused.
+  void hello(int fd, const ucred& cred) {
+    shm::Hello h;
+    size_t nfds = 0;
+    const long n = shm::recv_msg(fd, &h, sizeof h, {}, &nfds);
+    if (n != static_cast<long>(sizeof h) || h.h.magic != shm::kMagic ||
+        h.h.type != shm::MsgType::kHello) {
+      ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+      ::close(fd);
+      return;
+    }
+    if (h.h.version != shm::kProtocolVersion)
+      return refuse(fd, "uroce-hostd speaks protocol version " +
+                            std::to_string(shm::kProtocolVersion) + ", this process version " +
+                            std::to_string(h.h.version) + " (update uroce on one side)");
+    if (live_.size() >= max_clients_)
+      return refuse(fd, "all " + std::to_string(max_clients_) +
+                            " client slots of uroce-hostd are taken (--max-clients)");
+    auto block = blocks_.give();
+    if (!block) return refuse(fd, "no QPN block is free");
+    std::string err;
+    auto region = shm::create_region(params_, &err);
+    shm::Doorbell bell = shm::Doorbell::create();
+    if (!region || bell.fd() < 0) {
+      blocks_.free(*block);
+      return refuse(fd, "cannot create the client's region: " + err);
+    }
+    shm::Welcome w;
+    w.client = *block;
+    w.qpn_block = *block;
+    w.qpn_block_bits = kQpnBlockBits;
+    w.max_frame = static_cast<uint32_t>(net_->max_frame_len());
+    w.region = params_;
+    const int fds[] = {region->fd(), bell.fd(), bell_.fd()};
+    if (shm::send_msg(fd, &w, sizeof w, fds) != 0) {
+      blocks_.free(*block);
+      ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+      ::close(fd);
+      return;
+    }
+    region->release_fd();  // the client has it; the mapping stays
+    auto c = std::make_unique<Client>();
+    c->sock = fd;
+    c->block = *block;
+    c->pid = cred.pid;
+    c->uid = cred.uid;
+    h.device[sizeof h.device - 1] = 0;
+    c->device = h.device;
+    c->region = std::move(*region);
+    c->bell = std::move(bell);
+    c->tx = shm::Consumer(c->region.tx());
+    c->rx = shm::Producer(c->region.rx(0));
+    counters_[*block] = Counters{};
+    std::printf("client slot=%u pid=%d uid=%u device=%s\n", c->block, static_cast<int>(c->pid),
+                static_cast<unsigned>(c->uid), c->device.c_str());
+    std::fflush(stdout);
+    live_.push_back(c.get());
+    clients_[*block] = std::move(c);
+  }
+
+  /// Ends c's session: its slot, QPN block, region and doorbell go at once. why: a protocol
+  /// violation to print, or null (it closed the connection).
+  void drop(Client& c, const char* why) {
+    std::printf("client slot=%u pid=%d left%s%s\n", c.block, static_cast<int>(c.pid),
+                why ? ": " : "", why ? why : "");
+    std::fflush(stdout);
+    ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.sock, nullptr);
+    ::close(c.sock);
+    std::erase(live_, &c);
+    std::erase(woken_, &c);
+    const uint32_t block = c.block;
+    blocks_.free(block);
+    clients_[block].reset();
+  }
+
+  /// A client whose indices made no sense (ring.h "Trust") loses its session.
+  void drop_broken() {
+    for (size_t i = live_.size(); i-- > 0;)
+      if (live_[i]->tx.broken() || live_[i]->rx.broken())
+        drop(*live_[i], "its ring indices are broken");
   }
 
   static constexpr Duration kPublishEvery = Duration::millis(100);  // as a device's segment
@@ -233,9 +518,22 @@ class Daemon final : public FrameHandler {
   std::unique_ptr<Port> net_;
   MacAddr mac_;
   std::unique_ptr<stats::StatsSegment> seg_;  ///< null when segments are off (UROCE_STATS=0)
-  std::array<Client, host::kHostdSlots> clients_;
+  uint32_t max_clients_;
+  QpnBlocks blocks_;
+  std::vector<std::unique_ptr<Client>> clients_;  ///< by QPN block (the steering table)
+  std::vector<Client*> live_;                     ///< the connected clients
+  std::vector<Client*> woken_;                    ///< got frames this round
+  std::vector<Counters> counters_;                ///< by QPN block; kept after a client left
+  std::map<int, ucred> pending_;                  ///< connections before their Hello
+  shm::RegionParams params_;
+  shm::Doorbell bell_;  ///< the daemon's: clients kick it when they publish to it asleep
+  int listen_ = -1;
+  int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
 };
+
+const char* kUsage =
+    "usage: uroce-hostd --netdev IF [--run-dir DIR] [--max-clients N] [--stats-every SECONDS]";
 
 bool parse(int argc, char** argv, Options* o, std::string* err) {
   for (int i = 1; i < argc; ++i) {
@@ -252,13 +550,22 @@ bool parse(int argc, char** argv, Options* o, std::string* err) {
       o->run_dir = v;
     } else if (a == "--stats-every" && value(&v)) {
       o->stats_every_s = std::atoi(v.c_str());
+    } else if (a == "--max-clients" && value(&v)) {
+      const long n = std::atol(v.c_str());
+      const long most = (1l << (24 - kQpnBlockBits)) - 1;
+      if (n < 1 || n > most) {
+        *err = "--max-clients: 1.." + std::to_string(most) + " (QPN blocks of " +
+               std::to_string(1u << kQpnBlockBits) + ")";
+        return false;
+      }
+      o->max_clients = static_cast<uint32_t>(n);
     } else {
-      *err = "usage: uroce-hostd --netdev IF [--run-dir DIR] [--stats-every SECONDS]";
+      *err = kUsage;
       return false;
     }
   }
   if (o->netdev.empty()) {
-    *err = "usage: uroce-hostd --netdev IF [--run-dir DIR] [--stats-every SECONDS]";
+    *err = kUsage;
     return false;
   }
   return true;
@@ -271,10 +578,10 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
     return 2;
   }
-  // Clients and drivers/xdp's netdev lock find the run folder through the environment.
+  // drivers/xdp's netdev lock finds the run folder through the environment.
   if (!o.run_dir.empty()) setenv("UROCE_RUN_DIR", o.run_dir.c_str(), 1);
   std::error_code ec;
-  const std::string base = host::hostd_base(o.netdev);
+  const std::string base = shm::hostd_base(o.netdev);
   std::filesystem::create_directories(std::filesystem::path(base).parent_path(), ec);
   // One daemon per netdev: its lock, held to the end (clients test it: hostd_running()).
   int lock = ::open((base + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
@@ -295,23 +602,23 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
     return 1;
   }
-  const MacAddr mac = net->mac();
   // Without a segment the daemon serves all the same; only `uroce show` lacks the netdev.
   auto seg = stats::StatsSegment::create(dev.name, stats::summarize(dev, "uroce-hostd"), &err);
   if (!seg && !err.empty())
     std::fprintf(stderr, "uroce-hostd: no stats segment: %s\n", err.c_str());
-  Daemon d(std::move(net), mac, std::move(seg));
-  for (int k = 0; k < host::kHostdSlots; ++k)
-    if (!d.add_client(k, socket, &err)) {
-      std::fprintf(stderr, "uroce-hostd: client slot %d: %s\n", k, err.c_str());
-      d.close();
-      return 1;
-    }
+  Daemon d(std::move(net), std::move(seg), o);
+  if (!d.listen(socket, &err)) {
+    std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
+    d.close();
+    return 1;
+  }
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
-  std::printf("uroce-hostd: serving %s on %s (%d client slots)\n", o.netdev.c_str(), socket.c_str(),
-              host::kHostdSlots);
-  std::fflush(stdout);
+  std::signal(SIGUSR1, on_report);
+  std::signal(SIGPIPE, SIG_IGN);
+  std::printf("uroce-hostd: serving %s on %s (up to %u clients, %u-byte frames)\n",
+              o.netdev.c_str(), socket.c_str(), o.max_clients, d.slot_bytes());
+  d.print("start");
   d.run(o.stats_every_s);
   d.publish();
   d.print("final");

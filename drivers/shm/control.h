@@ -1,0 +1,96 @@
+/**
+ * @file control.h
+ * @brief uroce-hostd's control protocol (docs/host-mode.md, "Several processes on one netdev"):
+ * where the daemon of a netdev listens, the messages, and descriptor passing.
+ *
+ * Rendezvous, per netdev and network namespace (common/run_path.h):
+ *   <run dir>/hostd-<ifname>.<netns inode>.sock  the daemon's Unix SOCK_SEQPACKET socket (0666)
+ *   <run dir>/hostd-<ifname>.<netns inode>.lock  held (flock, exclusive) by the running daemon
+ *
+ * A session is one connection, and lives as long as it: the client sends Hello (magic,
+ * protocol version, its device's name); the daemon answers Welcome with three descriptors
+ * (SCM_RIGHTS): the region's memfd (region.h), the client's doorbell (the daemon kicks it, the
+ * client sleeps on it) and the daemon's doorbell (the client kicks it), or Refused with one
+ * line (another protocol version, no free client slot). The daemon takes the client's pid and
+ * uid from SO_PEERCRED, never from a message. When the connection closes (the process exits or
+ * is killed), the daemon frees the client's slot, QPN block and region at once.
+ *
+ * Messages are fixed-size structs in host byte order (both ends are on one host); a message
+ * of another size, magic or type ends the session.
+ */
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "shm/region.h"
+
+namespace uroce::shm {
+
+inline constexpr uint32_t kMagic = 0x68726375;  ///< "ucrh" in memory on little-endian hosts
+inline constexpr uint32_t kProtocolVersion = 1;
+
+enum class MsgType : uint32_t { kHello = 1, kWelcome = 2, kRefused = 3 };
+
+struct MsgHeader {
+  uint32_t magic = kMagic;
+  MsgType type = MsgType::kHello;
+  uint32_t version = kProtocolVersion;
+  uint32_t reserved = 0;
+};
+
+/// Client -> daemon, first and (in this version) only message.
+struct Hello {
+  MsgHeader h{kMagic, MsgType::kHello, kProtocolVersion, 0};
+  char device[32] = {};  ///< the uroce device's name (NUL-terminated), for the daemon's listing
+};
+
+/// Daemon -> client: the session's facts; three descriptors travel with it (file comment).
+struct Welcome {
+  MsgHeader h{kMagic, MsgType::kWelcome, kProtocolVersion, 0};
+  uint32_t client = 0;          ///< the client's number at the daemon (its QPN block)
+  uint32_t qpn_block = 0;       ///< QPNs qpn_block << qpn_block_bits .. + 2^qpn_block_bits - 1
+  uint32_t qpn_block_bits = 0;  ///< low QPN bits the client numbers its QPs with
+  uint32_t max_frame = 0;       ///< largest frame (bytes) either way
+  RegionParams region{};
+};
+inline constexpr size_t kWelcomeFds = 3;  ///< region memfd, client doorbell, daemon doorbell
+
+/// Daemon -> client instead of Welcome; then the daemon closes the connection.
+struct Refused {
+  MsgHeader h{kMagic, MsgType::kRefused, kProtocolVersion, 0};
+  char reason[200] = {};  ///< one line, NUL-terminated
+};
+
+/// hostd-<ifname>.<netns inode> in the run folder (append ".sock", ".lock").
+std::string hostd_base(std::string_view ifname);
+/// A daemon serves ifname in this network namespace: its lock is held and its socket exists
+/// (it creates the socket last, when ready). Connects to nothing.
+bool hostd_running(std::string_view ifname);
+
+/// Sends one message with descriptors (none: fds empty). 0, or the errno.
+int send_msg(int sock, const void* msg, size_t len, std::span<const int> fds = {});
+/// Receives one message into buf (cap bytes) and up to fds.size() descriptors (close-on-exec;
+/// *nfds of them; any beyond are closed). Returns the message's length, 0 when the peer closed,
+/// -1 with errno on error; a message longer than cap is an error (EMSGSIZE).
+long recv_msg(int sock, void* buf, size_t cap, std::span<int> fds, size_t* nfds);
+
+/// A client's session, as connect_daemon() opened it; the descriptors are the caller's.
+struct Session {
+  int sock = -1;
+  Welcome welcome;
+  int region_fd = -1;
+  int client_bell = -1;
+  int daemon_bell = -1;
+};
+
+/// Connects to the daemon of ifname, says Hello for `device` and waits (up to 5 s) for its
+/// answer. nullopt with one line in *err: no daemon, refused (its reason), or a protocol error.
+std::optional<Session> connect_daemon(std::string_view ifname, std::string_view device,
+                                      std::string* err);
+
+}  // namespace uroce::shm
