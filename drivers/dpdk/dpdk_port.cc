@@ -74,9 +74,11 @@ class DpdkPort final : public Port {
       pipeline_.on_rx_frame(frame);
       h.on_frame(frame, RxMeta{});
     };
-    total += io_->rx_all(max - total, on_frame);
+    const size_t room = max - total;
+    const size_t got = io_->rx_all(room, on_frame);
+    total += got;
     if (total == 0 && !io_->memif()) io_->check_link(now);
-    pipeline_.after_poll(now);
+    pipeline_.after_poll(now, got < room);
     // memif: look at the link on every poll (at most every 100 ms), busy or not, so the
     // guard knows the regions of a new connection before traffic flows on it.
     if (io_->memif()) io_->check_link(now);

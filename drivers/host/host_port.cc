@@ -101,9 +101,11 @@ class HostPort final : public netlink::ViewPort {
       pipeline_.on_rx_frame(frame);
       h.on_frame(frame, RxMeta{});
     };
-    total += io_->rx_all(max - total, on_frame);
+    const size_t room = max - total;
+    const size_t got = io_->rx_all(room, on_frame);
+    total += got;
     view_.after_poll(now, total);
-    pipeline_.after_poll(now);
+    pipeline_.after_poll(now, got < room);
     if (pipeline_.queued() || pipeline_.tx_pending()) flush();
     return total;
   }

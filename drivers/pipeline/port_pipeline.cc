@@ -169,7 +169,7 @@ bool PortPipeline::on_control_frame(std::span<const uint8_t> frame, Timestamp no
   // PFC / PAUSE: honoured here (lib/dcqcn PfcRx), never passed on.
   wire::MacControlFrame m;
   if (wire::parse_mac_control(frame, &m) == wire::MacControlParse::kOk) {
-    pfc_rx_.on_pause_frame(m.pause, now);
+    pfc_rx_.on_pause_frame(m.pause, now, rx_seen_);
     pause_seen_ = true;
   }
   return true;
@@ -200,7 +200,8 @@ size_t PortPipeline::loop_back(FrameHandler& h) {
 /// As a receiver: what this poll drained is what waited in the RX ring, per priority (a lower
 /// bound of the ring's fill at the poll; exact when the poll emptied it). It feeds lib/dcqcn
 /// PfcTx, which says when to send XOFF, refresh it, and send XON.
-void PortPipeline::after_poll(Timestamp now) {
+void PortPipeline::after_poll(Timestamp now, bool drained) {
+  if (drained) rx_seen_ = now;
   if (!pfc_tx_on_) return;
   for (uint8_t p = 0; p < 8; ++p) {
     if (auto f = pfc_tx_.on_backlog(p, rx_backlog_[p], now)) send_pause(*f);

@@ -103,7 +103,9 @@ class PortPipeline {
   size_t loop_back(FrameHandler& h);
   /// After a poll: feeds the poll's backlog to PfcTx and sends the XOFF/XON it asks for
   /// (TX queue 0, ahead of every software queue: MAC control is not subject to pause).
-  void after_poll(Timestamp now);
+  /// `drained`: the poll read everything there was, so a PFC frame read later arrived after
+  /// `now` (PfcRx judges a pause's continuity by that, not by when polls happen).
+  void after_poll(Timestamp now, bool drained = true);
 
   // Counters.
   /// Fills the per-priority and PFC fields of *out (the rest is the driver's).
@@ -146,6 +148,7 @@ class PortPipeline {
   RxClassifier rx_class_;     ///< received frame -> priority and ECN (trust dscp or pcp)
   dcqcn::TxScheduler sched_;  ///< CNP class strict, DRR for the rest, skips paused
   bool pause_seen_ = false;   ///< a pause frame arrived once (then TX consults pfc_rx_)
+  Timestamp rx_seen_{};       ///< the last poll that drained RX (after_poll)
 };
 
 }  // namespace uroce::pipeline

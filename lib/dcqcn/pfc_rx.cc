@@ -30,6 +30,7 @@ void PfcRx::end_pause(int p, Timestamp at) {
   Prio& s = prio_[p];
   account(p, at);
   s.paused = false;
+  s.lapsed = at;
   ++c_->rx_prio_pause_transition[p];
 }
 
@@ -68,7 +69,8 @@ void PfcRx::on_timer(Timestamp now) {
   }
 }
 
-void PfcRx::on_pause_frame(const wire::PauseFrame& f, Timestamp now) {
+void PfcRx::on_pause_frame(const wire::PauseFrame& f, Timestamp now, Timestamp seen_until) {
+  seen_until = earliest(seen_until, now);
   // Bring state to just before `now`: a pause expiring exactly at `now` and refreshed by this
   // frame stays one continuous pause (no transition, the watchdog keeps counting).
   on_timer(now - Duration::nanos(1));
@@ -90,9 +92,14 @@ void PfcRx::on_pause_frame(const wire::PauseFrame& f, Timestamp now) {
     s.until = now + Duration::nanos(wire::pause_quanta_ns(q, link_bps_));  // replace, never add
     if (!s.paused) {
       s.paused = true;
-      s.since = now;
       s.accounted = now;
-      s.warned = s.errored = false;
+      // A lapse nobody saw (after seen_until) may not have happened on the link: the pause
+      // that lapsed goes on for the watchdog (its since, warned, errored).
+      const bool unseen = !s.lapsed.is_never() && s.lapsed > seen_until;
+      if (!unseen) {
+        s.since = now;
+        s.warned = s.errored = false;
+      }
     }
   }
   on_timer(now);

@@ -13,6 +13,12 @@
  *   warning event, for `detect` an error event (tx_pause_storm_*_events). With ignore_pause,
  *   the error also stops honouring pause on that priority until no XOFF has arrived on it for
  *   `restore` (then a kStormRestored event).
+ * - Continuity is judged on what the link could have carried, not on when a poller happened to
+ *   read it: an XOFF read at `now` arrived somewhere after `seen_until` (the caller's previous
+ *   look at the link that found nothing left to read). A pause that lapsed by the clock after
+ *   `seen_until` may have been refreshed in time, so the refresh continues it for the watchdog
+ *   (a poller descheduled for longer than one pause's quanta would otherwise never see a
+ *   storm). TX honours the clock as always: it may send once the pause has lapsed.
  */
 #pragma once
 
@@ -58,8 +64,10 @@ class PfcRx {
   /// @param counters where rx_prio* / storm counters go (not owned; must outlive this)
   PfcRx(uint64_t link_bps, const PfcWatchdogConfig& wd, PfcCounters* counters);
 
-  /// A PFC or PAUSE frame arrived at `now`.
-  void on_pause_frame(const wire::PauseFrame& f, Timestamp now);
+  /// A PFC or PAUSE frame read at `now`, which arrived after `seen_until` (<= now; the
+  /// default: at `now` exactly).
+  void on_pause_frame(const wire::PauseFrame& f, Timestamp now,
+                      Timestamp seen_until = Timestamp::never());
   /// May priority `prio` start a frame at `now`? (Runs due timers first.)
   bool can_start_frame(uint8_t prio, Timestamp now);
   /// When the peer's pause on `prio` ends (<= now: not paused), whatever the watchdog says.
@@ -79,14 +87,15 @@ class PfcRx {
 
  private:
   struct Prio {
-    Timestamp until;                       ///< pause end (replace on every XOFF)
-    bool paused = false;                   ///< in a pause (as of the last on_timer)
-    Timestamp since;                       ///< start of the current continuous pause
-    Timestamp accounted;                   ///< duration counted up to here
-    int64_t duration_ns = 0;               ///< total paused time, ns (counter holds it in µs)
-    bool warned = false, errored = false;  ///< watchdog fired for the current pause
-    bool ignoring = false;                 ///< watchdog stopped honouring pause
-    Timestamp last_xoff;                   ///< last XOFF on this priority (restore timer)
+    Timestamp until;                        ///< pause end (replace on every XOFF)
+    bool paused = false;                    ///< in a pause (as of the last on_timer)
+    Timestamp since;                        ///< start of the current continuous pause
+    Timestamp accounted;                    ///< duration counted up to here
+    int64_t duration_ns = 0;                ///< total paused time, ns (counter holds it in µs)
+    bool warned = false, errored = false;   ///< watchdog fired for the current pause
+    bool ignoring = false;                  ///< watchdog stopped honouring pause
+    Timestamp last_xoff;                    ///< last XOFF on this priority (restore timer)
+    Timestamp lapsed = Timestamp::never();  ///< when the last pause ended by the clock
   };
   Timestamp warn_at(const Prio& s) const;
   Timestamp error_at(const Prio& s) const { return s.since + wd_.detect; }

@@ -238,6 +238,54 @@ TEST(PfcRx, GapInRefreshResetsWatchdog) {
   EXPECT_EQ(c.rx_prio_pause_transition[3], 2u);  // the lapse at 935.5 µs and the end at 1335.5
 }
 
+// A storm refreshed every 300 µs on the link (each XOFF lasts 335.5 µs at 100 Gb/s), read by a
+// poller that looks only every 2 ms (descheduled on a loaded host) while TX checks the pause
+// in between: each pause lapses by the clock before the poller reads its refresh. Told when
+// it last looked (seen_until), the watchdog sees one continuous pause and fires at detect
+// after the first read; told nothing (read = arrived), it sees lapses and never fires.
+TEST(PfcRx, PollerGapsDoNotBreakAStorm) {
+  for (bool told : {true, false}) {
+    PfcCounters c;
+    PfcWatchdogConfig wd;
+    wd.detect = Duration::millis(20);  // warning at 17 ms
+    PfcRx rx(k100G, wd, &c);
+    Timestamp last_poll{0};
+    int64_t next_xoff = 0;
+    for (int64_t poll = 2000; poll <= 40000; poll += 2000) {
+      for (int64_t t = last_poll.ns / 1000 + 100; t < poll; t += 100)
+        rx.can_start_frame(3, us(static_cast<double>(t)));  // TX looks between polls
+      for (; next_xoff <= poll; next_xoff += 300)
+        rx.on_pause_frame(xoff(3), us(static_cast<double>(poll)),
+                          told ? last_poll : Timestamp::never());
+      last_poll = us(static_cast<double>(poll));
+    }
+    rx.on_timer(us(40000));
+    SCOPED_TRACE(told ? "seen_until given" : "read time only");
+    EXPECT_EQ(c.tx_pause_storm_warning_events, told ? 1u : 0u);
+    EXPECT_EQ(c.tx_pause_storm_error_events, told ? 1u : 0u);
+    if (told) {
+      auto ev = rx.take_events();
+      ASSERT_EQ(ev.size(), 2u);
+      EXPECT_EQ(ev[1].kind, PfcEventKind::kStormError);
+      EXPECT_EQ(ev[1].at, us(2000 + 20000));  // detect after the first read
+    }
+  }
+}
+
+// A lapse the poller did see (it looked after the pause had ended and found nothing) is a
+// gap on the link: the refresh after it starts a new continuous pause, as before.
+TEST(PfcRx, SeenLapseResetsWatchdog) {
+  PfcCounters c;
+  PfcWatchdogConfig wd;
+  wd.detect = Duration::millis(1);
+  PfcRx rx(k100G, wd, &c);
+  rx.on_pause_frame(xoff(3), us(0), us(0));      // paused to 335.5 µs
+  rx.on_pause_frame(xoff(3), us(900), us(400));  // looked at 400 µs, after the lapse
+  rx.on_timer(us(1800));
+  EXPECT_EQ(c.tx_pause_storm_error_events, 0u);
+  EXPECT_EQ(c.rx_prio_pause_transition[3], 2u);
+}
+
 // §4.3 item 1: with ignore_pause the error stops honouring pause on that priority until no
 // XOFF has arrived for T_restore; other priorities are untouched.
 TEST(PfcRx, WatchdogIgnoresPauseUntilRestore) {

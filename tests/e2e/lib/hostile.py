@@ -120,9 +120,9 @@ def main():
     # Pause storm: XOFF refreshed every 100 us, well before it expires (3.4 ms at the 10 Gb/s
     # af_packet reports), for pause_ms. Real-time priority for it: on 2 cores filled by the
     # busy-polling victim and peer, a normal thread is descheduled for longer than a pause
-    # lasts, and a storm with gaps is no storm. The storm lasts several times the watchdog's
-    # warning time (170 ms): on a loaded machine the victim's poller may itself be descheduled
-    # for longer than a pause lasts, which restarts its count.
+    # lasts, and a storm with gaps is no storm. The victim's poller may itself be descheduled
+    # for longer than a pause lasts: its watchdog judges continuity by when it last found its RX
+    # queue empty, not by when it reads each XOFF (docs/dcqcn-pfc.md §4.3).
     try:
         os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(10))
     except (AttributeError, PermissionError, OSError):
