@@ -25,13 +25,15 @@ else()
   file(INSTALL DESTINATION ${etc} TYPE FILE FILES ${UROCE_PACKAGING_DIR}/uroce.toml)
 endif()
 
-# The unit, made for this prefix in a scratch folder of its own (installs with another DESTDIR
+# The units, made for this prefix in a scratch folder of its own (installs with another DESTDIR
 # or prefix may run at the same time, e.g. the tests').
 set(UROCE_BINDIR ${CMAKE_INSTALL_PREFIX}/bin)
 string(MD5 key "$ENV{DESTDIR}|${CMAKE_INSTALL_PREFIX}")
-set(unit ${UROCE_PACKAGING_BINARY_DIR}/${key}/uroce-exporter.service)
-configure_file(${UROCE_PACKAGING_DIR}/uroce-exporter.service.in ${unit} @ONLY)
-file(INSTALL DESTINATION ${units} TYPE FILE FILES ${unit})
+foreach(name uroce-exporter.service uroce-hostd@.service)
+  set(unit ${UROCE_PACKAGING_BINARY_DIR}/${key}/${name})
+  configure_file(${UROCE_PACKAGING_DIR}/${name}.in ${unit} @ONLY)
+  file(INSTALL DESTINATION ${units} TYPE FILE FILES ${unit})
+endforeach()
 
 # What lintian reports that does not apply (the file says why); only the package's prefix.
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")

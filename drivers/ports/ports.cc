@@ -24,8 +24,13 @@ namespace uroce {
 
 std::unique_ptr<Port> open_port(const config::Device& dev, std::string* err) {
   if (dev.port == "loopback") return loopback::open_loopback_port(dev, err);
-  if (!dev.netdev.empty() && shm::hostd_running(dev.netdev))
-    return hostd_client::open_shared_port(dev, err);
+  if (!dev.netdev.empty() && shm::hostd_running(dev.netdev)) {
+    if (!dev.exclusive) return hostd_client::open_shared_port(dev, err);
+    if (err)
+      *err = dev.name + ": exclusive = true, but uroce-hostd serves " + dev.netdev +
+             " (stop it first: uroce link del, or systemctl stop uroce-hostd@" + dev.netdev + ")";
+    return nullptr;
+  }
 #ifdef UROCE_WITH_HOST_DRIVER
   if (!dev.netdev.empty()) return host::open_host_port(dev, err);
 #else

@@ -76,6 +76,10 @@ struct Device {
   /// Kernel network interface the device is bound to (host mode); empty otherwise. When set,
   /// port is "netdev:<name>" and the GIDs, MAC, neighbours and routes are the kernel's.
   std::string netdev;
+  /// With netdev: this process opens the netdev itself (AF_XDP, its XDP program) even where a
+  /// uroce-hostd could serve it; one process per netdev (docs/host-mode.md). Otherwise the
+  /// device goes through the netdev's uroce-hostd when one runs.
+  bool exclusive = false;
   std::vector<std::string> eal;    ///< extra EAL arguments
   std::vector<Address> addresses;  ///< GID index i is the RoCEv2 GID of address i (no netdev)
   uint32_t mtu = 1024;             ///< RoCE path MTU: 256, 512, 1024, 2048, 4096

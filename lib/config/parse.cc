@@ -26,33 +26,20 @@ namespace uroce::config {
 
 namespace {
 
-constexpr std::string_view kDeviceKeys[] = {"name",
-                                            "port",
-                                            "eal",
-                                            "netdev",
-                                            "addresses",
-                                            "mtu",
-                                            "queues",
-                                            "mac",
-                                            "neighbors",
-                                            "profile",
-                                            "roce_dscp",
-                                            "cnp_dscp",
-                                            "dscp_to_prio",
-                                            "trust",
-                                            "pcp_to_prio",
-                                            "vlan",
-                                            "ecn",
-                                            "pfc",
-                                            "dcqcn",
-                                            "loss_recovery",
-                                            "congestion_control",
-                                            "delay",
-                                            "peer_timestamps",
-                                            "ooo_placement",
-                                            "progress",
-                                            "roce_v1",
-                                            "rxe_flush_icrc"};
+constexpr std::string_view kDeviceKeys[] = {"name",          "port",
+                                            "eal",           "netdev",
+                                            "exclusive",     "addresses",
+                                            "mtu",           "queues",
+                                            "mac",           "neighbors",
+                                            "profile",       "roce_dscp",
+                                            "cnp_dscp",      "dscp_to_prio",
+                                            "trust",         "pcp_to_prio",
+                                            "vlan",          "ecn",
+                                            "pfc",           "dcqcn",
+                                            "loss_recovery", "congestion_control",
+                                            "delay",         "peer_timestamps",
+                                            "ooo_placement", "progress",
+                                            "roce_v1",       "rxe_flush_icrc"};
 constexpr int64_t kMaxBurstBytes = 16 << 20;  ///< [device.dcqcn] max_burst_bytes bound
 constexpr std::string_view kPfcKeys[] = {"enabled",
                                          "xoff_bytes",
@@ -437,7 +424,13 @@ class Parser {
   bool parse_netdev(const toml::table& t, Device* dev) {
     constexpr std::string_view kAllowed = "a network interface name (1..15 characters, no '/')";
     if (!get_string(t, "netdev", "netdev", kAllowed, &dev->netdev)) return false;
-    if (!t.get("netdev")) return true;
+    if (!get_bool(t, "exclusive", "exclusive", &dev->exclusive)) return false;
+    if (!t.get("netdev")) {
+      if (dev->exclusive)
+        return fail_b("exclusive", "only with netdev (a DPDK port is always one process's)",
+                      "netdev = \"IF\" beside it, or no exclusive");
+      return true;
+    }
     if (dev->netdev.empty() || dev->netdev.size() > 15 || dev->netdev == "." ||
         dev->netdev == ".." || std::any_of(dev->netdev.begin(), dev->netdev.end(), [](char c) {
           return c == '/' || c == ':' || std::isspace(static_cast<unsigned char>(c)) ||

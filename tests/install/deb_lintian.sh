@@ -16,7 +16,8 @@ contents=$(dpkg-deb -c "$deb" | awk '{print $6}')
 for f in ./usr/bin/uroce ./usr/bin/uroce-switch ./usr/bin/uroce-hostd \
          ./usr/lib/uroce/libibverbs.so.1 ./usr/lib/uroce/librdmacm.so.1 \
          ./usr/lib/uroce/roce_steer.bpf.o ./etc/uroce/uroce.toml \
-         ./lib/systemd/system/uroce-exporter.service ./usr/share/doc/uroce/copyright \
+         ./lib/systemd/system/uroce-exporter.service ./lib/systemd/system/uroce-hostd@.service \
+         ./usr/share/doc/uroce/copyright \
          ./usr/share/man/man1/uroce.1.gz; do
   grep -qxF "$f" <<< "$contents" || fail "$f is not in $(basename "$deb")"
 done
@@ -28,6 +29,9 @@ dpkg-deb --ctrl-tarfile "$deb" | tar -xO ./conffiles | grep -qx /etc/uroce/uroce
   fail "/etc/uroce/uroce.toml is not a conffile"
 dpkg-deb --fsys-tarfile "$deb" | tar -xO ./lib/systemd/system/uroce-exporter.service |
   grep -q '^ExecStart=/usr/bin/uroce exporter' || fail "the unit does not run /usr/bin/uroce"
+dpkg-deb --fsys-tarfile "$deb" | tar -xO ./lib/systemd/system/uroce-hostd@.service |
+  grep -q '^ExecStart=/usr/bin/uroce-hostd --netdev %i' ||
+  fail "uroce-hostd@.service does not run /usr/bin/uroce-hostd"
 lintian --fail-on error,warning "$deb" 2> >(grep -v 'running with root privileges' >&2) ||
   fail "lintian"
 echo "PASS: $(basename "$deb") ($(dpkg-deb -f "$deb" Installed-Size) KiB installed), lintian clean"

@@ -58,13 +58,18 @@ def check_layout(stage):
     want = [stage + PREFIX + "/bin/" + p for p in ("uroce", "uroce-switch", "uroce-hostd")]
     want += [lib + "/" + f for f in ("libibverbs.so.1", "librdmacm.so.1", "roce_steer.bpf.o")]
     want += [stage + "/etc/uroce/uroce.toml",
-             stage + PREFIX + "/lib/systemd/system/uroce-exporter.service"]
+             stage + PREFIX + "/lib/systemd/system/uroce-exporter.service",
+             stage + PREFIX + "/lib/systemd/system/uroce-hostd@.service"]
     bad = [f"missing {p}" for p in want if not os.path.exists(p)]
     bad += [f"development link installed: {lib}/{f}" for f in ("libibverbs.so", "librdmacm.so")
             if os.path.lexists(os.path.join(lib, f))]
     unit = stage + PREFIX + "/lib/systemd/system/uroce-exporter.service"
     if os.path.exists(unit) and f"ExecStart={PREFIX}/bin/uroce exporter" not in open(unit).read():
         bad.append(f"{unit}: ExecStart does not name {PREFIX}/bin/uroce")
+    hostd = stage + PREFIX + "/lib/systemd/system/uroce-hostd@.service"
+    if os.path.exists(hostd) and f"ExecStart={PREFIX}/bin/uroce-hostd --netdev %i" not in open(
+            hostd).read():
+        bad.append(f"{hostd}: ExecStart does not name {PREFIX}/bin/uroce-hostd")
     return bad
 
 

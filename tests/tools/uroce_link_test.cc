@@ -124,5 +124,34 @@ TEST(ConfigNetdev, NetdevRefusesTheKeysTheKernelSupplies) {
   EXPECT_FALSE(config::parse("[[device]]\nnetdev = \"way-too-long-name0\"\n", "t", &err));
 }
 
+// exclusive: only beside netdev (a DPDK port is one process's anyway); default off.
+TEST(ConfigNetdev, ExclusiveOnlyWithNetdev) {
+  std::string err;
+  auto d = config::parse("[[device]]\nnetdev = \"eth0\"\n", "t", &err);
+  ASSERT_TRUE(d) << err;
+  EXPECT_FALSE(d->devices[0].exclusive);
+  auto x = config::parse("[[device]]\nnetdev = \"eth0\"\nexclusive = true\n", "t", &err);
+  ASSERT_TRUE(x) << err;
+  EXPECT_TRUE(x->devices[0].exclusive);
+  EXPECT_FALSE(config::parse("[[device]]\nport = \"loopback\"\nexclusive = true\n", "t", &err));
+  EXPECT_EQ(err,
+            "t: device[0].exclusive: only with netdev (a DPDK port is always one process's); "
+            "allowed: netdev = \"IF\" beside it, or no exclusive");
+  EXPECT_FALSE(config::parse("[[device]]\nnetdev = \"eth0\"\nexclusive = 1\n", "t", &err));
+}
+
+// add --exclusive writes exclusive = true; add and del with --daemon none start and stop
+// nothing (the netdev here is a fake).
+TEST_F(LinkTest, AddExclusiveWritesIt) {
+  RunResult r = link("add uroce0 netdev veth-a --exclusive --daemon none");
+  ASSERT_EQ(r.status, 0) << r.err;
+  config::Config c = parsed();
+  ASSERT_EQ(c.devices.size(), 1u);
+  EXPECT_TRUE(c.devices[0].exclusive);
+  EXPECT_NE(r.out.find("exclusive"), std::string::npos) << r.out;
+  EXPECT_NE(link("add u1 netdev veth-b --daemon bogus").status, 0);
+  ASSERT_EQ(link("del uroce0 --daemon none").status, 0);
+}
+
 }  // namespace
 }  // namespace uroce::test

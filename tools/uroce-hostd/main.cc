@@ -590,6 +590,8 @@ int run_main(int argc, char** argv) {
                  lock < 0 ? std::strerror(errno) : "another uroce-hostd serves this netdev");
     return 1;
   }
+  // The lock file names the daemon's pid (uroce link del and show read it).
+  if (::ftruncate(lock, 0) == 0) ::dprintf(lock, "%d\n", static_cast<int>(::getpid()));
   const std::string socket = base + ".sock";
   std::filesystem::remove(socket, ec);  // left by a daemon that was killed
 

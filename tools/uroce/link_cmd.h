@@ -11,10 +11,12 @@
 namespace uroce::tool {
 
 struct LinkOptions {
-  std::string name;       ///< device name
-  std::string netdev;     ///< add: the kernel interface
-  std::string config;     ///< --config FILE; else $UROCE_CONFIG or /etc/uroce/uroce.toml
-  std::string sysfs_net;  ///< where netdevs are listed (tests); default /sys/class/net
+  std::string name;             ///< device name
+  std::string netdev;           ///< add: the kernel interface
+  std::string config;           ///< --config FILE; else $UROCE_CONFIG or /etc/uroce/uroce.toml
+  std::string sysfs_net;        ///< where netdevs are listed (tests); default /sys/class/net
+  bool exclusive = false;       ///< add: one process opens the netdev itself, no uroce-hostd
+  std::string daemon = "auto";  ///< add/del: how uroce-hostd is started (hostd_ctl.h)
 };
 
 int link_add(const LinkOptions& o);

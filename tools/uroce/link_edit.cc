@@ -34,7 +34,7 @@ std::string quoted(const std::string& s) { return "\"" + s + "\""; }
 }  // namespace
 
 bool link_add_text(const std::string& text, const std::string& source, const std::string& name,
-                   const std::string& netdev, std::string* out, std::string* err) {
+                   const std::string& netdev, bool exclusive, std::string* out, std::string* err) {
   if (!text.empty()) {
     auto cfg = parse_or_fail(text, source, err);
     if (!cfg) return false;
@@ -51,6 +51,7 @@ bool link_add_text(const std::string& text, const std::string& source, const std
     }
   }
   std::string added = "[[device]]\nname = " + quoted(name) + "\nnetdev = " + quoted(netdev) + "\n";
+  if (exclusive) added += "exclusive = true\n";
   std::string result = text;
   if (!result.empty() && result.back() != '\n') result += '\n';
   if (!result.empty()) result += '\n';

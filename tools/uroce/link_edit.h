@@ -11,11 +11,12 @@
 
 namespace uroce::tool {
 
-/// Appends `[[device]] name = NAME  netdev = NETDEV` to `text` (empty: a new file). Fails
+/// Appends `[[device]] name = NAME  netdev = NETDEV` (and `exclusive = true` when asked) to
+/// `text` (empty: a new file). Fails
 /// with one line when text does not parse, NAME or NETDEV is already used, or the result does
 /// not validate (e.g. a bad interface name).
 bool link_add_text(const std::string& text, const std::string& source, const std::string& name,
-                   const std::string& netdev, std::string* out, std::string* err);
+                   const std::string& netdev, bool exclusive, std::string* out, std::string* err);
 
 /// Removes device NAME's table. *out is empty when it was the only device (the caller removes
 /// the file). Fails with one line when text does not parse or has no device NAME.

@@ -140,10 +140,19 @@ int main(int argc, char** argv) {
       ->required()
       ->check(CLI::IsMember({"netdev"}));
   ladd->add_option("ifname", lo.netdev, "The kernel interface, e.g. eth0")->required();
+  ladd->add_flag("--exclusive", lo.exclusive,
+                 "One process at a time opens the netdev itself (exclusive = true); no "
+                 "uroce-hostd");
   auto* ldel = link->add_subcommand("del", "Remove a device from the configuration");
   ldel->add_option("name", lo.name, "Device name")->required();
   auto* lshow = link->add_subcommand("show", "The devices and their netdevs' state");
   lshow->add_option("name", lo.name, "Only this device");
+  for (CLI::App* c : {ladd, ldel})
+    c->add_option("--daemon", lo.daemon,
+                  "How the netdev's uroce-hostd is started and stopped: auto (systemd's "
+                  "uroce-hostd@IF.service where systemd runs, else a process of its own), "
+                  "systemd, direct, none")
+        ->check(CLI::IsMember({"auto", "systemd", "direct", "none"}));
   for (CLI::App* c : {ladd, ldel, lshow})
     c->add_option("--config,-c", lo.config,
                   "Config file (default: $UROCE_CONFIG, ./uroce.toml, /etc/uroce/uroce.toml)");
