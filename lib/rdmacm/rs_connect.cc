@@ -39,6 +39,14 @@ bool take_peer_conn_data(Socket& s) {
   return true;
 }
 
+/// The route from RDMA_ROUTE's records when the program gave some (used once), else resolved.
+int resolve_route(Socket& s) {
+  if (s.route.empty()) return rdma_resolve_route(s.cm, 2000);
+  std::vector<uint8_t> r = std::move(s.route);
+  s.route.clear();
+  return rdma_set_option(s.cm, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, r.data(), r.size());
+}
+
 int start_connect(Socket& s) {
   if (create_ep(s)) return -1;
   uint8_t pd[sizeof(WireConnData)];
@@ -81,9 +89,7 @@ int do_connect(Socket& s) {
         more = start(rdma_resolve_addr(s.cm, nullptr, reinterpret_cast<sockaddr*>(&s.dst), 2000),
                      kResolvingAddr);
         break;
-      case kResolvingAddr:
-        more = finish() && start(rdma_resolve_route(s.cm, 2000), kResolvingRoute);
-        break;
+      case kResolvingAddr: more = finish() && start(resolve_route(s), kResolvingRoute); break;
       case kResolvingRoute: more = finish() && start(start_connect(s), kConnecting); break;
       case kConnecting:
         more = false;

@@ -9,10 +9,13 @@
  * SO_OOBINLINE, SO_ERROR (read and cleared). IPPROTO_TCP: TCP_NODELAY (rsockets never
  * delay), TCP_MAXSEG (the path MTU), TCP_KEEPIDLE/KEEPCNT/KEEPINTVL. IPPROTO_IPV6:
  * IPV6_V6ONLY. SOL_RDMA (before connecting, EINVAL after): RDMA_SQSIZE, RDMA_RQSIZE,
- * RDMA_INLINE, RDMA_IOMAPSIZE; RDMA_ROUTE fails with ENOSYS (uroce's paths come from its
- * configuration). Anything else: ENOTSUP.
+ * RDMA_INLINE, RDMA_IOMAPSIZE, RDMA_ROUTE (path records, struct ibv_path_data, as librdmacm:
+ * rconnect resolves its route with them through RDMA_OPTION_IB_PATH; read back, the records
+ * set and not yet used, else the connection's path). Anything else: ENOTSUP.
  */
+#include <endian.h>
 #include <fcntl.h>
+#include <infiniband/sa.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <rdma/rsocket.h>
@@ -45,6 +48,46 @@ void copy_addr(sockaddr* dst, socklen_t* len, const sockaddr* src) {
   const socklen_t size = src->sa_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   std::memcpy(dst, src, std::min(*len, size));
   *len = size;
+}
+
+/// A path record of the route as RDMA_ROUTE gives it (librdmacm's rs_convert_sa_path).
+ibv_path_data path_data_of(const ibv_sa_path_rec& p) {
+  ibv_path_data d{};
+  d.path.dgid = p.dgid;
+  d.path.sgid = p.sgid;
+  d.path.dlid = p.dlid;
+  d.path.slid = p.slid;
+  d.path.flowlabel_hoplimit = htobe32(be32toh(p.flow_label) << 8 | p.hop_limit);
+  d.path.tclass = p.traffic_class;
+  d.path.reversible_numpath = static_cast<uint8_t>(p.reversible << 7 | 1);
+  d.path.pkey = p.pkey;
+  d.path.qosclass_sl = htobe16(p.sl);
+  d.path.mtu = static_cast<uint8_t>(p.mtu | 2 << 6);  // "exactly"
+  d.path.rate = static_cast<uint8_t>(p.rate | 2 << 6);
+  d.path.packetlifetime = static_cast<uint8_t>(p.packet_life_time | 2 << 6);
+  d.flags = static_cast<uint32_t>(p.preference);
+  return d;
+}
+
+/// RDMA_ROUTE read back: the records set and not yet used, else one per path of the
+/// connection's route (none before it is resolved). EINVAL: *len holds less than that.
+int get_route(const Socket& s, void* val, socklen_t* len) {
+  if (!s.route.empty()) {
+    if (*len < s.route.size()) return fail(EINVAL);
+    std::memcpy(val, s.route.data(), s.route.size());
+    *len = static_cast<socklen_t>(s.route.size());
+    return 0;
+  }
+  if (*len < sizeof(ibv_path_data)) return fail(EINVAL);
+  socklen_t n = 0;
+  const int paths = s.cm ? s.cm->route.num_paths : 0;
+  for (int i = 0; i < paths && n + sizeof(ibv_path_data) <= *len; ++i) {
+    const ibv_path_data d = path_data_of(s.cm->route.path_rec[i]);
+    std::memcpy(static_cast<uint8_t*>(val) + n, &d, sizeof d);
+    n += sizeof d;
+  }
+  *len = n;
+  return 0;
 }
 
 }  // namespace
@@ -142,7 +185,12 @@ UROCE_CM_EXPORT int rsetsockopt(int fd, int level, int name, const void* val, so
           s->target_iomap_size = iomap_size_round(static_cast<uint32_t>(std::max(v, 0)));
           ret = 0;
           break;
-        case RDMA_ROUTE: ret = ENOSYS; break;
+        case RDMA_ROUTE: {
+          const auto* p = static_cast<const uint8_t*>(val);
+          s->route.assign(p, p + len);
+          ret = 0;
+          break;
+        }
       }
       break;
   }
@@ -206,7 +254,7 @@ UROCE_CM_EXPORT int rgetsockopt(int fd, int level, int name, void* val, socklen_
         case RDMA_RQSIZE: put_int(val, len, s->rq_size); return 0;
         case RDMA_INLINE: put_int(val, len, s->sq_inline); return 0;
         case RDMA_IOMAPSIZE: put_int(val, len, s->target_iomap_size); return 0;
-        case RDMA_ROUTE: return fail(ENOSYS);
+        case RDMA_ROUTE: return get_route(*s, val, len);
       }
       break;
   }

@@ -103,6 +103,9 @@ struct Socket {
   uint64_t so_opts = 0, tcp_opts = 0, ipv6_opts = 0;  ///< boolean options, bit = optname
   uint32_t keepalive_time = 0;
   sockaddr_storage dst{};  ///< rconnect's destination
+  /// RDMA_ROUTE's path records (struct ibv_path_data): rconnect resolves the route with them
+  /// (RDMA_OPTION_IB_PATH) instead of rdma_resolve_route, then forgets them, as librdmacm.
+  std::vector<uint8_t> route;
 
   // ---- Sizes (settable until connecting) ------------------------------------------------
   uint32_t sbuf_size = 0, rbuf_size = 0;
