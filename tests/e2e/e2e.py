@@ -766,8 +766,11 @@ def run_hostile(case, link, build):
     watchdog detects after 100 ms and then ignores pause (so the storm cannot stall it)."""
     secs = case.kw["secs"]
     port = pairmod.free_tcp_port()
+    # ACK timeout 17 (0.54 s, as the kernel's RDMA CM gives RoCE connections): the storm pauses
+    # both sides' priority 3 (the client's af_packet port sees the injector's frames too) until
+    # each watchdog acts; at 14 (67 ms) the client's retries ran out once under load.
     args = [os.path.join(build, "bin", "uroce_verify"), "-d", DEVICE, "-g", str(GID_INDEX), "-p",
-            str(port), "-o", "mixed", "-s", "16384", "-D", str(secs)]
+            str(port), "-o", "mixed", "-s", "16384", "-D", str(secs), "--ack-timeout", "17"]
     p = Pair(link, build, env={"UROCE_PRINT_COUNTERS": "1"}, extra_toml=(
         "pfc = { enabled = [3], watchdog_detect_ms = 100, watchdog_restore_ms = 10000, "
         "watchdog_ignore_pause = true }"))
