@@ -85,6 +85,8 @@ struct Device {
   uint8_t max_responder_resources = 1;  ///< max_qp_rd_atom (clamped to 255)
   uint8_t max_initiator_depth = 1;      ///< max_qp_init_rd_atom
   std::map<uint64_t, int> listens;      ///< service ID -> listeners using it
+  /// Shared through uroce-hostd: the daemon holds the port space and steers CM MADs.
+  bool shared = false;
 };
 
 /// An rdma_cm_id and the connection behind it.

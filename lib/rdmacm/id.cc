@@ -75,14 +75,25 @@ int req_private(Id* id, const rdma_conn_param* p, std::span<uint8_t> out) {
 
 void note_listen(uint16_t port, bool on);
 
+/// The listen of id on device d in the host's port space (a device shared through
+/// uroce-hostd; others: 0): claimed (on) or given back. 0 or an errno.
+int host_listen(Device* d, Id* id, bool on) {
+  if (!d->shared) return 0;
+  // Either family's wildcard is the daemon's "any address".
+  const Gid addr = is_any(id->sgid) ? Gid{} : id->sgid;
+  return uroce_hostd_listen(d->verbs, on, ps_of(id), id->sport, addr.raw.data()) ? errno : 0;
+}
+
 /// Stops listening on every device. Requires mu.
 void unlisten(Service& s, Id* id) {
   const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
-  for (Device* d : id->listening)
+  for (Device* d : id->listening) {
+    host_listen(d, id, false);
     if (--d->listens[sid] == 0) {
       d->listens.erase(sid);
       d->mgr->unlisten(sid);
     }
+  }
   id->listening.clear();
   s.remove_listener(id);
   note_listen(id->sport, false);
@@ -387,6 +398,13 @@ UROCE_CM_EXPORT int rdma_listen(rdma_cm_id* cid, int /*backlog*/) {
     // rdma-core leaves id->verbs NULL for a wildcard bind with several devices; with one,
     // programs (rping) expect it set.
     if (devs.size() == 1) attach(id, devs[0]);
+  }
+  // The host's port space first: another process listening there makes this fail.
+  for (size_t i = 0; i < devs.size(); ++i) {
+    if (int err = host_listen(devs[i], id, true)) {
+      while (i-- > 0) host_listen(devs[i], id, false);
+      return fail(err);
+    }
   }
   const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
   for (Device* d : devs) {

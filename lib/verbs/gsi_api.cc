@@ -143,6 +143,27 @@ UROCE_EXPORT int uroce_shared_slot(ibv_context* c) {
   return rt->port->link_state(&st) ? st.shared_slot : -1;
 }
 
+UROCE_EXPORT int uroce_hostd_listen(ibv_context* c, int listen, uint16_t ps, uint16_t port,
+                                    const uint8_t addr[16]) {
+  if (!c || !addr) {
+    errno = EINVAL;
+    return -1;
+  }
+  Runtime* rt = uroce::verbs::ctx_of(c)->rt;
+  if (int err = rt->start()) {
+    errno = err;
+    return -1;
+  }
+  std::lock_guard<std::mutex> g(rt->mu);
+  if (int err = rt->port->cm_listen(
+          listen != 0, ps, port,
+          uroce::verbs::gid_of(*reinterpret_cast<const uint8_t(*)[16]>(addr)))) {
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
 UROCE_EXPORT int uroce_route_gid(ibv_context* c, const uint8_t dst[16], int* gid_index) {
   if (!c || !dst || !gid_index) {
     errno = EINVAL;

@@ -52,9 +52,17 @@ int uroce_gsi_send(struct uroce_gsi* gsi, const struct uroce_gsi_mad* mad);
 /// this device's netdev), EADDRNOTAVAIL (the source is not in the GID table).
 int uroce_route_gid(struct ibv_context* ctx, const uint8_t dst[16], int* gid_index);
 
-/// The client slot of a device shared through uroce-hostd (>= 0), or -1 (the device owns its
-/// port alone). In a shared device every process sees every CM MAD (docs/host-mode.md).
+/// The client number of a device shared through uroce-hostd (>= 1), or -1 (the device owns
+/// its port alone). The daemon steers a CM MAD to the process whose number prefixes the
+/// communication ID it echoes (docs/host-mode.md, "RDMA CM").
 int uroce_shared_slot(struct ibv_context* ctx);
+
+/// For a device shared through uroce-hostd: rdma_listen on (ps, port, addr: 16 bytes, zero for
+/// any) claims the port in the host's port space (listen 1) or gives it back (0). 0, or -1 +
+/// errno: EADDRINUSE (another process listens there), EOPNOTSUPP (not shared: the process
+/// keeps its port space alone).
+int uroce_hostd_listen(struct ibv_context* ctx, int listen, uint16_t ps, uint16_t port,
+                       const uint8_t addr[16]);
 
 #ifdef __cplusplus
 }

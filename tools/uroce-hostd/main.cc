@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "cm/host_cm.h"
 #include "common/port.h"
 #include "config/config.h"
 #include "dpdk/clock.h"
@@ -60,6 +61,10 @@
 #include "stats/port_publish.h"
 #include "stats/segment.h"
 #include "stats/summary.h"
+#include "transport/wire/build.h"
+#include "transport/wire/cm.h"
+#include "transport/wire/cm_ip.h"
+#include "transport/wire/parse.h"
 #include "uroce-hostd/frame_prio.h"
 #include "uroce-hostd/steer.h"
 
@@ -75,6 +80,8 @@ using dpdk::monotonic_now;
 
 /// QPN bits a client numbers its QPs with: 8192 QPs per process, 2047 clients per netdev.
 constexpr uint8_t kQpnBlockBits = 13;
+// A client's number (its QPN block) is also its comm-ID prefix at HostCm.
+static_assert((1u << (24 - kQpnBlockBits)) - 1 <= cm::HostCm::kMaxClient);
 constexpr uint32_t kDefaultMaxClients = 1024;
 /// Ring sizes of a client's region (frames).
 constexpr uint32_t kTxSlots = 256;
@@ -90,6 +97,15 @@ constexpr Duration kDeepIdleAfter = Duration::millis(10);
 constexpr unsigned kControlEvery = 64;
 /// Control events handled per wait.
 constexpr int kEvents = 64;
+/// HostCm's timers (DREQ resends, forgetting) run this often.
+constexpr Duration kCmTick = Duration::millis(1);
+/// A frame to QP1 longer than this is no CM MAD (headers + 256 bytes + ICRC fit).
+constexpr size_t kCmFrameMax = 512;
+/// The daemon's own MADs: as a client's engine sends them (lib/transport gsi.cc).
+constexpr uint16_t kCmUdpSport = 0xc001;
+constexpr uint8_t kCmDscp = 26;
+/// Peers' MACs the daemon remembers for its own MADs (cleared when full).
+constexpr size_t kMaxPeerMacs = 65536;
 
 struct Options {
   std::string netdev;
@@ -104,6 +120,7 @@ struct Counters {
   uint64_t to_wire = 0;      ///< of those, sent to the netdev
   uint64_t switched = 0;     ///< of those, same-host: switched to a client
   uint64_t dropped = 0;      ///< for this client but its ring was full; or a bad descriptor
+  uint64_t cm_refused = 0;   ///< CM MADs it sent that HostCm refused (another's ID, malformed)
 };
 
 /// A connected client (after Welcome): its session, region and rings.
@@ -206,7 +223,7 @@ class Daemon final : public FrameHandler {
     while (!g_stop.load(std::memory_order_relaxed)) {
       const Timestamp now = monotonic_now();
       size_t work = net_->rx_burst(*this, 64, now);
-      for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i]);
+      for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i], now);
       wake_clients();
       net_->flush();
       drop_broken();
@@ -226,6 +243,10 @@ class Daemon final : public FrameHandler {
         next_stats = now + Duration::seconds(stats_every_s);
       }
       if (g_report.exchange(false)) print("stats");
+      if (now >= next_cm_) {  // DREQs of dead clients' connections, due again
+        for (const cm::HostCm::Outgoing& o : hostcm_.timers(now)) send_cm(o, now);
+        next_cm_ = now + kCmTick;
+      }
       if (now >= next_publish) {
         publish();
         next_publish = now + kPublishEvery;
@@ -234,17 +255,25 @@ class Daemon final : public FrameHandler {
   }
 
   void print(const char* tag) {
+    using UL = unsigned long;
     std::printf("%s net_rx=%lu net_tx=%lu unknown=%lu clients=%zu qpn_blocks=%u rss_kb=%lu\n", tag,
-                static_cast<unsigned long>(net_rx_), static_cast<unsigned long>(net_tx_),
-                static_cast<unsigned long>(unknown_), live_.size(), blocks_.in_use(),
-                static_cast<unsigned long>(rss_kb()));
+                UL(net_rx_), UL(net_tx_), UL(unknown_), live_.size(), blocks_.in_use(),
+                UL(rss_kb()));
+    const cm::HostCm::Counters& m = hostcm_.counters();
+    std::printf(
+        "%s cm rej_no_listener=%lu sidr_unsupported=%lu drep_for_gone=%lu dreq_for_dead=%lu "
+        "dropped_in=%lu refused_out=%lu malformed=%lu sent=%lu unresolved=%lu connections=%zu\n",
+        tag, UL(m.rejected_no_listener), UL(m.sidr_unsupported), UL(m.drep_for_gone),
+        UL(m.dreq_for_dead), UL(m.dropped_in), UL(m.refused_out), UL(cm_malformed_), UL(cm_sent_),
+        UL(cm_unresolved_), hostcm_.connections_total());
     for (uint32_t k = 0; k < counters_.size(); ++k) {
       const Counters& c = counters_[k];
-      if (!c.to_client && !c.from_client && !c.dropped) continue;
-      std::printf("%s slot=%u to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu\n",
-                  tag, k, static_cast<unsigned long>(c.to_client),
-                  static_cast<unsigned long>(c.from_client), static_cast<unsigned long>(c.to_wire),
-                  static_cast<unsigned long>(c.switched), static_cast<unsigned long>(c.dropped));
+      if (!c.to_client && !c.from_client && !c.dropped && !c.cm_refused) continue;
+      std::printf(
+          "%s slot=%u to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu "
+          "cm_refused=%lu\n",
+          tag, k, UL(c.to_client), UL(c.from_client), UL(c.to_wire), UL(c.switched), UL(c.dropped),
+          UL(c.cm_refused));
     }
     std::fflush(stdout);
   }
@@ -265,15 +294,22 @@ class Daemon final : public FrameHandler {
 
  private:
   /// A frame for the local clients: by the destination QPN's block, read from `headers` (the
-  /// frame itself, or a copy of a client's frame's first bytes); QP1 to every client.
+  /// frame itself, or a copy of a client's frame's first bytes); QP1 by HostCm (cm_in).
   void to_clients(std::span<const uint8_t> headers, std::span<const uint8_t> frame) {
     auto qpn = roce_dest_qpn(headers);
     if (!qpn) {
       ++unknown_;
       return;
     }
-    if (*qpn == 1) {
-      for (Client* c : live_) push(*c, frame);
+    if (*qpn == wire::cm::kGsiQpn) {
+      // From the netdev the frame is the daemon's own buffer; a client's is copied whole first.
+      if (frame.size() > kCmFrameMax) {
+        ++unknown_;
+        return;
+      }
+      uint8_t copy[kCmFrameMax];
+      std::memcpy(copy, frame.data(), frame.size());
+      cm_in(std::span<const uint8_t>(copy, frame.size()), monotonic_now());
       return;
     }
     Client* c = clients_[blocks_.block_of(*qpn)].get();
@@ -282,6 +318,84 @@ class Daemon final : public FrameHandler {
       return;
     }
     push(*c, frame);
+  }
+
+  /// A CM MAD as a frame (parsed: UD SEND of one MAD to QP1), or nullopt.
+  static std::optional<wire::ParsedPacket> parse_mad(std::span<const uint8_t> frame) {
+    wire::ParsedPacket p;
+    if (wire::parse_headers(frame, &p) != wire::DropReason::kOk || p.roce_v1 ||
+        p.opcode != wire::Opcode::kUdSendOnly || p.payload.size() != wire::cm::kMadLen)
+      return std::nullopt;
+    return p;
+  }
+
+  /// A CM MAD (a frame to QP1, in the daemon's memory) from the netdev or a client of this host:
+  /// to the client HostCm names, or answered by the daemon (REJ, SIDR_REP, DREP), or dropped.
+  void cm_in(std::span<const uint8_t> frame, Timestamp now) {
+    auto p = parse_mad(frame);
+    if (!p) {
+      ++cm_malformed_;
+      return;
+    }
+    learn(p->src_ip, p->src_mac);
+    cm::HostCm::Route r = hostcm_.inbound(p->src_ip, p->dst_ip, p->payload, now);
+    if (r.to == cm::HostCm::To::kClient) {
+      Client* c = r.client < clients_.size() ? clients_[r.client].get() : nullptr;
+      if (c) {
+        push(*c, frame);
+      } else {
+        ++unknown_;
+      }
+    } else if (r.to == cm::HostCm::To::kAnswered && r.reply) {
+      send_cm(*r.reply, now);
+    }
+  }
+
+  /// Remembers ip's MAC (as its frames came, or went) for the daemon's own MADs to it.
+  void learn(const Gid& ip, const MacAddr& mac) {
+    if (peer_macs_.size() >= kMaxPeerMacs) peer_macs_.clear();
+    peer_macs_[ip.raw] = mac;
+  }
+
+  /// A MAD of the daemon's own (HostCm's REJ, SIDR_REP, DREP, DREQ): to the wire, or to the
+  /// client it is for when the peer is on this host.
+  void send_cm(const cm::HostCm::Outgoing& o, Timestamp now) {
+    wire::FrameSpec s;
+    if (auto it = peer_macs_.find(o.peer.raw); it != peer_macs_.end()) {
+      s.dst_mac = it->second;
+    } else if (!net_->resolve(o.peer, &s.dst_mac)) {
+      ++cm_unresolved_;
+      return;
+    }
+    s.src_mac = mac_;
+    s.src_ip = o.local;
+    s.dst_ip = o.peer;
+    s.dscp = kCmDscp;
+    s.udp_sport = kCmUdpSport;
+    s.opcode = wire::Opcode::kUdSendOnly;
+    s.pkey = wire::kDefaultPkey;
+    s.dest_qpn = Qpn(wire::cm::kGsiQpn);
+    s.psn = Psn(cm_psn_);
+    cm_psn_ = (cm_psn_ + 1) & 0xffffff;
+    s.deth.qkey = wire::cm::kGsiQkey;
+    s.deth.src_qpn = Qpn(wire::cm::kGsiQpn);
+    uint8_t buf[kCmFrameMax];
+    const wire::FrameLayout l = wire::build_headers(s, buf);
+    if (l.payload_offset == 0 || l.payload_offset + o.mad.size() + 7 > sizeof buf) return;
+    std::memcpy(buf + l.payload_offset, o.mad.data(), o.mad.size());
+    const size_t len = wire::finalize(buf, l, o.mad.size());
+    if (len == 0) return;
+    ++cm_sent_;
+    const std::span<const uint8_t> f(buf, len);
+    if (s.dst_mac == mac_) {  // a peer on this host: steered as any MAD that arrives
+      cm_in(f, now);
+      return;
+    }
+    uint8_t* q = net_->begin_frame(len);
+    if (!q) return;  // the netdev's queues are full: HostCm resends a DREQ; a REJ is lost
+    std::memcpy(q, buf, len);
+    net_->end_frame(len, TxMeta{frame_priority(f), false});
+    ++net_tx_;
   }
 
   void push(Client& c, std::span<const uint8_t> frame) {
@@ -315,7 +429,7 @@ class Daemon final : public FrameHandler {
   }
 
   /// Up to kClientBurst frames from c's TX ring: to the wire, or switched to a client.
-  size_t from_client(Client& c) {
+  size_t from_client(Client& c, Timestamp now) {
     const uint32_t n = std::min(c.tx.available(), kClientBurst);
     Counters& k = counters_[c.block];
     uint32_t done = 0;
@@ -330,6 +444,23 @@ class Daemon final : public FrameHandler {
       const size_t hn = std::min(f.size(), kHeaderCopy);
       std::memcpy(hdr, f.data(), hn);
       const std::span<const uint8_t> h(hdr, hn);
+      uint8_t mad[kCmFrameMax];
+      if (roce_dest_qpn(h) == wire::cm::kGsiQpn) {
+        // A CM MAD: checked whole from a copy (HostCm: only under the client's own IDs), and
+        // sent from that copy.
+        std::optional<wire::ParsedPacket> p;
+        if (f.size() <= sizeof mad) {
+          std::memcpy(mad, f.data(), f.size());
+          f = std::span<const uint8_t>(mad, f.size());
+          p = parse_mad(f);
+        }
+        if (!p || hostcm_.outbound(c.block, p->src_ip, p->dst_ip, p->payload, now) !=
+                      cm::HostCm::Refusal::kNone) {
+          ++k.cm_refused;
+          continue;
+        }
+        learn(p->dst_ip, p->dst_mac);
+      }
       if (std::memcmp(hdr, mac_.b.data(), 6) == 0) {  // same host
         ++k.from_client;
         ++k.switched;
@@ -413,14 +544,38 @@ class Daemon final : public FrameHandler {
     for (Client* x : live_)
       if (x->sock == fd) c = x;
     if (!c) return;
-    char b[64];
+    alignas(shm::Request) uint8_t b[sizeof(shm::Request) + 1];
     const ssize_t r = ::recv(fd, b, sizeof b, MSG_DONTWAIT);
     if (r > 0) {
-      drop(*c, "a message this protocol version does not have");
+      auto req = shm::parse_request(std::span<const uint8_t>(b, static_cast<size_t>(r)));
+      if (!req) return drop(*c, "a message this protocol version does not have");
+      shm::Reply rep;
+      rep.seq = req->seq;
+      rep.error = serve(*c, *req);
+      if (shm::send_msg(fd, &rep, sizeof rep) != 0) drop(*c, "it does not take its replies");
     } else if (r == 0 || (events & (EPOLLHUP | EPOLLRDHUP)) ||
                (errno != EAGAIN && errno != EWOULDBLOCK)) {
       drop(*c, nullptr);  // the process closed its device or exited
     }
+  }
+
+  /// A client's Request (checked by parse_request): 0 or an errno for its Reply.
+  int serve(Client& c, const shm::Request& r) {
+    Gid gid;
+    std::memcpy(gid.raw.data(), r.gid, sizeof r.gid);
+    switch (r.op) {
+      case shm::Op::kListen:
+        if (r.ps != wire::cm::kPsTcp && r.ps != wire::cm::kPsUdp && r.ps != wire::cm::kPsIb &&
+            r.ps != wire::cm::kPsIpoib)
+          return EINVAL;
+        // One binding per listen (a process may listen twice, e.g. IPv4's and IPv6's wildcard).
+        if (int e = hostcm_.bind(c.block, r.ps, r.port, gid)) return e;
+        return hostcm_.listen(c.block, r.ps, r.port, gid);
+      case shm::Op::kRelease: hostcm_.release(c.block, r.ps, r.port, gid); return 0;
+      case shm::Op::kConnect:
+      case shm::Op::kDisconnect: return 0;
+    }
+    return EINVAL;
   }
 
   void refuse(int fd, const std::string& why) {
@@ -484,6 +639,7 @@ class Daemon final : public FrameHandler {
     c->tx = shm::Consumer(c->region.tx());
     c->rx = shm::Producer(c->region.rx(0));
     counters_[*block] = Counters{};
+    hostcm_.add_client(*block);
     std::printf("client slot=%u pid=%d uid=%u device=%s\n", c->block, static_cast<int>(c->pid),
                 static_cast<unsigned>(c->uid), c->device.c_str());
     std::fflush(stdout);
@@ -504,6 +660,9 @@ class Daemon final : public FrameHandler {
     const uint32_t block = c.block;
     blocks_.free(block);
     clients_[block].reset();
+    // Its ports go; each connection its peer knows gets a DREQ now (and again by the timers).
+    const Timestamp now = monotonic_now();
+    for (const cm::HostCm::Outgoing& o : hostcm_.drop_client(block, now)) send_cm(o, now);
   }
 
   /// A client whose indices made no sense (ring.h "Trust") loses its session.
@@ -530,6 +689,11 @@ class Daemon final : public FrameHandler {
   int listen_ = -1;
   int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
+  cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
+  std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
+  Timestamp next_cm_{};
+  uint32_t cm_psn_ = 0;
+  uint64_t cm_sent_ = 0, cm_unresolved_ = 0, cm_malformed_ = 0;
 };
 
 const char* kUsage =
