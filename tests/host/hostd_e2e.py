@@ -648,7 +648,8 @@ def main():
                         if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln) or "uroce_verify" in ln]
                 print(f"{p.label}: " + " | ".join(r.strip() for r in rows[-2:]))
         for out in outs:
-            print("\n".join(ln for ln in out.splitlines() if ln.startswith("final")))
+            print("\n".join(ln for ln in out.splitlines()
+                            if ln.startswith("final") or "frame refused" in ln))
         return 0
     except Exception as e:  # report what ran, then clean up
         print(f"FAIL hostd.{args.case}: {e}", file=sys.stderr)

@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -54,6 +55,7 @@
 #include "config/config.h"
 #include "dpdk/clock.h"
 #include "host/host_port.h"
+#include "hostd/tx_guard.h"
 #include "shm/control.h"
 #include "shm/doorbell.h"
 #include "shm/region.h"
@@ -88,9 +90,6 @@ constexpr uint32_t kTxSlots = 256;
 constexpr uint32_t kRxSlots = 256;
 /// Frames taken from one client's TX ring per round, so that no client starves the others.
 constexpr uint32_t kClientBurst = 32;
-/// Header bytes copied out of a client's frame before the daemon parses them (the frame may
-/// change under it): Ethernet, one VLAN tag, IPv6, UDP and the BTH fit.
-constexpr size_t kHeaderCopy = 128;
 /// Idle: polls of the netdev 50 us apart, 1 ms apart after this long without work.
 constexpr Duration kDeepIdleAfter = Duration::millis(10);
 /// Control events are looked at every this many busy rounds (every round when idle).
@@ -114,6 +113,9 @@ struct Options {
   uint32_t max_clients = kDefaultMaxClients;
 };
 
+/// TxGuard::Verdict values (kOk and the reasons a frame is refused).
+constexpr size_t kVerdicts = static_cast<size_t>(TxGuard::Verdict::kSport) + 1;
+
 struct Counters {
   uint64_t to_client = 0;    ///< frames delivered into the client's RX ring
   uint64_t from_client = 0;  ///< frames the client sent
@@ -121,6 +123,8 @@ struct Counters {
   uint64_t switched = 0;     ///< of those, same-host: switched to a client
   uint64_t dropped = 0;      ///< for this client but its ring was full; or a bad descriptor
   uint64_t cm_refused = 0;   ///< CM MADs it sent that HostCm refused (another's ID, malformed)
+  /// Frames it sent that TxGuard refused, by TxGuard::Verdict (kOk unused).
+  std::array<uint64_t, kVerdicts> refused{};
 };
 
 /// A connected client (after Welcome): its session, region and rings.
@@ -172,6 +176,8 @@ class Daemon final : public FrameHandler {
     params_.tx_slots = kTxSlots;
     params_.rx_rings = 1;
     params_.rx_slots = kRxSlots;
+    scratch_.resize(params_.slot_bytes);
+    learn_host();
   }
 
   ~Daemon() {
@@ -207,6 +213,13 @@ class Daemon final : public FrameHandler {
   }
 
   uint32_t slot_bytes() const { return params_.slot_bytes; }
+
+  /// The netdev's MAC and addresses, the only source a client's frame may have (TxGuard).
+  void learn_host() {
+    link_version_ = net_->link_version();
+    LinkState st;
+    if (net_->link_state(&st)) guard_.set_host(mac_, st.gids);
+  }
 
   /// Frames from the netdev (the host port delivers only those to our MAC).
   void on_frame(std::span<const uint8_t> frame, const RxMeta&) override {
@@ -246,6 +259,7 @@ class Daemon final : public FrameHandler {
       if (now >= next_cm_) {  // DREQs of dead clients' connections, due again
         for (const cm::HostCm::Outgoing& o : hostcm_.timers(now)) send_cm(o, now);
         next_cm_ = now + kCmTick;
+        if (net_->link_version() != link_version_) learn_host();
       }
       if (now >= next_publish) {
         publish();
@@ -268,12 +282,21 @@ class Daemon final : public FrameHandler {
         UL(cm_unresolved_), hostcm_.connections_total());
     for (uint32_t k = 0; k < counters_.size(); ++k) {
       const Counters& c = counters_[k];
-      if (!c.to_client && !c.from_client && !c.dropped && !c.cm_refused) continue;
+      uint64_t refused = 0;
+      for (uint64_t r : c.refused) refused += r;
+      if (!c.to_client && !c.from_client && !c.dropped && !c.cm_refused && !refused) continue;
       std::printf(
           "%s slot=%u to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu "
-          "cm_refused=%lu\n",
+          "cm_refused=%lu",
           tag, k, UL(c.to_client), UL(c.from_client), UL(c.to_wire), UL(c.switched), UL(c.dropped),
           UL(c.cm_refused));
+      // Refused frames by reason: refused_src_qpn=, refused_not_connected=, ...
+      for (size_t v = 1; v < kVerdicts; ++v)
+        if (c.refused[v])
+          std::printf(" refused_%s=%lu",
+                      std::string(TxGuard::name(static_cast<TxGuard::Verdict>(v))).c_str(),
+                      UL(c.refused[v]));
+      std::printf("\n");
     }
     std::fflush(stdout);
   }
@@ -434,49 +457,61 @@ class Daemon final : public FrameHandler {
     Counters& k = counters_[c.block];
     uint32_t done = 0;
     for (; done < n; ++done) {
-      std::span<const uint8_t> f = c.tx.frame(done);
-      if (f.size() < 14) {  // a bad descriptor (empty span) or no Ethernet header
+      std::span<const uint8_t> slot = c.tx.frame(done);
+      if (slot.size() < 14 || slot.size() > scratch_.size()) {  // a bad descriptor
         ++k.dropped;
         continue;
       }
-      // The headers are parsed from a copy: the client may rewrite its frame meanwhile.
-      uint8_t hdr[kHeaderCopy];
-      const size_t hn = std::min(f.size(), kHeaderCopy);
-      std::memcpy(hdr, f.data(), hn);
-      const std::span<const uint8_t> h(hdr, hn);
-      uint8_t mad[kCmFrameMax];
-      if (roce_dest_qpn(h) == wire::cm::kGsiQpn) {
-        // A CM MAD: checked whole from a copy (HostCm: only under the client's own IDs), and
-        // sent from that copy.
-        std::optional<wire::ParsedPacket> p;
-        if (f.size() <= sizeof mad) {
-          std::memcpy(mad, f.data(), f.size());
-          f = std::span<const uint8_t>(mad, f.size());
-          p = parse_mad(f);
-        }
-        if (!p || hostcm_.outbound(c.block, p->src_ip, p->dst_ip, p->payload, now) !=
-                      cm::HostCm::Refusal::kNone) {
+      // Checked and sent from the daemon's copy: the client may rewrite its slot meanwhile.
+      std::memcpy(scratch_.data(), slot.data(), slot.size());
+      const std::span<const uint8_t> f(scratch_.data(), slot.size());
+      wire::ParsedPacket p;
+      const TxGuard::Verdict v = guard_.check(c.block, f, &p);
+      if (v != TxGuard::Verdict::kOk) {  // not a frame its own QPs may send
+        if (k.refused[static_cast<size_t>(v)]++ == 0) report_refused(c, v, p);
+        continue;
+      }
+      if (p.dest_qpn.value() == wire::cm::kGsiQpn) {
+        // A CM MAD: only under the client's own IDs (HostCm).
+        if (p.opcode != wire::Opcode::kUdSendOnly || p.payload.size() != wire::cm::kMadLen ||
+            hostcm_.outbound(c.block, p.src_ip, p.dst_ip, p.payload, now) !=
+                cm::HostCm::Refusal::kNone) {
           ++k.cm_refused;
           continue;
         }
-        learn(p->dst_ip, p->dst_mac);
+        learn(p.dst_ip, p.dst_mac);
       }
-      if (std::memcmp(hdr, mac_.b.data(), 6) == 0) {  // same host
+      if (p.dst_mac == mac_) {  // same host
         ++k.from_client;
         ++k.switched;
-        to_clients(h, f);
+        to_clients(f, f);
         continue;
       }
-      uint8_t* p = net_->begin_frame(f.size());
-      if (!p) break;  // the netdev's queues are full: the rest waits in the client's ring
+      uint8_t* q = net_->begin_frame(f.size());
+      if (!q) break;  // the netdev's queues are full: the rest waits in the client's ring
       ++k.from_client;
-      std::memcpy(p, f.data(), f.size());
-      net_->end_frame(f.size(), TxMeta{frame_priority(h), false});
+      std::memcpy(q, f.data(), f.size());
+      net_->end_frame(f.size(), TxMeta{frame_priority(f), false});
       ++k.to_wire;
       ++net_tx_;
     }
     if (done) c.tx.release(done);
     return done;
+  }
+
+  /// The first frame of a client refused for a reason: one line, for its owner to see why.
+  void report_refused(const Client& c, TxGuard::Verdict v, const wire::ParsedPacket& p) {
+    if (v == TxGuard::Verdict::kMalformed) {
+      std::printf("client slot=%u pid=%d: frame refused (malformed)\n", c.block,
+                  static_cast<int>(c.pid));
+    } else {
+      std::printf(
+          "client slot=%u pid=%d: frame refused (%s): opcode 0x%02x to %s qpn 0x%06x sport %u\n",
+          c.block, static_cast<int>(c.pid), std::string(TxGuard::name(v)).c_str(),
+          static_cast<unsigned>(p.opcode), p.dst_ip.to_string().c_str(), p.dest_qpn.value(),
+          static_cast<unsigned>(p.udp_sport));
+    }
+    std::fflush(stdout);
   }
 
   /// Idle: arms the daemon's doorbell in every client's TX ring and waits for a control event,
@@ -572,8 +607,8 @@ class Daemon final : public FrameHandler {
         if (int e = hostcm_.bind(c.block, r.ps, r.port, gid)) return e;
         return hostcm_.listen(c.block, r.ps, r.port, gid);
       case shm::Op::kRelease: hostcm_.release(c.block, r.ps, r.port, gid); return 0;
-      case shm::Op::kConnect:
-      case shm::Op::kDisconnect: return 0;
+      case shm::Op::kConnect: return guard_.connect(c.block, r.qpn, gid, r.dqpn, r.sport);
+      case shm::Op::kDisconnect: guard_.disconnect(c.block, r.qpn); return 0;
     }
     return EINVAL;
   }
@@ -640,6 +675,7 @@ class Daemon final : public FrameHandler {
     c->rx = shm::Producer(c->region.rx(0));
     counters_[*block] = Counters{};
     hostcm_.add_client(*block);
+    guard_.add_client(*block, *block << kQpnBlockBits, 1u << kQpnBlockBits);
     std::printf("client slot=%u pid=%d uid=%u device=%s\n", c->block, static_cast<int>(c->pid),
                 static_cast<unsigned>(c->uid), c->device.c_str());
     std::fflush(stdout);
@@ -660,6 +696,7 @@ class Daemon final : public FrameHandler {
     const uint32_t block = c.block;
     blocks_.free(block);
     clients_[block].reset();
+    guard_.drop_client(block);
     // Its ports go; each connection its peer knows gets a DREQ now (and again by the timers).
     const Timestamp now = monotonic_now();
     for (const cm::HostCm::Outgoing& o : hostcm_.drop_client(block, now)) send_cm(o, now);
@@ -690,6 +727,9 @@ class Daemon final : public FrameHandler {
   int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
   cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
+  TxGuard guard_;      ///< what each client may send
+  uint64_t link_version_ = 0;
+  std::vector<uint8_t> scratch_;  ///< the copy of a client's frame being checked
   std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
   Timestamp next_cm_{};
   uint32_t cm_psn_ = 0;
