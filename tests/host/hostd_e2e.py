@@ -38,6 +38,12 @@ Cases (one per run; ctest registers each as hostd.<case>):
             B is rejected by B's daemon (REJ "invalid service ID") within 2 s
   killed    an rping pair A -> B whose server is SIGKILLed mid-run: B's daemon sends the DREQ
             for its connection, so the client in A sees the disconnect within 2 s (measured)
+  hostile   while an rping pair B -> A runs, a forger in A (hostile.cc: the control protocol
+            and its TX ring, no engine) sends frames as someone else (another source MAC or IP,
+            the victim's QPN in a DETH, RC frames to QPs it has no connection with, a DREQ
+            under the victim's comm ID) and asks for the victim's port and QPN: each frame is
+            dropped and counted under its reason, only its honest frames leave, the requests
+            are refused, an unknown request ends its session, and the pair's every byte is right
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -322,6 +328,41 @@ def case_portspace(h):
     return None
 
 
+HOSTILE = {}  # the forger's client number and frame count, for check_daemons
+HOSTILE_COUNT = 10
+
+
+def netdev_mac(h, side):
+    out = subprocess.run(h.link.wrap(side) + ["ip", "-j", "link", "show", "dev", h.link.ifs[side]],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)[0]["address"]
+
+
+def case_hostile(h):
+    a, b = h.link.addr[A], h.link.addr[B]
+    port = pairmod.free_tcp_port()
+    listen = cm(h, "victim", port)
+    server = h.start(A, "victim-server", rping_argv(a, port, False)[:-2] + ["-C", "1000"],
+                     {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
+    deadline = time.monotonic() + 90
+    if not h.wait_listen(A, listen, server, deadline):
+        return "the victim's rping server did not listen"
+    slots = re.findall(r"(?m)^client slot=(\d+) pid=\d+ uid", h.daemons[A].output())
+    if len(slots) != 1:
+        return f"A's daemon lists {len(slots)} clients, not the victim alone"
+    client = h.start(B, "victim-client", rping_argv(a, port, True)[:-2] + ["-C", "1000"])
+    forger = h.start(A, "hostile", [os.path.join(h.build, "bin", "hostd_hostile"),
+                                    h.link.ifs[A], netdev_mac(h, A), a, b, slots[0], str(port),
+                                    str(HOSTILE_COUNT)])
+    for p in (forger, client, server):
+        if wait_exit(p, deadline) is None or p.rc != 0:
+            return f"{p.label}: exit code {p.rc}: {p.output()[-400:]}"
+    m = re.search(r"(?m)^client (\d+), victim", forger.output())
+    HOSTILE["slot"] = int(m.group(1))
+    print(forger.output().strip())
+    return None
+
+
 def case_killed(h):
     b = h.link.addr[B]
     port = pairmod.free_tcp_port()
@@ -577,7 +618,7 @@ def case_reopen(h):
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
          "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
          "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen,
-         "portspace": case_portspace, "killed": case_killed}
+         "portspace": case_portspace, "killed": case_killed, "hostile": case_hostile}
 
 
 def check_daemons(case, outs):
@@ -589,6 +630,20 @@ def check_daemons(case, outs):
     if case == "portspace":
         if cm_counters(outs[1]).get("rej_no_listener", 0) < 1:
             return f"B's daemon sent no REJ for the port nobody listens on: {outs[1][-400:]}"
+        return None
+    if case == "hostile":
+        n = HOSTILE_COUNT
+        got = a.get(HOSTILE["slot"], {})
+        want = {"refused_src_mac": n, "refused_src_addr": n, "refused_src_qpn": n,
+                "refused_not_connected": 2 * n, "cm_refused": n, "to_wire": n, "switched": 0}
+        wrong = {k: got.get(k, 0) for k, v in want.items() if got.get(k, 0) != v}
+        if wrong:
+            return f"the forger's counters in A: {wrong}, want {want}: {got}"
+        if "left: a message this protocol version does not have" not in outs[0]:
+            return "A's daemon did not end the forger's session on its unknown request"
+        victim = [s for k, s in a.items() if k != HOSTILE["slot"]]
+        if any(s.get(k, 0) for s in victim for k in s if k.startswith("refused") or k == "cm_refused"):
+            return f"the victim's frames were refused: {victim}"
         return None
     if case == "killed" and cm_counters(outs[1]).get("dreq_for_dead", 0) < 1:
         return f"B's daemon sent no DREQ for the killed server's connection: {outs[1][-400:]}"
