@@ -104,6 +104,8 @@ struct Reply {
   int32_t error = 0;  ///< 0, or an errno
 };
 
+static_assert(sizeof(Request) == 56 && sizeof(Reply) == 24);
+
 /// A Request as received (msg: the bytes of one message), with every field checked: size,
 /// magic, type, version, op, the fields its op uses in range and the others zero. nullopt:
 /// nonsense (the daemon ends the session).

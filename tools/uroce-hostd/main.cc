@@ -7,12 +7,16 @@
  * shared-memory region of frame rings (drivers/shm), two doorbells and a block of QPNs.
  *
  * Steering: a frame from the netdev goes to the client whose block holds its destination QPN
- * (a table lookup); QP1 (CM MADs) to every client. A client's frame to the netdev's own MAC is
- * same-host traffic: switched to the client of its QPN, never to the wire; any other leaves
- * through the netdev's TX pipeline at its priority (PCP, else DSCP >> 3). Each frame is copied
- * once, between a ring slot and the netdev's buffers or another client's ring. Everything a
- * client writes in its region (indices, descriptors, lengths, frame bytes) is checked or
- * copied before use: a client can break only its own rings, which ends its session.
+ * (a table lookup); a CM MAD (QP1) to the client cm::HostCm names (the listener of a REQ's
+ * service ID, else the client whose number prefixes the comm ID it echoes), or the daemon
+ * answers it (REJ, SIDR_REP, DREP); a client that leaves gets DREQs sent for its connections.
+ * A client's frame is copied into the daemon's buffer and checked there (hostd::TxGuard: it
+ * may only send as itself; HostCm: a MAD only under its own IDs); a frame to the netdev's own
+ * MAC is same-host traffic: switched to the client of its QPN, never to the wire; any other
+ * leaves through the netdev's TX pipeline at its priority (PCP, else DSCP >> 3). Everything a
+ * client writes in its region (indices, descriptors, lengths, frame bytes) and on its control
+ * socket is checked or copied before use: a client can break only its own rings, which ends
+ * its session, as does a control message that does not parse.
  *
  * One thread (one worker): it polls the netdev and every client's TX ring while frames flow;
  * idle, it sleeps on an epoll set (the control sockets and the daemon's doorbell, which a
@@ -24,8 +28,9 @@
  * and the exporter list it beside each client's device.
  *
  * Usage: uroce-hostd --netdev IF [--run-dir D] [--max-clients N] [--stats-every SECONDS].
- * Prints one "serving" line when ready; SIGUSR1 prints a "stats" line (clients, QPN blocks,
- * RSS); SIGINT/SIGTERM stop it and print the counters ("final ...").
+ * Prints one "serving" line when ready; SIGUSR1 prints "stats" lines (clients, QPN blocks,
+ * RSS, the CM's work, per client its frames and refusals); SIGINT/SIGTERM stop it and print
+ * the counters ("final ...").
  */
 #include <fcntl.h>
 #include <sys/epoll.h>
