@@ -21,7 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::abort();
   const auto op = static_cast<uint32_t>(r->op);
   if (op < 1 || op > kOpLast || r->qpn > 0xffffff || r->dqpn > 0xffffff) std::abort();
-  const bool listen = r->op == Op::kListen || r->op == Op::kRelease;
+  const bool listen = r->op == Op::kBind || r->op == Op::kListen || r->op == Op::kRelease;
   if (listen && (r->qpn || r->dqpn || r->sport)) std::abort();
   if (!listen && (r->ps || r->port)) std::abort();
   return 0;

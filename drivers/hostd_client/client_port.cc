@@ -220,9 +220,11 @@ class SharedPort final : public netlink::ViewPort {
 
   int wake_fd() const override { return ep_; }
 
-  int cm_listen(bool listen, uint16_t ps, uint16_t port, const Gid& addr) override {
+  int cm_port(CmPortOp op, uint16_t ps, uint16_t port, const Gid& addr) override {
     shm::Request r;
-    r.op = listen ? shm::Op::kListen : shm::Op::kRelease;
+    r.op = op == CmPortOp::kListen ? shm::Op::kListen
+           : op == CmPortOp::kBind ? shm::Op::kBind
+                                   : shm::Op::kRelease;
     r.ps = ps;
     r.port = port;
     std::memcpy(r.gid, addr.raw.data(), sizeof r.gid);

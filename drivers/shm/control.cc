@@ -99,6 +99,7 @@ std::optional<Request> parse_request(std::span<const uint8_t> msg) {
   const bool gid_zero =
       std::all_of(std::begin(r.gid), std::end(r.gid), [](uint8_t b) { return !b; });
   switch (r.op) {
+    case Op::kBind:
     case Op::kListen:
     case Op::kRelease:
       if (r.qpn || r.dqpn || r.sport) return std::nullopt;

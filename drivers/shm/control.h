@@ -71,7 +71,7 @@ enum class Op : uint32_t {
   /// rdma_listen on (ps, port, gid; gid zero: any address): the host's port space binds the
   /// port to the client unless another holds it (EADDRINUSE), and REQs for it come to it.
   kListen = 1,
-  /// The listen (ps, port, gid) ends.
+  /// A bind or listen of (ps, port, gid) ends (one per Bind or Listen).
   kRelease = 2,
   /// The client's connected QP `qpn` reached RTR towards (gid, dqpn), sending from UDP port
   /// `sport`: frames of it to that destination are the client's (EPERM: not its QPN;
@@ -79,8 +79,11 @@ enum class Op : uint32_t {
   kConnect = 3,
   /// QP `qpn` left its connection (reset, destroyed).
   kDisconnect = 4,
+  /// rdma_bind_addr on (ps, port, gid): the port is the client's in the host's port space
+  /// unless another holds it (EADDRINUSE); Release gives it back.
+  kBind = 5,
 };
-inline constexpr uint32_t kOpLast = 4;
+inline constexpr uint32_t kOpLast = 5;
 
 /// Client -> daemon after Welcome, one at a time: the daemon answers each with a Reply of the
 /// same seq. Fields an op does not use are zero.
@@ -88,13 +91,13 @@ struct Request {
   MsgHeader h{kMagic, MsgType::kRequest, kProtocolVersion, 0};
   Op op = Op::kListen;
   uint32_t seq = 0;
-  uint16_t ps = 0;     ///< kListen, kRelease: the RDMA CM port space (RDMA_PS_*)
-  uint16_t port = 0;   ///< kListen, kRelease
+  uint16_t ps = 0;     ///< kBind, kListen, kRelease: the RDMA CM port space (RDMA_PS_*)
+  uint16_t port = 0;   ///< kBind, kListen, kRelease
   uint32_t qpn = 0;    ///< kConnect, kDisconnect: the client's QPN (24 bits)
   uint32_t dqpn = 0;   ///< kConnect: the remote QPN (24 bits)
   uint16_t sport = 0;  ///< kConnect: the QP's UDP source port
   uint16_t reserved = 0;
-  uint8_t gid[16] = {};  ///< kListen, kRelease: the bound address; kConnect: the remote GID
+  uint8_t gid[16] = {};  ///< kBind, kListen, kRelease: the address; kConnect: the remote GID
 };
 
 /// Daemon -> client: the answer to the Request of the same seq.

@@ -138,12 +138,13 @@ class Port : public TxSink, public NeighborResolver {
   /// After the block (woken or timed out): disarms the doorbell and drains wake_fd().
   /// Requires the engine lock.
   virtual void end_sleep() {}
-  /// Ports shared through uroce-hostd, which keeps the host's RDMA CM port space: rdma_listen
-  /// on (ps, port, addr; zero: any) claims the port from the daemon (listen true), or gives it
-  /// back (false). 0, or an errno (EADDRINUSE: another process holds it); EOPNOTSUPP for
-  /// ports that own their netdev alone. Requires the engine lock.
-  virtual int cm_listen(bool listen, uint16_t ps, uint16_t port, const Gid& addr) {
-    (void)listen;
+  /// Ports shared through uroce-hostd, which keeps the host's RDMA CM port space:
+  /// rdma_bind_addr or rdma_listen on (ps, port, addr; zero: any) claims the port from the
+  /// daemon, kRelease gives one claim back. 0, or an errno (EADDRINUSE: another process holds
+  /// it); EOPNOTSUPP for ports that own their netdev alone. Requires the engine lock.
+  enum class CmPortOp : uint8_t { kRelease = 0, kListen = 1, kBind = 2 };
+  virtual int cm_port(CmPortOp op, uint16_t ps, uint16_t port, const Gid& addr) {
+    (void)op;
     (void)ps;
     (void)port;
     (void)addr;

@@ -75,13 +75,23 @@ int req_private(Id* id, const rdma_conn_param* p, std::span<uint8_t> out) {
 
 void note_listen(uint16_t port, bool on);
 
-/// The listen of id on device d in the host's port space (a device shared through
-/// uroce-hostd; others: 0): claimed (on) or given back. 0 or an errno.
-int host_listen(Device* d, Id* id, bool on) {
+/// Ephemeral ports a bind tries when other processes of the host hold them (uroce-hostd).
+constexpr int kHostPortTries = 64;
+
+/// (ps, addr, port) in the host's port space of device d (a device shared through
+/// uroce-hostd; others: 0): claimed by a bind or listen, or one claim given back (op:
+/// UROCE_HOSTD_*). 0 or an errno.
+int host_port(Device* d, int op, uint16_t ps, const Gid& addr, uint16_t port) {
   if (!d->shared) return 0;
   // Either family's wildcard is the daemon's "any address".
-  const Gid addr = is_any(id->sgid) ? Gid{} : id->sgid;
-  return uroce_hostd_listen(d->verbs, on, ps_of(id), id->sport, addr.raw.data()) ? errno : 0;
+  const Gid a = is_any(addr) ? Gid{} : addr;
+  return uroce_hostd_port(d->verbs, op, ps, port, a.raw.data()) ? errno : 0;
+}
+
+/// The listen of id on device d in the host's port space: claimed (on) or given back.
+int host_listen(Device* d, Id* id, bool on) {
+  return host_port(d, on ? UROCE_HOSTD_LISTEN : UROCE_HOSTD_RELEASE, ps_of(id), id->sgid,
+                   id->sport);
 }
 
 /// Stops listening on every device. Requires mu.
@@ -188,6 +198,8 @@ UROCE_CM_EXPORT int rdma_destroy_id(rdma_cm_id* cid) {
     s.unmap_conn(id);
     if (id->state == IdState::kListen) unlisten(s, id);
     if (id->port_claimed) s.release_port(ps_of(id), id->sgid, id->sport);
+    if (id->host_bound)
+      host_port(id->host_bound, UROCE_HOSTD_RELEASE, ps_of(id), id->sgid, id->sport);
     // Events not yet taken are skipped; taken ones must be acked first (as rdma-core waits).
     for (Event* e : channel_of(id->id.channel)->q)
       if (e->owner == id) e->dead = true;
@@ -218,7 +230,23 @@ UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
     if (!dev) return -1;
     id->sgid_index = a->gid_index;
   }
-  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr), id->reuseaddr);
+  const uint16_t want = port_of(addr);
+  uint16_t port = 0;
+  // On a device shared through uroce-hostd the port is the host's too: a port another process
+  // holds is EADDRINUSE, an ephemeral one it holds is passed over.
+  for (int tries = 0; tries < kHostPortTries && !port; ++tries) {
+    port = s.claim_port(ps_of(id), *gid, want, id->reuseaddr);
+    if (!port) return fail(EADDRINUSE);
+    if (!dev) break;
+    const int err = host_port(dev, UROCE_HOSTD_BIND, ps_of(id), *gid, port);
+    if (err == 0) {
+      if (dev->shared) id->host_bound = dev;
+      break;
+    }
+    s.release_port(ps_of(id), *gid, port);
+    if (err != EADDRINUSE || want) return fail(err);
+    port = 0;
+  }
   if (!port) return fail(EADDRINUSE);
   id->port_claimed = true;
   if (dev) attach(id, dev);

@@ -143,9 +143,9 @@ UROCE_EXPORT int uroce_shared_slot(ibv_context* c) {
   return rt->port->link_state(&st) ? st.shared_slot : -1;
 }
 
-UROCE_EXPORT int uroce_hostd_listen(ibv_context* c, int listen, uint16_t ps, uint16_t port,
-                                    const uint8_t addr[16]) {
-  if (!c || !addr) {
+UROCE_EXPORT int uroce_hostd_port(ibv_context* c, int op, uint16_t ps, uint16_t port,
+                                  const uint8_t addr[16]) {
+  if (!c || !addr || op < UROCE_HOSTD_RELEASE || op > UROCE_HOSTD_BIND) {
     errno = EINVAL;
     return -1;
   }
@@ -154,10 +154,10 @@ UROCE_EXPORT int uroce_hostd_listen(ibv_context* c, int listen, uint16_t ps, uin
     errno = err;
     return -1;
   }
+  uroce::Gid a;
+  std::memcpy(a.raw.data(), addr, 16);
   std::lock_guard<std::mutex> g(rt->mu);
-  if (int err = rt->port->cm_listen(
-          listen != 0, ps, port,
-          uroce::verbs::gid_of(*reinterpret_cast<const uint8_t(*)[16]>(addr)))) {
+  if (int err = rt->port->cm_port(static_cast<uroce::Port::CmPortOp>(op), ps, port, a)) {
     errno = err;
     return -1;
   }

@@ -33,7 +33,8 @@ Cases (one per run; ctest registers each as hostd.<case>):
   unpriv    ib_write_bw and rping A -> B as an unprivileged user made for the case, the B side
             inside user, mount and PID namespaces with the run folder bind-mounted
   portspace the host's RDMA CM port space: a second rping server in A on the port another
-            listens on (the same address, then the wildcard) fails with EADDRINUSE at once,
+            listens on fails with EADDRINUSE at once (the same address at rdma_bind_addr, the
+            wildcard at rdma_listen),
             the first still serves its client; an rping client to a port nobody listens on in
             B is rejected by B's daemon (REJ "invalid service ID") within 2 s
   killed    an rping pair A -> B whose server is SIGKILLed mid-run: B's daemon sends the DREQ
@@ -304,12 +305,13 @@ def case_portspace(h):
     deadline = time.monotonic() + 60
     if not h.wait_listen(A, listen, first, deadline):
         return "the first rping server did not listen"
-    for label, addr in (("second", a), ("wildcard", "0.0.0.0")):
+    # The same address is refused at its bind, the wildcard (no device yet) at its listen.
+    for label, addr, call in (("second", a, "rdma_bind_addr"), ("wildcard", "0.0.0.0", "rdma_listen")):
         t0 = time.monotonic()
         p = h.start(A, f"{label}-server", rping_argv(addr, port, False))
         if wait_exit(p, t0 + 10) is None:
             return f"{label}: a second listener on port {port} was not refused within 10 s"
-        if p.rc == 0 or "Address already in use" not in p.output():
+        if p.rc == 0 or f"{call}: Address already in use" not in p.output():
             return f"{label}: rc {p.rc}, no EADDRINUSE: {p.output()[-300:]}"
         print(f"{label} listener refused after {time.monotonic() - t0:.3f} s")
     client = h.start(A, "first-client", rping_argv(a, port, True)[:-2] + ["-C", "5"])

@@ -159,6 +159,8 @@ TEST(ControlRequest, EachOpWithItsFieldsParses) {
   EXPECT_EQ(p->port, 18515);
   l.op = Op::kRelease;
   EXPECT_TRUE(parse(l));
+  l.op = Op::kBind;
+  EXPECT_TRUE(parse(l));
   Request c;
   c.op = Op::kConnect;
   c.qpn = 0x2001;

@@ -604,13 +604,15 @@ class Daemon final : public FrameHandler {
     Gid gid;
     std::memcpy(gid.raw.data(), r.gid, sizeof r.gid);
     switch (r.op) {
+      case shm::Op::kBind:
       case shm::Op::kListen:
         if (r.ps != wire::cm::kPsTcp && r.ps != wire::cm::kPsUdp && r.ps != wire::cm::kPsIb &&
             r.ps != wire::cm::kPsIpoib)
           return EINVAL;
-        // One binding per listen (a process may listen twice, e.g. IPv4's and IPv6's wildcard).
+        // One binding per Bind or Listen, each given back by its Release (a process may hold a
+        // port twice: a bound id that listens, IPv4's and IPv6's wildcard).
         if (int e = hostcm_.bind(c.block, r.ps, r.port, gid)) return e;
-        return hostcm_.listen(c.block, r.ps, r.port, gid);
+        return r.op == shm::Op::kListen ? hostcm_.listen(c.block, r.ps, r.port, gid) : 0;
       case shm::Op::kRelease: hostcm_.release(c.block, r.ps, r.port, gid); return 0;
       case shm::Op::kConnect: return guard_.connect(c.block, r.qpn, gid, r.dqpn, r.sport);
       case shm::Op::kDisconnect: guard_.disconnect(c.block, r.qpn); return 0;
