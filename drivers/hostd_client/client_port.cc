@@ -234,6 +234,8 @@ class SharedPort final : public netlink::ViewPort {
   int qp_connection(uint32_t qpn, const Gid* dgid, uint32_t dqpn, uint16_t sport) override {
     shm::Request r;
     r.op = dgid ? shm::Op::kConnect : shm::Op::kDisconnect;
+    // What the QP built is in the TX ring before the daemon forgets its connection.
+    if (!dgid && !forked_) pipeline_.flush();
     r.qpn = qpn;
     if (dgid) {
       r.dqpn = dqpn;

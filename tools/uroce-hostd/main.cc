@@ -615,7 +615,15 @@ class Daemon final : public FrameHandler {
         return r.op == shm::Op::kListen ? hostcm_.listen(c.block, r.ps, r.port, gid) : 0;
       case shm::Op::kRelease: hostcm_.release(c.block, r.ps, r.port, gid); return 0;
       case shm::Op::kConnect: return guard_.connect(c.block, r.qpn, gid, r.dqpn, r.sport);
-      case shm::Op::kDisconnect: guard_.disconnect(c.block, r.qpn); return 0;
+      case shm::Op::kDisconnect: {
+        // Frames the QP sent before it left (the client publishes them before it asks) go
+        // first, checked against the connection they were sent on.
+        const Timestamp now = monotonic_now();
+        while (c.tx.available() && from_client(c, now)) {
+        }
+        guard_.disconnect(c.block, r.qpn);
+        return 0;
+      }
     }
     return EINVAL;
   }
