@@ -220,6 +220,31 @@ class SharedPort final : public netlink::ViewPort {
 
   int wake_fd() const override { return ep_; }
 
+  int cm_port(CmPortOp op, uint16_t ps, uint16_t port, const Gid& addr) override {
+    shm::Request r;
+    r.op = op == CmPortOp::kListen ? shm::Op::kListen
+           : op == CmPortOp::kBind ? shm::Op::kBind
+                                   : shm::Op::kRelease;
+    r.ps = ps;
+    r.port = port;
+    std::memcpy(r.gid, addr.raw.data(), sizeof r.gid);
+    return call(r);
+  }
+
+  int qp_connection(uint32_t qpn, const Gid* dgid, uint32_t dqpn, uint16_t sport) override {
+    shm::Request r;
+    r.op = dgid ? shm::Op::kConnect : shm::Op::kDisconnect;
+    // What the QP built is in the TX ring before the daemon forgets its connection.
+    if (!dgid && !forked_) pipeline_.flush();
+    r.qpn = qpn;
+    if (dgid) {
+      r.dqpn = dqpn;
+      r.sport = sport;
+      std::memcpy(r.gid, dgid->raw.data(), sizeof r.gid);
+    }
+    return call(r);
+  }
+
   bool prepare_sleep() override {
     if (forked_) return true;
     for (size_t i = 0; i < rx_.size(); ++i) {
@@ -253,6 +278,14 @@ class SharedPort final : public netlink::ViewPort {
     return std::min<size_t>(welcome_.max_frame, region_.params().slot_bytes);
   }
 
+  /// One request to the daemon and its reply (under the engine lock, as check_daemon(), so no
+  /// reply is taken by the other).
+  int call(shm::Request r) {
+    if (forked_ || daemon_gone_ || sock_ < 0) return ENODEV;
+    r.seq = ++seq_;
+    return shm::request(sock_, r);
+  }
+
   /// The control socket woke us: the daemon closed it (it stopped or was killed): the link is
   /// down from now on, and the socket leaves the epoll set.
   void check_daemon() {
@@ -275,6 +308,7 @@ class SharedPort final : public netlink::ViewPort {
   uint64_t received_ = 0;
   bool daemon_gone_ = false;
   bool forked_ = false;
+  uint32_t seq_ = 0;
 };
 
 /// In a forked child (one thread): every port the parent had open goes inert.

@@ -87,6 +87,46 @@ long recv_msg(int sock, void* buf, size_t cap, std::span<int> fds, size_t* nfds)
   return n;
 }
 
+std::optional<Request> parse_request(std::span<const uint8_t> msg) {
+  Request r;
+  if (msg.size() != sizeof r) return std::nullopt;
+  std::memcpy(&r, msg.data(), sizeof r);
+  if (r.h.magic != kMagic || r.h.type != MsgType::kRequest || r.h.version != kProtocolVersion ||
+      r.h.reserved != 0 || r.reserved != 0)
+    return std::nullopt;
+  const auto op = static_cast<uint32_t>(r.op);
+  if (op < 1 || op > kOpLast) return std::nullopt;
+  const bool gid_zero =
+      std::all_of(std::begin(r.gid), std::end(r.gid), [](uint8_t b) { return !b; });
+  switch (r.op) {
+    case Op::kBind:
+    case Op::kListen:
+    case Op::kRelease:
+      if (r.qpn || r.dqpn || r.sport) return std::nullopt;
+      break;
+    case Op::kConnect:
+      if (r.ps || r.port || r.qpn > 0xffffff || r.dqpn > 0xffffff) return std::nullopt;
+      break;
+    case Op::kDisconnect:
+      if (r.ps || r.port || r.dqpn || r.sport || !gid_zero || r.qpn > 0xffffff) return std::nullopt;
+      break;
+  }
+  return r;
+}
+
+int request(int sock, Request req) {
+  if (int e = send_msg(sock, &req, sizeof req); e != 0) return e;
+  Reply rep;
+  size_t nfds = 0;
+  const long n = recv_msg(sock, &rep, sizeof rep, {}, &nfds);
+  if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno;
+  if (n == 0) return ECONNRESET;
+  if (static_cast<size_t>(n) != sizeof rep || rep.h.magic != kMagic ||
+      rep.h.type != MsgType::kReply || rep.seq != req.seq || rep.error < 0)
+    return EPROTO;
+  return rep.error;
+}
+
 std::optional<Session> connect_daemon(std::string_view ifname, std::string_view device,
                                       std::string* err) {
   const std::string path = hostd_base(ifname) + ".sock";

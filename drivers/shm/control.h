@@ -32,9 +32,9 @@
 namespace uroce::shm {
 
 inline constexpr uint32_t kMagic = 0x68726375;  ///< "ucrh" in memory on little-endian hosts
-inline constexpr uint32_t kProtocolVersion = 1;
+inline constexpr uint32_t kProtocolVersion = 2;
 
-enum class MsgType : uint32_t { kHello = 1, kWelcome = 2, kRefused = 3 };
+enum class MsgType : uint32_t { kHello = 1, kWelcome = 2, kRefused = 3, kRequest = 4, kReply = 5 };
 
 struct MsgHeader {
   uint32_t magic = kMagic;
@@ -43,7 +43,7 @@ struct MsgHeader {
   uint32_t reserved = 0;
 };
 
-/// Client -> daemon, first and (in this version) only message.
+/// Client -> daemon, the first message.
 struct Hello {
   MsgHeader h{kMagic, MsgType::kHello, kProtocolVersion, 0};
   char device[32] = {};  ///< the uroce device's name (NUL-terminated), for the daemon's listing
@@ -65,6 +65,59 @@ struct Refused {
   MsgHeader h{kMagic, MsgType::kRefused, kProtocolVersion, 0};
   char reason[200] = {};  ///< one line, NUL-terminated
 };
+
+/// What a Request asks of the daemon.
+enum class Op : uint32_t {
+  /// rdma_listen on (ps, port, gid; gid zero: any address): the host's port space binds the
+  /// port to the client unless another holds it (EADDRINUSE), and REQs for it come to it.
+  kListen = 1,
+  /// A bind or listen of (ps, port, gid) ends (one per Bind or Listen).
+  kRelease = 2,
+  /// The client's connected QP `qpn` reached RTR towards (gid, dqpn), sending from UDP port
+  /// `sport`: frames of it to that destination are the client's (EPERM: not its QPN;
+  /// EADDRINUSE: another client's connection).
+  kConnect = 3,
+  /// QP `qpn` left its connection (reset, destroyed).
+  kDisconnect = 4,
+  /// rdma_bind_addr on (ps, port, gid): the port is the client's in the host's port space
+  /// unless another holds it (EADDRINUSE); Release gives it back.
+  kBind = 5,
+};
+inline constexpr uint32_t kOpLast = 5;
+
+/// Client -> daemon after Welcome, one at a time: the daemon answers each with a Reply of the
+/// same seq. Fields an op does not use are zero.
+struct Request {
+  MsgHeader h{kMagic, MsgType::kRequest, kProtocolVersion, 0};
+  Op op = Op::kListen;
+  uint32_t seq = 0;
+  uint16_t ps = 0;     ///< kBind, kListen, kRelease: the RDMA CM port space (RDMA_PS_*)
+  uint16_t port = 0;   ///< kBind, kListen, kRelease
+  uint32_t qpn = 0;    ///< kConnect, kDisconnect: the client's QPN (24 bits)
+  uint32_t dqpn = 0;   ///< kConnect: the remote QPN (24 bits)
+  uint16_t sport = 0;  ///< kConnect: the QP's UDP source port
+  uint16_t reserved = 0;
+  uint8_t gid[16] = {};  ///< kBind, kListen, kRelease: the address; kConnect: the remote GID
+};
+
+/// Daemon -> client: the answer to the Request of the same seq.
+struct Reply {
+  MsgHeader h{kMagic, MsgType::kReply, kProtocolVersion, 0};
+  uint32_t seq = 0;
+  int32_t error = 0;  ///< 0, or an errno
+};
+
+static_assert(sizeof(Request) == 56 && sizeof(Reply) == 24);
+
+/// A Request as received (msg: the bytes of one message), with every field checked: size,
+/// magic, type, version, op, the fields its op uses in range and the others zero. nullopt:
+/// nonsense (the daemon ends the session).
+std::optional<Request> parse_request(std::span<const uint8_t> msg);
+
+/// The client's side of one Request on a session's socket: sends it and waits (the socket's
+/// receive timeout) for its Reply. The Reply's error, or the errno of the exchange (EPROTO: an
+/// answer that is no Reply to it).
+int request(int sock, Request req);
 
 /// hostd-<ifname>.<netns inode> in the run folder (append ".sock", ".lock").
 std::string hostd_base(std::string_view ifname);

@@ -132,6 +132,8 @@ class HostCm {
 
   /// Connections the CM follows for a client (tests, `uroce show`).
   size_t connections(uint32_t client) const;
+  /// Connections the CM follows for all clients.
+  size_t connections_total() const { return conns_.size(); }
   const Counters& counters() const { return counters_; }
 
  private:

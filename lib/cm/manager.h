@@ -118,9 +118,10 @@ struct Config {
   Duration response_timeout = Duration::millis(100);
   int max_retries = 7;
   Duration timewait = Duration::seconds(1);
-  /// The port is shared with other processes that all see every CM MAD (uroce-hostd): a REQ
-  /// or SIDR_REQ for a service nobody here listens on and a DREQ for an unknown connection
-  /// are dropped instead of answered, since the process they are for answers them.
+  /// The port is shared with other processes that all see every CM MAD: a REQ or SIDR_REQ
+  /// for a service nobody here listens on and a DREQ for an unknown connection are dropped
+  /// instead of answered, since the process they are for answers them. (lib/rdmacm leaves it
+  /// off: uroce-hostd steers each MAD to its process and answers the others, HostCm.)
   bool shared = false;
 };
 

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -137,6 +138,28 @@ class Port : public TxSink, public NeighborResolver {
   /// After the block (woken or timed out): disarms the doorbell and drains wake_fd().
   /// Requires the engine lock.
   virtual void end_sleep() {}
+  /// Ports shared through uroce-hostd, which keeps the host's RDMA CM port space:
+  /// rdma_bind_addr or rdma_listen on (ps, port, addr; zero: any) claims the port from the
+  /// daemon, kRelease gives one claim back. 0, or an errno (EADDRINUSE: another process holds
+  /// it); EOPNOTSUPP for ports that own their netdev alone. Requires the engine lock.
+  enum class CmPortOp : uint8_t { kRelease = 0, kListen = 1, kBind = 2 };
+  virtual int cm_port(CmPortOp op, uint16_t ps, uint16_t port, const Gid& addr) {
+    (void)op;
+    (void)ps;
+    (void)port;
+    (void)addr;
+    return EOPNOTSUPP;
+  }
+  /// Ports shared through uroce-hostd, which lets a connected QP send only to its connection:
+  /// QP qpn reached RTR towards (dgid, dqpn) from UDP port sport (dgid null: it left its
+  /// connection). 0 or an errno; 0 for other ports. Requires the engine lock.
+  virtual int qp_connection(uint32_t qpn, const Gid* dgid, uint32_t dqpn, uint16_t sport) {
+    (void)qpn;
+    (void)dgid;
+    (void)dqpn;
+    (void)sport;
+    return 0;
+  }
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
 

@@ -353,6 +353,14 @@ void Runtime::check_port_health() {
   if (r.port_error) on_async_event({transport::AsyncEventType::kPortErr, 1});
 }
 
+int Runtime::on_qp_connect(uint32_t qpn, const Gid& dgid, uint32_t dqpn, uint16_t sport) {
+  return port ? port->qp_connection(qpn, &dgid, dqpn, sport) : 0;
+}
+
+void Runtime::on_qp_disconnect(uint32_t qpn) {
+  if (port) port->qp_connection(qpn, nullptr, 0, 0);
+}
+
 void Runtime::on_frame(std::span<const uint8_t> frame, const RxMeta&) {
 #ifdef UROCE_HAVE_STATS
   if (capture) capture->write(frame, false, wall_ns());

@@ -149,6 +149,10 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
 
   // FrameHandler (port RX; called with mu held)
   void on_frame(std::span<const uint8_t> frame, const RxMeta& meta) override;
+  /// transport::EngineObserver: a connected QP's path, to the port (Port::qp_connection: a
+  /// port shared through uroce-hostd registers it with the daemon). Engine lock held.
+  int on_qp_connect(uint32_t qpn, const Gid& dgid, uint32_t dqpn, uint16_t sport) override;
+  void on_qp_disconnect(uint32_t qpn) override;
 
  protected:
   /// Every kStatsRatePeriod, on the progress thread under mu, before the port's statistics:

@@ -85,6 +85,8 @@ struct Device {
   uint8_t max_responder_resources = 1;  ///< max_qp_rd_atom (clamped to 255)
   uint8_t max_initiator_depth = 1;      ///< max_qp_init_rd_atom
   std::map<uint64_t, int> listens;      ///< service ID -> listeners using it
+  /// Shared through uroce-hostd: the daemon holds the port space and steers CM MADs.
+  bool shared = false;
 };
 
 /// An rdma_cm_id and the connection behind it.
@@ -118,7 +120,8 @@ struct Id {
   std::vector<uint8_t> connect_data;             ///< rdma_create_ep: ai_connect
   std::vector<Device*> listening;                ///< devices whose manager listens for this id
   bool port_claimed = false;                     ///< sport is ours in Service's port table
-  bool disconnected_event = false;               ///< DISCONNECTED was queued (once per connection)
+  Device* host_bound = nullptr;     ///< the shared device whose host port space holds its bind
+  bool disconnected_event = false;  ///< DISCONNECTED was queued (once per connection)
   int unacked = 0;  ///< events taken by the program and not acked (destroy waits for them)
   /// ECE (ece.cc): what this side offers or took, and what the peer's REQ or REP carried.
   ibv_ece local_ece{}, remote_ece{};

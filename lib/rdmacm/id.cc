@@ -75,14 +75,35 @@ int req_private(Id* id, const rdma_conn_param* p, std::span<uint8_t> out) {
 
 void note_listen(uint16_t port, bool on);
 
+/// Ephemeral ports a bind tries when other processes of the host hold them (uroce-hostd).
+constexpr int kHostPortTries = 64;
+
+/// (ps, addr, port) in the host's port space of device d (a device shared through
+/// uroce-hostd; others: 0): claimed by a bind or listen, or one claim given back (op:
+/// UROCE_HOSTD_*). 0 or an errno.
+int host_port(Device* d, int op, uint16_t ps, const Gid& addr, uint16_t port) {
+  if (!d->shared) return 0;
+  // Either family's wildcard is the daemon's "any address".
+  const Gid a = is_any(addr) ? Gid{} : addr;
+  return uroce_hostd_port(d->verbs, op, ps, port, a.raw.data()) ? errno : 0;
+}
+
+/// The listen of id on device d in the host's port space: claimed (on) or given back.
+int host_listen(Device* d, Id* id, bool on) {
+  return host_port(d, on ? UROCE_HOSTD_LISTEN : UROCE_HOSTD_RELEASE, ps_of(id), id->sgid,
+                   id->sport);
+}
+
 /// Stops listening on every device. Requires mu.
 void unlisten(Service& s, Id* id) {
   const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
-  for (Device* d : id->listening)
+  for (Device* d : id->listening) {
+    host_listen(d, id, false);
     if (--d->listens[sid] == 0) {
       d->listens.erase(sid);
       d->mgr->unlisten(sid);
     }
+  }
   id->listening.clear();
   s.remove_listener(id);
   note_listen(id->sport, false);
@@ -177,6 +198,8 @@ UROCE_CM_EXPORT int rdma_destroy_id(rdma_cm_id* cid) {
     s.unmap_conn(id);
     if (id->state == IdState::kListen) unlisten(s, id);
     if (id->port_claimed) s.release_port(ps_of(id), id->sgid, id->sport);
+    if (id->host_bound)
+      host_port(id->host_bound, UROCE_HOSTD_RELEASE, ps_of(id), id->sgid, id->sport);
     // Events not yet taken are skipped; taken ones must be acked first (as rdma-core waits).
     for (Event* e : channel_of(id->id.channel)->q)
       if (e->owner == id) e->dead = true;
@@ -207,7 +230,23 @@ UROCE_CM_EXPORT int rdma_bind_addr(rdma_cm_id* cid, sockaddr* addr) {
     if (!dev) return -1;
     id->sgid_index = a->gid_index;
   }
-  uint16_t port = s.claim_port(ps_of(id), *gid, port_of(addr), id->reuseaddr);
+  const uint16_t want = port_of(addr);
+  uint16_t port = 0;
+  // On a device shared through uroce-hostd the port is the host's too: a port another process
+  // holds is EADDRINUSE, an ephemeral one it holds is passed over.
+  for (int tries = 0; tries < kHostPortTries && !port; ++tries) {
+    port = s.claim_port(ps_of(id), *gid, want, id->reuseaddr);
+    if (!port) return fail(EADDRINUSE);
+    if (!dev) break;
+    const int err = host_port(dev, UROCE_HOSTD_BIND, ps_of(id), *gid, port);
+    if (err == 0) {
+      if (dev->shared) id->host_bound = dev;
+      break;
+    }
+    s.release_port(ps_of(id), *gid, port);
+    if (err != EADDRINUSE || want) return fail(err);
+    port = 0;
+  }
   if (!port) return fail(EADDRINUSE);
   id->port_claimed = true;
   if (dev) attach(id, dev);
@@ -387,6 +426,13 @@ UROCE_CM_EXPORT int rdma_listen(rdma_cm_id* cid, int /*backlog*/) {
     // rdma-core leaves id->verbs NULL for a wildcard bind with several devices; with one,
     // programs (rping) expect it set.
     if (devs.size() == 1) attach(id, devs[0]);
+  }
+  // The host's port space first: another process listening there makes this fail.
+  for (size_t i = 0; i < devs.size(); ++i) {
+    if (int err = host_listen(devs[i], id, true)) {
+      while (i-- > 0) host_listen(devs[i], id, false);
+      return fail(err);
+    }
   }
   const uint64_t sid = w::ip_service_id(ps_of(id), id->sport);
   for (Device* d : devs) {

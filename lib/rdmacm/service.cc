@@ -20,6 +20,7 @@
 #include <cstring>
 #include <random>
 
+#include "cm/host_cm.h"
 #include "config/config.h"
 #include "rdmacm/cma.h"
 #include "transport/wire/cm_ip.h"
@@ -152,7 +153,13 @@ Device* Service::open_device(int index) {
   mc.response_timeout = kResponseTimeout;
   mc.max_retries = kMaxRetries;
   mc.timewait = kTimewait;
-  mc.shared = uroce_shared_slot(verbs) >= 0;  // every process on the netdev sees each MAD
+  // Shared through uroce-hostd: the daemon steers each MAD to the process whose number
+  // prefixes the comm ID it echoes (cm::HostCm), and answers the ones for nobody itself.
+  if (const int slot = uroce_shared_slot(verbs); slot > 0) {
+    dev->shared = true;
+    mc.id_prefix_bits = cm::HostCm::kClientBits;
+    mc.id_prefix = static_cast<uint32_t>(slot);
+  }
   Device* raw = dev.get();
   dev->mgr = std::make_unique<cm::Manager>(
       mc, [this, raw](const Gid& dst, std::span<const uint8_t, w::kMadLen> mad) {

@@ -516,6 +516,18 @@ Status Engine::modify_qp(uint32_t qpn, const QpAttr& a, uint32_t mask) {
   if (Status s = check_modify_mask(qp->type, cur, next, mask); !s) return s;
   if (Status s = check_values(m.cfg, *qp, a, mask); !s) return s;
   // Cap changes (kAttrCap) are never in the table, so no resize here.
+  const bool connected = qp->type != QpType::kUd;
+  const bool live = next != QpState::kReset && next != QpState::kInit && next != QpState::kErr;
+  if (m.obs && connected && live &&
+      (cur == QpState::kInit || cur == QpState::kReset || (mask & (kAttrAv | kAttrDestQpn)))) {
+    // The path it will send on, told before anything changes so that a refusal leaves the QP.
+    const AddressVector& av = (mask & kAttrAv) ? a.av : qp->attr.av;
+    const uint32_t dqpn = (mask & kAttrDestQpn) ? a.dest_qp_num : qp->attr.dest_qp_num;
+    const uint16_t sport = av.udp_sport ? av.udp_sport : hash_sport(qp->qpn, dqpn);
+    if (int err = m.obs->on_qp_connect(qp->qpn, av.dgid, dqpn, sport)) return Status(err);
+  }
+  if (m.obs && connected && next == QpState::kReset && cur != QpState::kReset)
+    m.obs->on_qp_disconnect(qp->qpn);
 
   QpAttr& q = qp->attr;
   if (mask & kAttrAccessFlags) q.qp_access_flags = a.qp_access_flags;
@@ -701,6 +713,8 @@ Status Engine::destroy_qp(uint32_t qpn) {
   if (qp->resp.srq && qp->type != QpType::kXrcRecv) qp->resp.srq->users--;
   if (qp->init.pd) m.pds[qp->init.pd - 1].users--;
   if (qp->init.xrcd) m.xrcds[qp->init.xrcd - 1].users--;
+  if (m.obs && qp->type != QpType::kUd && qp->state != QpState::kReset)
+    m.obs->on_qp_disconnect(qpn);
   std::erase(m.active, qp);
   if (m.np) m.np->forget(qpn);
   m.qps[m.qp_slot(qpn)].reset();

@@ -131,6 +131,18 @@ class EngineObserver {
   virtual void on_async_event(const AsyncEvent& ev) = 0;
   /// A MAD was queued for poll_gsi (QP1 enabled with enable_gsi).
   virtual void on_gsi_mad() {}
+  /// A connected QP (RC, UC, XRC) is about to reach RTR towards (dgid, dqpn), or its path
+  /// changes after, sending from UDP port sport (a port shared through uroce-hostd tells the
+  /// daemon, as a NIC holds the path in the QP context). 0, or an errno that fails the modify.
+  virtual int on_qp_connect(uint32_t qpn, const Gid& dgid, uint32_t dqpn, uint16_t sport) {
+    (void)qpn;
+    (void)dgid;
+    (void)dqpn;
+    (void)sport;
+    return 0;
+  }
+  /// A connected QP left its connection (reset, destroyed).
+  virtual void on_qp_disconnect(uint32_t qpn) { (void)qpn; }
 };
 
 /// ibv_qp_init_attr as the engine takes it.

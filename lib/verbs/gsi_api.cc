@@ -143,6 +143,27 @@ UROCE_EXPORT int uroce_shared_slot(ibv_context* c) {
   return rt->port->link_state(&st) ? st.shared_slot : -1;
 }
 
+UROCE_EXPORT int uroce_hostd_port(ibv_context* c, int op, uint16_t ps, uint16_t port,
+                                  const uint8_t addr[16]) {
+  if (!c || !addr || op < UROCE_HOSTD_RELEASE || op > UROCE_HOSTD_BIND) {
+    errno = EINVAL;
+    return -1;
+  }
+  Runtime* rt = uroce::verbs::ctx_of(c)->rt;
+  if (int err = rt->start()) {
+    errno = err;
+    return -1;
+  }
+  uroce::Gid a;
+  std::memcpy(a.raw.data(), addr, 16);
+  std::lock_guard<std::mutex> g(rt->mu);
+  if (int err = rt->port->cm_port(static_cast<uroce::Port::CmPortOp>(op), ps, port, a)) {
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
 UROCE_EXPORT int uroce_route_gid(ibv_context* c, const uint8_t dst[16], int* gid_index) {
   if (!c || !dst || !gid_index) {
     errno = EINVAL;

@@ -52,9 +52,21 @@ int uroce_gsi_send(struct uroce_gsi* gsi, const struct uroce_gsi_mad* mad);
 /// this device's netdev), EADDRNOTAVAIL (the source is not in the GID table).
 int uroce_route_gid(struct ibv_context* ctx, const uint8_t dst[16], int* gid_index);
 
-/// The client slot of a device shared through uroce-hostd (>= 0), or -1 (the device owns its
-/// port alone). In a shared device every process sees every CM MAD (docs/host-mode.md).
+/// The client number of a device shared through uroce-hostd (>= 1), or -1 (the device owns
+/// its port alone). The daemon steers a CM MAD to the process whose number prefixes the
+/// communication ID it echoes (docs/host-mode.md, "RDMA CM").
 int uroce_shared_slot(struct ibv_context* ctx);
+
+/// uroce_hostd_port's op.
+enum { UROCE_HOSTD_RELEASE = 0, UROCE_HOSTD_LISTEN = 1, UROCE_HOSTD_BIND = 2 };
+
+/// For a device shared through uroce-hostd: rdma_bind_addr (UROCE_HOSTD_BIND) or rdma_listen
+/// (UROCE_HOSTD_LISTEN) on (ps, port, addr: 16 bytes, zero for any) claims the port in the
+/// host's port space; UROCE_HOSTD_RELEASE gives one claim back. 0, or -1 + errno: EADDRINUSE
+/// (another process holds the port), EOPNOTSUPP (not shared: the process keeps its port space
+/// alone), EINVAL.
+int uroce_hostd_port(struct ibv_context* ctx, int op, uint16_t ps, uint16_t port,
+                     const uint8_t addr[16]);
 
 #ifdef __cplusplus
 }

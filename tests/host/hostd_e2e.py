@@ -32,6 +32,19 @@ Cases (one per run; ctest registers each as hostd.<case>):
             block and its memory back (hold_qp.cc)
   unpriv    ib_write_bw and rping A -> B as an unprivileged user made for the case, the B side
             inside user, mount and PID namespaces with the run folder bind-mounted
+  portspace the host's RDMA CM port space: a second rping server in A on the port another
+            listens on fails with EADDRINUSE at once (the same address at rdma_bind_addr, the
+            wildcard at rdma_listen),
+            the first still serves its client; an rping client to a port nobody listens on in
+            B is rejected by B's daemon (REJ "invalid service ID") within 2 s
+  killed    an rping pair A -> B whose server is SIGKILLed mid-run: B's daemon sends the DREQ
+            for its connection, so the client in A sees the disconnect within 2 s (measured)
+  hostile   while an rping pair B -> A runs, a forger in A (hostile.cc: the control protocol
+            and its TX ring, no engine) sends frames as someone else (another source MAC or IP,
+            the victim's QPN in a DETH, RC frames to QPs it has no connection with, a DREQ
+            under the victim's comm ID) and asks for the victim's port and QPN: each frame is
+            dropped and counted under its reason, only its honest frames leave, the requests
+            are refused, an unknown request ends its session, and the pair's every byte is right
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -272,6 +285,111 @@ def case_rping(h):
     ], 90)
 
 
+def cm_counters(out):
+    """The daemon's final "cm" line: {counter: value}."""
+    m = re.search(r"(?m)^final cm (.*)$", out)
+    return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else {}
+
+
+def wait_exit(p, deadline):
+    """Waits for p to exit (by the deadline); its exit code or None."""
+    return p.wait(deadline - time.monotonic())
+
+
+def case_portspace(h):
+    a, b = h.link.addr[A], h.link.addr[B]
+    port = pairmod.free_tcp_port()
+    listen = cm(h, "first", port)
+    first = h.start(A, "first-server", rping_argv(a, port, False)[:-2] + ["-C", "5"],
+                    {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
+    deadline = time.monotonic() + 60
+    if not h.wait_listen(A, listen, first, deadline):
+        return "the first rping server did not listen"
+    # The same address is refused at its bind, the wildcard (no device yet) at its listen.
+    for label, addr, call in (("second", a, "rdma_bind_addr"), ("wildcard", "0.0.0.0", "rdma_listen")):
+        t0 = time.monotonic()
+        p = h.start(A, f"{label}-server", rping_argv(addr, port, False))
+        if wait_exit(p, t0 + 10) is None:
+            return f"{label}: a second listener on port {port} was not refused within 10 s"
+        if p.rc == 0 or f"{call}: Address already in use" not in p.output():
+            return f"{label}: rc {p.rc}, no EADDRINUSE: {p.output()[-300:]}"
+        print(f"{label} listener refused after {time.monotonic() - t0:.3f} s")
+    client = h.start(A, "first-client", rping_argv(a, port, True)[:-2] + ["-C", "5"])
+    for p in (client, first):
+        if wait_exit(p, deadline) is None or p.rc != 0:
+            return f"{p.label}: exit code {p.rc} (the first listener must still serve)"
+    # Nobody listens on this port in B: its daemon answers the REQ with a REJ.
+    t0 = time.monotonic()
+    lone = h.start(A, "unlistened-client", rping_argv(b, port + 1, True))
+    if wait_exit(lone, t0 + 10) is None:
+        return "a REQ to a port nobody listens on was not rejected within 10 s"
+    took = time.monotonic() - t0
+    print(f"REQ to a port nobody listens on: rping exited {lone.rc} after {took:.3f} s")
+    if lone.rc == 0 or "REJECTED" not in lone.output() or took > 2.0:
+        return f"unlistened port: rc {lone.rc} after {took:.3f} s: {lone.output()[-300:]}"
+    return None
+
+
+HOSTILE = {}  # the forger's client number and frame count, for check_daemons
+HOSTILE_COUNT = 10
+
+
+def netdev_mac(h, side):
+    out = subprocess.run(h.link.wrap(side) + ["ip", "-j", "link", "show", "dev", h.link.ifs[side]],
+                         capture_output=True, text=True, check=True).stdout
+    return json.loads(out)[0]["address"]
+
+
+def case_hostile(h):
+    a, b = h.link.addr[A], h.link.addr[B]
+    port = pairmod.free_tcp_port()
+    listen = cm(h, "victim", port)
+    server = h.start(A, "victim-server", rping_argv(a, port, False)[:-2] + ["-C", "1000"],
+                     {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
+    deadline = time.monotonic() + 90
+    if not h.wait_listen(A, listen, server, deadline):
+        return "the victim's rping server did not listen"
+    slots = re.findall(r"(?m)^client slot=(\d+) pid=\d+ uid", h.daemons[A].output())
+    if len(slots) != 1:
+        return f"A's daemon lists {len(slots)} clients, not the victim alone"
+    client = h.start(B, "victim-client", rping_argv(a, port, True)[:-2] + ["-C", "1000"])
+    forger = h.start(A, "hostile", [os.path.join(h.build, "bin", "hostd_hostile"),
+                                    h.link.ifs[A], netdev_mac(h, A), a, b, slots[0], str(port),
+                                    str(HOSTILE_COUNT)])
+    for p in (forger, client, server):
+        if wait_exit(p, deadline) is None or p.rc != 0:
+            return f"{p.label}: exit code {p.rc}: {p.output()[-400:]}"
+    m = re.search(r"(?m)^client (\d+), victim", forger.output())
+    HOSTILE["slot"] = int(m.group(1))
+    print(forger.output().strip())
+    return None
+
+
+def case_killed(h):
+    b = h.link.addr[B]
+    port = pairmod.free_tcp_port()
+    listen = cm(h, "killed", port)
+    server = h.start(B, "killed-server", ["rping", "-s", "-a", b, "-p", str(port)],
+                     {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
+    deadline = time.monotonic() + 60
+    if not h.wait_listen(B, listen, server, deadline):
+        return "the rping server did not listen"
+    client = h.start(A, "killed-client", ["rping", "-c", "-a", b, "-p", str(port), "-v"])
+    while client.output().count("ping data") < 50:
+        if client.poll() is not None or time.monotonic() > deadline:
+            return f"the pair did not ping: rc {client.rc}"
+        time.sleep(0.02)  # polling a condition with a deadline
+    t0 = time.monotonic()
+    server.kill(signal.SIGKILL)
+    if wait_exit(client, t0 + 30) is None:
+        return "the client did not see the disconnect within 30 s"
+    took = time.monotonic() - t0
+    print(f"server SIGKILLed: the client exited {client.rc} after {took:.3f} s")
+    if "DISCONNECT" not in client.output() or took > 2.0:
+        return f"no disconnect within 2 s ({took:.3f} s): {client.output()[-300:]}"
+    return None
+
+
 MPI_ITERS = 50
 
 
@@ -501,7 +619,8 @@ def case_reopen(h):
 
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
          "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
-         "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen}
+         "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen,
+         "portspace": case_portspace, "killed": case_killed, "hostile": case_hostile}
 
 
 def check_daemons(case, outs):
@@ -510,6 +629,26 @@ def check_daemons(case, outs):
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
     if case in ("forkquery", "many"):  # clients that sent nothing
         return None
+    if case == "portspace":
+        if cm_counters(outs[1]).get("rej_no_listener", 0) < 1:
+            return f"B's daemon sent no REJ for the port nobody listens on: {outs[1][-400:]}"
+        return None
+    if case == "hostile":
+        n = HOSTILE_COUNT
+        got = a.get(HOSTILE["slot"], {})
+        want = {"refused_src_mac": n, "refused_src_addr": n, "refused_src_qpn": n,
+                "refused_not_connected": 2 * n, "cm_refused": n, "to_wire": n, "switched": 0}
+        wrong = {k: got.get(k, 0) for k, v in want.items() if got.get(k, 0) != v}
+        if wrong:
+            return f"the forger's counters in A: {wrong}, want {want}: {got}"
+        if "left: a message this protocol version does not have" not in outs[0]:
+            return "A's daemon did not end the forger's session on its unknown request"
+        victim = [s for k, s in a.items() if k != HOSTILE["slot"]]
+        if any(s.get(k, 0) for s in victim for k in s if k.startswith("refused") or k == "cm_refused"):
+            return f"the victim's frames were refused: {victim}"
+        return None
+    if case == "killed" and cm_counters(outs[1]).get("dreq_for_dead", 0) < 1:
+        return f"B's daemon sent no DREQ for the killed server's connection: {outs[1][-400:]}"
     if case == "fork":  # the parent and the child, each a client of its own
         if len([s for s in a.values() if s.get("switched", 0) > 0]) < 2:
             return f"A's daemon switched frames of fewer than 2 clients: {a}"
@@ -526,7 +665,7 @@ def check_daemons(case, outs):
         if any(s.get("to_wire", 0) > 0 for s in a.values()):
             return f"same-host frames reached the wire: {a}"
         return None
-    want = 1 if case in ("rping", "reopen") else 2
+    want = 1 if case in ("rping", "reopen", "killed") else 2
     if len([s for s in a.values() if s.get("to_wire", 0) > 0]) < want:
         return f"A's daemon sent frames of fewer than {want} clients to the wire: {a}"
     if len([s for s in b.values() if s.get("to_client", 0) > 0]) < want:
@@ -566,7 +705,8 @@ def main():
                         if re.match(r"^\s*\d+\s+\d+\s+[\d.]+", ln) or "uroce_verify" in ln]
                 print(f"{p.label}: " + " | ".join(r.strip() for r in rows[-2:]))
         for out in outs:
-            print("\n".join(ln for ln in out.splitlines() if ln.startswith("final")))
+            print("\n".join(ln for ln in out.splitlines()
+                            if ln.startswith("final") or "frame refused" in ln))
         return 0
     except Exception as e:  # report what ran, then clean up
         print(f"FAIL hostd.{args.case}: {e}", file=sys.stderr)

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <functional>
 #include <thread>
+#include <vector>
 
 #include "shm/doorbell.h"
 
@@ -139,6 +140,112 @@ TEST_F(ControlTest, AnotherProtocolVersionIsRefusedByTheClient) {
   EXPECT_FALSE(connect_daemon("lo", "uroce0", &err));
   join();
   EXPECT_NE(err.find("another protocol"), std::string::npos) << err;
+}
+
+std::optional<Request> parse(const Request& r, size_t len = sizeof(Request)) {
+  return parse_request(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&r), len));
+}
+
+TEST(ControlRequest, EachOpWithItsFieldsParses) {
+  Request l;
+  l.op = Op::kListen;
+  l.seq = 7;
+  l.ps = 0x0106;
+  l.port = 18515;
+  l.gid[15] = 1;
+  auto p = parse(l);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->seq, 7u);
+  EXPECT_EQ(p->port, 18515);
+  l.op = Op::kRelease;
+  EXPECT_TRUE(parse(l));
+  l.op = Op::kBind;
+  EXPECT_TRUE(parse(l));
+  Request c;
+  c.op = Op::kConnect;
+  c.qpn = 0x2001;
+  c.dqpn = 0xffffff;
+  c.sport = 0xc123;
+  c.gid[0] = 0xfe;
+  EXPECT_TRUE(parse(c));
+  Request d;
+  d.op = Op::kDisconnect;
+  d.qpn = 0x2001;
+  EXPECT_TRUE(parse(d));
+}
+
+TEST(ControlRequest, NonsenseIsRefused) {
+  Request r;
+  r.op = Op::kListen;
+  r.ps = 0x0106;
+  EXPECT_FALSE(parse(r, sizeof r - 1)) << "short";
+  std::vector<uint8_t> longer(sizeof r + 1);
+  std::memcpy(longer.data(), &r, sizeof r);
+  EXPECT_FALSE(parse_request(longer)) << "long";
+  auto with = [&](auto&& change) {
+    Request x = r;
+    change(x);
+    return parse(x);
+  };
+  EXPECT_FALSE(with([](Request& x) { x.h.magic ^= 1; }));
+  EXPECT_FALSE(with([](Request& x) { x.h.type = MsgType::kHello; }));
+  EXPECT_FALSE(with([](Request& x) { x.h.version = kProtocolVersion + 1; }));
+  EXPECT_FALSE(with([](Request& x) { x.h.reserved = 1; }));
+  EXPECT_FALSE(with([](Request& x) { x.reserved = 1; }));
+  EXPECT_FALSE(with([](Request& x) { x.op = static_cast<Op>(0); }));
+  EXPECT_FALSE(with([](Request& x) { x.op = static_cast<Op>(kOpLast + 1); }));
+  // A field the op does not use is zero.
+  EXPECT_FALSE(with([](Request& x) { x.qpn = 1; }));
+  EXPECT_FALSE(with([](Request& x) { x.sport = 1; }));
+  EXPECT_FALSE(with([](Request& x) {
+    x.op = Op::kConnect;
+    x.ps = 0;
+    x.port = 1;
+  }));
+  EXPECT_FALSE(with([](Request& x) {
+    x.op = Op::kConnect;
+    x.ps = 0;
+    x.qpn = 0x1000000;  // past 24 bits
+  }));
+  EXPECT_FALSE(with([](Request& x) {
+    x.op = Op::kDisconnect;
+    x.ps = 0;
+    x.gid[3] = 1;
+  }));
+}
+
+TEST_F(ControlTest, ARequestGetsTheReplyOfItsSeq) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  std::thread peer([&] {
+    uint8_t b[sizeof(Request) + 8];
+    size_t n = 0;
+    const long got = recv_msg(sv[1], b, sizeof b, {}, &n);
+    auto r = parse_request(std::span<const uint8_t>(b, static_cast<size_t>(got)));
+    ASSERT_TRUE(r);
+    Reply rep;
+    rep.seq = r->seq;
+    rep.error = EADDRINUSE;
+    EXPECT_EQ(send_msg(sv[1], &rep, sizeof rep), 0);
+    // The second gets a reply of another seq: a protocol error at the client.
+    ASSERT_GT(recv_msg(sv[1], b, sizeof b, {}, &n), 0);
+    rep.seq = 999;
+    EXPECT_EQ(send_msg(sv[1], &rep, sizeof rep), 0);
+    // The third: the daemon ends the session.
+    ASSERT_GT(recv_msg(sv[1], b, sizeof b, {}, &n), 0);
+    ::close(sv[1]);
+  });
+  Request r;
+  r.op = Op::kListen;
+  r.ps = 0x0106;
+  r.seq = 1;
+  EXPECT_EQ(request(sv[0], r), EADDRINUSE);
+  r.seq = 2;
+  EXPECT_EQ(request(sv[0], r), EPROTO);
+  r.seq = 3;
+  EXPECT_EQ(request(sv[0], r), ECONNRESET);
+  peer.join();
+  ::close(sv[0]);
 }
 
 }  // namespace

@@ -66,6 +66,53 @@ QpAttr good_attr(QpState s) {
   return a;
 }
 
+// A connected QP's path is told to the observer before it reaches RTR (uroce-hostd registers
+// it) and again when its AV changes; a refusal fails the modify and leaves the QP in INIT;
+// reset and destroy tell that it left. UD QPs tell nothing.
+TEST(Control, ConnectedQpTellsItsPathAtRtrAndItsEnd) {
+  Fixture f;
+  const uint32_t q = f.qp(QpType::kRc);
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kInit), kInitRc));
+  EXPECT_TRUE(f.obs.paths.empty());
+  f.obs.refuse_connect = EADDRINUSE;
+  EXPECT_EQ(f.e->modify_qp(q, good_attr(QpState::kRtr), kRtrRc).code(), EADDRINUSE);
+  EXPECT_EQ(f.state(q), QpState::kInit);
+  f.obs.refuse_connect = 0;
+  f.obs.paths.clear();
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kRtr), kRtrRc));
+  ASSERT_EQ(f.obs.paths.size(), 1u);
+  const RecordingObserver::Path p = f.obs.paths[0];
+  EXPECT_EQ(p.qpn, q);
+  EXPECT_EQ(p.dgid, Gid::from_ipv4(0xc6120002u));
+  EXPECT_EQ(p.dqpn, 99u);
+  EXPECT_GE(p.sport, 0xc000) << "the engine's per-QP source port, as rxe";
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kRts), kRtsRc));
+  EXPECT_EQ(f.obs.paths.size(), 1u) << "RTS with the same path tells nothing";
+  // A path that changes after RTR (SQD -> SQD with an AV, IBA's table) is told again.
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kSqd), kAttrState));
+  QpAttr moved = good_attr(QpState::kSqd);
+  moved.av.udp_sport = 0xd00d;
+  ASSERT_TRUE(f.e->modify_qp(q, moved, kAttrState | kAttrAv));
+  ASSERT_EQ(f.obs.paths.size(), 2u);
+  EXPECT_EQ(f.obs.paths[1].sport, 0xd00d);
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kSqd), kAttrState | kAttrAv));
+  ASSERT_EQ(f.obs.paths.size(), 3u);
+  EXPECT_EQ(f.obs.paths[2].sport, p.sport) << "the engine's port again, the same for the path";
+  ASSERT_TRUE(f.e->modify_qp(q, good_attr(QpState::kReset), kAttrState));
+  EXPECT_EQ(f.obs.left, std::vector<uint32_t>{q});
+  ASSERT_TRUE(f.e->destroy_qp(q));
+  EXPECT_EQ(f.obs.left.size(), 1u) << "a QP in RESET has no connection to leave";
+  const uint32_t r = f.qp(QpType::kUc);
+  ASSERT_TRUE(f.e->modify_qp(r, good_attr(QpState::kInit), kInitRc));
+  ASSERT_TRUE(f.e->modify_qp(r, good_attr(QpState::kRtr),
+                             kAttrState | kAttrAv | kAttrPathMtu | kAttrDestQpn | kAttrRqPsn));
+  ASSERT_TRUE(f.e->destroy_qp(r));
+  EXPECT_EQ(f.obs.left, (std::vector<uint32_t>{q, r}));
+  f.obs.paths.clear();
+  f.qp(QpType::kUd);
+  EXPECT_TRUE(f.obs.paths.empty());
+}
+
 // Exclusive mode: QPN = generation << 16 | slot, slots from kFirstQpSlot, a slot reused with
 // its generation bumped.
 TEST(Control, ExclusiveQpnsAreGenerationAndSlot) {

@@ -52,7 +52,7 @@ TEST(Symbols, UroceOwnNodeHoldsExactlyTheGsiInterface) {
                      "uroce_gsi_close@@UROCE_PRIVATE_1", "uroce_gsi_fd@@UROCE_PRIVATE_1",
                      "uroce_gsi_open@@UROCE_PRIVATE_1", "uroce_gsi_recv@@UROCE_PRIVATE_1",
                      "uroce_gsi_send@@UROCE_PRIVATE_1", "uroce_route_gid@@UROCE_PRIVATE_1",
-                     "uroce_shared_slot@@UROCE_PRIVATE_1"}));
+                     "uroce_shared_slot@@UROCE_PRIVATE_1", "uroce_hostd_port@@UROCE_PRIVATE_1"}));
 }
 
 TEST(Symbols, UrocePublicNodeHoldsExactlyTheExtensions) {

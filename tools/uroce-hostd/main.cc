@@ -7,12 +7,16 @@
  * shared-memory region of frame rings (drivers/shm), two doorbells and a block of QPNs.
  *
  * Steering: a frame from the netdev goes to the client whose block holds its destination QPN
- * (a table lookup); QP1 (CM MADs) to every client. A client's frame to the netdev's own MAC is
- * same-host traffic: switched to the client of its QPN, never to the wire; any other leaves
- * through the netdev's TX pipeline at its priority (PCP, else DSCP >> 3). Each frame is copied
- * once, between a ring slot and the netdev's buffers or another client's ring. Everything a
- * client writes in its region (indices, descriptors, lengths, frame bytes) is checked or
- * copied before use: a client can break only its own rings, which ends its session.
+ * (a table lookup); a CM MAD (QP1) to the client cm::HostCm names (the listener of a REQ's
+ * service ID, else the client whose number prefixes the comm ID it echoes), or the daemon
+ * answers it (REJ, SIDR_REP, DREP); a client that leaves gets DREQs sent for its connections.
+ * A client's frame is copied into the daemon's buffer and checked there (hostd::TxGuard: it
+ * may only send as itself; HostCm: a MAD only under its own IDs); a frame to the netdev's own
+ * MAC is same-host traffic: switched to the client of its QPN, never to the wire; any other
+ * leaves through the netdev's TX pipeline at its priority (PCP, else DSCP >> 3). Everything a
+ * client writes in its region (indices, descriptors, lengths, frame bytes) and on its control
+ * socket is checked or copied before use: a client can break only its own rings, which ends
+ * its session, as does a control message that does not parse.
  *
  * One thread (one worker): it polls the netdev and every client's TX ring while frames flow;
  * idle, it sleeps on an epoll set (the control sockets and the daemon's doorbell, which a
@@ -24,8 +28,9 @@
  * and the exporter list it beside each client's device.
  *
  * Usage: uroce-hostd --netdev IF [--run-dir D] [--max-clients N] [--stats-every SECONDS].
- * Prints one "serving" line when ready; SIGUSR1 prints a "stats" line (clients, QPN blocks,
- * RSS); SIGINT/SIGTERM stop it and print the counters ("final ...").
+ * Prints one "serving" line when ready; SIGUSR1 prints "stats" lines (clients, QPN blocks,
+ * RSS, the CM's work, per client its frames and refusals); SIGINT/SIGTERM stop it and print
+ * the counters ("final ...").
  */
 #include <fcntl.h>
 #include <sys/epoll.h>
@@ -37,6 +42,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <csignal>
 #include <cstdio>
@@ -49,10 +55,12 @@
 #include <string>
 #include <vector>
 
+#include "cm/host_cm.h"
 #include "common/port.h"
 #include "config/config.h"
 #include "dpdk/clock.h"
 #include "host/host_port.h"
+#include "hostd/tx_guard.h"
 #include "shm/control.h"
 #include "shm/doorbell.h"
 #include "shm/region.h"
@@ -60,6 +68,10 @@
 #include "stats/port_publish.h"
 #include "stats/segment.h"
 #include "stats/summary.h"
+#include "transport/wire/build.h"
+#include "transport/wire/cm.h"
+#include "transport/wire/cm_ip.h"
+#include "transport/wire/parse.h"
 #include "uroce-hostd/frame_prio.h"
 #include "uroce-hostd/steer.h"
 
@@ -75,21 +87,29 @@ using dpdk::monotonic_now;
 
 /// QPN bits a client numbers its QPs with: 8192 QPs per process, 2047 clients per netdev.
 constexpr uint8_t kQpnBlockBits = 13;
+// A client's number (its QPN block) is also its comm-ID prefix at HostCm.
+static_assert((1u << (24 - kQpnBlockBits)) - 1 <= cm::HostCm::kMaxClient);
 constexpr uint32_t kDefaultMaxClients = 1024;
 /// Ring sizes of a client's region (frames).
 constexpr uint32_t kTxSlots = 256;
 constexpr uint32_t kRxSlots = 256;
 /// Frames taken from one client's TX ring per round, so that no client starves the others.
 constexpr uint32_t kClientBurst = 32;
-/// Header bytes copied out of a client's frame before the daemon parses them (the frame may
-/// change under it): Ethernet, one VLAN tag, IPv6, UDP and the BTH fit.
-constexpr size_t kHeaderCopy = 128;
 /// Idle: polls of the netdev 50 us apart, 1 ms apart after this long without work.
 constexpr Duration kDeepIdleAfter = Duration::millis(10);
 /// Control events are looked at every this many busy rounds (every round when idle).
 constexpr unsigned kControlEvery = 64;
 /// Control events handled per wait.
 constexpr int kEvents = 64;
+/// HostCm's timers (DREQ resends, forgetting) run this often.
+constexpr Duration kCmTick = Duration::millis(1);
+/// A frame to QP1 longer than this is no CM MAD (headers + 256 bytes + ICRC fit).
+constexpr size_t kCmFrameMax = 512;
+/// The daemon's own MADs: as a client's engine sends them (lib/transport gsi.cc).
+constexpr uint16_t kCmUdpSport = 0xc001;
+constexpr uint8_t kCmDscp = 26;
+/// Peers' MACs the daemon remembers for its own MADs (cleared when full).
+constexpr size_t kMaxPeerMacs = 65536;
 
 struct Options {
   std::string netdev;
@@ -98,12 +118,18 @@ struct Options {
   uint32_t max_clients = kDefaultMaxClients;
 };
 
+/// TxGuard::Verdict values (kOk and the reasons a frame is refused).
+constexpr size_t kVerdicts = static_cast<size_t>(TxGuard::Verdict::kSport) + 1;
+
 struct Counters {
   uint64_t to_client = 0;    ///< frames delivered into the client's RX ring
   uint64_t from_client = 0;  ///< frames the client sent
   uint64_t to_wire = 0;      ///< of those, sent to the netdev
   uint64_t switched = 0;     ///< of those, same-host: switched to a client
   uint64_t dropped = 0;      ///< for this client but its ring was full; or a bad descriptor
+  uint64_t cm_refused = 0;   ///< CM MADs it sent that HostCm refused (another's ID, malformed)
+  /// Frames it sent that TxGuard refused, by TxGuard::Verdict (kOk unused).
+  std::array<uint64_t, kVerdicts> refused{};
 };
 
 /// A connected client (after Welcome): its session, region and rings.
@@ -155,6 +181,8 @@ class Daemon final : public FrameHandler {
     params_.tx_slots = kTxSlots;
     params_.rx_rings = 1;
     params_.rx_slots = kRxSlots;
+    scratch_.resize(params_.slot_bytes);
+    learn_host();
   }
 
   ~Daemon() {
@@ -191,6 +219,13 @@ class Daemon final : public FrameHandler {
 
   uint32_t slot_bytes() const { return params_.slot_bytes; }
 
+  /// The netdev's MAC and addresses, the only source a client's frame may have (TxGuard).
+  void learn_host() {
+    link_version_ = net_->link_version();
+    LinkState st;
+    if (net_->link_state(&st)) guard_.set_host(mac_, st.gids);
+  }
+
   /// Frames from the netdev (the host port delivers only those to our MAC).
   void on_frame(std::span<const uint8_t> frame, const RxMeta&) override {
     ++net_rx_;
@@ -206,7 +241,7 @@ class Daemon final : public FrameHandler {
     while (!g_stop.load(std::memory_order_relaxed)) {
       const Timestamp now = monotonic_now();
       size_t work = net_->rx_burst(*this, 64, now);
-      for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i]);
+      for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i], now);
       wake_clients();
       net_->flush();
       drop_broken();
@@ -226,6 +261,11 @@ class Daemon final : public FrameHandler {
         next_stats = now + Duration::seconds(stats_every_s);
       }
       if (g_report.exchange(false)) print("stats");
+      if (now >= next_cm_) {  // DREQs of dead clients' connections, due again
+        for (const cm::HostCm::Outgoing& o : hostcm_.timers(now)) send_cm(o, now);
+        next_cm_ = now + kCmTick;
+        if (net_->link_version() != link_version_) learn_host();
+      }
       if (now >= next_publish) {
         publish();
         next_publish = now + kPublishEvery;
@@ -234,17 +274,34 @@ class Daemon final : public FrameHandler {
   }
 
   void print(const char* tag) {
+    using UL = unsigned long;
     std::printf("%s net_rx=%lu net_tx=%lu unknown=%lu clients=%zu qpn_blocks=%u rss_kb=%lu\n", tag,
-                static_cast<unsigned long>(net_rx_), static_cast<unsigned long>(net_tx_),
-                static_cast<unsigned long>(unknown_), live_.size(), blocks_.in_use(),
-                static_cast<unsigned long>(rss_kb()));
+                UL(net_rx_), UL(net_tx_), UL(unknown_), live_.size(), blocks_.in_use(),
+                UL(rss_kb()));
+    const cm::HostCm::Counters& m = hostcm_.counters();
+    std::printf(
+        "%s cm rej_no_listener=%lu sidr_unsupported=%lu drep_for_gone=%lu dreq_for_dead=%lu "
+        "dropped_in=%lu refused_out=%lu malformed=%lu sent=%lu unresolved=%lu connections=%zu\n",
+        tag, UL(m.rejected_no_listener), UL(m.sidr_unsupported), UL(m.drep_for_gone),
+        UL(m.dreq_for_dead), UL(m.dropped_in), UL(m.refused_out), UL(cm_malformed_), UL(cm_sent_),
+        UL(cm_unresolved_), hostcm_.connections_total());
     for (uint32_t k = 0; k < counters_.size(); ++k) {
       const Counters& c = counters_[k];
-      if (!c.to_client && !c.from_client && !c.dropped) continue;
-      std::printf("%s slot=%u to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu\n",
-                  tag, k, static_cast<unsigned long>(c.to_client),
-                  static_cast<unsigned long>(c.from_client), static_cast<unsigned long>(c.to_wire),
-                  static_cast<unsigned long>(c.switched), static_cast<unsigned long>(c.dropped));
+      uint64_t refused = 0;
+      for (uint64_t r : c.refused) refused += r;
+      if (!c.to_client && !c.from_client && !c.dropped && !c.cm_refused && !refused) continue;
+      std::printf(
+          "%s slot=%u to_client=%lu from_client=%lu to_wire=%lu switched=%lu dropped=%lu "
+          "cm_refused=%lu",
+          tag, k, UL(c.to_client), UL(c.from_client), UL(c.to_wire), UL(c.switched), UL(c.dropped),
+          UL(c.cm_refused));
+      // Refused frames by reason: refused_src_qpn=, refused_not_connected=, ...
+      for (size_t v = 1; v < kVerdicts; ++v)
+        if (c.refused[v])
+          std::printf(" refused_%s=%lu",
+                      std::string(TxGuard::name(static_cast<TxGuard::Verdict>(v))).c_str(),
+                      UL(c.refused[v]));
+      std::printf("\n");
     }
     std::fflush(stdout);
   }
@@ -265,15 +322,22 @@ class Daemon final : public FrameHandler {
 
  private:
   /// A frame for the local clients: by the destination QPN's block, read from `headers` (the
-  /// frame itself, or a copy of a client's frame's first bytes); QP1 to every client.
+  /// frame itself, or a copy of a client's frame's first bytes); QP1 by HostCm (cm_in).
   void to_clients(std::span<const uint8_t> headers, std::span<const uint8_t> frame) {
     auto qpn = roce_dest_qpn(headers);
     if (!qpn) {
       ++unknown_;
       return;
     }
-    if (*qpn == 1) {
-      for (Client* c : live_) push(*c, frame);
+    if (*qpn == wire::cm::kGsiQpn) {
+      // From the netdev the frame is the daemon's own buffer; a client's is copied whole first.
+      if (frame.size() > kCmFrameMax) {
+        ++unknown_;
+        return;
+      }
+      uint8_t copy[kCmFrameMax];
+      std::memcpy(copy, frame.data(), frame.size());
+      cm_in(std::span<const uint8_t>(copy, frame.size()), monotonic_now());
       return;
     }
     Client* c = clients_[blocks_.block_of(*qpn)].get();
@@ -282,6 +346,84 @@ class Daemon final : public FrameHandler {
       return;
     }
     push(*c, frame);
+  }
+
+  /// A CM MAD as a frame (parsed: UD SEND of one MAD to QP1), or nullopt.
+  static std::optional<wire::ParsedPacket> parse_mad(std::span<const uint8_t> frame) {
+    wire::ParsedPacket p;
+    if (wire::parse_headers(frame, &p) != wire::DropReason::kOk || p.roce_v1 ||
+        p.opcode != wire::Opcode::kUdSendOnly || p.payload.size() != wire::cm::kMadLen)
+      return std::nullopt;
+    return p;
+  }
+
+  /// A CM MAD (a frame to QP1, in the daemon's memory) from the netdev or a client of this host:
+  /// to the client HostCm names, or answered by the daemon (REJ, SIDR_REP, DREP), or dropped.
+  void cm_in(std::span<const uint8_t> frame, Timestamp now) {
+    auto p = parse_mad(frame);
+    if (!p) {
+      ++cm_malformed_;
+      return;
+    }
+    learn(p->src_ip, p->src_mac);
+    cm::HostCm::Route r = hostcm_.inbound(p->src_ip, p->dst_ip, p->payload, now);
+    if (r.to == cm::HostCm::To::kClient) {
+      Client* c = r.client < clients_.size() ? clients_[r.client].get() : nullptr;
+      if (c) {
+        push(*c, frame);
+      } else {
+        ++unknown_;
+      }
+    } else if (r.to == cm::HostCm::To::kAnswered && r.reply) {
+      send_cm(*r.reply, now);
+    }
+  }
+
+  /// Remembers ip's MAC (as its frames came, or went) for the daemon's own MADs to it.
+  void learn(const Gid& ip, const MacAddr& mac) {
+    if (peer_macs_.size() >= kMaxPeerMacs) peer_macs_.clear();
+    peer_macs_[ip.raw] = mac;
+  }
+
+  /// A MAD of the daemon's own (HostCm's REJ, SIDR_REP, DREP, DREQ): to the wire, or to the
+  /// client it is for when the peer is on this host.
+  void send_cm(const cm::HostCm::Outgoing& o, Timestamp now) {
+    wire::FrameSpec s;
+    if (auto it = peer_macs_.find(o.peer.raw); it != peer_macs_.end()) {
+      s.dst_mac = it->second;
+    } else if (!net_->resolve(o.peer, &s.dst_mac)) {
+      ++cm_unresolved_;
+      return;
+    }
+    s.src_mac = mac_;
+    s.src_ip = o.local;
+    s.dst_ip = o.peer;
+    s.dscp = kCmDscp;
+    s.udp_sport = kCmUdpSport;
+    s.opcode = wire::Opcode::kUdSendOnly;
+    s.pkey = wire::kDefaultPkey;
+    s.dest_qpn = Qpn(wire::cm::kGsiQpn);
+    s.psn = Psn(cm_psn_);
+    cm_psn_ = (cm_psn_ + 1) & 0xffffff;
+    s.deth.qkey = wire::cm::kGsiQkey;
+    s.deth.src_qpn = Qpn(wire::cm::kGsiQpn);
+    uint8_t buf[kCmFrameMax];
+    const wire::FrameLayout l = wire::build_headers(s, buf);
+    if (l.payload_offset == 0 || l.payload_offset + o.mad.size() + 7 > sizeof buf) return;
+    std::memcpy(buf + l.payload_offset, o.mad.data(), o.mad.size());
+    const size_t len = wire::finalize(buf, l, o.mad.size());
+    if (len == 0) return;
+    ++cm_sent_;
+    const std::span<const uint8_t> f(buf, len);
+    if (s.dst_mac == mac_) {  // a peer on this host: steered as any MAD that arrives
+      cm_in(f, now);
+      return;
+    }
+    uint8_t* q = net_->begin_frame(len);
+    if (!q) return;  // the netdev's queues are full: HostCm resends a DREQ; a REJ is lost
+    std::memcpy(q, buf, len);
+    net_->end_frame(len, TxMeta{frame_priority(f), false});
+    ++net_tx_;
   }
 
   void push(Client& c, std::span<const uint8_t> frame) {
@@ -315,37 +457,66 @@ class Daemon final : public FrameHandler {
   }
 
   /// Up to kClientBurst frames from c's TX ring: to the wire, or switched to a client.
-  size_t from_client(Client& c) {
+  size_t from_client(Client& c, Timestamp now) {
     const uint32_t n = std::min(c.tx.available(), kClientBurst);
     Counters& k = counters_[c.block];
     uint32_t done = 0;
     for (; done < n; ++done) {
-      std::span<const uint8_t> f = c.tx.frame(done);
-      if (f.size() < 14) {  // a bad descriptor (empty span) or no Ethernet header
+      std::span<const uint8_t> slot = c.tx.frame(done);
+      if (slot.size() < 14 || slot.size() > scratch_.size()) {  // a bad descriptor
         ++k.dropped;
         continue;
       }
-      // The headers are parsed from a copy: the client may rewrite its frame meanwhile.
-      uint8_t hdr[kHeaderCopy];
-      const size_t hn = std::min(f.size(), kHeaderCopy);
-      std::memcpy(hdr, f.data(), hn);
-      const std::span<const uint8_t> h(hdr, hn);
-      if (std::memcmp(hdr, mac_.b.data(), 6) == 0) {  // same host
-        ++k.from_client;
-        ++k.switched;
-        to_clients(h, f);
+      // Checked and sent from the daemon's copy: the client may rewrite its slot meanwhile.
+      std::memcpy(scratch_.data(), slot.data(), slot.size());
+      const std::span<const uint8_t> f(scratch_.data(), slot.size());
+      wire::ParsedPacket p;
+      const TxGuard::Verdict v = guard_.check(c.block, f, &p);
+      if (v != TxGuard::Verdict::kOk) {  // not a frame its own QPs may send
+        if (k.refused[static_cast<size_t>(v)]++ == 0) report_refused(c, v, p);
         continue;
       }
-      uint8_t* p = net_->begin_frame(f.size());
-      if (!p) break;  // the netdev's queues are full: the rest waits in the client's ring
+      if (p.dest_qpn.value() == wire::cm::kGsiQpn) {
+        // A CM MAD: only under the client's own IDs (HostCm).
+        if (p.opcode != wire::Opcode::kUdSendOnly || p.payload.size() != wire::cm::kMadLen ||
+            hostcm_.outbound(c.block, p.src_ip, p.dst_ip, p.payload, now) !=
+                cm::HostCm::Refusal::kNone) {
+          ++k.cm_refused;
+          continue;
+        }
+        learn(p.dst_ip, p.dst_mac);
+      }
+      if (p.dst_mac == mac_) {  // same host
+        ++k.from_client;
+        ++k.switched;
+        to_clients(f, f);
+        continue;
+      }
+      uint8_t* q = net_->begin_frame(f.size());
+      if (!q) break;  // the netdev's queues are full: the rest waits in the client's ring
       ++k.from_client;
-      std::memcpy(p, f.data(), f.size());
-      net_->end_frame(f.size(), TxMeta{frame_priority(h), false});
+      std::memcpy(q, f.data(), f.size());
+      net_->end_frame(f.size(), TxMeta{frame_priority(f), false});
       ++k.to_wire;
       ++net_tx_;
     }
     if (done) c.tx.release(done);
     return done;
+  }
+
+  /// The first frame of a client refused for a reason: one line, for its owner to see why.
+  void report_refused(const Client& c, TxGuard::Verdict v, const wire::ParsedPacket& p) {
+    if (v == TxGuard::Verdict::kMalformed) {
+      std::printf("client slot=%u pid=%d: frame refused (malformed)\n", c.block,
+                  static_cast<int>(c.pid));
+    } else {
+      std::printf(
+          "client slot=%u pid=%d: frame refused (%s): opcode 0x%02x to %s qpn 0x%06x sport %u\n",
+          c.block, static_cast<int>(c.pid), std::string(TxGuard::name(v)).c_str(),
+          static_cast<unsigned>(p.opcode), p.dst_ip.to_string().c_str(), p.dest_qpn.value(),
+          static_cast<unsigned>(p.udp_sport));
+    }
+    std::fflush(stdout);
   }
 
   /// Idle: arms the daemon's doorbell in every client's TX ring and waits for a control event,
@@ -413,14 +584,48 @@ class Daemon final : public FrameHandler {
     for (Client* x : live_)
       if (x->sock == fd) c = x;
     if (!c) return;
-    char b[64];
+    alignas(shm::Request) uint8_t b[sizeof(shm::Request) + 1];
     const ssize_t r = ::recv(fd, b, sizeof b, MSG_DONTWAIT);
     if (r > 0) {
-      drop(*c, "a message this protocol version does not have");
+      auto req = shm::parse_request(std::span<const uint8_t>(b, static_cast<size_t>(r)));
+      if (!req) return drop(*c, "a message this protocol version does not have");
+      shm::Reply rep;
+      rep.seq = req->seq;
+      rep.error = serve(*c, *req);
+      if (shm::send_msg(fd, &rep, sizeof rep) != 0) drop(*c, "it does not take its replies");
     } else if (r == 0 || (events & (EPOLLHUP | EPOLLRDHUP)) ||
                (errno != EAGAIN && errno != EWOULDBLOCK)) {
       drop(*c, nullptr);  // the process closed its device or exited
     }
+  }
+
+  /// A client's Request (checked by parse_request): 0 or an errno for its Reply.
+  int serve(Client& c, const shm::Request& r) {
+    Gid gid;
+    std::memcpy(gid.raw.data(), r.gid, sizeof r.gid);
+    switch (r.op) {
+      case shm::Op::kBind:
+      case shm::Op::kListen:
+        if (r.ps != wire::cm::kPsTcp && r.ps != wire::cm::kPsUdp && r.ps != wire::cm::kPsIb &&
+            r.ps != wire::cm::kPsIpoib)
+          return EINVAL;
+        // One binding per Bind or Listen, each given back by its Release (a process may hold a
+        // port twice: a bound id that listens, IPv4's and IPv6's wildcard).
+        if (int e = hostcm_.bind(c.block, r.ps, r.port, gid)) return e;
+        return r.op == shm::Op::kListen ? hostcm_.listen(c.block, r.ps, r.port, gid) : 0;
+      case shm::Op::kRelease: hostcm_.release(c.block, r.ps, r.port, gid); return 0;
+      case shm::Op::kConnect: return guard_.connect(c.block, r.qpn, gid, r.dqpn, r.sport);
+      case shm::Op::kDisconnect: {
+        // Frames the QP sent before it left (the client publishes them before it asks) go
+        // first, checked against the connection they were sent on.
+        const Timestamp now = monotonic_now();
+        while (c.tx.available() && from_client(c, now)) {
+        }
+        guard_.disconnect(c.block, r.qpn);
+        return 0;
+      }
+    }
+    return EINVAL;
   }
 
   void refuse(int fd, const std::string& why) {
@@ -484,6 +689,8 @@ class Daemon final : public FrameHandler {
     c->tx = shm::Consumer(c->region.tx());
     c->rx = shm::Producer(c->region.rx(0));
     counters_[*block] = Counters{};
+    hostcm_.add_client(*block);
+    guard_.add_client(*block, *block << kQpnBlockBits, 1u << kQpnBlockBits);
     std::printf("client slot=%u pid=%d uid=%u device=%s\n", c->block, static_cast<int>(c->pid),
                 static_cast<unsigned>(c->uid), c->device.c_str());
     std::fflush(stdout);
@@ -504,6 +711,10 @@ class Daemon final : public FrameHandler {
     const uint32_t block = c.block;
     blocks_.free(block);
     clients_[block].reset();
+    guard_.drop_client(block);
+    // Its ports go; each connection its peer knows gets a DREQ now (and again by the timers).
+    const Timestamp now = monotonic_now();
+    for (const cm::HostCm::Outgoing& o : hostcm_.drop_client(block, now)) send_cm(o, now);
   }
 
   /// A client whose indices made no sense (ring.h "Trust") loses its session.
@@ -530,6 +741,14 @@ class Daemon final : public FrameHandler {
   int listen_ = -1;
   int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
+  cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
+  TxGuard guard_;      ///< what each client may send
+  uint64_t link_version_ = 0;
+  std::vector<uint8_t> scratch_;  ///< the copy of a client's frame being checked
+  std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
+  Timestamp next_cm_{};
+  uint32_t cm_psn_ = 0;
+  uint64_t cm_sent_ = 0, cm_unresolved_ = 0, cm_malformed_ = 0;
 };
 
 const char* kUsage =

@@ -3,8 +3,8 @@
  * @brief What uroce-hostd steers by: a RoCEv2 frame's destination QPN, the QPN block it falls
  * in, and the blocks the daemon hands to its clients (docs/host-mode.md, "QPNs").
  *
- * QPNs are 24 bits: block << bits | n. Block 0 holds QP0 and QP1 (QP1's MADs go to every
- * client in phase A) and is never given; the others are given cyclically (the one after the
+ * QPNs are 24 bits: block << bits | n. Block 0 holds QP0 and QP1 (QP1's MADs are steered by
+ * cm::HostCm) and is never given; the others are given cyclically (the one after the
  * last given, skipping those in use), so a block comes back only after every other free one
  * was given: a late frame for a process that left reaches its successor only after all the
  * other blocks changed hands too.

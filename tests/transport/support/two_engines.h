@@ -40,6 +40,11 @@ class RecordingObserver final : public EngineObserver {
  public:
   void on_cq_event(uint32_t cq_id) override { cq_events.push_back(cq_id); }
   void on_async_event(const AsyncEvent& ev) override { events.push_back(ev); }
+  int on_qp_connect(uint32_t qpn, const Gid& dgid, uint32_t dqpn, uint16_t sport) override {
+    paths.push_back({qpn, dgid, dqpn, sport});
+    return refuse_connect;
+  }
+  void on_qp_disconnect(uint32_t qpn) override { left.push_back(qpn); }
   bool saw(AsyncEventType t, uint32_t id) const {
     for (const auto& e : events)
       if (e.type == t && e.id == id) return true;
@@ -47,6 +52,16 @@ class RecordingObserver final : public EngineObserver {
   }
   std::vector<uint32_t> cq_events;
   std::vector<AsyncEvent> events;
+  /// Connected QPs' paths as told (on_qp_connect), and QPs that left their connection.
+  struct Path {
+    uint32_t qpn = 0;
+    Gid dgid;
+    uint32_t dqpn = 0;
+    uint16_t sport = 0;
+  };
+  std::vector<Path> paths;
+  std::vector<uint32_t> left;
+  int refuse_connect = 0;  ///< on_qp_connect's answer
 };
 
 /// One side: an engine with one PD, one CQ per direction, a registered buffer.
