@@ -704,6 +704,12 @@ class Daemon final : public FrameHandler {
     std::printf("client slot=%u pid=%d left%s%s\n", c.block, static_cast<int>(c.pid),
                 why ? ": " : "", why ? why : "");
     std::fflush(stdout);
+    if (!why) {  // closed or exited: what it sent before (its DREQs, last ACKs) goes out first
+      const Timestamp now = monotonic_now();
+      while (c.tx.available() && from_client(c, now)) {
+      }
+      net_->flush();
+    }
     ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.sock, nullptr);
     ::close(c.sock);
     std::erase(live_, &c);
