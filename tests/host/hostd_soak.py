@@ -71,7 +71,9 @@ class Job:
             if p is self.killed:
                 continue
             if self.killed is None and p.rc != 0:
-                return f"{self.name}: {p.label} exit code {p.rc}"
+                tails = "\n".join(f"---- {q.label} rc={q.rc}\n{q.output()[-1500:].rstrip()}"
+                                   for q in self.procs)
+                return f"{self.name}: {p.label} exit code {p.rc}\n{tails}"
         return None
 
 
