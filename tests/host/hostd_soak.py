@@ -106,8 +106,11 @@ class Soak:
         h, port = self.h, pairmod.free_tcp_port()
         gid = str(links.RoutedLink.GID_V4)
         if kind == "bw":
+            # -u 18: the QP's ACK timeout, as the long-lived pair's (below). At perftest's 14
+            # (67 ms) the client ran out of retries in 1 or 2 of 7 runs beside MPI jobs once
+            # the daemons checked every frame (issue 32 phase B; tests/RELIABILITY.md, open).
             argv = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", gid, "-p", str(port), "-n",
-                    "300", "-s", "65536"]
+                    "300", "-s", "65536", "-u", "18"]
             return self.start_pair(name, argv, argv + [h.link.addr[B]], tcp(port), 90)
         if kind == "rping":
             return self.start_pair(name, rping_argv(h.link.addr[B], port, False),
