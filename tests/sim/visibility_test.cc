@@ -42,27 +42,37 @@ struct Outcome {
   uint64_t deferred = 0, placed_ahead = 0, lost = 0;
 };
 
-Outcome run(WrOpcode op, bool ooo_placement, double loss) {
-  Outcome out;
-  FabricOptions fo;
-  fo.loss_recovery = transport::LossRecovery::kSelective;
-  TwoHostFabric f(fo);
+/// Both directions of f impaired (loss, 1 % reordered by 3 µs, 0.5 % duplicated; seeds seed
+/// and seed + 1), an RC pair A -> B at MTU 1024 with B's placement rule. Empty, or what failed.
+std::string impaired_pair(TwoHostFabric& f, uint64_t seed, double loss, bool ooo_placement,
+                          Endpoint* a, Endpoint* b) {
   for (int dir = 0; dir < 2; ++dir) {
     Impairments imp;
-    imp.seed = 4242 + static_cast<uint64_t>(dir) + (op == WrOpcode::kSend ? 100 : 0);
+    imp.seed = seed + static_cast<uint64_t>(dir);
     imp.loss = loss;
     imp.reorder = 0.01;
     imp.reorder_delay = Duration::micros(3);
     imp.duplicate = 0.005;
     f.impair(dir, imp);
   }
-  Endpoint a = make_endpoint(*f.host[0], 0, QpType::kRc, 64);
-  Endpoint b = make_endpoint(*f.host[1], 1, QpType::kRc, 64);
-  if (!a.qpn || !b.qpn) return {"create_qp failed"};
-  if (!b.h->engine().set_ooo_placement(b.qpn, ooo_placement)) return {"set_ooo_placement"};
+  *a = make_endpoint(*f.host[0], 0, QpType::kRc, 64);
+  *b = make_endpoint(*f.host[1], 1, QpType::kRc, 64);
+  if (!a->qpn || !b->qpn) return "create_qp failed";
+  if (!b->h->engine().set_ooo_placement(b->qpn, ooo_placement)) return "set_ooo_placement";
   ConnParams c;
   c.path_mtu = 3;  // 1024
-  if (Status s = connect(a, b, c); !s) return {"connect: errno " + std::to_string(s.code())};
+  if (Status st = connect(*a, *b, c); !st) return "connect: errno " + std::to_string(st.code());
+  return "";
+}
+
+Outcome run(WrOpcode op, bool ooo_placement, double loss) {
+  Outcome out;
+  FabricOptions fo;
+  fo.loss_recovery = transport::LossRecovery::kSelective;
+  TwoHostFabric f(fo);
+  Endpoint a, b;
+  const uint64_t seed = 4242 + (op == WrOpcode::kSend ? 100 : 0);
+  if (std::string e = impaired_pair(f, seed, loss, ooo_placement, &a, &b); !e.empty()) return {e};
   const uint32_t acc = transport::kAccessLocalWrite | transport::kAccessRemoteWrite;
   Region src = make_region(a, kMsgBytes, acc);
   Region dst = make_region(b, kMsgBytes, acc);
@@ -183,22 +193,8 @@ BurstOutcome run_bursts(bool ooo_placement) {
   FabricOptions fo;
   fo.loss_recovery = transport::LossRecovery::kSelective;
   TwoHostFabric f(fo);
-  for (int dir = 0; dir < 2; ++dir) {
-    Impairments imp;
-    imp.seed = 3100 + static_cast<uint64_t>(dir);
-    imp.loss = 0.01;
-    imp.reorder = 0.01;
-    imp.reorder_delay = Duration::micros(3);
-    imp.duplicate = 0.005;
-    f.impair(dir, imp);
-  }
-  Endpoint a = make_endpoint(*f.host[0], 0, QpType::kRc, 64);
-  Endpoint b = make_endpoint(*f.host[1], 1, QpType::kRc, 64);
-  if (!a.qpn || !b.qpn) return {"create_qp failed"};
-  if (!b.h->engine().set_ooo_placement(b.qpn, ooo_placement)) return {"set_ooo_placement"};
-  ConnParams c;
-  c.path_mtu = 3;  // 1024: 16 packets per WRITE
-  if (Status s = connect(a, b, c); !s) return {"connect: errno " + std::to_string(s.code())};
+  Endpoint a, b;  // MTU 1024: 16 packets per WRITE
+  if (std::string e = impaired_pair(f, 3100, 0.01, ooo_placement, &a, &b); !e.empty()) return {e};
   const uint32_t acc = transport::kAccessLocalWrite | transport::kAccessRemoteWrite;
   Region src = make_region(a, size_t{kBurst} * kBurstBytes, acc);
   Region dst = make_region(b, kBurstBytes, acc);
