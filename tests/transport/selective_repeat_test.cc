@@ -27,7 +27,12 @@ std::vector<uint8_t> bytes(size_t n, uint8_t v) { return std::vector<uint8_t>(n,
 
 class SelectiveRepeatTest : public ::testing::Test {
  protected:
-  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective};
+  /// ooo_placement: the QP opts in to placing every packet as it arrives.
+  explicit SelectiveRepeatTest(bool ooo_placement = false)
+      : t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective,
+          0,           false,   false,        ooo_placement} {}
+
+  EngineUnderTest t;
   PacketBuilder& pb = t.pb;
 
   /// A WRITE packet with an SRETH: va is where its payload goes.
@@ -75,6 +80,12 @@ class SelectiveRepeatTest : public ::testing::Test {
     while (!t.sink.empty()) out.push_back(t.sink.pop().p.psn.value());
     return out;
   }
+};
+
+/// The same, on a QP that opted in to out-of-order placement (uroce_qp_set_ooo_placement).
+class SelectiveRepeatOooPlacement : public SelectiveRepeatTest {
+ protected:
+  SelectiveRepeatOooPlacement() : SelectiveRepeatTest(true) {}
 };
 
 TEST_F(SelectiveRepeatTest, WriteAheadOfAGapIsHeldAndPlacedOnlyWhenTheGapFills) {
@@ -274,36 +285,20 @@ TEST_F(SelectiveRepeatTest, APacketNamingAnotherPlaceThanItsMessageIsNakedAndNev
   EXPECT_TRUE(t.canaries_intact());
 }
 
-TEST(SelectiveRepeatOooPlacement, WithTheOptInAPacketNamingAnotherPlaceIsPlacedThereAndNaked) {
-  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective,
-                    0,           false,   false,        /*ooo_placement=*/true};
-  PacketBuilder& pb = t.pb;
+TEST_F(SelectiveRepeatOooPlacement, WithTheOptInAPacketNamingAnotherPlaceIsPlacedThereAndNaked) {
   const uint64_t va = t.va(8192);
-  auto write = [&](Opcode op, uint32_t psn, uint64_t at, uint8_t v, uint32_t dma_len) {
-    wire::FrameSpec s = pb.spec(op, psn, false);
-    s.reth = {at, t.keys.rkey, dma_len};
-    s.ext = wire::UroceExt::kSreth;
-    s.sreth = {0, t.keys.rkey, at};
-    return pb.build(s, bytes(kMtu, v));
-  };
   // Receive WRITE_FIRST psn 100 (in-order) of 4 packets; WRITE_MIDDLE psn 102 (future) whose
   // SRETH names va + 5 MTU
   // Expect: placed there at once (inside the MR: allowed)
-  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, 1, 4 * kMtu));
-  t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 5 * kMtu, 3, 0));
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 4 * kMtu));
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 102, va + 5 * kMtu, bytes(kMtu, 3)));
   EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
   EXPECT_EQ(t.mem()[8192 + 5 * kMtu], 3);
   // Receive WRITE_MIDDLE psn 101 (in-order)
   // Expect: NAK invalid request at 102, the QP in ERR
-  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, 2, 0));
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
   t.tx();
-  std::vector<uint32_t> naks;
-  while (!t.sink.empty()) {
-    Captured c = t.sink.pop();
-    if (c.p.aeth.syndrome == wire::aeth_syndrome(wire::kAethTypeNak, wire::kAethNakInvalidRequest))
-      naks.push_back(c.p.psn.value());
-  }
-  EXPECT_EQ(naks, std::vector<uint32_t>{102});
+  EXPECT_EQ(nak_psns(wire::kAethNakInvalidRequest), std::vector<uint32_t>{102});
   EXPECT_EQ(t.state(), QpState::kErr);
   EXPECT_TRUE(t.canaries_intact());
 }
@@ -327,29 +322,19 @@ TEST_F(SelectiveRepeatTest, ADeferredLastPacketNamingAnotherPlaceIsNakedAndNever
   EXPECT_TRUE(t.canaries_intact());
 }
 
-TEST(SelectiveRepeatOooPlacement, AQpThatOptedInPlacesTheLastPacketAtOnce) {
-  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective,
-                    0,           false,   false,        /*ooo_placement=*/true};
+TEST_F(SelectiveRepeatOooPlacement, AQpThatOptedInPlacesTheLastPacketAtOnce) {
   EXPECT_TRUE(t.e->ooo_placement(t.qpn));
-  PacketBuilder& pb = t.pb;
   const uint64_t va = t.va(8192);
-  auto write = [&](Opcode op, uint32_t psn, uint64_t at, uint8_t v, uint32_t dma_len) {
-    wire::FrameSpec s = pb.spec(op, psn, false);
-    s.reth = {at, t.keys.rkey, dma_len};
-    s.ext = wire::UroceExt::kSreth;
-    s.sreth = {0, t.keys.rkey, at};
-    return pb.build(s, bytes(kMtu, v));
-  };
   // Receive WRITE_FIRST psn 100 (in-order), WRITE_LAST psn 102 (future: 101 lost)
   // Expect: the last packet's bytes in place at once
-  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, 1, 3 * kMtu));
-  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 2 * kMtu, 3, 0));
+  t.rx(write(Opcode::kRcRdmaWriteFirst, 100, va, bytes(kMtu, 1), 3 * kMtu));
+  t.rx(write(Opcode::kRcRdmaWriteLast, 102, va + 2 * kMtu, bytes(kMtu, 3)));
   EXPECT_EQ(t.mem()[8192 + 3 * kMtu - 1], 3);
   EXPECT_EQ(t.counters.get(Counter::sr_ooo_placed), 1u);
   EXPECT_EQ(t.counters.get(Counter::sr_ooo_deferred), 0u);
   // Receive WRITE_MIDDLE psn 101 (in-order)
   // Expect: the message whole, ACK of 102
-  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, 2, 0));
+  t.rx(write(Opcode::kRcRdmaWriteMiddle, 101, va + kMtu, bytes(kMtu, 2)));
   for (uint32_t i = 0; i < 3; ++i) EXPECT_EQ(t.mem()[8192 + i * kMtu + 5], i + 1);
   t.tx();
   Captured c = t.sink.pop();
@@ -357,8 +342,7 @@ TEST(SelectiveRepeatOooPlacement, AQpThatOptedInPlacesTheLastPacketAtOnce) {
   EXPECT_TRUE(t.canaries_intact());
 }
 
-TEST(SelectiveRepeatOooPlacement, ChangesOnlyBeforeTheQpLeavesInit) {
-  EngineUnderTest t{QpType::kRc, nullptr, std::nullopt, LossRecovery::kSelective};
+TEST_F(SelectiveRepeatTest, OooPlacementChangesOnlyBeforeTheQpLeavesInit) {
   EXPECT_FALSE(t.e->ooo_placement(t.qpn));
   // In RTS: EINVAL
   EXPECT_EQ(t.e->set_ooo_placement(t.qpn, true).code(), EINVAL);
