@@ -65,6 +65,22 @@ std::string impaired_pair(TwoHostFabric& f, uint64_t seed, double loss, bool ooo
   return "";
 }
 
+/// Posts a signaled op of sge to dst from a's QP; empty, or what failed.
+std::string post(EngineHost& h, const Endpoint& a, WrOpcode op, uint64_t wr_id, transport::Sge* sge,
+                 Region& dst, Timestamp now) {
+  transport::SendWr wr;
+  wr.wr_id = wr_id;
+  wr.opcode = op;
+  wr.send_flags = transport::kSendSignaled;
+  wr.sg = sge;
+  wr.num_sge = 1;
+  wr.remote_addr = dst.addr();
+  wr.rkey = dst.keys.rkey;
+  if (Status st = h.engine().post_send(a.qpn, wr, now); !st)
+    return "post_send: errno " + std::to_string(st.code());
+  return "";
+}
+
 Outcome run(WrOpcode op, bool ooo_placement, double loss) {
   Outcome out;
   FabricOptions fo;
@@ -120,18 +136,8 @@ Outcome run(WrOpcode op, bool ooo_placement, double loss) {
       }
     if (outstanding || next > kMessages || !out.error.empty()) return false;
     for (uint32_t i = 0; i < kMsgBytes; ++i) src.data()[i] = msg_byte(next, i);
-    transport::SendWr wr;
-    wr.wr_id = next;
-    wr.opcode = op;
-    wr.send_flags = transport::kSendSignaled;
-    wr.sg = &sge;
-    wr.num_sge = 1;
-    wr.remote_addr = dst.addr();
-    wr.rkey = dst.keys.rkey;
-    if (Status s = h.engine().post_send(a.qpn, wr, now); !s) {
-      out.error = "post_send: errno " + std::to_string(s.code());
-      return false;
-    }
+    out.error = post(h, a, op, next, &sge, dst, now);
+    if (!out.error.empty()) return false;
     ++next;
     outstanding = true;
     return true;
@@ -226,18 +232,8 @@ BurstOutcome run_bursts(bool ooo_placement) {
       const uint64_t msg = uint64_t{round} * kBurst + k;
       std::memset(src.data() + size_t{k} * kBurstBytes, pattern(msg, 0), kBurstBytes);
       transport::Sge sge{src.addr() + uint64_t{k} * kBurstBytes, kBurstBytes, src.keys.lkey};
-      transport::SendWr wr;
-      wr.wr_id = msg;
-      wr.opcode = WrOpcode::kRdmaWrite;
-      wr.send_flags = transport::kSendSignaled;
-      wr.sg = &sge;
-      wr.num_sge = 1;
-      wr.remote_addr = dst.addr();
-      wr.rkey = dst.keys.rkey;
-      if (Status s = h.engine().post_send(a.qpn, wr, now); !s) {
-        out.error = "post_send: errno " + std::to_string(s.code());
-        return false;
-      }
+      out.error = post(h, a, WrOpcode::kRdmaWrite, msg, &sge, dst, now);
+      if (!out.error.empty()) return false;
     }
     posted = true;
     return true;
