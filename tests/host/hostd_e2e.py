@@ -257,10 +257,16 @@ def case_verify(h):
     return run_pairs(h, pairs, 150)
 
 
-def rping_argv(addr, port, client):
-    if client:
-        return ["rping", "-c", "-a", addr, "-p", str(port), "-V", "-C", "20"]
-    return ["rping", "-s", "-a", addr, "-p", str(port), "-V", "-C", "20"]
+def rping_argv(addr, port, client, count=20):
+    return ["rping", "-c" if client else "-s", "-a", addr, "-p", str(port), "-V", "-C", str(count)]
+
+
+def cm_server(h, side, label, port, argv, deadline):
+    """Starts an RDMA CM server (argv) in `side` as `<label>-server` and waits until it listens
+    on port; the Side, or None when it did not by the deadline."""
+    listen = cm(h, label, port)
+    s = h.start(side, f"{label}-server", argv, {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
+    return s if h.wait_listen(side, listen, s, deadline) else None
 
 
 def case_samehost(h):
@@ -299,11 +305,9 @@ def wait_exit(p, deadline):
 def case_portspace(h):
     a, b = h.link.addr[A], h.link.addr[B]
     port = pairmod.free_tcp_port()
-    listen = cm(h, "first", port)
-    first = h.start(A, "first-server", rping_argv(a, port, False)[:-2] + ["-C", "5"],
-                    {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
     deadline = time.monotonic() + 60
-    if not h.wait_listen(A, listen, first, deadline):
+    first = cm_server(h, A, "first", port, rping_argv(a, port, False, 5), deadline)
+    if not first:
         return "the first rping server did not listen"
     # The same address is refused at its bind, the wildcard (no device yet) at its listen.
     for label, addr, call in (("second", a, "rdma_bind_addr"), ("wildcard", "0.0.0.0", "rdma_listen")):
@@ -314,7 +318,7 @@ def case_portspace(h):
         if p.rc == 0 or f"{call}: Address already in use" not in p.output():
             return f"{label}: rc {p.rc}, no EADDRINUSE: {p.output()[-300:]}"
         print(f"{label} listener refused after {time.monotonic() - t0:.3f} s")
-    client = h.start(A, "first-client", rping_argv(a, port, True)[:-2] + ["-C", "5"])
+    client = h.start(A, "first-client", rping_argv(a, port, True, 5))
     for p in (client, first):
         if wait_exit(p, deadline) is None or p.rc != 0:
             return f"{p.label}: exit code {p.rc} (the first listener must still serve)"
@@ -343,16 +347,14 @@ def netdev_mac(h, side):
 def case_hostile(h):
     a, b = h.link.addr[A], h.link.addr[B]
     port = pairmod.free_tcp_port()
-    listen = cm(h, "victim", port)
-    server = h.start(A, "victim-server", rping_argv(a, port, False)[:-2] + ["-C", "1000"],
-                     {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
     deadline = time.monotonic() + 90
-    if not h.wait_listen(A, listen, server, deadline):
+    server = cm_server(h, A, "victim", port, rping_argv(a, port, False, 1000), deadline)
+    if not server:
         return "the victim's rping server did not listen"
     slots = re.findall(r"(?m)^client slot=(\d+) pid=\d+ uid", h.daemons[A].output())
     if len(slots) != 1:
         return f"A's daemon lists {len(slots)} clients, not the victim alone"
-    client = h.start(B, "victim-client", rping_argv(a, port, True)[:-2] + ["-C", "1000"])
+    client = h.start(B, "victim-client", rping_argv(a, port, True, 1000))
     forger = h.start(A, "hostile", [os.path.join(h.build, "bin", "hostd_hostile"),
                                     h.link.ifs[A], netdev_mac(h, A), a, b, slots[0], str(port),
                                     str(HOSTILE_COUNT)])
@@ -368,11 +370,9 @@ def case_hostile(h):
 def case_killed(h):
     b = h.link.addr[B]
     port = pairmod.free_tcp_port()
-    listen = cm(h, "killed", port)
-    server = h.start(B, "killed-server", ["rping", "-s", "-a", b, "-p", str(port)],
-                     {"UROCE_RDMACM_LISTEN_FILE": listen[2]})
     deadline = time.monotonic() + 60
-    if not h.wait_listen(B, listen, server, deadline):
+    server = cm_server(h, B, "killed", port, ["rping", "-s", "-a", b, "-p", str(port)], deadline)
+    if not server:
         return "the rping server did not listen"
     client = h.start(A, "killed-client", ["rping", "-c", "-a", b, "-p", str(port), "-v"])
     while client.output().count("ping data") < 50:
