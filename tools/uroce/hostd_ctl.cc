@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "profile_cmd.h"
 #include "shm/control.h"
 
 namespace uroce::tool {
@@ -27,13 +28,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr auto kWait = std::chrono::seconds(10);
 constexpr auto kLook = std::chrono::milliseconds(20);
-
-bool systemd_runs() { return access("/run/systemd/system", F_OK) == 0; }
-
-HostdManager resolve(HostdManager m) {
-  if (m != HostdManager::kAuto) return m;
-  return systemd_runs() ? HostdManager::kSystemd : HostdManager::kDirect;
-}
 
 std::string unit(const std::string& netdev) { return "uroce-hostd@" + netdev + ".service"; }
 
@@ -67,23 +61,24 @@ std::string hostd_path() {
 
 /// pid runs (a zombie its parent has not reaped yet has ended).
 bool running(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s;
+  if (!read_text("/proc/" + std::to_string(pid) + "/stat", &s)) return false;
   const size_t paren = s.rfind(')');
   return paren != std::string::npos && paren + 2 < s.size() && s[paren + 2] != 'Z';
 }
 
 std::string tail(const std::string& path, size_t max = 600) {
-  std::ifstream in(path);
-  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string s;
+  read_text(path, &s);
   if (s.size() > max) s = s.substr(s.size() - max);
   while (!s.empty() && s.back() == '\n') s.pop_back();
   return s;
 }
 
-/// Waits until cond() or kWait; `alive` (may be null) ends the wait early when false.
-template <class Cond, class Alive>
-bool wait_for(Cond cond, Alive alive) {
+/// Waits until cond() or kWait; `alive` returning false ends the wait early.
+template <class Cond, class Alive = bool (*)()>
+bool wait_for(
+    Cond cond, Alive alive = [] { return true; }) {
   const auto end = Clock::now() + kWait;
   while (Clock::now() < end) {
     if (cond()) return true;
@@ -136,6 +131,11 @@ bool start_direct(const std::string& netdev, std::string* how, std::string* err)
 
 }  // namespace
 
+HostdManager resolve(HostdManager m) {
+  if (m != HostdManager::kAuto) return m;
+  return access("/run/systemd/system", F_OK) == 0 ? HostdManager::kSystemd : HostdManager::kDirect;
+}
+
 bool parse_hostd_manager(const std::string& s, HostdManager* out) {
   if (s == "auto")
     *out = HostdManager::kAuto;
@@ -176,7 +176,7 @@ bool hostd_start(const std::string& netdev, HostdManager m, std::string* how, st
         "systemctl enable --now " + unit(netdev) + " failed (journalctl -u " + unit(netdev) + ")";
     return false;
   }
-  if (!wait_for([&] { return shm::hostd_running(netdev); }, [] { return true; })) {
+  if (!wait_for([&] { return shm::hostd_running(netdev); })) {
     *err = unit(netdev) + " started but does not serve " + netdev + " (journalctl -u " +
            unit(netdev) + ")";
     return false;
@@ -201,9 +201,9 @@ bool hostd_stop(const std::string& netdev, HostdManager m, std::string* how, std
   }
   kill(pid, SIGTERM);
   auto gone = [&] { return !shm::hostd_running(netdev) && !running(pid); };
-  if (!wait_for(gone, [] { return true; })) {
+  if (!wait_for(gone)) {
     kill(pid, SIGKILL);
-    if (!wait_for(gone, [] { return true; })) {
+    if (!wait_for(gone)) {
       *err = "uroce-hostd pid " + std::to_string(pid) + " for " + netdev + " does not stop";
       return false;
     }

@@ -16,6 +16,8 @@ enum class HostdManager { kAuto, kSystemd, kDirect, kNone };
 
 /// "auto" | "systemd" | "direct" | "none"; false for anything else.
 bool parse_hostd_manager(const std::string& s, HostdManager* out);
+/// kAuto as it applies here: kSystemd where systemd runs (/run/systemd/system), else kDirect.
+HostdManager resolve(HostdManager m);
 
 /// Starts the daemon of `netdev` (nothing when one serves it already) and waits until it
 /// serves (at most 10 s). *how says what was done, one line; false with one line in *err.

@@ -40,6 +40,14 @@ std::string sysfs_read(const std::string& path) {
   return s;
 }
 
+/// --daemon as a HostdManager; false (with one line) for anything else.
+bool manager_of(const LinkOptions& o, HostdManager* m) {
+  if (parse_hostd_manager(o.daemon, m)) return true;
+  std::fprintf(stderr, "uroce: --daemon %s: one of auto, systemd, direct, none\n",
+               o.daemon.c_str());
+  return false;
+}
+
 }  // namespace
 
 int link_add(const LinkOptions& o) {
@@ -51,11 +59,7 @@ int link_add(const LinkOptions& o) {
     return 1;
   }
   HostdManager manager;
-  if (!parse_hostd_manager(o.daemon, &manager)) {
-    std::fprintf(stderr, "uroce: --daemon %s: one of auto, systemd, direct, none\n",
-                 o.daemon.c_str());
-    return 2;
-  }
+  if (!manager_of(o, &manager)) return 2;
   if (!link_add_text(before, path, o.name, o.netdev, o.exclusive, &after, &err)) {
     std::fprintf(stderr, "uroce: %s\n", err.c_str());
     return 1;
@@ -83,8 +87,7 @@ int link_add(const LinkOptions& o) {
                 o.netdev.c_str());
     return 0;
   }
-  if (!present && manager != HostdManager::kSystemd &&
-      !(manager == HostdManager::kAuto && access("/run/systemd/system", F_OK) == 0)) {
+  if (!present && resolve(manager) == HostdManager::kDirect) {
     std::fprintf(stderr,
                  "uroce: no uroce-hostd started: %s is missing (run uroce link add "
                  "again once it exists)\n",
@@ -110,11 +113,7 @@ int link_del(const LinkOptions& o) {
     return 1;
   }
   HostdManager manager;
-  if (!parse_hostd_manager(o.daemon, &manager)) {
-    std::fprintf(stderr, "uroce: --daemon %s: one of auto, systemd, direct, none\n",
-                 o.daemon.c_str());
-    return 2;
-  }
+  if (!manager_of(o, &manager)) return 2;
   if (!link_del_text(before, path, o.name, &after, &err)) {
     std::fprintf(stderr, "uroce: %s\n", err.c_str());
     return 1;
