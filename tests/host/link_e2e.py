@@ -17,64 +17,53 @@ Usage (root): link_e2e.py --build B
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
+import hostd_e2e  # noqa: E402
 import links  # noqa: E402
 import pair as pairmod  # noqa: E402
 
 A, B = 0, 1
 
 
-class Run:
-    def __init__(self, build):
-        self.build = os.path.abspath(build)
-        self.dir = tempfile.mkdtemp(prefix="ulink-")
-        self.run_dir = os.path.join(self.dir, "run")
-        self.link = links.RoutedLink(mtu=1024)
-        self.conf = [os.path.join(self.dir, f"side{s}.toml") for s in (A, B)]
-        self.procs = []
-        links.on_cleanup(self.close)
+class Run(hostd_e2e.Host):
+    """hostd_e2e's namespaces and environment, without its configuration files (`uroce link add`
+    writes them) and without daemons of its own."""
 
-    def env(self, side):
-        e = dict(os.environ)
-        e.update(LD_LIBRARY_PATH=os.path.join(self.build, "lib"), UROCE_CONFIG=self.conf[side],
-                 UROCE_RUN_DIR=self.run_dir)
-        return e
+    def __init__(self, build):
+        super().__init__(build)
+        for c in self.configs:
+            os.remove(c)
+        links.on_cleanup(self.kill_daemons)
 
     def uroce(self, side, *args):
         p = subprocess.run(self.link.wrap(side) + [os.path.join(self.build, "bin", "uroce"),
-                                                   *args, "--config", self.conf[side]],
+                                                   *args, "--config", self.configs[side]],
                            env=self.env(side), capture_output=True, text=True, timeout=60)
         return p.returncode, p.stdout + p.stderr
 
-    def start(self, side, label, argv):
-        s = pairmod.Side(label, self.link.wrap(side) + ["stdbuf", "-oL", "-eL"] + argv,
-                         self.env(side), os.path.join(self.dir, f"{label}.out"))
-        self.procs.append(s)
-        return s
+    def show_text(self, side):
+        if not os.path.exists(self.configs[side]):
+            return ""
+        return self.uroce(side, "link", "show")[1]
 
-    def close(self):
-        for p in self.procs:
-            p.kill()
-        for side in (A, B):  # daemons a failed run left behind
+    def kill_daemons(self):
+        """Daemons a failed run left behind."""
+        for side in (A, B):
             pid = daemon_pid(self.show_text(side))
             if pid:
                 try:
                     os.kill(pid, 9)
                 except ProcessLookupError:
                     pass
-        self.link.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
-    def show_text(self, side):
-        if not os.path.exists(self.conf[side]):
-            return ""
-        return self.uroce(side, "link", "show")[1]
+    def close(self):
+        self.kill_daemons()
+        super().close()
 
 
 def daemon_pid(show):
@@ -151,7 +140,7 @@ def check(r):
             return f"the daemon of {'AB'[side]} (pid {daemons[side]}) still runs after link del"
     # --exclusive: the config says so, and no daemon starts.
     rc, out = r.uroce(A, "link", "add", "uroce0", "netdev", r.link.ifs[A], "--exclusive")
-    if rc != 0 or "exclusive = true" not in open(r.conf[A]).read():
+    if rc != 0 or "exclusive = true" not in open(r.configs[A]).read():
         return f"link add --exclusive: rc {rc}: {out.strip()}"
     show = r.show_text(A)
     if daemon_pid(show) or "exclusive" not in show:
