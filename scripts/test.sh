@@ -5,7 +5,7 @@
 # each fuzz target for a bounded time. Long runs (label `long`) run here in their short form (the same tests without `long`);
 # the full forms run with: (cd build && ctest -L long).
 #   UROCE_TEST_VM=0   skips the Soft-RoCE VM interop test (label vm); it runs by default.
-#   FUZZ_SECONDS=N    seconds per fuzz target (default 30 here).
+#   FUZZ_SECONDS=N    seconds per fuzz target (default 20 here).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -17,16 +17,18 @@ stamp "dependencies ready"
 bash scripts/build.sh release
 stamp "release build done"
 exclude='long|soak|vm'
-# The in-process tiers two at a time; then everything else one at a time (real processes
-# pinned to the two cores, timing-sensitive under load).
-inproc='unit|protocol|sim'
+# The in-process tiers two at a time (the simulated benchmarks and plots too: simulated time,
+# nothing timing-sensitive); then everything else one at a time (real processes pinned to the
+# two cores, timing-sensitive under load).
+inproc='unit|protocol|sim|bench|plot'
 (cd build && ctest --output-on-failure --timeout 600 -j2 -L "$inproc" -LE "$exclude")
 stamp "release in-process tests done"
 (cd build && ctest --output-on-failure --timeout 600 -j1 -LE "$exclude|$inproc")
 stamp "release tests done"
 
+# interop_vm_rxe_uroce's cases are a subset of interop_vm_rxe_uroce_full's: the full one runs.
 if [ "${UROCE_TEST_VM:-1}" = 1 ]; then
-  (cd build && ctest --output-on-failure --timeout 1800 -j1 -L vm)
+  (cd build && ctest --output-on-failure --timeout 1800 -j1 -L vm -E '^interop_vm_rxe_uroce$')
   stamp "vm interop tests done"
 fi
 
@@ -44,5 +46,5 @@ stamp "tsan build done"
 (cd build-tsan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol' -LE 'long|e2e|dpdk|vm')
 stamp "tsan tests done"
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-30} bash scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
 stamp "fuzz done"
