@@ -134,6 +134,11 @@ class Producer {
   /// Buffer b's bytes (b from take()): slot_bytes() of them.
   uint8_t* data(uint32_t b) const { return r_.buf(b); }
   uint32_t slot_bytes() const { return r_.layout().slot_bytes; }
+  /// True when take() would give a buffer.
+  bool has_room() {
+    if (free_.empty() && !broken_) reclaim();
+    return !broken_ && !free_.empty();
+  }
   /// Returns a taken buffer unpublished.
   void give_back(uint32_t b) { free_.push_back(b); }
   /// Publishes taken buffer b holding a frame of len bytes (<= slot_bytes()). False when the

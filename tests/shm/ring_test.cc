@@ -78,10 +78,15 @@ TEST(Ring, FullRingRefusesUntilTheConsumerReleases) {
   Region r = make_region();
   Producer p(r.tx());
   Consumer c(r.tx());
-  for (int i = 0; i < 8; ++i) ASSERT_TRUE(put(p, 64, static_cast<uint8_t>(i)));
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_TRUE(p.has_room());
+    ASSERT_TRUE(put(p, 64, static_cast<uint8_t>(i)));
+  }
+  EXPECT_FALSE(p.has_room());
   EXPECT_FALSE(p.take());  // all 8 buffers published
   EXPECT_EQ(c.available(), 8u);
   c.release(2);
+  EXPECT_TRUE(p.has_room());  // takes the released buffers back
   ASSERT_TRUE(put(p, 64, 8));  // the two released buffers come back
   ASSERT_TRUE(put(p, 64, 9));
   EXPECT_FALSE(put(p, 64, 10));

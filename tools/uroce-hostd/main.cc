@@ -27,7 +27,8 @@
  * published in a stats segment of its own, device "hostd-IF", every 100 ms: `uroce show roce`
  * and the exporter list it beside each client's device.
  *
- * Usage: uroce-hostd --netdev IF [--run-dir D] [--max-clients N] [--stats-every SECONDS].
+ * Usage: uroce-hostd --netdev IF [--run-dir D] [--max-clients N] [--stats-every SECONDS]
+ * [--nice N] (default -10: the daemon runs before the processes it serves).
  * Prints one "serving" line when ready; SIGUSR1 prints "stats" lines (clients, QPN blocks,
  * RSS, the CM's work, per client its frames and refusals); SIGINT/SIGTERM stop it and print
  * the counters ("final ...").
@@ -35,6 +36,7 @@
 #include <fcntl.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -60,6 +62,7 @@
 #include "config/config.h"
 #include "dpdk/clock.h"
 #include "host/host_port.h"
+#include "hostd/local_hold.h"
 #include "hostd/tx_guard.h"
 #include "shm/control.h"
 #include "shm/doorbell.h"
@@ -90,9 +93,10 @@ constexpr uint8_t kQpnBlockBits = 13;
 // A client's number (its QPN block) is also its comm-ID prefix at HostCm.
 static_assert((1u << (24 - kQpnBlockBits)) - 1 <= cm::HostCm::kMaxClient);
 constexpr uint32_t kDefaultMaxClients = 1024;
-/// Ring sizes of a client's region (frames).
+/// Ring sizes of a client's region (frames). The RX ring takes what arrives while its process
+/// waits for a CPU: a 1 MiB message at MTU 1024 whole.
 constexpr uint32_t kTxSlots = 256;
-constexpr uint32_t kRxSlots = 256;
+constexpr uint32_t kRxSlots = 1024;
 /// Frames taken from one client's TX ring per round, so that no client starves the others.
 constexpr uint32_t kClientBurst = 32;
 /// Idle: polls of the netdev 50 us apart, 1 ms apart after this long without work.
@@ -116,6 +120,9 @@ struct Options {
   std::string run_dir;
   int stats_every_s = 0;
   uint32_t max_clients = kDefaultMaxClients;
+  /// The daemon's scheduling priority: above the processes it serves, as the kernel's packet
+  /// processing (softirq) runs above them for rxe; a frame it does not move waits for them all.
+  int nice = -10;
 };
 
 /// TxGuard::Verdict values (kOk and the reasons a frame is refused).
@@ -144,6 +151,8 @@ struct Client {
   shm::Consumer tx;           ///< its TX ring
   shm::Producer rx;           ///< its RX ring of this worker
   bool rx_published = false;  ///< frames published this round (wake check due)
+  LocalHold::Sender hold;      ///< its same-host frame waiting for a full receiver
+  LocalHold::Receiver hold_in;  ///< its RX ring as a same-host receiver
 };
 
 epoll_event tagged(uint64_t tag) {
@@ -487,6 +496,7 @@ class Daemon final : public FrameHandler {
         learn(p.dst_ip, p.dst_mac);
       }
       if (p.dst_mac == mac_) {  // same host
+        if (must_wait(c, p, now)) break;  // the rest waits in its ring
         ++k.from_client;
         ++k.switched;
         to_clients(f, f);
@@ -502,6 +512,13 @@ class Daemon final : public FrameHandler {
     }
     if (done) c.tx.release(done);
     return done;
+  }
+
+  /// True when sender's same-host frame p must wait in its TX ring (LocalHold).
+  bool must_wait(Client& sender, const wire::ParsedPacket& p, Timestamp now) {
+    if (p.dest_qpn.value() == wire::cm::kGsiQpn) return false;
+    Client* r = clients_[blocks_.block_of(p.dest_qpn.value())].get();
+    return r && LocalHold::must_wait(sender.hold, r->hold_in, r->rx.has_room(), now);
   }
 
   /// The first frame of a client refused for a reason: one line, for its owner to see why.
@@ -758,7 +775,8 @@ class Daemon final : public FrameHandler {
 };
 
 const char* kUsage =
-    "usage: uroce-hostd --netdev IF [--run-dir DIR] [--max-clients N] [--stats-every SECONDS]";
+    "usage: uroce-hostd --netdev IF [--run-dir DIR] [--max-clients N] [--stats-every SECONDS] "
+    "[--nice N]";
 
 bool parse(int argc, char** argv, Options* o, std::string* err) {
   for (int i = 1; i < argc; ++i) {
@@ -784,6 +802,14 @@ bool parse(int argc, char** argv, Options* o, std::string* err) {
         return false;
       }
       o->max_clients = static_cast<uint32_t>(n);
+    } else if (a == "--nice" && value(&v)) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || n < -20 || n > 19) {
+        *err = "--nice: -20..19";
+        return false;
+      }
+      o->nice = static_cast<int>(n);
     } else {
       *err = kUsage;
       return false;
@@ -803,6 +829,10 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
     return 2;
   }
+  // Before any thread starts (DPDK's), so that every thread of the daemon has it.
+  if (o.nice != 0 && ::setpriority(PRIO_PROCESS, 0, o.nice) != 0)
+    std::fprintf(stderr, "uroce-hostd: --nice %d: %s (the default priority then)\n", o.nice,
+                 std::strerror(errno));
   // drivers/xdp's netdev lock finds the run folder through the environment.
   if (!o.run_dir.empty()) setenv("UROCE_RUN_DIR", o.run_dir.c_str(), 1);
   std::error_code ec;
