@@ -160,7 +160,7 @@ HostCm::Route HostCm::inbound(const Gid& peer, const Gid& local, std::span<const
     if (const auto* rep = std::get_if<w::Rep>(&m->msg)) {
       if (auto it = conns_.find(ours); it != conns_.end()) {
         it->second.remote_comm_id = rep->local_comm_id;
-        it->second.remote_qpn = rep->local_qpn;
+        it->second.remote_qpn = it->second.xrc ? rep->local_eecn : rep->local_qpn;
         it->second.peer_knows = true;
       }
     } else if (std::holds_alternative<w::Rej>(m->msg) || std::holds_alternative<w::Drep>(m->msg)) {
@@ -227,8 +227,8 @@ HostCm::Refusal HostCm::outbound(uint32_t client, const Gid& local, const Gid& p
 void HostCm::follow_out(uint32_t client, const Gid& local, const Gid& peer, const w::Mad& m) {
   (void)client;
   const uint32_t id = local_id_of(m.msg);
-  if (std::holds_alternative<w::Req>(m.msg)) {
-    conns_[id] = Conn{peer, local, 0, 0, false};
+  if (const auto* req = std::get_if<w::Req>(&m.msg)) {
+    conns_[id] = Conn{peer, local, 0, 0, false, w::is_xrc(*req)};
   } else if (const auto* rep = std::get_if<w::Rep>(&m.msg)) {
     Conn c{peer, local, rep->remote_comm_id, 0, true};
     if (auto it = pending_.find({peer.raw, rep->remote_comm_id}); it != pending_.end()) {

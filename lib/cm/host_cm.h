@@ -148,6 +148,7 @@ class HostCm {
     uint32_t remote_comm_id = 0;
     uint32_t remote_qpn = 0;
     bool peer_knows = false;  ///< a REP went one way or the other: the peer holds a QP for it
+    bool xrc = false;         ///< the client's REQ was an XRC one: the REP's EECN is the QPN
   };
   /// A connection of a client that died, still answered (and DREQed until the peer answers).
   struct Dead {

@@ -105,23 +105,29 @@ uint32_t Manager::connect(const ConnectParams& p, Timestamp now) {
   const uint32_t id = c.local_id;
   c.tid = new_tid(c);
   c.active = true;
+  c.xrc = p.xrc;
   w::Req r;
   r.local_comm_id = id;
   r.service_id = p.service_id;
   r.local_ca_guid = cfg_.ca_guid;
   r.local_qpn = p.qpn;
-  r.responder_resources = p.responder_resources;
   r.initiator_depth = p.initiator_depth;
   r.remote_cm_response_timeout = 20;
   r.local_cm_response_timeout = 20;
-  r.transport = w::Transport::kRc;
   r.end_to_end_flow_control = p.flow_control;
   r.starting_psn = p.starting_psn;
-  r.retry_count = p.retry_count;
   r.path_mtu = p.path_mtu;
-  r.rnr_retry_count = p.rnr_retry_count;
   r.max_cm_retries = static_cast<uint8_t>(std::min(cfg_.max_retries, 15));
-  r.srq = p.srq;
+  if (p.xrc) {  // an initiator has no receive side: those fields stay 0 (see @file)
+    r.transport = w::Transport::kExtended;
+    r.extended_transport = w::kExtendedXrc;
+  } else {
+    r.transport = w::Transport::kRc;
+    r.responder_resources = p.responder_resources;
+    r.retry_count = p.retry_count;
+    r.rnr_retry_count = p.rnr_retry_count;
+    r.srq = p.srq;
+  }
   r.primary.local_gid = p.local;
   r.primary.remote_gid = p.remote;
   r.primary.hop_limit = p.hop_limit;
@@ -139,13 +145,18 @@ Status Manager::accept(uint32_t conn, const AcceptParams& p, Timestamp now) {
   w::Rep r;
   r.local_comm_id = c->local_id;
   r.remote_comm_id = c->remote_id;
-  r.local_qpn = p.qpn;
   r.starting_psn = p.starting_psn;
   r.responder_resources = p.responder_resources;
-  r.initiator_depth = p.initiator_depth;
   r.rnr_retry_count = p.rnr_retry_count;
-  r.srq = p.srq;
-  r.end_to_end_flow_control = p.flow_control;
+  if (c->xrc) {  // the target's QPN as the EECN, receives on its XRC SRQs (see @file)
+    r.local_eecn = p.qpn;
+    r.srq = true;
+  } else {
+    r.local_qpn = p.qpn;
+    r.initiator_depth = p.initiator_depth;
+    r.srq = p.srq;
+    r.end_to_end_flow_control = p.flow_control;
+  }
   r.local_ca_guid = cfg_.ca_guid;
   r.vendor_id = p.ece_vendor & 0xffffff;
   r.private_data = p.private_data;
@@ -245,6 +256,7 @@ void Manager::on_req(const Gid& src, uint64_t tid, const w::Req& m, uint32_t att
   Conn& c = new_conn(State::kReqRcvd, src);
   c.remote_id = m.local_comm_id;
   c.remote_qpn = m.local_qpn;
+  c.xrc = w::is_xrc(m);
   c.tid = tid;
   Event e = event_of(EventType::kConnectRequest, c);
   e.req = m;
@@ -256,7 +268,7 @@ void Manager::on_rep(uint64_t tid, const w::Rep& m, uint32_t attr_mod) {
   Conn* c = find(m.remote_comm_id);
   if (c && c->state == State::kReqSent && tid == c->tid) {
     c->remote_id = m.local_comm_id;
-    c->remote_qpn = m.local_qpn;
+    c->remote_qpn = c->xrc ? m.local_eecn : m.local_qpn;
     c->state = State::kRepRcvd;
     c->deadline = Timestamp::never();  // the application answers (ready_to_use / reject)
     Event e = event_of(EventType::kConnectResponse, *c);

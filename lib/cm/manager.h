@@ -26,6 +26,11 @@
  * cancel() gives a connection up in any state, telling the peer (REJ, DREQ or SIDR_REP
  * "rejected") when it waits for us; what the manager reports about it afterwards is its own.
  *
+ * XRC (IBA Annex A14): connect() with `xrc` sends the REQ of an XRC initiator (Linux's
+ * cm_format_req for IB_QPT_XRC_INI: no responder resources, retry counts or SRQ bit); the
+ * answer to such a REQ is an XRC REP (the target QPN in the Local EE Context Number, SRQ set, no
+ * initiator depth or flow control), and the peer QPN of an XRC connection is the REP's EECN.
+ *
  * Malformed MADs and MADs for unknown connections are counted and dropped. Units: Timestamp
  * and Duration (nanoseconds).
  */
@@ -88,12 +93,13 @@ struct ConnectParams {
   uint8_t local_ack_timeout = 14;
   bool srq = false;
   bool flow_control = false;  ///< the REQ's End-to-End Flow Control bit
+  bool xrc = false;           ///< qpn is an XRC_SEND QP's: the REQ asks for an XRC target
   uint32_t ece_vendor = 0;    ///< ECE (IBA 1.4): the REQ's vendor id, 24 bits; 0: none
   uint32_t ece_options = 0;   ///< and its options, carried as the MAD's attribute modifier
   std::array<uint8_t, wire::cm::kReqPrivateLen> private_data{};
 };
 
-/// The REP of accept().
+/// The REP of accept(); an XRC REQ's REP carries qpn (the XRC_RECV QP's) as its EECN.
 struct AcceptParams {
   uint32_t qpn = 0;
   uint32_t starting_psn = 0;
@@ -201,6 +207,7 @@ class Manager {
     Gid peer{};
     std::array<uint8_t, wire::cm::kMadLen> last{};  ///< the MAD that a resend repeats
     bool active = false;  ///< connect() made it (its last MAD after the REP is the RTU)
+    bool xrc = false;     ///< an XRC connection (ConnectParams::xrc, or an XRC REQ)
     int retries_left = 0;
     Timestamp deadline = Timestamp::never();
   };

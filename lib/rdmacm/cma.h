@@ -80,6 +80,9 @@ struct Device {
   ibv_context* verbs = nullptr;
   uroce_gsi* gsi = nullptr;
   ibv_pd* pd = nullptr;
+  /// The XRC domain of the ids' XRC_RECV QPs and XRC SRQs that name none (fd -1, opened on
+  /// first use, as librdmacm's ucma_get_xrcd): ep.cc xrcd_of().
+  ibv_xrcd* xrcd = nullptr;
   std::unique_ptr<cm::Manager> mgr;
   uint8_t active_mtu = IBV_MTU_1024;
   uint8_t max_responder_resources = 1;  ///< max_qp_rd_atom (clamped to 255)

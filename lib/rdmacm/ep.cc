@@ -7,7 +7,15 @@
  * give, creates the QP on the id's device and PD (the device's default PD when none), and
  * moves it to INIT (a connected QP) or all the way to RTS (UD with RDMA_UDP_QKEY), as
  * librdmacm does; rdma_accept/rdma_connect's response take a connected one further.
+ *
+ * XRC (an id of type IBV_QPT_XRC_SEND or _RECV, RDMA_PS_IB, as rdma_xserver/rdma_xclient -c x
+ * make them): an XRC_RECV QP or XRC SRQ that names no domain gets the device's (Device::xrcd),
+ * an XRC SRQ without a CQ completes on the id's receive CQ (made when there is none), and
+ * rdma_create_srq makes an XRC SRQ for an XRC_RECV id; the id keeps the PD it was given (an
+ * XRC_RECV QP has none), and its CQs go with the SRQ, not the QP, as librdmacm's.
  */
+#include <fcntl.h>
+
 #include <cerrno>
 #include <cstring>
 
@@ -20,6 +28,7 @@ using namespace uroce::rdmacm;
 namespace {
 
 void destroy_cqs(rdma_cm_id* id) {
+  if (id->qp_type == IBV_QPT_XRC_RECV && id->srq) return;  // the XRC SRQ's CQ
   if (id->recv_cq) {
     ibv_destroy_cq(id->recv_cq);
     if (id->send_cq && id->send_cq != id->recv_cq) ibv_destroy_cq(id->send_cq);
@@ -66,6 +75,25 @@ int init_qp(Id* id, ibv_qp* qp) {
   return 0;
 }
 
+/// The XRC domain of the id's device (see @file); nullptr + errno when it cannot be opened.
+ibv_xrcd* xrcd_of(rdma_cm_id* cid) {
+  Service& s = Service::get();
+  std::lock_guard<std::mutex> g(s.mu);
+  Device* d = s.device_of(cid->verbs);
+  if (!d) {
+    errno = EINVAL;
+    return nullptr;
+  }
+  if (!d->xrcd) {
+    ibv_xrcd_init_attr a{};
+    a.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS;
+    a.fd = -1;
+    a.oflags = O_CREAT;
+    d->xrcd = ibv_open_xrcd(d->verbs, &a);
+  }
+  return d->xrcd;
+}
+
 }  // namespace
 
 UROCE_CM_EXPORT int rdma_create_qp_ex(rdma_cm_id* cid, ibv_qp_init_attr_ex* attr) {
@@ -81,6 +109,12 @@ UROCE_CM_EXPORT int rdma_create_qp_ex(rdma_cm_id* cid, ibv_qp_init_attr_ex* attr
   if ((cid->recv_cq && attr->recv_cq && cid->recv_cq != attr->recv_cq) ||
       (cid->send_cq && attr->send_cq && cid->send_cq != attr->send_cq))
     return fail(EINVAL);
+  if (cid->qp_type == IBV_QPT_XRC_RECV &&
+      (!(attr->comp_mask & IBV_QP_INIT_ATTR_XRCD) || !attr->xrcd)) {
+    attr->xrcd = xrcd_of(cid);
+    if (!attr->xrcd) return -1;
+    attr->comp_mask |= IBV_QP_INIT_ATTR_XRCD;
+  }
   if (create_cqs(cid, attr->send_cq || cid->send_cq ? 0 : attr->cap.max_send_wr,
                  attr->recv_cq || cid->recv_cq ? 0 : attr->cap.max_recv_wr))
     return -1;
@@ -104,7 +138,7 @@ UROCE_CM_EXPORT int rdma_create_qp_ex(rdma_cm_id* cid, ibv_qp_init_attr_ex* attr
     destroy_cqs(cid);
     return fail(e);
   }
-  cid->pd = qp->pd;
+  cid->pd = qp->pd ? qp->pd : attr->pd;  // an XRC_RECV QP has no PD of its own
   cid->qp = qp;
   return 0;
 }
@@ -134,9 +168,27 @@ UROCE_CM_EXPORT int rdma_create_srq_ex(rdma_cm_id* cid, ibv_srq_init_attr_ex* at
     attr->pd = cid->pd;
     attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
   }
-  if (attr->srq_type != IBV_SRQT_BASIC) return fail(EOPNOTSUPP);  // no XRC in uroce
+  bool made_cq = false;
+  if (attr->srq_type == IBV_SRQT_XRC) {
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_XRCD) || !attr->xrcd) {
+      attr->xrcd = xrcd_of(cid);
+      if (!attr->xrcd) return -1;
+    }
+    if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_CQ) || !attr->cq) {
+      if (!cid->recv_cq) {
+        if (create_cqs(cid, 0, attr->attr.max_wr)) return -1;
+        made_cq = true;
+      }
+      attr->cq = cid->recv_cq;
+    }
+    attr->comp_mask |= IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ;
+  }
   ibv_srq* srq = ibv_create_srq_ex(cid->verbs, attr);
-  if (!srq) return -1;
+  if (!srq) {
+    int e = errno;
+    if (made_cq) destroy_cqs(cid);
+    return fail(e);
+  }
   if (!cid->pd) cid->pd = attr->pd;
   cid->srq = srq;
   return 0;
@@ -147,7 +199,7 @@ UROCE_CM_EXPORT int rdma_create_srq(rdma_cm_id* cid, ibv_pd* pd, ibv_srq_init_at
   ibv_srq_init_attr_ex ex{};
   std::memcpy(&ex, attr, sizeof *attr);
   ex.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
-  ex.srq_type = IBV_SRQT_BASIC;
+  ex.srq_type = cid->qp_type == IBV_QPT_XRC_RECV ? IBV_SRQT_XRC : IBV_SRQT_BASIC;
   ex.pd = pd;
   int r = rdma_create_srq_ex(cid, &ex);
   std::memcpy(attr, &ex, sizeof *attr);

@@ -483,6 +483,7 @@ UROCE_CM_EXPORT int rdma_connect(rdma_cm_id* cid, rdma_conn_param* p) {
       cp.qpn = id->id.qp ? id->id.qp->qp_num : (p ? p->qp_num : 0);
       cp.srq = id->id.qp ? id->id.qp->srq != nullptr : (p && p->srq);
       cp.flow_control = p && p->flow_control;
+      cp.xrc = id->id.qp_type == IBV_QPT_XRC_SEND;
       cp.starting_psn = id->local_psn;
       cp.responder_resources = id->responder_resources;
       cp.initiator_depth = id->initiator_depth;

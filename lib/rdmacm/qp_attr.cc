@@ -53,8 +53,9 @@ int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask) {
       attr->ah_attr.grh.hop_limit = 64;
       attr->ah_attr.grh.traffic_class = id.tos;
       attr->ah_attr.port_num = id.id.port_num ? id.id.port_num : 1;
-      *mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-               IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+      *mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+      if (id.id.qp_type != IBV_QPT_XRC_SEND)  // an initiator has no responder side
+        *mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
       return 0;
     case IBV_QPS_RTS:
       attr->sq_psn = is_ud(id) ? 0 : id.remote_psn;  // what the peer's REQ/REP advertised
@@ -62,10 +63,12 @@ int init_qp_attr(const Id& id, ibv_qp_attr* attr, int* mask) {
       if (is_ud(id)) return 0;
       if (!has_peer(id)) return EINVAL;
       attr->timeout = id.ack_timeout.value_or(kLocalAckTimeout);
+      *mask |= IBV_QP_TIMEOUT;
+      if (id.id.qp_type == IBV_QPT_XRC_RECV) return 0;  // a target sends no requests
       attr->retry_cnt = id.retry_count;
       attr->rnr_retry = id.rnr_retry;
       attr->max_rd_atomic = id.initiator_depth;
-      *mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+      *mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
       return 0;
     default: return EINVAL;
   }

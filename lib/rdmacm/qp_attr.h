@@ -7,7 +7,10 @@
  * none before a connection exists); RTR with the path (GRH to the peer's GID, our GID index,
  * hop limit 64, the id's TOS), path MTU, peer QPN, the starting PSN we advertised and our
  * responder resources; RTS with the peer's advertised starting PSN, the retry counts and our
- * initiator depth. UD: INIT with the port space's Q_Key (RDMA_UDP_QKEY), RTR, RTS with SQ PSN 0.
+ * initiator depth. XRC, as the kernel's cm_init_qp_rtr_attr/cm_init_qp_rts_attr for
+ * IB_QPT_XRC_INI and _TGT: an XRC_SEND QP's RTR has no responder resources or RNR timer, an
+ * XRC_RECV QP's RTS only the SQ PSN and ACK timeout. UD: INIT with the port space's Q_Key
+ * (RDMA_UDP_QKEY), RTR, RTS with SQ PSN 0.
  *
  * PSNs: the Starting PSN of a REQ or REP is where its SENDER's receive queue starts (the
  * kernel CM sets its own rq_psn from the REQ/REP it sends and its sq_psn from the one it

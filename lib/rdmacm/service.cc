@@ -367,7 +367,8 @@ void Service::on_manager_event(Device* dev, cm::Event& e) {
   switch (e.type) {
     case T::kConnectResponse: {
       const w::Rep& r = *e.rep;
-      id->remote_qpn = r.local_qpn;
+      // An XRC target answers with its QPN as the EECN (cm::Manager).
+      id->remote_qpn = id->id.qp_type == IBV_QPT_XRC_SEND ? r.local_eecn : r.local_qpn;
       id->remote_psn = r.starting_psn;
       id->initiator_depth = std::min(id->initiator_depth, r.responder_resources);
       id->responder_resources = std::min(id->responder_resources, r.initiator_depth);
@@ -383,7 +384,7 @@ void Service::on_manager_event(Device* dev, cm::Event& e) {
       c.flow_control = r.end_to_end_flow_control;
       c.rnr_retry_count = r.rnr_retry_count;
       c.srq = r.srq;
-      c.qp_num = r.local_qpn;
+      c.qp_num = id->remote_qpn;
       ev->post = Event::Post::kConnResp;
       break;
     }
@@ -489,7 +490,10 @@ void Service::on_connect_request(Device* dev, cm::Event& e) {
   const w::Req& r = *e.req;
   auto h = w::parse_ip_cm_header(r.private_data);
   Id* l = h ? listener_for(dev, r.service_id, h->dst) : nullptr;
-  if (!l || find_local(addrs(), h->dst) == std::nullopt) {
+  // As the kernel's cma_ib_check_req_qp_type: an XRC REQ is for an XRC_RECV listener only,
+  // and the other way round.
+  if (!l || find_local(addrs(), h->dst) == std::nullopt ||
+      w::is_xrc(r) != (l->id.qp_type == IBV_QPT_XRC_RECV)) {
     dev->mgr->reject(e.conn, {}, now());
     return;
   }

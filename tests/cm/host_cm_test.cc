@@ -4,9 +4,9 @@
  * (EADDRINUSE between processes, wildcard against specific addresses), REQ/SIDR_REQ steering by
  * service ID and address, answers steered by the ID they echo, what the daemon answers itself
  * (REJ "invalid service ID", SIDR_REP "not supported", DREP for a process that is gone, DREQ for
- * the connections of one that died, REJ for a REQ it never answered), and the refusal of MADs
- * sent under another process' IDs. Real cm::Managers play the clients and the remote peer, so
- * the MADs are the ones our librdmacm sends.
+ * the connections of one that died (an XRC one's to the REP's target QPN), REJ for a REQ it never
+ * answered), and the refusal of MADs sent under another process' IDs. Real cm::Managers play the
+ * clients and the remote peer, so the MADs are the ones our librdmacm sends.
  */
 #include "cm/host_cm.h"
 
@@ -263,6 +263,38 @@ TEST_F(HostCmConnTest, ADreqForAProcessThatIsGoneGetsADrep) {
   bool disconnected = false;
   while (auto ev = peer.mgr.poll_event()) disconnected |= ev->type == EventType::kDisconnected;
   EXPECT_TRUE(disconnected);
+}
+
+TEST_F(HostCmTest, TheDreqForADeadClientsXrcConnectionNamesTheRepsTargetQpn) {
+  // Client 1's XRC initiator connects to the peer, whose XRC target QP is 0x55 (the REP's
+  // EECN; its QPN field is 0).
+  Endpoint c1{HostCm::first_id(1), true};
+  Endpoint peer{0x1000, false};
+  peer.mgr.listen(w::ip_service_id(w::kPsTcp, kPort));
+  ConnectParams cp = req_to(kPort, HostCm::first_id(1) >> 8 | 0x17);
+  cp.local = kHostA;
+  cp.remote = kPeer;
+  cp.xrc = true;
+  const uint32_t c1_conn = c1.mgr.connect(cp, now);
+  Sent req = c1.pop();
+  ASSERT_EQ(cm.outbound(1, kHostA, kPeer, req.mad, now), HostCm::Refusal::kNone);
+  peer.mgr.on_mad(kHostA, req.mad, now);
+  auto ev = peer.mgr.poll_event();
+  ASSERT_TRUE(ev && ev->type == EventType::kConnectRequest);
+  AcceptParams ap;
+  ap.qpn = 0x55;
+  ASSERT_TRUE(peer.mgr.accept(ev->conn, ap, now));
+  Sent rep = peer.pop();
+  ASSERT_EQ(cm.inbound(kPeer, kHostA, rep.mad, now).to, HostCm::To::kClient);
+  c1.mgr.on_mad(kPeer, rep.mad, now);
+  ASSERT_TRUE(c1.mgr.ready_to_use(c1_conn, now));
+  ASSERT_EQ(cm.outbound(1, kHostA, kPeer, c1.pop().mad, now), HostCm::Refusal::kNone);
+  std::vector<HostCm::Outgoing> out = cm.drop_client(1, now);
+  ASSERT_EQ(out.size(), 1u);
+  w::Mad d = parse(out[0].mad);
+  ASSERT_TRUE(std::holds_alternative<w::Dreq>(d.msg));
+  EXPECT_EQ(std::get<w::Dreq>(d.msg).remote_comm_id, ev->conn);
+  EXPECT_EQ(std::get<w::Dreq>(d.msg).remote_qpn, 0x55u);
 }
 
 TEST_F(HostCmTest, AReqHandedToAProcessThatDiesBeforeAnsweringIsRejected) {

@@ -4,8 +4,8 @@
  * in-memory MAD queue that can lose chosen MADs, time injected. Connect / accept / RTU,
  * rejects (by the application, for a service nobody listens on), every lost message of the
  * three-way handshake, retries running out, MRA, disconnect both ways, a DREQ for a
- * connection that is gone, malformed MADs, a port shared by several processes (silent on
- * MADs for another process).
+ * connection that is gone, an XRC connection (the target QPN as the REP's EECN), malformed MADs, a
+ * port shared by several processes (silent on MADs for another process).
  */
 #include "cm/manager.h"
 
@@ -152,6 +152,57 @@ TEST(CmManager, ConnectAcceptRtuCarriesQpsPsnsAndPrivateData) {
   EXPECT_FALSE(l.b.poll_event());
   EXPECT_TRUE(l.a.next_deadline().is_never()) << "nothing left to resend";
   EXPECT_TRUE(l.b.next_deadline().is_never());
+}
+
+/// The DREQ in flight (the last MAD sent).
+w::Dreq dreq_in_flight(const Link& l) {
+  auto m = w::parse_cm_mad(l.wire.back().bytes);
+  EXPECT_TRUE(m && std::holds_alternative<w::Dreq>(m->msg));
+  return m && std::holds_alternative<w::Dreq>(m->msg) ? std::get<w::Dreq>(m->msg) : w::Dreq{};
+}
+
+TEST(CmManager, XrcConnectionCarriesTheTargetQpnAsTheEecn) {
+  Link l;
+  ASSERT_TRUE(l.b.listen(kService));
+  ConnectParams cp = l.req();
+  cp.xrc = true;
+  cp.srq = true;
+  uint32_t ca = l.a.connect(cp, l.now);
+  l.deliver();
+  Event req = next(l.b);
+  ASSERT_EQ(req.type, EventType::kConnectRequest);
+  // An initiator's REQ, as Linux's cm_format_req writes it for IB_QPT_XRC_INI.
+  EXPECT_TRUE(w::is_xrc(*req.req));
+  EXPECT_EQ(req.req->local_qpn, 0x11u);
+  EXPECT_EQ(req.req->initiator_depth, 4);
+  EXPECT_EQ(req.req->responder_resources, 0);
+  EXPECT_EQ(req.req->retry_count, 0);
+  EXPECT_EQ(req.req->rnr_retry_count, 0);
+  EXPECT_FALSE(req.req->srq);
+  AcceptParams ap = l.rep();
+  ap.initiator_depth = 3;
+  ap.responder_resources = 4;
+  ap.flow_control = true;
+  ASSERT_TRUE(l.b.accept(req.conn, ap, l.now));
+  l.deliver();
+  Event rep = next(l.a);
+  ASSERT_EQ(rep.type, EventType::kConnectResponse);
+  // The target's answer, as cm_format_rep writes it for IB_QPT_XRC_TGT.
+  EXPECT_EQ(rep.rep->local_qpn, 0u);
+  EXPECT_EQ(rep.rep->local_eecn, 0x22u);
+  EXPECT_TRUE(rep.rep->srq);
+  EXPECT_EQ(rep.rep->initiator_depth, 0);
+  EXPECT_FALSE(rep.rep->end_to_end_flow_control);
+  EXPECT_EQ(rep.rep->responder_resources, 4);
+  EXPECT_EQ(rep.rep->starting_psn, 0x4321u);
+  ASSERT_TRUE(l.a.ready_to_use(ca, l.now));
+  l.deliver();
+  EXPECT_EQ(next(l.b).type, EventType::kEstablished);
+  // Each side's DREQ names the other's QP: the target's (the EECN) and the initiator's.
+  ASSERT_TRUE(l.a.disconnect(ca, l.now));
+  EXPECT_EQ(dreq_in_flight(l).remote_qpn, 0x22u);
+  ASSERT_TRUE(l.b.disconnect(req.conn, l.now));
+  EXPECT_EQ(dreq_in_flight(l).remote_qpn, 0x11u);
 }
 
 TEST(CmManager, NoListenerAnswersInvalidServiceId) {

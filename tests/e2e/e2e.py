@@ -414,12 +414,14 @@ def RDMACM_CASES_TEMPLATE():
             server=["cmtime", "-b", "{addr}", "-p", "{port}"],
             client=["cmtime", "-s", "{addr}", "-p", "{port}", "-c", "100"],
             client_only=True, expect_client=r"(?s)connect\s+:\s+[\d.]+.*destroy\s+:"),
-        # rdma_xserver/rdma_xclient over RC (their XRC mode, -c x, needs XRC QPs from
-        # rdma_create_ep, which uroce's librdmacm does not make: docs/limits.md).
-        "rdma_xserver.rc": dict(
-            server=["rdma_xserver", "-p", "{port}", "-c", "r"],
-            client=["rdma_xclient", "-s", "{addr}", "-p", "{port}", "-c", "r"],
-            expect=r"rdma_xserver: end 0", expect_client=r"rdma_xclient: end 0"),
+        # rdma_xserver/rdma_xclient over RC, and over XRC (-c x: rdma_create_ep's XRC_RECV QP
+        # per request and its XRC SRQ on the server, an XRC_SEND QP sending to the SRQ number
+        # the accept carries; RDMA_PS_IB): each sends one message and ends with status 0.
+        **{f"rdma_xserver.{mode}": dict(
+            server=["rdma_xserver", "-p", "{port}", "-c", flag],
+            client=["rdma_xclient", "-s", "{addr}", "-p", "{port}", "-c", flag],
+            expect=r"rdma_xserver: end 0", expect_client=r"rdma_xclient: end 0")
+           for mode, flag in (("rc", "r"), ("xrc", "x"))},
         "rdma_server.default": dict(
             server=["rdma_server", "-s", "{addr}", "-p", "{port}"],
             client=["rdma_client", "-s", "{addr}", "-p", "{port}"],

@@ -2,7 +2,7 @@
  * @file qp_attr_test.cc
  * @brief rdma_init_qp_attr's computation (lib/rdmacm/qp_attr.h): the attributes and masks
  * that move an id's QP to INIT, RTR and RTS for the connection the CM negotiated, connected
- * and UD, before and after a peer is known.
+ * (RC and both ends of XRC) and UD, before and after a peer is known.
  */
 #include "rdmacm/qp_attr.h"
 
@@ -90,6 +90,39 @@ TEST(RdmacmQpAttr, BeforeAPeerOnlyInitWithoutRemoteAccess) {
   EXPECT_EQ(init_qp_attr(id, &a, &mask), EINVAL);
   a.qp_state = IBV_QPS_SQD;
   EXPECT_EQ(init_qp_attr(id, &a, &mask), EINVAL);
+}
+
+TEST(RdmacmQpAttr, XrcMasksAreTheKernelCmsForInitiatorAndTarget) {
+  // Initiator (XRC_SEND, IB_QPT_XRC_INI): RTR without the responder side, RTS as RC.
+  Id id = connected();
+  id.id.ps = RDMA_PS_IB;
+  id.id.qp_type = IBV_QPT_XRC_SEND;
+  ibv_qp_attr a{};
+  int mask = 0;
+  a.qp_state = IBV_QPS_INIT;
+  ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
+  EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+  a.qp_state = IBV_QPS_RTR;
+  ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
+  EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+  EXPECT_EQ(a.dest_qp_num, 0x22u);
+  a.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
+  EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                      IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+  // Target (XRC_RECV, IB_QPT_XRC_TGT): RTR as RC, RTS with the SQ PSN and ACK timeout only.
+  id.id.qp_type = IBV_QPT_XRC_RECV;
+  id.state = IdState::kReqRcvd;
+  a.qp_state = IBV_QPS_RTR;
+  ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
+  EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                      IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+  EXPECT_EQ(a.max_dest_rd_atomic, 4);
+  a.qp_state = IBV_QPS_RTS;
+  ASSERT_EQ(init_qp_attr(id, &a, &mask), 0);
+  EXPECT_EQ(mask, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT);
+  EXPECT_EQ(a.sq_psn, 0x4321u);
+  EXPECT_EQ(a.timeout, kLocalAckTimeout);
 }
 
 TEST(RdmacmQpAttr, UdUsesTheUdpPortSpaceQkeyAndPsnZero) {

@@ -194,6 +194,42 @@ TEST(CmMad, EceVendorIdSitsWhereIba14PutsItAndTheOptionsInTheAttributeModifier) 
   EXPECT_EQ(std::get<Rep>(back->msg), rep);
 }
 
+TEST(CmMad, XrcReqAndRepFieldsSitWhereAnnexA14PutsThem) {
+  // The REQ of an XRC initiator: Transport Service Type 3, Extended Transport Type 1 (byte 51's
+  // low 3 bits), as Linux's cm_req_set_qp_type writes it for IB_QPT_XRC_INI.
+  Req req = sample_req();
+  req.transport = Transport::kExtended;
+  req.extended_transport = kExtendedXrc;
+  req.srq = false;
+  EXPECT_TRUE(is_xrc(req));
+  auto b = build(mad_of(req));
+  EXPECT_EQ(b[H + 43], (20 << 3) | (3 << 1) | 1);  // remote CM timeout | 3 | E2E
+  EXPECT_EQ(b[H + 51], (15 << 4) | 1);             // max CM retries | SRQ 0 | extended 1
+  auto back = parse_cm_mad(b);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(std::get<Req>(back->msg), req);
+  EXPECT_FALSE(is_xrc(sample_req()));
+
+  // The answer of an XRC target: its QPN in the Local EE Context Number (bytes 16..18).
+  Rep rep;
+  rep.local_eecn = 0x0a0b0c;
+  rep.srq = true;
+  rep.vendor_id = 0xffffff;  // byte 19, beside the EECN, is the vendor's middle byte
+  b = build(mad_of(rep));
+  EXPECT_EQ(load_be32(&b[H + 12]) >> 8, 0u);
+  EXPECT_EQ(load_be32(&b[H + 16]), 0x0a0b0cffu);
+  back = parse_cm_mad(b);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(std::get<Rep>(back->msg), rep);
+
+  // Other extended transport types are reserved.
+  b = build(mad_of(req));
+  b[H + 51] = static_cast<uint8_t>((b[H + 51] & ~7) | 2);
+  ParseError err{};
+  EXPECT_FALSE(parse_cm_mad(b, &err));
+  EXPECT_EQ(err, ParseError::kBadField);
+}
+
 TEST(CmMad, SidrFieldsSitWhereTables119And120PutThem) {
   SidrReq q;
   q.request_id = 0x01020304;
@@ -235,6 +271,7 @@ TEST(CmMad, EveryMessageSurvivesBuildThenParse) {
   Rep rep;
   rep.local_comm_id = 7;
   rep.local_qpn = 0x11;
+  rep.local_eecn = 0x22;
   rep.private_data.fill(0x42);
   Rej rej;
   rej.reason = 8;
@@ -299,7 +336,7 @@ TEST(CmMad, MalformedMadsAreRefusedWithTheirReason) {
   b[H + 8] = 3 << 6;  // "message rejected" 3 is reserved
   expect(b, ParseError::kBadField);
   b = build(mad_of(sample_req()));
-  b[H + 43] |= 3 << 1;  // transport service type 3 is reserved
+  b[H + 43] |= 3 << 1;  // transport service type 3 without an extended type (XRC) is reserved
   expect(b, ParseError::kBadField);
 }
 

@@ -51,15 +51,15 @@ constexpr size_t kReqVendorId = 4, kReqServiceId = 8, kReqCaGuid = 16, kReqQkey 
                  kReqFlowLabel = 88, kReqTrafficClass = 92, kReqHopLimit = 93, kReqPrivate = 140;
 constexpr Bits kReqRemoteCmTimeout{43, 0, 5}, kReqTransport{43, 5, 2}, kReqE2e{43, 7, 1},
     kReqLocalCmTimeout{47, 0, 5}, kReqRetry{47, 5, 3}, kReqMtu{50, 0, 4}, kReqRnrRetry{50, 5, 3},
-    kReqMaxCmRetries{51, 0, 4}, kReqSrq{51, 4, 1}, kReqPacketRate{91, 2, 6}, kReqSl{94, 0, 4},
-    kReqSubnetLocal{94, 4, 1}, kReqAckTimeout{95, 0, 5};
+    kReqMaxCmRetries{51, 0, 4}, kReqSrq{51, 4, 1}, kReqExtTransport{51, 5, 3},
+    kReqPacketRate{91, 2, 6}, kReqSl{94, 0, 4}, kReqSubnetLocal{94, 4, 1}, kReqAckTimeout{95, 0, 5};
 // MRA (Table 107), REJ (Table 108).
 constexpr Bits kMraMsg{8, 0, 2}, kMraTimeout{9, 0, 5}, kRejMsg{8, 0, 2}, kRejAriLength{9, 0, 7};
 constexpr size_t kMraPrivate = 10, kRejReason = 10, kRejAri = 12, kRejPrivate = 84;
 // REP (Table 110).
 constexpr size_t kRepVendorH = 15, kRepVendorM = 19, kRepVendorL = 23;  // low bytes of dwords
-constexpr size_t kRepQkey = 8, kRepQpn = 12, kRepPsn = 20, kRepRespRes = 24, kRepInitDepth = 25,
-                 kRepCaGuid = 28, kRepPrivate = 36;
+constexpr size_t kRepQkey = 8, kRepQpn = 12, kRepEecn = 16, kRepPsn = 20, kRepRespRes = 24,
+                 kRepInitDepth = 25, kRepCaGuid = 28, kRepPrivate = 36;
 constexpr Bits kRepAckDelay{26, 0, 5}, kRepFailover{26, 5, 2}, kRepE2e{26, 7, 1},
     kRepRnrRetry{27, 0, 3}, kRepSrq{27, 3, 1};
 // RTU, DREQ, DREP (Tables 111-113).
@@ -93,6 +93,7 @@ Req parse_req(const uint8_t* p) {
   r.rnr_retry_count = kReqRnrRetry.get(p);
   r.max_cm_retries = kReqMaxCmRetries.get(p);
   r.srq = kReqSrq.get(p) != 0;
+  r.extended_transport = kReqExtTransport.get(p);
   Path& a = r.primary;
   a.local_lid = load_be16(p + kReqLocalLid);
   a.remote_lid = load_be16(p + kReqRemoteLid);
@@ -129,6 +130,7 @@ void build_req(const Req& r, uint8_t* p) {
   kReqRnrRetry.set(p, r.rnr_retry_count);
   kReqMaxCmRetries.set(p, r.max_cm_retries);
   kReqSrq.set(p, r.srq);
+  kReqExtTransport.set(p, r.extended_transport);
   const Path& a = r.primary;
   store_be16(p + kReqLocalLid, a.local_lid);
   store_be16(p + kReqRemoteLid, a.remote_lid);
@@ -150,6 +152,7 @@ Rep parse_rep(const uint8_t* p) {
   r.remote_comm_id = remote_id(p);
   r.local_qkey = load_be32(p + kRepQkey);
   r.local_qpn = get24(p, kRepQpn);
+  r.local_eecn = get24(p, kRepEecn);
   r.starting_psn = get24(p, kRepPsn);
   r.responder_resources = p[kRepRespRes];
   r.initiator_depth = p[kRepInitDepth];
@@ -169,6 +172,7 @@ void build_rep(const Rep& r, uint8_t* p) {
   store_be32(p + 4, r.remote_comm_id);
   store_be32(p + kRepQkey, r.local_qkey);
   set24(p, kRepQpn, r.local_qpn);
+  set24(p, kRepEecn, r.local_eecn);
   set24(p, kRepPsn, r.starting_psn);
   p[kRepRespRes] = r.responder_resources;
   p[kRepInitDepth] = r.initiator_depth;
@@ -244,9 +248,8 @@ std::optional<Message> parse_message(AttrId id, const uint8_t* p) {
   switch (id) {
     case AttrId::kReq: {
       Req r = parse_req(p);
-      if (r.transport != Transport::kRc && r.transport != Transport::kUc &&
-          r.transport != Transport::kRd)
-        return std::nullopt;
+      // Transport 3 is XRC when its extended type says so; other extended types are reserved.
+      if (r.transport == Transport::kExtended && !is_xrc(r)) return std::nullopt;
       return r;
     }
     case AttrId::kRep: return parse_rep(p);

@@ -63,8 +63,12 @@ inline constexpr size_t kSidrReqPrivateLen = 216;
 inline constexpr size_t kSidrRepPrivateLen = 136;
 inline constexpr size_t kSidrRepInfoLen = 72;  ///< additional information, at most
 
-/// Transport Service Type of a REQ (2 bits).
-enum class Transport : uint8_t { kRc = 0, kUc = 1, kRd = 2 };
+/// Transport Service Type of a REQ (2 bits). kExtended: the Extended Transport Type says
+/// which (IBA Vol 1 Annex A14, XRC).
+enum class Transport : uint8_t { kRc = 0, kUc = 1, kRd = 2, kExtended = 3 };
+/// Extended Transport Type of a REQ whose Transport Service Type is kExtended (3 bits): XRC,
+/// the only one defined (Linux's CM_REQ_EXTENDED_TRANSPORT_TYPE 1, IB_QPT_XRC_TGT).
+inline constexpr uint8_t kExtendedXrc = 1;
 
 /// Which message an MRA or REJ answers (2 bits).
 enum class MsgRef : uint8_t { kReq = 0, kRep = 1, kOther = 2 };
@@ -124,6 +128,7 @@ struct Req {
   uint8_t initiator_depth = 0;
   uint8_t remote_cm_response_timeout = 0;  ///< 5 bits, 4.096 us * 2^n
   Transport transport = Transport::kRc;
+  uint8_t extended_transport = 0;  ///< 3 bits; kExtendedXrc when transport is kExtended
   bool end_to_end_flow_control = false;
   uint32_t starting_psn = 0;              ///< 24 bits
   uint8_t local_cm_response_timeout = 0;  ///< 5 bits
@@ -166,7 +171,10 @@ struct Rep {
   uint32_t local_comm_id = 0;
   uint32_t remote_comm_id = 0;
   uint32_t local_qkey = 0;
-  uint32_t local_qpn = 0;     ///< 24 bits
+  uint32_t local_qpn = 0;  ///< 24 bits
+  /// 24 bits: the Local EE Context Number; the answer to an XRC REQ carries the XRC target
+  /// QP's number here, with local_qpn 0 and srq set (Linux's cm_format_rep).
+  uint32_t local_eecn = 0;
   uint32_t starting_psn = 0;  ///< 24 bits
   uint8_t responder_resources = 0;
   uint8_t initiator_depth = 0;
@@ -258,6 +266,11 @@ enum class ParseError : uint8_t {
 };
 
 const char* to_string(ParseError e);
+
+/// Whether a REQ asks for an XRC connection (its initiator is an XRC_SEND QP).
+inline bool is_xrc(const Req& r) {
+  return r.transport == Transport::kExtended && r.extended_transport == kExtendedXrc;
+}
 
 /// AttributeID of a message.
 AttrId attr_of(const Message& m);
