@@ -129,8 +129,8 @@ inline constexpr int kDriveRounds = 4;
 /// with kDriveRounds (2026-12-04 19:49 UTC).
 inline constexpr Duration kPostRxGap = Duration::micros(2);
 
-/// The progress thread's CPU time slice (sched_slice.h; Linux >= 6.12, older kernels ignore it):
-/// the kernel's shortest, so that the thread, waking from a follow-up sleep, preempts the
+/// The progress thread's CPU time slice (common/sched_slice.h; Linux >= 6.12, older kernels ignore
+/// it): the kernel's shortest, so that the thread, waking from a follow-up sleep, preempts the
 /// application spinning on the same CPU, or any other busy thread there, at once instead of
 /// after that thread's slice (the default: 1.4 ms on these 2-vCPU machines, sched_getattr).
 /// It matters only under CPU contention: riostream's default set over memif beside one busy

@@ -23,10 +23,10 @@
 #include <random>
 #include <string>
 
+#include "common/sched_slice.h"
 #include "device/gid_table.h"
 #include "device/neighbor_wait.h"
 #include "device/progress_policy.h"
-#include "device/sched_slice.h"
 #include "ports/ports.h"
 #ifdef UROCE_HAVE_DCQCN
 #include "device/congestion.h"

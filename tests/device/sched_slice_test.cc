@@ -1,11 +1,11 @@
 /**
  * @file sched_slice_test.cc
- * @brief request_slice() (lib/device sched_slice.h) on real threads of this process: the slice
+ * @brief request_slice() (lib/common sched_slice.h) on real threads of this process: the slice
  * the kernel reports afterwards, the clamp to its minimum, the thread's nice value kept, and a
  * thread of another policy left alone. Kernels before 6.12 keep no slice per thread: there the
  * call must say so and change nothing.
  */
-#include "device/sched_slice.h"
+#include "common/sched_slice.h"
 
 #include <gtest/gtest.h>
 #include <sched.h>

@@ -86,7 +86,7 @@ TEST(Ring, FullRingRefusesUntilTheConsumerReleases) {
   EXPECT_FALSE(p.take());  // all 8 buffers published
   EXPECT_EQ(c.available(), 8u);
   c.release(2);
-  EXPECT_TRUE(p.has_room());  // takes the released buffers back
+  EXPECT_TRUE(p.has_room());   // takes the released buffers back
   ASSERT_TRUE(put(p, 64, 8));  // the two released buffers come back
   ASSERT_TRUE(put(p, 64, 9));
   EXPECT_FALSE(put(p, 64, 10));

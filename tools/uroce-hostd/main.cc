@@ -59,6 +59,7 @@
 
 #include "cm/host_cm.h"
 #include "common/port.h"
+#include "common/sched_slice.h"
 #include "config/config.h"
 #include "dpdk/clock.h"
 #include "host/host_port.h"
@@ -99,6 +100,8 @@ constexpr uint32_t kTxSlots = 256;
 constexpr uint32_t kRxSlots = 1024;
 /// Frames taken from one client's TX ring per round, so that no client starves the others.
 constexpr uint32_t kClientBurst = 32;
+/// The CPU slice the daemon asks for (lib/common/sched_slice.h; the kernel's least).
+constexpr Duration kSlice = Duration::micros(100);
 /// Idle: polls of the netdev 50 us apart, 1 ms apart after this long without work.
 constexpr Duration kDeepIdleAfter = Duration::millis(10);
 /// Control events are looked at every this many busy rounds (every round when idle).
@@ -147,11 +150,11 @@ struct Client {
   uid_t uid = 0;
   std::string device;
   shm::Region region;
-  shm::Doorbell bell;         ///< the client's: kicked when it sleeps and frames arrive
-  shm::Consumer tx;           ///< its TX ring
-  shm::Producer rx;           ///< its RX ring of this worker
-  bool rx_published = false;  ///< frames published this round (wake check due)
-  LocalHold::Sender hold;      ///< its same-host frame waiting for a full receiver
+  shm::Doorbell bell;           ///< the client's: kicked when it sleeps and frames arrive
+  shm::Consumer tx;             ///< its TX ring
+  shm::Producer rx;             ///< its RX ring of this worker
+  bool rx_published = false;    ///< frames published this round (wake check due)
+  LocalHold::Sender hold;       ///< its same-host frame waiting for a full receiver
   LocalHold::Receiver hold_in;  ///< its RX ring as a same-host receiver
 };
 
@@ -495,7 +498,7 @@ class Daemon final : public FrameHandler {
         }
         learn(p.dst_ip, p.dst_mac);
       }
-      if (p.dst_mac == mac_) {  // same host
+      if (p.dst_mac == mac_) {            // same host
         if (must_wait(c, p, now)) break;  // the rest waits in its ring
         ++k.from_client;
         ++k.switched;
@@ -833,6 +836,10 @@ int run_main(int argc, char** argv) {
   if (o.nice != 0 && ::setpriority(PRIO_PROCESS, 0, o.nice) != 0)
     std::fprintf(stderr, "uroce-hostd: --nice %d: %s (the default priority then)\n", o.nice,
                  std::strerror(errno));
+  // The shortest slice (as the clients' progress threads ask): woken by a frame or a kick, the
+  // daemon preempts a busy process at once instead of after that process' slice.
+  std::string why;
+  request_slice(kSlice, &why);
   // drivers/xdp's netdev lock finds the run folder through the environment.
   if (!o.run_dir.empty()) setenv("UROCE_RUN_DIR", o.run_dir.c_str(), 1);
   std::error_code ec;

@@ -4,7 +4,7 @@
  * 2.36 has no wrapper for either; the structure is the kernel's (include/uapi/linux/sched/types.h,
  * SCHED_ATTR_SIZE_VER0).
  */
-#include "device/sched_slice.h"
+#include "common/sched_slice.h"
 
 #include <sched.h>
 #include <sys/syscall.h>
@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace uroce::device {
+namespace uroce {
 
 namespace {
 
@@ -57,4 +57,4 @@ Duration request_slice(Duration slice, std::string* why) {
   return Duration::nanos(static_cast<int64_t>(got.sched_runtime));
 }
 
-}  // namespace uroce::device
+}  // namespace uroce

@@ -15,11 +15,11 @@
 
 #include "common/time.h"
 
-namespace uroce::device {
+namespace uroce {
 
 /// Requests `slice` for the calling thread. Returns the slice the kernel reports afterwards
 /// (sched_getattr), or a zero Duration with `why` set when the kernel refused or does not
 /// report one (older than 6.12).
 Duration request_slice(Duration slice, std::string* why);
 
-}  // namespace uroce::device
+}  // namespace uroce
