@@ -173,8 +173,11 @@ class Port : public TxSink, public NeighborResolver {
   /// kGone: one line saying why.
   virtual std::string why_gone() const { return {}; }
   /// How long a lost service may take to come back before the device is gone: the longest
-  /// RC retry budget of the device's QPs, within these bounds (device::Runtime).
-  static constexpr Duration kServiceGraceMin = Duration::seconds(1);
+  /// RC retry budget of the device's QPs, within these bounds (device::Runtime). The least is
+  /// what a restart of uroce-hostd takes on a busy host with room to spare (0.8-1.3 s here,
+  /// EAL and the XDP program: docs/host-mode.md), so idle processes and listeners, which lose
+  /// nothing by waiting, survive it.
+  static constexpr Duration kServiceGraceMin = Duration::seconds(5);
   static constexpr Duration kServiceGraceMax = Duration::seconds(60);
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
