@@ -50,9 +50,11 @@ Cases (one per run; ctest registers each as hostd.<case>):
             an rping server in A that only listens (its client starts after the restart): all
             exit 0, the new daemon names A's three clients resumed, the old sent no DREQ
   daemonkill A's daemon SIGKILLed, not started again: a process with its own QP pair
-            (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the 1 s grace and within
-            1.5 s more, its WRs flushed and EIO for new objects; an ib_write_bw in A exits
-            with an error as soon, its server in B ends
+            (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (5 s: its QPs'
+            retry budget is shorter) and within 1.5 s more, its WRs flushed and EIO for new
+            objects; an ib_write_bw client in A exits with an error (its QPs' retries run out
+            first), its server in B ends; a listening rping server in A gets
+            RDMA_CM_EVENT_DEVICE_REMOVAL and exits with an error
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -484,16 +486,23 @@ def case_restart(h):
 
 
 DAEMONKILL_MARGIN = 1.5  # seconds past the grace a DEVICE_FATAL may take on a busy machine
+GRACE_MIN = 5.0  # Port::kServiceGraceMin (lib/common/port.h)
 
 
 def case_daemonkill(h):
     """A's daemon is SIGKILLed and not started again: a process with a QP pair of its own
-    (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (1 s: its QPs' retry budget
-    is shorter) and within a margin, its receives flushed, EIO for new objects; an ib_write_bw
-    client in A exits with an error in the same time, its server in B ends too."""
+    (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (GRACE_MIN: its QPs' retry
+    budget is shorter) and within a margin, its receives flushed, EIO for new objects; an
+    ib_write_bw client in A exits with an error by then, its server in B ends too; a listening
+    rping server in A gets RDMA_CM_EVENT_DEVICE_REMOVAL by then and exits with an error."""
     deadline = time.monotonic() + 90
     fatal = h.start(A, "device-fatal", [os.path.join(h.build, "bin", "hostd_device_fatal"),
                                         DEVICE, str(links.RoutedLink.GID_V4)])
+    lport = pairmod.free_tcp_port() + 1
+    listener = cm_server(h, A, "listener", lport, rping_argv(h.link.addr[A], lport, False),
+                         deadline)
+    if not listener:
+        return "the rping server in A did not listen"
     port = pairmod.free_tcp_port()
     bw = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4), "-p",
           str(port), "-D", "60", "-s", "65536"]
@@ -501,15 +510,15 @@ def case_daemonkill(h):
     if not h.wait_listen(B, tcp(port), server, deadline):
         return "ib_write_bw's server did not listen"
     client = h.start(A, "bw-client", bw + [h.link.addr[B]])
-    running = [fatal, server, client]
+    running = [fatal, server, client, listener]
     problem = wait_for("device_fatal", lambda: "ready" in fatal.output(), running, deadline) or \
         wait_for("ib_write_bw's traffic", net_tx_grows(h, A, 2000), running, deadline)
     if problem:
         return problem
-    grace = 1.0
+    grace = GRACE_MIN
     t0 = time.monotonic()
     h.daemons[A].kill(signal.SIGKILL)
-    for p in (fatal, client):
+    for p in (fatal, client, listener):
         if wait_exit(p, t0 + grace + DAEMONKILL_MARGIN + 5) is None:
             return f"{p.label}: still running {grace + DAEMONKILL_MARGIN + 5:.1f} s after the kill"
     m = re.search(r"(?m)^fatal_at=([\d.]+)$", fatal.output())
@@ -526,6 +535,9 @@ def case_daemonkill(h):
         return f"ib_write_bw in A exited 0 without its daemon: {client.output()[-400:]}"
     if "the device is gone" not in fatal.output():
         return "device_fatal: no line saying the device is gone"
+    if listener.rc == 0 or "device removal" not in listener.output():
+        return f"the rping server in A: exit code {listener.rc}: {listener.output()[-300:]}"
+    print(f"the listening rping server exited {listener.rc} on RDMA_CM_EVENT_DEVICE_REMOVAL")
     if wait_exit(server, time.monotonic() + 30) is None:
         return "ib_write_bw's server in B did not end after its client"
     return None
