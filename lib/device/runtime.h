@@ -90,7 +90,7 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   void report_inherited();
   /// The device is gone: its port's service (uroce-hostd) went away and did not come back
   /// within the grace (the longest RC retry budget of its QPs, Port::kServiceGraceMin..Max),
-  /// or the next daemon refused it. IBV_EVENT_DEVICE_FATAL was raised and every QP flushed;
+  /// or the next daemon refused it. The device-fatal async event was raised and every QP flushed;
   /// calls that create or modify objects fail with EIO, as the kernel's after a device's
   /// removal (docs/host-mode.md, "The daemon restarting").
   bool gone() const { return gone_.load(std::memory_order_acquire); }
