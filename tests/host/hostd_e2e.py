@@ -49,6 +49,10 @@ Cases (one per run; ctest registers each as hostd.<case>):
             (mixed ops, every byte checked, ACK timeout 18), a connected rping pair B -> A and
             an rping server in A that only listens (its client starts after the restart): all
             exit 0, the new daemon names A's three clients resumed, the old sent no DREQ
+  squat     a process in A with a QP pair (device_fatal.cc) is stopped (SIGSTOP) while A's
+            daemon restarts; another client takes its QPN block first (hostile.cc --squat,
+            resuming a block that is not its own); continued, the process is refused its block:
+            IBV_EVENT_DEVICE_FATAL at once, with one line naming the process that holds it
   daemonkill A's daemon SIGKILLed, not started again: a process with its own QP pair
             (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (5 s: its QPs'
             retry budget is shorter) and within 1.5 s more, its WRs flushed and EIO for new
@@ -102,9 +106,10 @@ class Host:
         e["UROCE_RUN_DIR"] = self.run_dir
         return e
 
-    def start(self, side, label, argv, env=None):
+    def start(self, side, label, argv, env=None, stdin=None):
         s = pairmod.Side(label, self.link.wrap(side) + ["stdbuf", "-oL", "-eL"] + argv,
-                         {**self.env(side), **(env or {})}, os.path.join(self.dir, f"{label}.out"))
+                         {**self.env(side), **(env or {})}, os.path.join(self.dir, f"{label}.out"),
+                         stdin)
         self.procs.append(s)
         return s
 
@@ -485,6 +490,49 @@ def case_restart(h):
     return None
 
 
+def case_squat(h):
+    """A process whose block another client took while its daemon restarted: refused, so its
+    device is gone at once (not after the grace), with one line saying who holds the block."""
+    deadline = time.monotonic() + 90
+    fatal = h.start(A, "device-fatal", [os.path.join(h.build, "bin", "hostd_device_fatal"),
+                                        DEVICE, str(links.RoutedLink.GID_V4)])
+    problem = wait_for("device_fatal", lambda: "ready" in fatal.output(), [fatal], deadline)
+    if problem:
+        return problem
+    m = re.search(rf"(?m)^client slot=(\d+) pid={fatal.proc.pid} ", h.daemons[A].output())
+    if not m:
+        return f"A's daemon does not list device_fatal (pid {fatal.proc.pid})"
+    block = m.group(1)
+    fatal.kill(signal.SIGSTOP)
+    old = h.daemons[A]
+    old.kill(signal.SIGTERM)
+    if old.wait(15) is None:
+        return "A's daemon did not stop on SIGTERM"
+    h.daemons[A] = h.start_daemon(A, "hostdA-restarted", deadline)
+    squatter = h.start(A, "squatter", [os.path.join(h.build, "bin", "hostd_hostile"), "--squat",
+                                       h.link.ifs[A], block], stdin=subprocess.PIPE)
+    problem = wait_for("the squatter", lambda: "squatting" in squatter.output(), [squatter],
+                       deadline)
+    if problem:
+        return problem
+    t0 = time.monotonic()
+    fatal.kill(signal.SIGCONT)
+    if wait_exit(fatal, t0 + 10) is None:
+        return "device_fatal did not end within 10 s of being continued"
+    m = re.search(r"(?m)^fatal_at=([\d.]+)$", fatal.output())
+    if fatal.rc != 0 or not m or "ok:" not in fatal.output():
+        return f"device_fatal: exit code {fatal.rc}: {fatal.output()[-600:]}"
+    line = next((ln for ln in fatal.output().splitlines() if "the device is gone" in ln), "")
+    if f"QPN block {block} is held by another process (pid {squatter.proc.pid})" not in line:
+        return f"device_fatal: no line naming the squatter: {fatal.output()[-600:]}"
+    took = float(m.group(1)) - t0
+    print(f"refused its block: DEVICE_FATAL {took:.3f} s after it was continued: {line}")
+    if took > DAEMONKILL_MARGIN:
+        return f"DEVICE_FATAL {took:.3f} s after it was continued: not at once"
+    squatter.proc.stdin.close()
+    return None
+
+
 DAEMONKILL_MARGIN = 1.5  # seconds past the grace a DEVICE_FATAL may take on a busy machine
 GRACE_MIN = 5.0  # Port::kServiceGraceMin (lib/common/port.h)
 
@@ -774,7 +822,7 @@ CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_same
          "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
          "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen,
          "portspace": case_portspace, "killed": case_killed, "hostile": case_hostile,
-         "restart": case_restart, "daemonkill": case_daemonkill}
+         "restart": case_restart, "daemonkill": case_daemonkill, "squat": case_squat}
 
 
 def check_daemons(case, outs):
@@ -783,7 +831,7 @@ def check_daemons(case, outs):
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
     if case in ("forkquery", "many"):  # clients that sent nothing
         return None
-    if case == "daemonkill":  # A's daemon was killed: it printed no counters
+    if case in ("daemonkill", "squat"):  # no traffic through the daemons' wire
         return None
     if case == "portspace":
         if cm_counters(outs[1]).get("rej_no_listener", 0) < 1:
