@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <vector>
 
@@ -101,28 +102,41 @@ void delist(SharedPort* p) {
   }
 }
 
+/// What the client registered with its daemon, replayed to the next one after a restart.
+struct Claim {
+  shm::Op op = shm::Op::kBind;  ///< kBind or kListen
+  uint16_t ps = 0, port = 0;
+  Gid addr{};
+};
+struct Connection {
+  Gid dgid{};
+  uint32_t dqpn = 0;
+  uint16_t sport = 0;
+};
+
+/// How often a port whose daemon went away looks for the next one, and how often a busy port
+/// checks that its daemon is still there (a blocked one hears it from the socket at once).
+constexpr Duration kResumeEvery = Duration::millis(10);
+constexpr Duration kCheckEvery = Duration::millis(1);
+
 class SharedPort final : public netlink::ViewPort {
  public:
   SharedPort(const config::Device& dev, const netlink::NetdevState& st, shm::Session s,
              shm::Region region)
       : netlink::ViewPort(st),
-        sock_(s.sock),
-        welcome_(s.welcome),
-        region_(std::move(region)),
-        client_bell_(s.client_bell),
-        io_(region_.tx(), shm::Doorbell(s.daemon_bell)),
-        pipeline_(io_, pfc_off(dev),
-                  pipeline::PipelineParams{st.mac, max_frame(), 1,
-                                           netlink::netdev_speed_bps(st.name), false},
-                  clock_now) {
-    for (uint32_t k = 0; k < region_.params().rx_rings; ++k) rx_.emplace_back(region_.rx(k));
+        dev_(pfc_off(dev)),
+        block_(s.welcome.qpn_block),
+        block_bits_(s.welcome.qpn_block_bits),
+        max_frame_(std::min<size_t>(s.welcome.max_frame, region.params().slot_bytes)) {
+    att_ = std::make_unique<Attached>(dev_, view_.state(), s, std::move(region), max_frame_);
+    discard_.resize(max_frame_);
     enlist(this);
   }
 
   ~SharedPort() override {
     delist(this);
+    att_.reset();  // the daemon frees the client's slot, block and region
     if (ep_ >= 0) ::close(ep_);
-    if (sock_ >= 0) ::close(sock_);  // the daemon frees the client's slot, block and region
   }
 
   /// The Monitor and the epoll set wake_fd() returns; false with *err.
@@ -135,13 +149,9 @@ class SharedPort final : public netlink::ViewPort {
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
-    ev.data.fd = client_bell_.fd();
-    ::epoll_ctl(ep_, EPOLL_CTL_ADD, client_bell_.fd(), &ev);
     ev.data.fd = view_.fd();
     ::epoll_ctl(ep_, EPOLL_CTL_ADD, view_.fd(), &ev);
-    ev.events = EPOLLIN | EPOLLRDHUP;
-    ev.data.fd = sock_;
-    ::epoll_ctl(ep_, EPOLL_CTL_ADD, sock_, &ev);
+    watch();
     return true;
   }
 
@@ -149,40 +159,50 @@ class SharedPort final : public netlink::ViewPort {
   /// closed here, the rings are not mapped (MADV_DONTFORK); the port stays inert.
   void after_fork_in_child() {
     forked_ = true;
-    for (int* fd : {&ep_, &sock_}) {
-      if (*fd >= 0) ::close(*fd);
-      *fd = -1;
-    }
-    client_bell_.close();
-    io_.close_after_fork();
-    region_.forget();
+    if (ep_ >= 0) ::close(ep_);
+    ep_ = -1;
+    if (att_) att_->close_after_fork();
   }
 
   // TxSink
   uint8_t* begin_frame(size_t max_len) override {
-    return forked_ ? nullptr : pipeline_.begin_frame(max_len);
+    if (forked_) return nullptr;
+    if (!att_) return max_len <= discard_.size() ? discard_.data() : nullptr;
+    return att_->pipeline.begin_frame(max_len);
   }
   void end_frame(size_t len, const TxMeta& meta) override {
-    if (!forked_) pipeline_.end_frame(len, meta);
+    if (att_ && !forked_) att_->pipeline.end_frame(len, meta);
   }
 
   // Port
   void flush() override {
-    if (!forked_) pipeline_.flush();
+    if (att_ && !forked_) att_->pipeline.flush();
   }
 
   using Port::rx_burst;
   size_t rx_burst(FrameHandler& h, size_t max, Timestamp now) override {
     if (forked_) return 0;
     if (now.ns == 0) now = clock_now();
+    if (att_ && now >= next_check_) {
+      next_check_ = now + kCheckEvery;
+      check_daemon();
+    }
+    if (!att_) {
+      if (service_ == Service::kLost && now >= next_resume_) {
+        next_resume_ = now + kResumeEvery;
+        resume();
+      }
+      view_.after_poll(now, 0);
+      if (!att_) return 0;
+    }
     const MacAddr mac = view_.state().mac;
     size_t total = 0;
-    for (shm::Consumer& c : rx_) {
+    for (shm::Consumer& c : att_->rx) {
       const uint32_t n = std::min<uint32_t>(c.available(), static_cast<uint32_t>(max - total));
       for (uint32_t k = 0; k < n; ++k) {
         std::span<const uint8_t> f = c.frame(k);
         if (f.size() < 14 || std::memcmp(f.data(), mac.b.data(), 6) != 0) continue;
-        pipeline_.on_rx_frame(f);
+        att_->pipeline.on_rx_frame(f);
         h.on_frame(f, RxMeta{});
       }
       if (n) c.release(n);
@@ -191,36 +211,53 @@ class SharedPort final : public netlink::ViewPort {
     }
     received_ += total;
     view_.after_poll(now, total);
-    if (pipeline_.queued() || pipeline_.tx_pending()) flush();
+    if (att_->pipeline.queued() || att_->pipeline.tx_pending()) flush();
     return total;
   }
 
-  size_t max_frame_len() const override { return max_frame(); }
+  size_t max_frame_len() const override { return max_frame_; }
 
   bool read_counters(PortCounters* out) override {
     out->rx_packets_phy = received_;
-    out->tx_packets_phy = io_.sent();
-    uint64_t bad = 0;
-    for (const shm::Consumer& c : rx_) bad += c.bad();
-    out->rx_discards_phy = bad;
-    pipeline_.fill_counters(out);
+    out->tx_packets_phy = sent_before_ + (att_ ? att_->io.sent() : 0);
+    out->rx_discards_phy = bad_before_ + (att_ ? att_->bad() : 0);
+    if (att_ && !forked_) att_->pipeline.fill_counters(out);
+    for (int p = 0; p < PortCounters::kPriorities; ++p) {  // earlier sessions' share
+      out->tx_prio_packets[p] += before_.tx_prio_packets[p];
+      out->tx_prio_bytes[p] += before_.tx_prio_bytes[p];
+      out->rx_prio_packets[p] += before_.rx_prio_packets[p];
+      out->rx_prio_bytes[p] += before_.rx_prio_bytes[p];
+      out->rx_prio_marked[p] += before_.rx_prio_marked[p];
+    }
     return true;
   }
 
-  uint64_t link_version() const override {
-    return ViewPort::link_version() + (daemon_gone_ ? 1 : 0);
-  }
+  uint64_t link_version() const override { return ViewPort::link_version() + service_changes_; }
   bool link_state(LinkState* out) const override {
     ViewPort::link_state(out);
-    if (forked_ || daemon_gone_) out->up = false;
-    out->shared_slot = static_cast<int>(welcome_.qpn_block);
-    out->qpn_block_bits = static_cast<uint8_t>(welcome_.qpn_block_bits);
+    if (forked_) out->up = false;
+    out->shared_slot = static_cast<int>(block_);
+    out->qpn_block_bits = static_cast<uint8_t>(block_bits_);
     return true;
   }
+
+  Service service() const override { return service_; }
+  void give_up(const std::string& why) override {
+    if (service_ != Service::kGone) gone(why);
+  }
+  std::string why_gone() const override { return why_gone_; }
 
   int wake_fd() const override { return ep_; }
 
   int cm_port(CmPortOp op, uint16_t ps, uint16_t port, const Gid& addr) override {
+    if (op == CmPortOp::kRelease) {
+      auto it = std::find_if(claims_.begin(), claims_.end(), [&](const Claim& c) {
+        return c.ps == ps && c.port == port && c.addr == addr;
+      });
+      if (it != claims_.end()) claims_.erase(it);
+    } else if (service_ == Service::kLost) {
+      return EAGAIN;  // the host's port space comes back with the daemon
+    }
     shm::Request r;
     r.op = op == CmPortOp::kListen ? shm::Op::kListen
            : op == CmPortOp::kBind ? shm::Op::kBind
@@ -228,28 +265,40 @@ class SharedPort final : public netlink::ViewPort {
     r.ps = ps;
     r.port = port;
     std::memcpy(r.gid, addr.raw.data(), sizeof r.gid);
-    return call(r);
+    if (op == CmPortOp::kRelease && service_ == Service::kLost) return 0;
+    const int e = call(r);
+    if (e == 0 && op != CmPortOp::kRelease) claims_.push_back(Claim{r.op, ps, port, addr});
+    return e;
   }
 
   int qp_connection(uint32_t qpn, const Gid* dgid, uint32_t dqpn, uint16_t sport) override {
+    if (dgid) {
+      connections_[qpn] = Connection{*dgid, dqpn, sport};
+    } else {
+      connections_.erase(qpn);
+    }
+    if (service_ == Service::kLost) return 0;  // registered with the next daemon
     shm::Request r;
     r.op = dgid ? shm::Op::kConnect : shm::Op::kDisconnect;
     // What the QP built is in the TX ring before the daemon forgets its connection.
-    if (!dgid && !forked_) pipeline_.flush();
+    if (!dgid && att_ && !forked_) att_->pipeline.flush();
     r.qpn = qpn;
     if (dgid) {
       r.dqpn = dqpn;
       r.sport = sport;
       std::memcpy(r.gid, dgid->raw.data(), sizeof r.gid);
     }
-    return call(r);
+    const int e = call(r);
+    if (e != 0 && dgid) connections_.erase(qpn);
+    return e;
   }
 
   bool prepare_sleep() override {
-    if (forked_) return true;
-    for (size_t i = 0; i < rx_.size(); ++i) {
-      if (!rx_[i].prepare_sleep()) {
-        for (size_t j = 0; j <= i; ++j) rx_[j].end_sleep();
+    if (forked_ || service_ == Service::kGone) return true;
+    if (!att_) return false;  // looking for the next daemon: by time
+    for (size_t i = 0; i < att_->rx.size(); ++i) {
+      if (!att_->rx[i].prepare_sleep()) {
+        for (size_t j = 0; j <= i; ++j) att_->rx[j].end_sleep();
         return false;
       }
     }
@@ -258,55 +307,197 @@ class SharedPort final : public netlink::ViewPort {
 
   void end_sleep() override {
     if (forked_) return;
-    for (shm::Consumer& c : rx_) c.end_sleep();
+    if (att_)
+      for (shm::Consumer& c : att_->rx) c.end_sleep();
     epoll_event evs[4];
     const int n = ::epoll_wait(ep_, evs, 4, 0);
     for (int i = 0; i < n; ++i) {
-      if (evs[i].data.fd == client_bell_.fd()) client_bell_.drain();
+      if (att_ && evs[i].data.fd == att_->client_bell.fd()) att_->client_bell.drain();
       if (evs[i].data.fd == view_.fd()) view_.poll_soon();
-      if (evs[i].data.fd == sock_) check_daemon();
+      if (att_ && evs[i].data.fd == att_->sock) check_daemon();
     }
   }
 
  private:
+  /// One session with a daemon: its socket, its region's rings, the doorbells and the
+  /// pipeline over the TX ring. A restarted daemon gives new ones.
+  struct Attached {
+    Attached(const config::Device& dev, const netlink::NetdevState& st, const shm::Session& s,
+             shm::Region r, size_t max_frame)
+        : sock(s.sock),
+          welcome(s.welcome),
+          region(std::move(r)),
+          client_bell(s.client_bell),
+          io(region.tx(), shm::Doorbell(s.daemon_bell)),
+          pipeline(io, dev,
+                   pipeline::PipelineParams{st.mac, max_frame, 1,
+                                            netlink::netdev_speed_bps(st.name), false},
+                   clock_now) {
+      for (uint32_t k = 0; k < region.params().rx_rings; ++k) rx.emplace_back(region.rx(k));
+    }
+    ~Attached() {
+      if (sock >= 0) ::close(sock);  // the daemon frees the client's slot, block and region
+    }
+    Attached(const Attached&) = delete;
+    Attached& operator=(const Attached&) = delete;
+
+    uint64_t bad() const {
+      uint64_t n = 0;
+      for (const shm::Consumer& c : rx) n += c.bad();
+      return n;
+    }
+    void close_after_fork() {
+      ::close(sock);
+      sock = -1;
+      client_bell.close();
+      io.close_after_fork();
+      region.forget();
+    }
+
+    int sock;
+    shm::Welcome welcome;
+    shm::Region region;
+    shm::Doorbell client_bell;
+    RingFrameIo io;
+    pipeline::PortPipeline pipeline;
+    std::vector<shm::Consumer> rx;
+  };
+
   static config::Device pfc_off(config::Device dev) {
     dev.pfc.xoff_bytes = 0;  // PFC is the NIC's on a shared netdev
     return dev;
   }
 
-  size_t max_frame() const {
-    return std::min<size_t>(welcome_.max_frame, region_.params().slot_bytes);
+  /// The session's socket and doorbell into the epoll set.
+  void watch() {
+    if (!att_ || ep_ < 0) return;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = att_->client_bell.fd();
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, att_->client_bell.fd(), &ev);
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = att_->sock;
+    ::epoll_ctl(ep_, EPOLL_CTL_ADD, att_->sock, &ev);
   }
 
   /// One request to the daemon and its reply (under the engine lock, as check_daemon(), so no
   /// reply is taken by the other).
   int call(shm::Request r) {
-    if (forked_ || daemon_gone_ || sock_ < 0) return ENODEV;
+    if (forked_ || !att_) return ENODEV;
     r.seq = ++seq_;
-    return shm::request(sock_, r);
+    return shm::request(att_->sock, r);
   }
 
-  /// The control socket woke us: the daemon closed it (it stopped or was killed): the link is
-  /// down from now on, and the socket leaves the epoll set.
+  /// Whether the daemon closed the session (it stopped or was killed): then the session goes
+  /// and the port looks for the next daemon (kLost).
   void check_daemon() {
     char b[256];
-    const ssize_t r = ::recv(sock_, b, sizeof b, MSG_DONTWAIT);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      daemon_gone_ = true;
-      ::epoll_ctl(ep_, EPOLL_CTL_DEL, sock_, nullptr);
-    }
+    const ssize_t r = ::recv(att_->sock, b, sizeof b, MSG_DONTWAIT);
+    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) lose(Service::kLost);
   }
 
-  int sock_;
-  shm::Welcome welcome_;
-  shm::Region region_;
-  shm::Doorbell client_bell_;
-  RingFrameIo io_;
-  pipeline::PortPipeline pipeline_;
-  std::vector<shm::Consumer> rx_;
+  /// The session ends: what it counted is kept, its rings and descriptors go.
+  void lose(Service next) {
+    if (att_) {
+      PortCounters c;
+      att_->pipeline.fill_counters(&c);
+      for (int p = 0; p < PortCounters::kPriorities; ++p) {
+        before_.tx_prio_packets[p] += c.tx_prio_packets[p];
+        before_.tx_prio_bytes[p] += c.tx_prio_bytes[p];
+        before_.rx_prio_packets[p] += c.rx_prio_packets[p];
+        before_.rx_prio_bytes[p] += c.rx_prio_bytes[p];
+        before_.rx_prio_marked[p] += c.rx_prio_marked[p];
+      }
+      sent_before_ += att_->io.sent();
+      bad_before_ += att_->bad();
+      ::epoll_ctl(ep_, EPOLL_CTL_DEL, att_->sock, nullptr);
+      ::epoll_ctl(ep_, EPOLL_CTL_DEL, att_->client_bell.fd(), nullptr);
+      att_.reset();
+    }
+    service_ = next;
+    ++service_changes_;
+  }
+
+  void gone(const std::string& why) {
+    why_gone_ = why;
+    lose(Service::kGone);
+  }
+
+  /// Looks for the next daemon: a new session for the same QPN block, then every claim and
+  /// connection registered again. A daemon that refuses any of it ends the device (kGone);
+  /// one that is not there yet, or does not answer, is tried again.
+  void resume() {
+    if (!shm::hostd_running(dev_.netdev)) return;
+    std::string e;
+    bool refused = false;
+    auto s = shm::connect_daemon(dev_.netdev, dev_.name, &e, block_, &refused);
+    if (!s) {
+      if (refused) gone("the restarted uroce-hostd " + e);
+      return;
+    }
+    auto close_session = [&] {
+      for (int fd : {s->sock, s->client_bell, s->daemon_bell, s->region_fd})
+        if (fd >= 0) ::close(fd);
+    };
+    if (s->welcome.qpn_block != block_ || s->welcome.qpn_block_bits != block_bits_ ||
+        std::min<size_t>(s->welcome.max_frame, s->welcome.region.slot_bytes) < max_frame_) {
+      close_session();
+      return gone("the restarted uroce-hostd gave QPN block " +
+                  std::to_string(s->welcome.qpn_block) + " of " +
+                  std::to_string(s->welcome.qpn_block_bits) + " bits and frames of " +
+                  std::to_string(s->welcome.max_frame) + " bytes, not block " +
+                  std::to_string(block_) + " and " + std::to_string(max_frame_));
+    }
+    auto region = shm::map_region(s->region_fd, s->welcome.region, &e);
+    if (!region) {
+      close_session();
+      return gone("the restarted uroce-hostd's region: " + e);
+    }
+    region->release_fd();
+    att_ = std::make_unique<Attached>(dev_, view_.state(), *s, std::move(*region), max_frame_);
+    watch();
+    for (const Claim& c : claims_) {
+      shm::Request r;
+      r.op = c.op;
+      r.ps = c.ps;
+      r.port = c.port;
+      std::memcpy(r.gid, c.addr.raw.data(), sizeof r.gid);
+      if (int err = call(r))
+        return gone("the restarted uroce-hostd refused RDMA CM port " + std::to_string(c.port) +
+                    " it held: " + std::strerror(err));
+    }
+    for (const auto& [qpn, c] : connections_) {
+      shm::Request r;
+      r.op = shm::Op::kConnect;
+      r.qpn = qpn;
+      r.dqpn = c.dqpn;
+      r.sport = c.sport;
+      std::memcpy(r.gid, c.dgid.raw.data(), sizeof r.gid);
+      if (int err = call(r))
+        return gone("the restarted uroce-hostd refused the connection of QP " +
+                    std::to_string(qpn) + ": " + std::strerror(err));
+    }
+    service_ = Service::kUp;
+    ++service_changes_;
+    next_check_ = Timestamp{};
+  }
+
+  config::Device dev_;
+  uint32_t block_;
+  uint32_t block_bits_;
+  size_t max_frame_;
+  std::unique_ptr<Attached> att_;               ///< null while no daemon serves the port
+  std::vector<uint8_t> discard_;                ///< frames built while no daemon serves the port
+  std::vector<Claim> claims_;                   ///< RDMA CM ports held, in the order claimed
+  std::map<uint32_t, Connection> connections_;  ///< by the client's QPN
+  Service service_ = Service::kUp;
+  uint64_t service_changes_ = 0;
+  std::string why_gone_;
+  Timestamp next_check_{}, next_resume_{};
   int ep_ = -1;
   uint64_t received_ = 0;
-  bool daemon_gone_ = false;
+  uint64_t sent_before_ = 0, bad_before_ = 0;
+  PortCounters before_;  ///< the per-priority counts of earlier sessions
   bool forked_ = false;
   uint32_t seq_ = 0;
 };

@@ -114,6 +114,25 @@ std::optional<Request> parse_request(std::span<const uint8_t> msg) {
   return r;
 }
 
+std::optional<uint32_t> hello_version(std::span<const uint8_t> msg) {
+  MsgHeader h;
+  if (msg.size() < sizeof h) return std::nullopt;
+  std::memcpy(&h, msg.data(), sizeof h);
+  if (h.magic != kMagic || h.type != MsgType::kHello) return std::nullopt;
+  return h.version;
+}
+
+std::optional<Hello> parse_hello(std::span<const uint8_t> msg) {
+  Hello h;
+  if (msg.size() != sizeof h) return std::nullopt;
+  std::memcpy(&h, msg.data(), sizeof h);
+  if (h.h.magic != kMagic || h.h.type != MsgType::kHello || h.h.version != kProtocolVersion ||
+      h.h.reserved != 0 || h.reserved != 0 || h.resume_block > 0xffffff ||
+      std::find(std::begin(h.device), std::end(h.device), '\0') == std::end(h.device))
+    return std::nullopt;
+  return h;
+}
+
 int request(int sock, Request req) {
   if (int e = send_msg(sock, &req, sizeof req); e != 0) return e;
   Reply rep;
@@ -128,7 +147,8 @@ int request(int sock, Request req) {
 }
 
 std::optional<Session> connect_daemon(std::string_view ifname, std::string_view device,
-                                      std::string* err) {
+                                      std::string* err, uint32_t resume_block, bool* refused) {
+  if (refused) *refused = false;
   const std::string path = hostd_base(ifname) + ".sock";
   sockaddr_un sa{};
   sa.sun_family = AF_UNIX;
@@ -152,6 +172,7 @@ std::optional<Session> connect_daemon(std::string_view ifname, std::string_view 
   Hello hello;
   const size_t n = std::min(device.size(), sizeof hello.device - 1);
   std::memcpy(hello.device, device.data(), n);
+  hello.resume_block = resume_block;
   if (int e = send_msg(s.sock, &hello, sizeof hello); e != 0)
     return fail(std::string("sending hello: ") + std::strerror(e));
   union {
@@ -165,11 +186,13 @@ std::optional<Session> connect_daemon(std::string_view ifname, std::string_view 
     for (size_t i = 0; i < nfds; ++i) ::close(fds[i]);
   };
   if (got <= 0)
-    return fail(got == 0 ? "the daemon closed the connection"
+    return fail(got == 0 ? "the daemon closed the connection without an answer (a uroce-hostd "
+                           "older than protocol version 3 does so)"
                          : std::string("no answer from the daemon: ") + std::strerror(errno));
   if (static_cast<size_t>(got) >= sizeof(MsgHeader) && m.w.h.magic == kMagic &&
       m.w.h.type == MsgType::kRefused && static_cast<size_t>(got) == sizeof(Refused)) {
     close_fds();
+    if (refused) *refused = true;
     m.r.reason[sizeof m.r.reason - 1] = 0;
     return fail(std::string("refused: ") + m.r.reason);
   }

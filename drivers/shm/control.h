@@ -8,10 +8,12 @@
  *   <run dir>/hostd-<ifname>.<netns inode>.lock  held (flock, exclusive) by the running daemon
  *
  * A session is one connection, and lives as long as it: the client sends Hello (magic,
- * protocol version, its device's name); the daemon answers Welcome with three descriptors
+ * protocol version, its device's name, and the QPN block it resumes after a daemon restart,
+ * if any); the daemon answers Welcome with three descriptors
  * (SCM_RIGHTS): the region's memfd (region.h), the client's doorbell (the daemon kicks it, the
  * client sleeps on it) and the daemon's doorbell (the client kicks it), or Refused with one
- * line (another protocol version, no free client slot). The daemon takes the client's pid and
+ * line (another protocol version, no free client slot, the block to resume held by another
+ * client). The daemon takes the client's pid and
  * uid from SO_PEERCRED, never from a message. When the connection closes (the process exits or
  * is killed), the daemon frees the client's slot, QPN block and region at once.
  *
@@ -32,7 +34,8 @@
 namespace uroce::shm {
 
 inline constexpr uint32_t kMagic = 0x68726375;  ///< "ucrh" in memory on little-endian hosts
-inline constexpr uint32_t kProtocolVersion = 2;
+/// 3: Hello carries resume_block (daemon restart survival, docs/host-mode.md).
+inline constexpr uint32_t kProtocolVersion = 3;
 
 enum class MsgType : uint32_t { kHello = 1, kWelcome = 2, kRefused = 3, kRequest = 4, kReply = 5 };
 
@@ -47,6 +50,11 @@ struct MsgHeader {
 struct Hello {
   MsgHeader h{kMagic, MsgType::kHello, kProtocolVersion, 0};
   char device[32] = {};  ///< the uroce device's name (NUL-terminated), for the daemon's listing
+  /// 0: a new session. Else the QPN block of this client's session with a daemon that went
+  /// away (its QPs live on): the daemon gives it that block again, or Refused when another
+  /// client holds it.
+  uint32_t resume_block = 0;
+  uint32_t reserved = 0;
 };
 
 /// Daemon -> client: the session's facts; three descriptors travel with it (file comment).
@@ -107,7 +115,16 @@ struct Reply {
   int32_t error = 0;  ///< 0, or an errno
 };
 
-static_assert(sizeof(Request) == 56 && sizeof(Reply) == 24);
+static_assert(sizeof(Request) == 56 && sizeof(Reply) == 24 && sizeof(Hello) == 56);
+
+/// A Hello as received, every field checked: size, magic, type, version, reserved fields
+/// zero, the device's name NUL-terminated, resume_block a 24-bit QPN's block number at most.
+/// nullopt: nonsense (the daemon closes the connection; another protocol version is refused
+/// with a line before this, hello_version()).
+std::optional<Hello> parse_hello(std::span<const uint8_t> msg);
+/// The protocol version a first message names when it is a Hello of any version (magic, type
+/// and a whole header), so that a client of another version is told so; nullopt otherwise.
+std::optional<uint32_t> hello_version(std::span<const uint8_t> msg);
 
 /// A Request as received (msg: the bytes of one message), with every field checked: size,
 /// magic, type, version, op, the fields its op uses in range and the others zero. nullopt:
@@ -141,9 +158,12 @@ struct Session {
   int daemon_bell = -1;
 };
 
-/// Connects to the daemon of ifname, says Hello for `device` and waits (up to 5 s) for its
-/// answer. nullopt with one line in *err: no daemon, refused (its reason), or a protocol error.
+/// Connects to the daemon of ifname, says Hello for `device` (resuming QPN block
+/// `resume_block` unless 0) and waits (up to 5 s) for its answer. nullopt with one line in
+/// *err: no daemon, refused (its reason), or a protocol error; *refused (optional) tells a
+/// daemon's refusal from the others.
 std::optional<Session> connect_daemon(std::string_view ifname, std::string_view device,
-                                      std::string* err);
+                                      std::string* err, uint32_t resume_block = 0,
+                                      bool* refused = nullptr);
 
 }  // namespace uroce::shm

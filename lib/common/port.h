@@ -160,6 +160,25 @@ class Port : public TxSink, public NeighborResolver {
     (void)sport;
     return 0;
   }
+  /// Ports that reach the wire through a local service that may restart (a client of
+  /// uroce-hostd): kUp; kLost while the service is away and the port tries to reach the next
+  /// one (frames sent meanwhile are lost, as on a wire whose switch restarts; the link state
+  /// stays the netdev's); kGone when it gave up or was refused (give_up(), or the next
+  /// service would not take it back): the device is gone. A change counts in link_version().
+  enum class Service : uint8_t { kUp, kLost, kGone };
+  virtual Service service() const { return Service::kUp; }
+  /// The device gives up on a lost service (its grace passed): kGone from now on; `why` is
+  /// the line the port keeps for why_gone().
+  virtual void give_up(const std::string& why) { (void)why; }
+  /// kGone: one line saying why.
+  virtual std::string why_gone() const { return {}; }
+  /// How long a lost service may take to come back before the device is gone: the longest
+  /// RC retry budget of the device's QPs, within these bounds (device::Runtime). The least is
+  /// what a restart of uroce-hostd takes on a busy host with room to spare (0.8-1.3 s here,
+  /// EAL and the XDP program: docs/host-mode.md), so idle processes and listeners, which lose
+  /// nothing by waiting, survive it.
+  static constexpr Duration kServiceGraceMin = Duration::seconds(5);
+  static constexpr Duration kServiceGraceMax = Duration::seconds(60);
   // resolve(ip, mac) from NeighborResolver: static neighbours, then the port's ARP/ND cache.
 };
 

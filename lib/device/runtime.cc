@@ -267,7 +267,12 @@ Runtime::Progress Runtime::progress_locked(Timestamp t) {
   last_rx = t;
   Progress p;
   p.rx = port->rx_burst(*this, tuning.rx_burst, t);
-  if (port->link_version() != link_version) follow_link_locked();
+  if (port->link_version() != link_version) {
+    follow_link_locked();
+    follow_service_locked(t);
+  } else if (!lost_at_.is_never()) {
+    follow_service_locked(t);
+  }
   p.tx = transmit_locked(t);
   return p;
 }
@@ -292,6 +297,42 @@ void Runtime::follow_link_locked() {
     on_async_event(
         {st.up ? transport::AsyncEventType::kPortActive : transport::AsyncEventType::kPortErr, 1});
   }
+}
+
+void Runtime::follow_service_locked(Timestamp t) {
+  if (gone()) return;
+  const char* name = cfg.name.c_str();
+  switch (port->service()) {
+    case Port::Service::kUp:
+      if (!lost_at_.is_never())
+        std::fprintf(stderr, "uroce: %s: uroce-hostd is back after %.3f s; the QPs go on\n", name,
+                     (t - lost_at_).secs());
+      lost_at_ = Timestamp::never();
+      return;
+    case Port::Service::kLost:
+      if (lost_at_.is_never()) {
+        lost_at_ = t;
+        grace_ = std::clamp(engine->longest_retry_budget(), Port::kServiceGraceMin,
+                            Port::kServiceGraceMax);
+        std::fprintf(stderr,
+                     "uroce: %s: uroce-hostd went away; waiting up to %.1f s for it to come back "
+                     "(the QPs' longest retry budget)\n",
+                     name, grace_.secs());
+        return;
+      }
+      if (t - lost_at_ < grace_) return;
+      char why[128];
+      std::snprintf(why, sizeof why, "uroce-hostd did not come back within %.1f s", grace_.secs());
+      port->give_up(why);
+      break;
+    case Port::Service::kGone: break;
+  }
+  // The device is gone: as a NIC that died, DEVICE_FATAL and every QP flushed.
+  gone_.store(true, std::memory_order_release);
+  lost_at_ = Timestamp::never();
+  std::fprintf(stderr, "uroce: %s: the device is gone: %s\n", name, port->why_gone().c_str());
+  engine->fail_all_qps();
+  on_async_event({transport::AsyncEventType::kDeviceFatal, 0});
 }
 
 size_t Runtime::transmit_locked(Timestamp t) {
@@ -501,6 +542,7 @@ int Runtime::start() {
     report_inherited();
     return EIO;
   }
+  if (gone()) return EIO;
   std::lock_guard<std::mutex> s(start_mu_);
   if (started()) return 0;
   // mu: queries of a deferred device read what this sets; the progress thread starts last.

@@ -88,6 +88,12 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   bool inherited() const;
   /// Once per runtime, the line on stderr that says why a call on an inherited context fails.
   void report_inherited();
+  /// The device is gone: its port's service (uroce-hostd) went away and did not come back
+  /// within the grace (the longest RC retry budget of its QPs, Port::kServiceGraceMin..Max),
+  /// or the next daemon refused it. The device-fatal async event was raised and every QP flushed;
+  /// calls that create or modify objects fail with EIO, as the kernel's after a device's
+  /// removal (docs/host-mode.md, "The daemon restarting").
+  bool gone() const { return gone_.load(std::memory_order_acquire); }
   /// Stops the progress thread and reports the counters (print_counters("close")). Idempotent.
   void shut_down();
 
@@ -167,6 +173,9 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   /// Applies a changed Port::link_state(): GID table (kGidChange), link (kPortErr /
   /// kPortActive), active MTU. Requires mu.
   void follow_link_locked();
+  /// Follows Port::service(): a lost service gets its grace, one that came back is reported,
+  /// one gone (or past its grace) makes the device gone. Requires mu.
+  void follow_service_locked(Timestamp t);
   /// Logs pause storms the port's watchdog counted and raises kPortErr for an error
   /// (port_health.h). Requires mu.
   void check_port_health();
@@ -199,7 +208,10 @@ class Runtime : public transport::EngineObserver, public FrameHandler {
   bool blocked_ = false;  ///< the thread blocks on the port's doorbell (mu)
   pid_t thread_pid_ = 0;  ///< the process that started thread_ (a forked child has no thread)
   std::atomic<bool> stop_{false};
-  std::mutex start_mu_;  ///< one start() at a time
+  std::atomic<bool> gone_{false};
+  Timestamp lost_at_ = Timestamp::never();  ///< the port's service went away then (mu)
+  Duration grace_{};                        ///< how long it may take to come back (mu)
+  std::mutex start_mu_;                     ///< one start() at a time
   std::atomic<bool> started_{false};
   bool counters_printed_ = false;  ///< print_counters ran
   bool live_ = false;              ///< in the list stop_all_at_exit() walks (its lock)

@@ -90,6 +90,8 @@ struct Device {
   std::map<uint64_t, int> listens;      ///< service ID -> listeners using it
   /// Shared through uroce-hostd: the daemon holds the port space and steers CM MADs.
   bool shared = false;
+  /// The device is gone (uroce_gsi_recv: ENODEV): its ids got RDMA_CM_EVENT_DEVICE_REMOVAL.
+  bool removed = false;
 };
 
 /// An rdma_cm_id and the connection behind it.
@@ -190,6 +192,9 @@ class Service {
   void on_manager_event(Device* dev, cm::Event& e);
   void on_connect_request(Device* dev, cm::Event& e);
   void on_sidr_request(Device* dev, cm::Event& e);
+  /// The device is gone: RDMA_CM_EVENT_DEVICE_REMOVAL to every id that uses it (its
+  /// connections and the listeners bound to it), as the kernel's rdma_cm on a removal.
+  void on_device_removed(Device* dev);
   Id* listener_for(Device* dev, uint64_t service_id, const Gid& dst);
 
   std::vector<LocalAddr> config_addrs_;  ///< from the configuration file

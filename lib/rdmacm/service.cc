@@ -14,6 +14,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -320,6 +321,7 @@ void Service::thread_main() {
     for (auto& d : devices_) {
       if (!d) continue;
       int n;
+      if (d->removed) continue;
       while ((n = uroce_gsi_recv(d->gsi, mads.data(), static_cast<int>(mads.size()))) > 0) {
         for (int i = 0; i < n; ++i) {
           Gid src;
@@ -328,10 +330,24 @@ void Service::thread_main() {
         }
         if (n < static_cast<int>(mads.size())) break;
       }
+      if (n < 0 && errno == ENODEV) {
+        on_device_removed(d.get());
+        continue;
+      }
       d->mgr->on_timer(t);
       while (auto e = d->mgr->poll_event()) on_manager_event(d.get(), *e);
     }
   }
+}
+
+void Service::on_device_removed(Device* dev) {
+  dev->removed = true;
+  std::vector<Id*> ids;
+  for (const auto& [key, id] : conns_)
+    if (key.first == dev) ids.push_back(id);
+  for (Id* l : listeners_)
+    if (l->dev == dev && std::find(ids.begin(), ids.end(), l) == ids.end()) ids.push_back(l);
+  for (Id* id : ids) deliver(id, RDMA_CM_EVENT_DEVICE_REMOVAL, 0);
 }
 
 // ---- Manager events -> rdma_cm events ---------------------------------------------------------

@@ -704,6 +704,26 @@ bool Engine::peer_timestamps(uint32_t qpn) const {
   return qp && qp->timestamps;
 }
 
+Duration Engine::longest_retry_budget() const {
+  Duration most{};
+  for (const auto& qp : impl_->qps) {
+    if (!qp || (qp->type != QpType::kRc && qp->type != QpType::kXrcSend)) continue;
+    if (qp->state != QpState::kRts && qp->state != QpState::kSqd && qp->state != QpState::kSqe)
+      continue;
+    if (qp->attr.timeout == 0) return local_ack_timeout(0);  // waits for ever
+    const Duration t = local_ack_timeout(qp->attr.timeout);
+    most = std::max(most, Duration::nanos(t.ns * (int64_t{qp->attr.retry_cnt} + 1)));
+  }
+  return most;
+}
+
+void Engine::fail_all_qps() {
+  for (const auto& qp : impl_->qps) {
+    if (!qp || qp->state == QpState::kReset) continue;
+    impl_->qp_error(*qp);
+  }
+}
+
 Status Engine::destroy_qp(uint32_t qpn) {
   Impl& m = *impl_;
   Qp* qp = m.find_qp(qpn);

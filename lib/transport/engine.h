@@ -283,6 +283,15 @@ class Engine {
   Status query_qp(uint32_t qpn, QpAttr* attr, QpInitAttr* init);
   /// Destroys the QP (any state).
   Status destroy_qp(uint32_t qpn);
+  /// The longest retry budget of the QPs that wait for ACKs (RC, XRC send, in RTS, SQD or
+  /// SQE): (retry_cnt + 1) local ACK timeouts, how long a peer (or the path to it) may be
+  /// silent before the QP fails with retry exceeded; zero without such a QP, very long for
+  /// timeout 0 (never).
+  Duration longest_retry_budget() const;
+  /// The device is gone (its port's service did not come back): every QP not in RESET goes
+  /// to ERR, its outstanding and later WRs completing with WR_FLUSH_ERR (no QP event: the
+  /// device's DEVICE_FATAL is the context's).
+  void fail_all_qps();
   /// Selective repeat on (or off) for one RC QP in RESET or INIT, e.g. after ECE agreed it
   /// with the peer. EINVAL: not RC, or past INIT.
   Status set_selective_repeat(uint32_t qpn, bool on);

@@ -97,6 +97,10 @@ UROCE_EXPORT int uroce_gsi_recv(uroce_gsi* h, uroce_gsi_mad* out, int max) {
   uroce::transport::GsiMad buf[16];
   int n = 0;
   std::lock_guard<std::mutex> g(rt->mu);
+  if (rt->gone()) {
+    errno = ENODEV;
+    return -1;
+  }
   while (n < max) {
     size_t want = std::min<size_t>(std::size(buf), static_cast<size_t>(max - n));
     size_t got = rt->engine->poll_gsi(std::span(buf, want));

@@ -177,6 +177,11 @@ inline bool refuse_inherited(Runtime* rt) {
   return true;
 }
 
+/// A call that creates or modifies an object on a device that is gone (device::Runtime::gone():
+/// its uroce-hostd did not come back): the caller fails with EIO, as the kernel's uverbs after
+/// a device's removal. Polls, posts (flushed) and destroys still work.
+inline bool refuse_gone(Runtime* rt) { return rt->gone(); }
+
 inline Context* ctx_of(ibv_context* c) {
   auto* vctx = reinterpret_cast<verbs_context*>(reinterpret_cast<uint8_t*>(c) -
                                                 offsetof(verbs_context, context));

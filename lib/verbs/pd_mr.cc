@@ -111,7 +111,7 @@ ibv_mr* reg(ibv_pd* p, void* addr, size_t len, uint64_t iova, unsigned int acces
   }
   Pd* pd = from_ibv<Pd>(p);
   Context* ctx = ctx_of(p->context);
-  if (refuse_inherited(ctx->rt)) {
+  if (refuse_inherited(ctx->rt) || refuse_gone(ctx->rt)) {
     errno = EIO;
     return nullptr;
   }

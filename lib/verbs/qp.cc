@@ -139,7 +139,7 @@ ibv_qp* create_qp_common(ibv_pd* p, ibv_qp_init_attr_ex* ia, bool with_ex, Xrcd*
   }
   if (xrc_recv) p = nullptr;
   Context* ctx = ctx_of(xrc_recv ? xrcd->xrcd.context : p->context);
-  if (refuse_inherited(ctx->rt)) {
+  if (refuse_inherited(ctx->rt) || refuse_gone(ctx->rt)) {
     errno = EIO;
     return nullptr;
   }
@@ -377,7 +377,7 @@ UROCE_EXPORT int uroce_modify_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int mask_in) {
   // EOPNOTSUPP (rdma-core's ibv_cmd_modify_qp, the kernel's ib_uverbs_modify_qp), and an XRC
   // QP's mask loses the attributes of the side it lacks (uverbs_cmd.c modify_qp_mask).
   if (mask & ~kKnownAttrMask) return EOPNOTSUPP;
-  if (refuse_inherited(rt)) return EIO;
+  if (refuse_inherited(rt) || refuse_gone(rt)) return EIO;
   if (q->qp_type == IBV_QPT_XRC_SEND)
     mask &= ~static_cast<uint32_t>(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
   if (q->qp_type == IBV_QPT_XRC_RECV)

@@ -80,6 +80,7 @@ void Runtime::on_async_event(const transport::AsyncEvent& ev) {
     default:
       out.element.port_num = static_cast<int>(ev.id);
       for (Context* c : contexts) c->push_async(out);
+      if (ev.type == T::kDeviceFatal) on_gsi_mad();  // librdmacm hears it from the GSI too
       return;
   }
   if (target) target->push_async(out);

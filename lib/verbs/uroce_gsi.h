@@ -39,7 +39,8 @@ struct uroce_gsi* uroce_gsi_open(struct ibv_context* ctx);
 void uroce_gsi_close(struct uroce_gsi* gsi);
 /// An eventfd, readable while MADs may wait (read it to clear, then call uroce_gsi_recv).
 int uroce_gsi_fd(struct uroce_gsi* gsi);
-/// Takes up to max received MADs; returns how many (0: none), -1 + errno.
+/// Takes up to max received MADs; returns how many (0: none), -1 + errno: ENODEV when the
+/// device is gone (its uroce-hostd did not come back; uroce_gsi_fd() was made readable then).
 int uroce_gsi_recv(struct uroce_gsi* gsi, struct uroce_gsi_mad* out, int max);
 /// Queues one MAD for sending. 0, or -1 + errno: EINVAL (local_gid is not the device's),
 /// ENOMEM (send queue full).

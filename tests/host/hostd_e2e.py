@@ -45,6 +45,20 @@ Cases (one per run; ctest registers each as hostd.<case>):
             under the victim's comm ID) and asks for the victim's port and QPN: each frame is
             dropped and counted under its reason, only its honest frames leave, the requests
             are refused, an unknown request ends its session, and the pair's every byte is right
+  restart   A's daemon stopped (SIGTERM) and started again under a uroce_verify pair A -> B
+            (mixed ops, every byte checked, ACK timeout 18), a connected rping pair B -> A and
+            an rping server in A that only listens (its client starts after the restart): all
+            exit 0, the new daemon names A's three clients resumed, the old sent no DREQ
+  squat     a process in A with a QP pair (device_fatal.cc) is stopped (SIGSTOP) while A's
+            daemon restarts; another client takes its QPN block first (hostile.cc --squat,
+            resuming a block that is not its own); continued, the process is refused its block:
+            IBV_EVENT_DEVICE_FATAL at once, with one line naming the process that holds it
+  daemonkill A's daemon SIGKILLed, not started again: a process with its own QP pair
+            (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (5 s: its QPs'
+            retry budget is shorter) and within 1.5 s more, its WRs flushed and EIO for new
+            objects; an ib_write_bw client in A exits with an error (its QPs' retries run out
+            first), its server in B ends; a listening rping server in A gets
+            RDMA_CM_EVENT_DEVICE_REMOVAL and exits with an error
 
 Each daemon's final counters must show the frames went through it. Namespaces and programs
 are removed also on failure (links.py's cleanup). Needs root, DPDK, perftest, rdmacm-utils.
@@ -92,22 +106,26 @@ class Host:
         e["UROCE_RUN_DIR"] = self.run_dir
         return e
 
-    def start(self, side, label, argv, env=None):
+    def start(self, side, label, argv, env=None, stdin=None):
         s = pairmod.Side(label, self.link.wrap(side) + ["stdbuf", "-oL", "-eL"] + argv,
-                         {**self.env(side), **(env or {})}, os.path.join(self.dir, f"{label}.out"))
+                         {**self.env(side), **(env or {})}, os.path.join(self.dir, f"{label}.out"),
+                         stdin)
         self.procs.append(s)
         return s
 
     def start_daemons(self, deadline):
         for side in (A, B):
-            d = self.start(side, f"hostd{'AB'[side]}",
-                           [os.path.join(self.build, "bin", "uroce-hostd"), "--netdev",
-                            self.link.ifs[side], "--run-dir", self.run_dir])
-            self.daemons.append(d)
-            while "serving" not in d.output():
-                if d.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"uroce-hostd in {'AB'[side]} did not start")
-                time.sleep(0.05)  # polling a condition with a deadline
+            self.daemons.append(self.start_daemon(side, f"hostd{'AB'[side]}", deadline))
+
+    def start_daemon(self, side, label, deadline):
+        """uroce-hostd in side, once it serves."""
+        d = self.start(side, label, [os.path.join(self.build, "bin", "uroce-hostd"), "--netdev",
+                                     self.link.ifs[side], "--run-dir", self.run_dir])
+        while "serving" not in d.output():
+            if d.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"uroce-hostd in {'AB'[side]} did not start")
+            time.sleep(0.01)  # polling a condition with a deadline
+        return d
 
     def stop_daemons(self):
         """SIGTERM: each prints its final counters; returns their outputs."""
@@ -390,6 +408,189 @@ def case_killed(h):
     return None
 
 
+def wait_for(what, cond, procs, deadline):
+    """Polls cond() until true; a problem when one of procs exited or the deadline passed."""
+    while not cond():
+        for p in procs:
+            if p.poll() is not None:
+                return f"{what}: {p.label} exited {p.rc}: {p.output()[-400:]}"
+        if time.monotonic() > deadline:
+            return f"{what}: not by the deadline"
+        time.sleep(0.02)  # polling a condition with a deadline
+    return None
+
+
+def net_tx_grows(h, side, frames):
+    """A condition: side's daemon sent `frames` more frames to the wire than when it was made."""
+    start = daemon_stats(h, side)["net_tx"]
+    return lambda: daemon_stats(h, side)["net_tx"] >= start + frames
+
+
+RESTART_ACK_TIMEOUT = 18  # 1.07 s: a retry budget of 8.6 s, longer than a daemon's restart
+
+
+def case_restart(h):
+    """A's daemon is stopped (SIGTERM) and started again while A's clients hold QPs: a
+    uroce_verify pair A -> B (WRITE, READ back, atomics and SENDs, every byte checked, QPs at
+    ACK timeout 18), an rping pair B -> A (RDMA CM: the server's connection, registered again
+    with the new daemon, and its comm IDs steered by its block) and an rping server in A that
+    only listens (its port, claimed again) all go on: every program exits 0, the new daemon
+    names each of A's clients as resumed, the old one sent no DREQ for them."""
+    a = h.link.addr[A]
+    deadline = time.monotonic() + 150
+    port = pairmod.free_tcp_port()
+    verify = [os.path.join(h.build, "bin", "uroce_verify"), "-d", DEVICE, "-g",
+              str(links.RoutedLink.GID_V4), "-p", str(port), "-o", "mixed", "-s", "65536", "-D",
+              "10", "-t", "30", "--ack-timeout", str(RESTART_ACK_TIMEOUT)]
+    vserver = h.start(B, "verify-server", verify)
+    if not h.wait_listen(B, tcp(port), vserver, deadline):
+        return "the uroce_verify server did not listen"
+    vclient = h.start(A, "verify-client", verify + [h.link.addr[B]])
+    p1, p2 = pairmod.free_tcp_port() + 1, pairmod.free_tcp_port() + 2
+    # rping's QPs get the RDMA CM's ACK timeout (17 on RoCE): a 4.3 s retry budget.
+    rserver = cm_server(h, A, "rping1", p1, rping_argv(a, p1, False, 3000), deadline)
+    lserver = cm_server(h, A, "rping2", p2, rping_argv(a, p2, False, 200), deadline)
+    if not rserver or not lserver:
+        return "an rping server in A did not listen"
+    rclient = h.start(B, "rping1-client", rping_argv(a, p1, True, 3000) + ["-v"])
+    running = [vclient, vserver, rserver, rclient, lserver]
+    problem = wait_for("the transfers", lambda: rclient.output().count("ping data") >= 100,
+                       running, deadline) or wait_for(
+        "uroce_verify's traffic", net_tx_grows(h, A, 2000), running, deadline)
+    if problem:
+        return problem
+    old = h.daemons[A]
+    t0 = time.monotonic()
+    old.kill(signal.SIGTERM)
+    if old.wait(15) is None:
+        return "A's daemon did not stop on SIGTERM"
+    stopped = time.monotonic()
+    h.daemons[A] = h.start_daemon(A, "hostdA-restarted", deadline)
+    served = time.monotonic()
+    print(f"A's daemon restarted: stopped {stopped - t0:.3f} s after SIGTERM, the next one "
+          f"served {served - t0:.3f} s after it")
+    if cm_counters(old.output()).get("dreq_for_dead", 0):
+        return f"the stopping daemon sent DREQs for its clients: {old.output()[-400:]}"
+    lclient = h.start(B, "rping2-client", rping_argv(a, p2, True, 200))
+    for p in running + [lclient]:
+        if wait_exit(p, deadline) is None:
+            return f"{p.label}: did not finish"
+        if p.rc != 0:
+            return f"{p.label}: exit code {p.rc}: {p.output()[-400:]}"
+    resumed = re.findall(r"(?m)^client slot=\d+ pid=(\d+) .* resumed$", h.daemons[A].output())
+    want = {str(p.proc.pid) for p in (vclient, rserver, lserver)}  # ip netns exec execs
+    if set(resumed) != want:
+        return f"the new daemon names pids {sorted(resumed)} resumed, want {sorted(want)}: " + \
+            h.daemons[A].output()[-600:]
+    for p in (vclient, rserver, lserver):
+        m = re.search(r"uroce-hostd is back after ([\d.]+) s", p.output())
+        if not m:
+            return f"{p.label}: no line saying its daemon came back: {p.output()[-400:]}"
+        print(f"{p.label}: back after {m.group(1)} s")
+    return None
+
+
+def case_squat(h):
+    """A process whose block another client took while its daemon restarted: refused, so its
+    device is gone at once (not after the grace), with one line saying who holds the block."""
+    deadline = time.monotonic() + 90
+    fatal = h.start(A, "device-fatal", [os.path.join(h.build, "bin", "hostd_device_fatal"),
+                                        DEVICE, str(links.RoutedLink.GID_V4)])
+    problem = wait_for("device_fatal", lambda: "ready" in fatal.output(), [fatal], deadline)
+    if problem:
+        return problem
+    m = re.search(rf"(?m)^client slot=(\d+) pid={fatal.proc.pid} ", h.daemons[A].output())
+    if not m:
+        return f"A's daemon does not list device_fatal (pid {fatal.proc.pid})"
+    block = m.group(1)
+    fatal.kill(signal.SIGSTOP)
+    old = h.daemons[A]
+    old.kill(signal.SIGTERM)
+    if old.wait(15) is None:
+        return "A's daemon did not stop on SIGTERM"
+    h.daemons[A] = h.start_daemon(A, "hostdA-restarted", deadline)
+    squatter = h.start(A, "squatter", [os.path.join(h.build, "bin", "hostd_hostile"), "--squat",
+                                       h.link.ifs[A], block], stdin=subprocess.PIPE)
+    problem = wait_for("the squatter", lambda: "squatting" in squatter.output(), [squatter],
+                       deadline)
+    if problem:
+        return problem
+    t0 = time.monotonic()
+    fatal.kill(signal.SIGCONT)
+    if wait_exit(fatal, t0 + 10) is None:
+        return "device_fatal did not end within 10 s of being continued"
+    m = re.search(r"(?m)^fatal_at=([\d.]+)$", fatal.output())
+    if fatal.rc != 0 or not m or "ok:" not in fatal.output():
+        return f"device_fatal: exit code {fatal.rc}: {fatal.output()[-600:]}"
+    line = next((ln for ln in fatal.output().splitlines() if "the device is gone" in ln), "")
+    if f"QPN block {block} is held by another process (pid {squatter.proc.pid})" not in line:
+        return f"device_fatal: no line naming the squatter: {fatal.output()[-600:]}"
+    took = float(m.group(1)) - t0
+    print(f"refused its block: DEVICE_FATAL {took:.3f} s after it was continued: {line}")
+    if took > DAEMONKILL_MARGIN:
+        return f"DEVICE_FATAL {took:.3f} s after it was continued: not at once"
+    squatter.proc.stdin.close()
+    return None
+
+
+DAEMONKILL_MARGIN = 1.5  # seconds past the grace a DEVICE_FATAL may take on a busy machine
+GRACE_MIN = 5.0  # Port::kServiceGraceMin (lib/common/port.h)
+
+
+def case_daemonkill(h):
+    """A's daemon is SIGKILLed and not started again: a process with a QP pair of its own
+    (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (GRACE_MIN: its QPs' retry
+    budget is shorter) and within a margin, its receives flushed, EIO for new objects; an
+    ib_write_bw client in A exits with an error by then, its server in B ends too; a listening
+    rping server in A gets RDMA_CM_EVENT_DEVICE_REMOVAL by then and exits with an error."""
+    deadline = time.monotonic() + 90
+    fatal = h.start(A, "device-fatal", [os.path.join(h.build, "bin", "hostd_device_fatal"),
+                                        DEVICE, str(links.RoutedLink.GID_V4)])
+    lport = pairmod.free_tcp_port() + 1
+    listener = cm_server(h, A, "listener", lport, rping_argv(h.link.addr[A], lport, False),
+                         deadline)
+    if not listener:
+        return "the rping server in A did not listen"
+    port = pairmod.free_tcp_port()
+    bw = ["ib_write_bw", "-d", DEVICE, "-i", "1", "-x", str(links.RoutedLink.GID_V4), "-p",
+          str(port), "-D", "60", "-s", "65536"]
+    server = h.start(B, "bw-server", bw)
+    if not h.wait_listen(B, tcp(port), server, deadline):
+        return "ib_write_bw's server did not listen"
+    client = h.start(A, "bw-client", bw + [h.link.addr[B]])
+    running = [fatal, server, client, listener]
+    problem = wait_for("device_fatal", lambda: "ready" in fatal.output(), running, deadline) or \
+        wait_for("ib_write_bw's traffic", net_tx_grows(h, A, 2000), running, deadline)
+    if problem:
+        return problem
+    grace = GRACE_MIN
+    t0 = time.monotonic()
+    h.daemons[A].kill(signal.SIGKILL)
+    for p in (fatal, client, listener):
+        if wait_exit(p, t0 + grace + DAEMONKILL_MARGIN + 5) is None:
+            return f"{p.label}: still running {grace + DAEMONKILL_MARGIN + 5:.1f} s after the kill"
+    m = re.search(r"(?m)^fatal_at=([\d.]+)$", fatal.output())
+    if fatal.rc != 0 or not m or "ok:" not in fatal.output():
+        return f"device_fatal: exit code {fatal.rc}: {fatal.output()[-600:]}"
+    took = float(m.group(1)) - t0
+    ended = time.monotonic() - t0
+    print(f"daemon SIGKILLed: IBV_EVENT_DEVICE_FATAL after {took:.3f} s; ib_write_bw in A exited "
+          f"{client.rc} by {ended:.3f} s")
+    print(fatal.output().strip().splitlines()[-1])
+    if took < grace * 0.9 or took > grace + DAEMONKILL_MARGIN:
+        return f"DEVICE_FATAL {took:.3f} s after the kill, want {grace} s + up to {DAEMONKILL_MARGIN}"
+    if client.rc == 0:
+        return f"ib_write_bw in A exited 0 without its daemon: {client.output()[-400:]}"
+    if "the device is gone" not in fatal.output():
+        return "device_fatal: no line saying the device is gone"
+    if listener.rc == 0 or "device removal" not in listener.output():
+        return f"the rping server in A: exit code {listener.rc}: {listener.output()[-300:]}"
+    print(f"the listening rping server exited {listener.rc} on RDMA_CM_EVENT_DEVICE_REMOVAL")
+    if wait_exit(server, time.monotonic() + 30) is None:
+        return "ib_write_bw's server in B did not end after its client"
+    return None
+
+
 MPI_ITERS = 50
 
 
@@ -620,7 +821,8 @@ def case_reopen(h):
 CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_samehost,
          "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
          "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen,
-         "portspace": case_portspace, "killed": case_killed, "hostile": case_hostile}
+         "portspace": case_portspace, "killed": case_killed, "hostile": case_hostile,
+         "restart": case_restart, "daemonkill": case_daemonkill, "squat": case_squat}
 
 
 def check_daemons(case, outs):
@@ -628,6 +830,8 @@ def check_daemons(case, outs):
     were switched (same host), B's received."""
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
     if case in ("forkquery", "many"):  # clients that sent nothing
+        return None
+    if case in ("daemonkill", "squat"):  # no traffic through the daemons' wire
         return None
     if case == "portspace":
         if cm_counters(outs[1]).get("rej_no_listener", 0) < 1:

@@ -86,6 +86,29 @@ TEST(HostdSteer, BlocksAreGivenCyclicallyNeverBlockZero) {
   EXPECT_EQ(b.give(), 700u);
 }
 
+TEST(HostdSteer, AClientResumesItsOwnBlockAndReservedOnesAreKeptForIt) {
+  QpnBlocks b(13);
+  // A daemon after a restart: blocks 1 and 3 were its predecessor's clients'.
+  b.reserve(1);
+  b.reserve(3);
+  EXPECT_TRUE(b.held(1));
+  EXPECT_EQ(b.give(), 2u);
+  EXPECT_EQ(b.give(), 4u) << "a reserved block is passed over";
+  EXPECT_TRUE(b.take(3)) << "its client comes back";
+  EXPECT_FALSE(b.take(3)) << "given already";
+  EXPECT_FALSE(b.take(2)) << "another client's";
+  EXPECT_FALSE(b.take(0));
+  EXPECT_FALSE(b.take(b.count()));
+  EXPECT_TRUE(b.take(9)) << "a free block that was not reserved";
+  EXPECT_EQ(b.in_use(), 4u);
+  b.unreserve_all();  // the window for resuming ended: block 1 is given again
+  EXPECT_FALSE(b.held(1));
+  std::set<uint32_t> got;
+  while (auto x = b.give()) got.insert(*x);
+  EXPECT_TRUE(got.contains(1));
+  EXPECT_FALSE(got.contains(3) || got.contains(9));
+}
+
 TEST(HostdSteer, AtLeast1024ClientsOf4096Qps) {
   QpnBlocks b(13);
   EXPECT_GE(b.count() - 1, 1024u);

@@ -18,6 +18,10 @@
  * then asks to listen on the victim's RDMA CM port (EADDRINUSE) and to register a connection
  * for a QPN of the victim's block (EPERM), and finally sends a request of an unknown op (the
  * daemon ends the session). Prints one line per step; exit 0 when every answer was as expected.
+ *
+ * Usage: hostd_hostile --squat NETDEV BLOCK (hostd.squat): says Hello resuming BLOCK, as a
+ * client whose daemon restarted would, though the block was another process's; prints
+ * "squatting block N" once the daemon gave it, and holds it until its standard input closes.
  */
 #include <unistd.h>
 
@@ -48,7 +52,23 @@ int fail(const std::string& what) {
 
 }  // namespace
 
+/// --squat: takes another client's block by resuming it.
+int squat(const char* netdev, uint32_t block) {
+  std::string err;
+  auto s = shm::connect_daemon(netdev, "squatter", &err, block);
+  if (!s) return fail(err);
+  if (s->welcome.qpn_block != block) return fail("the daemon gave another block");
+  std::printf("squatting block %u\n", block);
+  std::fflush(stdout);
+  char b[64];
+  while (read(0, b, sizeof b) > 0) {
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "--squat") == 0)
+    return squat(argv[2], static_cast<uint32_t>(std::atoi(argv[3])));
   if (argc != 8)
     return fail("usage: hostd_hostile NETDEV OUR_MAC OUR_IP PEER_IP VICTIM_SLOT VICTIM_PORT COUNT");
   MacAddr mac;

@@ -214,6 +214,80 @@ TEST(ControlRequest, NonsenseIsRefused) {
   }));
 }
 
+std::optional<Hello> parse(const Hello& h, size_t len = sizeof(Hello)) {
+  return parse_hello(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&h), len));
+}
+
+TEST(ControlHello, AHelloAndAResumeParse) {
+  Hello h;
+  std::strcpy(h.device, "uroce0");
+  auto p = parse(h);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->resume_block, 0u);
+  EXPECT_STREQ(p->device, "uroce0");
+  h.resume_block = 2047;
+  p = parse(h);
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->resume_block, 2047u);
+  EXPECT_EQ(hello_version(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&h), sizeof h)),
+            kProtocolVersion);
+}
+
+TEST(ControlHello, NonsenseIsRefused) {
+  Hello h;
+  EXPECT_FALSE(parse(h, sizeof h - 1)) << "short";
+  std::vector<uint8_t> longer(sizeof h + 1);
+  std::memcpy(longer.data(), &h, sizeof h);
+  EXPECT_FALSE(parse_hello(longer)) << "long";
+  auto with = [&](auto&& change) {
+    Hello x = h;
+    change(x);
+    return parse(x);
+  };
+  EXPECT_FALSE(with([](Hello& x) { x.h.magic ^= 1; }));
+  EXPECT_FALSE(with([](Hello& x) { x.h.type = MsgType::kRequest; }));
+  EXPECT_FALSE(with([](Hello& x) { x.h.version = kProtocolVersion - 1; }));
+  EXPECT_FALSE(with([](Hello& x) { x.h.reserved = 1; }));
+  EXPECT_FALSE(with([](Hello& x) { x.reserved = 1; }));
+  EXPECT_FALSE(with([](Hello& x) { x.resume_block = 0x1000000; })) << "past a 24-bit QPN";
+  EXPECT_FALSE(with([](Hello& x) { std::memset(x.device, 'a', sizeof x.device); }))
+      << "a name without its NUL";
+}
+
+TEST(ControlHello, AHelloOfAnotherVersionNamesItsVersion) {
+  // A version 2 Hello (no resume_block: 8 bytes shorter) is told it speaks another version.
+  Hello h;
+  h.h.version = 2;
+  const std::span<const uint8_t> v2(reinterpret_cast<const uint8_t*>(&h), sizeof h - 8);
+  EXPECT_EQ(hello_version(v2), 2u);
+  EXPECT_FALSE(parse_hello(v2));
+  EXPECT_FALSE(hello_version(v2.first(sizeof(MsgHeader) - 1))) << "no whole header";
+  Request r;
+  EXPECT_FALSE(
+      hello_version(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&r), sizeof r)))
+      << "not a Hello";
+}
+
+TEST_F(ControlTest, AResumingHelloNamesItsBlockAndARefusalIsToldApart) {
+  daemon([](int c) {
+    uint8_t b[sizeof(Hello) + 8];
+    size_t n = 0;
+    const long got = recv_msg(c, b, sizeof b, {}, &n);
+    auto h = parse_hello(std::span<const uint8_t>(b, got > 0 ? static_cast<size_t>(got) : 0));
+    ASSERT_TRUE(h);
+    EXPECT_EQ(h->resume_block, 42u);
+    Refused r;
+    std::strcpy(r.reason, "QPN block 42 is held by another process (pid 1)");
+    EXPECT_EQ(send_msg(c, &r, sizeof r), 0);
+  });
+  std::string err;
+  bool refused = false;
+  EXPECT_FALSE(connect_daemon("lo", "uroce0", &err, 42, &refused));
+  join();
+  EXPECT_TRUE(refused);
+  EXPECT_EQ(err, "refused: QPN block 42 is held by another process (pid 1)");
+}
+
 TEST_F(ControlTest, ARequestGetsTheReplyOfItsSeq) {
   int sv[2];
   ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);

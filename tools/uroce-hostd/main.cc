@@ -203,6 +203,7 @@ class Daemon final : public FrameHandler {
     for (auto& [fd, p] : pending_) ::close(fd);
     if (listen_ >= 0) ::close(listen_);
     if (ep_ >= 0) ::close(ep_);
+    if (blocks_fd_ >= 0) ::close(blocks_fd_);
   }
 
   /// Listens on `path` (mode 0666); false with *err.
@@ -273,6 +274,11 @@ class Daemon final : public FrameHandler {
         next_stats = now + Duration::seconds(stats_every_s);
       }
       if (g_report.exchange(false)) print("stats");
+      if (now >= unreserve_at_) {  // the previous daemon's clients had their time to resume
+        blocks_.unreserve_all();
+        save_blocks();
+        unreserve_at_ = Timestamp::never();
+      }
       if (now >= next_cm_) {  // DREQs of dead clients' connections, due again
         for (const cm::HostCm::Outgoing& o : hostcm_.timers(now)) send_cm(o, now);
         next_cm_ = now + kCmTick;
@@ -326,10 +332,40 @@ class Daemon final : public FrameHandler {
     seg_->heartbeat();
   }
 
-  /// Ends every session, then closes the netdev (the PMD detaches the program).
+  /// Ends every session, then closes the netdev (the PMD detaches the program). The clients
+  /// live on and resume their blocks with the next daemon: no DREQ for their connections, and
+  /// the blocks file keeps their blocks.
   void close() {
-    while (!live_.empty()) drop(*live_.back(), nullptr);
+    while (!live_.empty()) drop(*live_.back(), nullptr, true);
     net_.reset();
+  }
+
+  /// The blocks file (`path`): the blocks a previous daemon had given are reserved for their
+  /// clients to resume (Port::kServiceGraceMax: the longest a client waits for this daemon);
+  /// from now on the file names the blocks this daemon holds. false with *err.
+  bool keep_blocks(const std::string& path, std::string* err) {
+    blocks_fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (blocks_fd_ < 0) {
+      *err = path + ": " + std::strerror(errno);
+      return false;
+    }
+    std::vector<uint8_t> bits((blocks_.count() + 7) / 8);
+    const ssize_t n = ::pread(blocks_fd_, bits.data(), bits.size(), 0);
+    uint32_t kept = 0;
+    for (uint32_t b = 1; n == static_cast<ssize_t>(bits.size()) && b < blocks_.count(); ++b) {
+      if (bits[b / 8] >> (b % 8) & 1) {
+        blocks_.reserve(b);
+        ++kept;
+      }
+    }
+    if (kept) {
+      unreserve_at_ = monotonic_now() + Port::kServiceGraceMax;
+      std::printf(
+          "uroce-hostd: %u QPN blocks kept for the clients of the previous daemon for %.0f s\n",
+          kept, Port::kServiceGraceMax.secs());
+    }
+    save_blocks();
+    return true;
   }
 
  private:
@@ -656,25 +692,41 @@ class Daemon final : public FrameHandler {
     ::close(fd);
   }
 
-  /// The first message of a connection: Hello, answered by Welcome (a client) or Refused.
+  /// The first message of a connection: Hello, answered by Welcome (a client) or Refused. A
+  /// Hello that resumes a block (a client whose previous daemon went away) gets that block or
+  /// Refused.
   void hello(int fd, const ucred& cred) {
-    shm::Hello h;
+    alignas(shm::Hello) uint8_t b[sizeof(shm::Hello) + 64];
     size_t nfds = 0;
-    const long n = shm::recv_msg(fd, &h, sizeof h, {}, &nfds);
-    if (n != static_cast<long>(sizeof h) || h.h.magic != shm::kMagic ||
-        h.h.type != shm::MsgType::kHello) {
+    const long n = shm::recv_msg(fd, b, sizeof b, {}, &nfds);
+    const auto msg = std::span<const uint8_t>(b, n > 0 ? static_cast<size_t>(n) : 0);
+    if (auto v = shm::hello_version(msg); v && *v != shm::kProtocolVersion)
+      return refuse(fd, "uroce-hostd speaks protocol version " +
+                            std::to_string(shm::kProtocolVersion) + ", this process version " +
+                            std::to_string(*v) + " (update uroce on one side)");
+    auto h = shm::parse_hello(msg);
+    if (!h) {
       ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
       ::close(fd);
       return;
     }
-    if (h.h.version != shm::kProtocolVersion)
-      return refuse(fd, "uroce-hostd speaks protocol version " +
-                            std::to_string(shm::kProtocolVersion) + ", this process version " +
-                            std::to_string(h.h.version) + " (update uroce on one side)");
     if (live_.size() >= max_clients_)
       return refuse(fd, "all " + std::to_string(max_clients_) +
                             " client slots of uroce-hostd are taken (--max-clients)");
-    auto block = blocks_.give();
+    std::optional<uint32_t> block;
+    if (h->resume_block) {
+      if (!blocks_.take(h->resume_block)) {
+        const Client* other =
+            h->resume_block < clients_.size() ? clients_[h->resume_block].get() : nullptr;
+        return refuse(
+            fd, "QPN block " + std::to_string(h->resume_block) +
+                    (other ? " is held by another process (pid " + std::to_string(other->pid) + ")"
+                           : " cannot be given (out of range)"));
+      }
+      block = h->resume_block;
+    } else {
+      block = blocks_.give();
+    }
     if (!block) return refuse(fd, "no QPN block is free");
     std::string err;
     auto region = shm::create_region(params_, &err);
@@ -702,8 +754,7 @@ class Daemon final : public FrameHandler {
     c->block = *block;
     c->pid = cred.pid;
     c->uid = cred.uid;
-    h.device[sizeof h.device - 1] = 0;
-    c->device = h.device;
+    c->device = h->device;
     c->region = std::move(*region);
     c->bell = std::move(bell);
     c->tx = shm::Consumer(c->region.tx());
@@ -711,18 +762,34 @@ class Daemon final : public FrameHandler {
     counters_[*block] = Counters{};
     hostcm_.add_client(*block);
     guard_.add_client(*block, *block << kQpnBlockBits, 1u << kQpnBlockBits);
-    std::printf("client slot=%u pid=%d uid=%u device=%s\n", c->block, static_cast<int>(c->pid),
-                static_cast<unsigned>(c->uid), c->device.c_str());
+    std::printf("client slot=%u pid=%d uid=%u device=%s%s\n", c->block, static_cast<int>(c->pid),
+                static_cast<unsigned>(c->uid), c->device.c_str(),
+                h->resume_block ? " resumed" : "");
     std::fflush(stdout);
     live_.push_back(c.get());
     clients_[*block] = std::move(c);
+    save_blocks();
+  }
+
+  /// The blocks given or reserved, into the blocks file (keep_blocks()).
+  void save_blocks() {
+    if (blocks_fd_ < 0) return;
+    std::vector<uint8_t> bits((blocks_.count() + 7) / 8);
+    for (uint32_t b = 1; b < blocks_.count(); ++b)
+      if (blocks_.held(b)) bits[b / 8] |= static_cast<uint8_t>(1u << (b % 8));
+    if (::pwrite(blocks_fd_, bits.data(), bits.size(), 0) != static_cast<ssize_t>(bits.size()))
+      std::fprintf(stderr, "uroce-hostd: blocks file: %s\n", std::strerror(errno));
   }
 
   /// Ends c's session: its slot, QPN block, region and doorbell go at once. why: a protocol
-  /// violation to print, or null (it closed the connection).
-  void drop(Client& c, const char* why) {
+  /// violation to print, or null (it closed the connection). daemon_stops: the client lives
+  /// on (close()).
+  void drop(Client& c, const char* why, bool daemon_stops = false) {
     std::printf("client slot=%u pid=%d left%s%s\n", c.block, static_cast<int>(c.pid),
-                why ? ": " : "", why ? why : "");
+                why            ? ": "
+                : daemon_stops ? " (the daemon stops)"
+                               : "",
+                why ? why : "");
     std::fflush(stdout);
     if (!why) {  // closed or exited: what it sent before (its DREQs, last ACKs) goes out first
       const Timestamp now = monotonic_now();
@@ -738,6 +805,8 @@ class Daemon final : public FrameHandler {
     blocks_.free(block);
     clients_[block].reset();
     guard_.drop_client(block);
+    if (daemon_stops) return;  // its block stays in the file, its connections with it
+    save_blocks();
     // Its ports go; each connection its peer knows gets a DREQ now (and again by the timers).
     const Timestamp now = monotonic_now();
     for (const cm::HostCm::Outgoing& o : hostcm_.drop_client(block, now)) send_cm(o, now);
@@ -773,6 +842,8 @@ class Daemon final : public FrameHandler {
   std::vector<uint8_t> scratch_;  ///< the copy of a client's frame being checked
   std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
   Timestamp next_cm_{};
+  int blocks_fd_ = -1;                           ///< the blocks file (keep_blocks())
+  Timestamp unreserve_at_ = Timestamp::never();  ///< the previous daemon's blocks free then
   uint32_t cm_psn_ = 0;
   uint64_t cm_sent_ = 0, cm_unresolved_ = 0, cm_malformed_ = 0;
 };
@@ -871,7 +942,7 @@ int run_main(int argc, char** argv) {
   if (!seg && !err.empty())
     std::fprintf(stderr, "uroce-hostd: no stats segment: %s\n", err.c_str());
   Daemon d(std::move(net), std::move(seg), o);
-  if (!d.listen(socket, &err)) {
+  if (!d.keep_blocks(base + ".blocks", &err) || !d.listen(socket, &err)) {
     std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
     d.close();
     return 1;

@@ -7,7 +7,9 @@
  * cm::HostCm) and is never given; the others are given cyclically (the one after the
  * last given, skipping those in use), so a block comes back only after every other free one
  * was given: a late frame for a process that left reaches its successor only after all the
- * other blocks changed hands too.
+ * other blocks changed hands too. A client whose daemon restarted takes its own block back
+ * (take()); the blocks the previous daemon had given are reserved for them meanwhile
+ * (reserve(): give() passes them over).
  */
 #pragma once
 
@@ -47,7 +49,7 @@ class QpnBlocks {
     const uint32_t n = count() - 1;  // blocks 1..count()-1
     for (uint32_t i = 0; i < n; ++i) {
       const uint32_t b = 1 + (next_ - 1 + i) % n;
-      if (used_[b]) continue;
+      if (used_[b] || reserved_[b]) continue;
       used_[b] = true;
       ++in_use_;
       next_ = 1 + b % n;
@@ -62,9 +64,27 @@ class QpnBlocks {
     }
   }
 
+  /// Gives block b itself (a client resuming its block after a daemon restart), reserved or
+  /// not; false when it is given already, block 0 or out of range.
+  bool take(uint32_t b) {
+    if (b == 0 || b >= used_.size() || used_[b]) return false;
+    used_[b] = true;
+    reserved_[b] = false;
+    ++in_use_;
+    return true;
+  }
+  /// Sets block b aside for take(): give() passes it over until unreserve_all().
+  void reserve(uint32_t b) {
+    if (b != 0 && b < used_.size()) reserved_[b] = true;
+  }
+  void unreserve_all() { reserved_.assign(reserved_.size(), false); }
+  /// Given or reserved: what a daemon that follows this one must set aside.
+  bool held(uint32_t b) const { return b < used_.size() && (used_[b] || reserved_[b]); }
+
  private:
   uint8_t bits_;
   std::vector<bool> used_;
+  std::vector<bool> reserved_ = std::vector<bool>(used_.size(), false);
   uint32_t next_ = 1;
   uint32_t in_use_ = 0;
 };
