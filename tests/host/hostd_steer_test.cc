@@ -87,26 +87,46 @@ TEST(HostdSteer, BlocksAreGivenCyclicallyNeverBlockZero) {
 }
 
 TEST(HostdSteer, AClientResumesItsOwnBlockAndReservedOnesAreKeptForIt) {
+  using T = QpnBlocks::Take;
+  const QpnBlocks::Owner p1{101, 1000}, p3{103, 1000}, other{999, 1000};
   QpnBlocks b(13);
   // A daemon after a restart: blocks 1 and 3 were its predecessor's clients'.
-  b.reserve(1);
-  b.reserve(3);
+  b.reserve(1, p1);
+  b.reserve(3, p3);
   EXPECT_TRUE(b.held(1));
-  EXPECT_EQ(b.give(), 2u);
-  EXPECT_EQ(b.give(), 4u) << "a reserved block is passed over";
-  EXPECT_TRUE(b.take(3)) << "its client comes back";
-  EXPECT_FALSE(b.take(3)) << "given already";
-  EXPECT_FALSE(b.take(2)) << "another client's";
-  EXPECT_FALSE(b.take(0));
-  EXPECT_FALSE(b.take(b.count()));
-  EXPECT_TRUE(b.take(9)) << "a free block that was not reserved";
-  EXPECT_EQ(b.in_use(), 4u);
+  EXPECT_EQ(b.owner(3), p3);
+  EXPECT_EQ(b.give(other), 2u);
+  EXPECT_EQ(b.give(other), 4u) << "a reserved block is passed over";
+  EXPECT_EQ(b.take(3, other), T::kNotYours) << "another process may not resume it";
+  EXPECT_EQ(b.take(3, QpnBlocks::Owner{103, 0}), T::kNotYours) << "nor the same pid as root";
+  EXPECT_EQ(b.take(3, p3), T::kOk) << "its client comes back";
+  EXPECT_EQ(b.take(3, p3), T::kGiven) << "given already";
+  EXPECT_EQ(b.take(2, other), T::kGiven) << "another client's";
+  EXPECT_EQ(b.take(0, p1), T::kNotReserved);
+  EXPECT_EQ(b.take(b.count(), p1), T::kNotReserved);
+  EXPECT_EQ(b.take(9, p1), T::kNotReserved) << "a process does not choose a free block";
+  EXPECT_EQ(b.in_use(), 3u);
   b.unreserve_all();  // the window for resuming ended: block 1 is given again
   EXPECT_FALSE(b.held(1));
+  EXPECT_EQ(b.owner(1), QpnBlocks::Owner{});
+  EXPECT_EQ(b.take(1, p1), T::kNotReserved) << "too late to resume";
   std::set<uint32_t> got;
   while (auto x = b.give()) got.insert(*x);
   EXPECT_TRUE(got.contains(1));
-  EXPECT_FALSE(got.contains(3) || got.contains(9));
+  EXPECT_FALSE(got.contains(3));
+}
+
+TEST(HostdSteer, AFreedBlockHasNoOwner) {
+  QpnBlocks b(13);
+  const QpnBlocks::Owner p{42, 7};
+  const auto x = b.give(p);
+  ASSERT_TRUE(x);
+  EXPECT_EQ(b.owner(*x), p);
+  b.free(*x);
+  EXPECT_EQ(b.owner(*x), QpnBlocks::Owner{});
+  b.reserve(*x, p);
+  b.free(*x);  // freeing a block nobody took leaves the reservation
+  EXPECT_EQ(b.owner(*x), p);
 }
 
 TEST(HostdSteer, AtLeast1024ClientsOf4096Qps) {

@@ -20,8 +20,9 @@
  * daemon ends the session). Prints one line per step; exit 0 when every answer was as expected.
  *
  * Usage: hostd_hostile --squat NETDEV BLOCK (hostd.squat): says Hello resuming BLOCK, as a
- * client whose daemon restarted would, though the block was another process's; prints
- * "squatting block N" once the daemon gave it, and holds it until its standard input closes.
+ * client whose daemon restarted would, though the block was another process's: the daemon
+ * must refuse it (exit 1 with the daemon's line); were it given, prints "squatting block N"
+ * and holds it until its standard input closes.
  */
 #include <unistd.h>
 

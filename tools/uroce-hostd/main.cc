@@ -349,12 +349,13 @@ class Daemon final : public FrameHandler {
       *err = path + ": " + std::strerror(errno);
       return false;
     }
-    std::vector<uint8_t> bits((blocks_.count() + 7) / 8);
-    const ssize_t n = ::pread(blocks_fd_, bits.data(), bits.size(), 0);
+    std::vector<QpnBlocks::Owner> owners(blocks_.count());
+    const size_t bytes = owners.size() * sizeof(QpnBlocks::Owner);
+    const ssize_t n = ::pread(blocks_fd_, owners.data(), bytes, 0);
     uint32_t kept = 0;
-    for (uint32_t b = 1; n == static_cast<ssize_t>(bits.size()) && b < blocks_.count(); ++b) {
-      if (bits[b / 8] >> (b % 8) & 1) {
-        blocks_.reserve(b);
+    for (uint32_t b = 1; n == static_cast<ssize_t>(bytes) && b < blocks_.count(); ++b) {
+      if (owners[b].pid > 0) {
+        blocks_.reserve(b, owners[b]);
         ++kept;
       }
     }
@@ -714,18 +715,23 @@ class Daemon final : public FrameHandler {
       return refuse(fd, "all " + std::to_string(max_clients_) +
                             " client slots of uroce-hostd are taken (--max-clients)");
     std::optional<uint32_t> block;
+    const QpnBlocks::Owner who{static_cast<int32_t>(cred.pid), static_cast<uint32_t>(cred.uid)};
     if (h->resume_block) {
-      if (!blocks_.take(h->resume_block)) {
-        const Client* other =
-            h->resume_block < clients_.size() ? clients_[h->resume_block].get() : nullptr;
-        return refuse(
-            fd, "QPN block " + std::to_string(h->resume_block) +
-                    (other ? " is held by another process (pid " + std::to_string(other->pid) + ")"
-                           : " cannot be given (out of range)"));
+      const uint32_t r = h->resume_block;
+      const QpnBlocks::Owner holder = blocks_.owner(r);
+      switch (blocks_.take(r, who)) {
+        case QpnBlocks::Take::kOk: break;
+        case QpnBlocks::Take::kGiven:
+        case QpnBlocks::Take::kNotYours:
+          return refuse(fd, "QPN block " + std::to_string(r) + " is held by another process (pid " +
+                                std::to_string(holder.pid) + ")");
+        case QpnBlocks::Take::kNotReserved:
+          return refuse(fd, "QPN block " + std::to_string(r) +
+                                " was not given to this process by the previous uroce-hostd");
       }
-      block = h->resume_block;
+      block = r;
     } else {
-      block = blocks_.give();
+      block = blocks_.give(who);
     }
     if (!block) return refuse(fd, "no QPN block is free");
     std::string err;
@@ -771,13 +777,14 @@ class Daemon final : public FrameHandler {
     save_blocks();
   }
 
-  /// The blocks given or reserved, into the blocks file (keep_blocks()).
+  /// Whom each block is given or reserved to, into the blocks file (keep_blocks()): one
+  /// QpnBlocks::Owner per block, pid 0 for a free one.
   void save_blocks() {
     if (blocks_fd_ < 0) return;
-    std::vector<uint8_t> bits((blocks_.count() + 7) / 8);
-    for (uint32_t b = 1; b < blocks_.count(); ++b)
-      if (blocks_.held(b)) bits[b / 8] |= static_cast<uint8_t>(1u << (b % 8));
-    if (::pwrite(blocks_fd_, bits.data(), bits.size(), 0) != static_cast<ssize_t>(bits.size()))
+    std::vector<QpnBlocks::Owner> owners(blocks_.count());
+    for (uint32_t b = 1; b < blocks_.count(); ++b) owners[b] = blocks_.owner(b);
+    const size_t bytes = owners.size() * sizeof(QpnBlocks::Owner);
+    if (::pwrite(blocks_fd_, owners.data(), bytes, 0) != static_cast<ssize_t>(bytes))
       std::fprintf(stderr, "uroce-hostd: blocks file: %s\n", std::strerror(errno));
   }
 
