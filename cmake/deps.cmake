@@ -6,7 +6,7 @@ find_package(Boost 1.74 REQUIRED)              # Boost.Lockfree is header-only
 pkg_check_modules(TOMLPP REQUIRED IMPORTED_TARGET tomlplusplus)
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)       # uroce capture
 find_package(fmt REQUIRED)
-find_package(nlohmann_json 3.11 REQUIRED)  # the tools' --json output (header-only)
+find_package(nlohmann_json 3.11 REQUIRED)  # the tools' --json output, uroce-hostd's status (header-only)
 # drivers/netlink: the kernel's view of a netdev (host mode)
 pkg_check_modules(LIBNL REQUIRED IMPORTED_TARGET libnl-3.0 libnl-route-3.0)
 if(UROCE_WITH_DPDK)

@@ -27,9 +27,10 @@ Cases (one per run; ctest registers each as hostd.<case>):
   fork      a process in A checks transfers on its QPs, forks; the child gets EIO from the
             parent's context, opens the device afresh and checks transfers of its own; the
             parent's QPs keep working (fork_transfer.cc; docs/limits.md, "fork")
-  many      256 processes in A hold a QP each through the daemon (their idle CPU measured),
-            then exit in random order, some killed: the daemon reports no client, no QPN
-            block and its memory back (hold_qp.cc)
+  many      256 processes in A hold a QP each through the daemon (their idle CPU measured;
+            `uroce show roce` lists each one's pid, command and QPN block), then exit in
+            random order, some killed: the daemon reports no client, no QPN block and its
+            memory back, and `uroce show roce` no client (hold_qp.cc)
   unpriv    ib_write_bw and rping A -> B as an unprivileged user made for the case, the B side
             inside user, mount and PID namespaces with the run folder bind-mounted
   portspace the host's RDMA CM port space: a second rping server in A on the port another
@@ -232,6 +233,32 @@ def nic_view(h, side):
         return f"uroce show roce lists {len(devs)} devices {name}: {out.stdout[:400]}"
     prios = devs[0]["priorities"]
     return (sum(p["tx_prio_bytes"] for p in prios), sum(p["rx_prio_bytes"] for p in prios))
+
+
+def hostd_view(h, side):
+    """`uroce show roce --json` of side: its daemon's entry under "hostd" (the worker and the
+    clients, stats/hostd_status.h), or a problem string."""
+    argv = h.link.wrap(side) + [os.path.join(h.build, "bin", "uroce"), "show", "roce", "--json"]
+    out = subprocess.run(argv, env=h.env(side), capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        return f"uroce show roce: exit code {out.returncode}: {out.stderr.strip()}"
+    daemons = [d for d in json.loads(out.stdout)["hostd"] if d["netdev"] == h.link.ifs[side]]
+    if len(daemons) != 1:
+        return f"uroce show roce lists {len(daemons)} daemons of {h.link.ifs[side]}"
+    return daemons[0]
+
+
+def wait_view(h, side, cond, what, timeout=10):
+    """hostd_view(h, side) once cond(view) holds (the daemon rewrites its status every 100 ms),
+    or a problem string."""
+    deadline = time.monotonic() + timeout
+    while True:
+        view = hostd_view(h, side)
+        if isinstance(view, dict) and cond(view):
+            return view
+        if time.monotonic() > deadline:
+            return f"uroce show roce: {what} not shown: {str(view)[:600]}"
+        time.sleep(0.1)  # polling a condition with a deadline
 
 
 def case_perftest(h):
@@ -704,6 +731,15 @@ def case_many(h):
     full = daemon_stats(h, A)
     if full["clients"] != MANY or full["qpn_blocks"] != MANY:
         return f"with {MANY} processes up the daemon reports {full}"
+    # `uroce show roce` lists every one of them: pid, command, its QPN block.
+    want = {p.pid for p in procs}
+    view = wait_view(h, A, lambda v: {c["pid"] for c in v["clients"]
+                                      if c["command"] == "hostd_hold_qp"} == want,
+                     f"the {MANY} hostd_hold_qp clients")
+    if isinstance(view, str):
+        return view
+    if len({c["slot"] for c in view["clients"]}) != MANY or len(view["workers"]) != 1:
+        return f"uroce show roce: slots or workers wrong: {str(view)[:600]}"
     # Idle: each progress thread blocks on its doorbell after kBlockIdle; measure 5 s.
     time.sleep(1.0)
     pids = [p.pid for p in procs]
@@ -731,6 +767,9 @@ def case_many(h):
         if time.monotonic() > deadline:
             return f"after every process exited the daemon reports {end}"
         time.sleep(0.1)  # polling a condition with a deadline
+    view = wait_view(h, A, lambda v: not v["clients"], "no client after they exited")
+    if isinstance(view, str):
+        return view
     print(f"after they exited: {end['clients']} clients, {end['qpn_blocks']} QPN blocks, "
           f"{end['rss_kb']} kB RSS")
     if end["rss_kb"] > start["rss_kb"] + 16 * 1024:

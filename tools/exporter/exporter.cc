@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 
+#include "stats/hostd_status.h"
 #include "stats/proc.h"
 #include "stats/reader.h"
 
@@ -152,6 +153,52 @@ class SegmentCollector : public prometheus::Collectable {
   std::string dir_;
 };
 
+/// A uroce-hostd's worker and clients (stats/hostd_status.h).
+void add_hostd(Families& f, const stats::HostdStatus& h) {
+  const Labels base = {{"netdev", h.netdev}, {"pid", std::to_string(h.pid)}};
+  for (const stats::HostdWorkerStatus& w : h.workers) {
+    const Labels l = with(base, "worker", std::to_string(w.id));
+    f.add("rdma_hostd_worker_frames_in_total", "Frames a uroce-hostd worker took from the netdev",
+          MetricType::Counter, l, static_cast<double>(w.frames_in));
+    f.add("rdma_hostd_worker_frames_out_total", "Frames a uroce-hostd worker sent to the netdev",
+          MetricType::Counter, l, static_cast<double>(w.frames_out));
+    f.add("rdma_hostd_worker_busy_ratio",
+          "Share of the last 100 ms a uroce-hostd worker spent moving frames", MetricType::Gauge, l,
+          w.busy);
+    f.add("rdma_hostd_worker_tx_backlog_frames", "Frames waiting in its clients' TX rings",
+          MetricType::Gauge, l, static_cast<double>(w.tx_backlog));
+    f.add("rdma_hostd_worker_rx_backlog_frames",
+          "Frames its clients have not yet taken from their RX rings", MetricType::Gauge, l,
+          static_cast<double>(w.rx_backlog));
+  }
+  f.add("rdma_hostd_clients", "Processes a uroce-hostd serves", MetricType::Gauge, base,
+        static_cast<double>(h.clients.size()));
+  for (const stats::HostdClientStatus& c : h.clients) {
+    const Labels l = {{"netdev", h.netdev},
+                      {"client_pid", std::to_string(c.pid)},
+                      {"command", c.command},
+                      {"device", c.device},
+                      {"slot", std::to_string(c.slot)}};
+    const std::pair<const char*, uint64_t> counters[] = {{"to_client", c.to_client},
+                                                         {"from_client", c.from_client},
+                                                         {"to_wire", c.to_wire},
+                                                         {"switched", c.switched},
+                                                         {"dropped", c.dropped}};
+    for (const auto& [name, v] : counters)
+      f.add(std::string("rdma_hostd_client_") + name + "_frames_total",
+            "Frames of one uroce-hostd client (to_client: delivered to it; from_client: it "
+            "sent; to_wire, switched: where those went; dropped: for it, its RX ring full)",
+            MetricType::Counter, l, static_cast<double>(v));
+    f.add("rdma_hostd_client_refused_frames_total",
+          "Frames of one uroce-hostd client refused (dropped), by reason", MetricType::Counter,
+          with(l, "reason", "cm"), static_cast<double>(c.cm_refused));
+    for (const auto& [why, n] : c.refused)
+      f.add("rdma_hostd_client_refused_frames_total",
+            "Frames of one uroce-hostd client refused (dropped), by reason", MetricType::Counter,
+            with(l, "reason", why), static_cast<double>(n));
+  }
+}
+
 }  // namespace
 
 std::vector<MetricFamily> collect_families(const std::string& run_dir) {
@@ -176,6 +223,10 @@ std::vector<MetricFamily> collect_families(const std::string& run_dir) {
     states["live"]++;
     add_snapshot(f, s);
   }
+  std::vector<std::string> errors;
+  for (const stats::HostdStatus& h : stats::read_hostd_statuses(stats::run_dir(run_dir), &errors))
+    add_hostd(f, h);
+  states["unreadable"] += static_cast<int>(errors.size());
   for (const auto& [state, n] : states)
     f.add("rdma_exporter_segments", "Statistics segments found at the last scrape, by state",
           MetricType::Gauge, {{"state", state}}, n);

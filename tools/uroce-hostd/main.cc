@@ -69,7 +69,9 @@
 #include "shm/doorbell.h"
 #include "shm/region.h"
 #include "shm/ring.h"
+#include "stats/hostd_status.h"
 #include "stats/port_publish.h"
+#include "stats/proc.h"
 #include "stats/segment.h"
 #include "stats/summary.h"
 #include "transport/wire/build.h"
@@ -149,6 +151,7 @@ struct Client {
   pid_t pid = 0;       ///< SO_PEERCRED
   uid_t uid = 0;
   std::string device;
+  std::string command;  ///< /proc/<pid>/comm when it came
   shm::Region region;
   shm::Doorbell bell;           ///< the client's: kicked when it sleeps and frames arrive
   shm::Consumer tx;             ///< its TX ring
@@ -170,6 +173,14 @@ constexpr uint64_t kListenTag = 1;
 constexpr uint64_t kBellTag = 2;
 constexpr uint64_t kConnTag = uint64_t{1} << 32;
 
+/// A process's command (/proc/<pid>/comm), "?" when it cannot be read.
+std::string command_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+  std::string c;
+  std::getline(in, c);
+  return c.empty() ? "?" : c;
+}
+
 uint64_t rss_kb() {
   std::ifstream in("/proc/self/statm");
   uint64_t size = 0, resident = 0;
@@ -187,7 +198,9 @@ class Daemon final : public FrameHandler {
         blocks_(kQpnBlockBits),
         clients_(blocks_.count()),
         counters_(blocks_.count()),
-        bell_(shm::Doorbell::create()) {
+        bell_(shm::Doorbell::create()),
+        netdev_(o.netdev),
+        status_path_(stats::hostd_status_path(stats::run_dir(), o.netdev, ::getpid())) {
     params_.slot_bytes =
         static_cast<uint32_t>((net_->max_frame_len() + shm::kLine - 1) / shm::kLine * shm::kLine);
     params_.tx_slots = kTxSlots;
@@ -259,6 +272,7 @@ class Daemon final : public FrameHandler {
       net_->flush();
       drop_broken();
       if (work) {
+        busy_ns_ += (monotonic_now() - now).ns;
         idle = 0;
         last_work = now;
       } else {
@@ -326,11 +340,60 @@ class Daemon final : public FrameHandler {
 
   /// The netdev's counters into the segment (also at exit, so the last figures are complete).
   void publish() {
+    write_status();
     PortCounters c;
     if (!seg_ || !net_ || !net_->read_counters(&c)) return;
     stats::publish_port(c, seg_->port());
     seg_->heartbeat();
   }
+
+  /// The status file (stats/hostd_status.h): the worker and every client, for `uroce show`
+  /// and the exporter.
+  void write_status() {
+    const Timestamp now = monotonic_now();
+    stats::HostdStatus st;
+    st.netdev = netdev_;
+    st.pid = static_cast<int32_t>(::getpid());
+    stats::HostdWorkerStatus w;
+    w.frames_in = net_rx_;
+    w.frames_out = net_tx_;
+    if (now > status_at_)
+      w.busy = static_cast<double>(busy_ns_ - status_busy_ns_) / (now - status_at_).ns;
+    status_at_ = now;
+    status_busy_ns_ = busy_ns_;
+    for (Client* c : live_) {
+      const Counters& k = counters_[c->block];
+      stats::HostdClientStatus x;
+      x.slot = c->block;
+      x.pid = static_cast<int32_t>(c->pid);
+      x.uid = static_cast<uint32_t>(c->uid);
+      x.command = c->command;
+      x.device = c->device;
+      x.to_client = k.to_client;
+      x.from_client = k.from_client;
+      x.to_wire = k.to_wire;
+      x.switched = k.switched;
+      x.dropped = k.dropped;
+      x.cm_refused = k.cm_refused;
+      for (size_t v = 1; v < kVerdicts; ++v)
+        if (k.refused[v])
+          x.refused[std::string(TxGuard::name(static_cast<TxGuard::Verdict>(v)))] = k.refused[v];
+      x.rx_depth = c->rx.in_flight();
+      x.tx_depth = c->tx.available();
+      w.rx_backlog += x.rx_depth;
+      w.tx_backlog += x.tx_depth;
+      st.clients.push_back(std::move(x));
+    }
+    st.workers.push_back(w);
+    std::string err;
+    if (!stats::write_hostd_status(status_path_, st, &err) && !status_failed_) {
+      status_failed_ = true;  // once: the daemon serves all the same
+      std::fprintf(stderr, "uroce-hostd: status file: %s\n", err.c_str());
+    }
+  }
+
+  /// Removes the status file (the daemon stops).
+  void remove_status() { ::unlink(status_path_.c_str()); }
 
   /// Ends every session, then closes the netdev (the PMD detaches the program). The clients
   /// live on and resume their blocks with the next daemon: no DREQ for their connections, and
@@ -761,6 +824,7 @@ class Daemon final : public FrameHandler {
     c->pid = cred.pid;
     c->uid = cred.uid;
     c->device = h->device;
+    c->command = command_of(cred.pid);
     c->region = std::move(*region);
     c->bell = std::move(bell);
     c->tx = shm::Consumer(c->region.tx());
@@ -843,6 +907,12 @@ class Daemon final : public FrameHandler {
   int listen_ = -1;
   int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
+  std::string netdev_;
+  std::string status_path_;     ///< stats/hostd_status.h
+  int64_t busy_ns_ = 0;         ///< time in rounds that moved frames, so far
+  Timestamp status_at_{};       ///< the last write_status()
+  int64_t status_busy_ns_ = 0;  ///< busy_ns_ then
+  bool status_failed_ = false;
   cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
   TxGuard guard_;      ///< what each client may send
   uint64_t link_version_ = 0;
@@ -963,6 +1033,7 @@ int run_main(int argc, char** argv) {
   d.print("start");
   d.run(o.stats_every_s);
   d.publish();
+  d.remove_status();
   d.print("final");
   d.close();
   std::filesystem::remove(socket, ec);

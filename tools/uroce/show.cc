@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -15,6 +16,7 @@
 
 #include "config/config.h"
 #include "stats/baseline.h"
+#include "stats/hostd_status.h"
 #include "stats/proc.h"
 #include "stats/reader.h"
 #include "stats/summary.h"
@@ -37,6 +39,7 @@ struct Found {
   std::vector<std::string> stale;   ///< one line each: stale but not removable, or died just now
   std::vector<std::string> errors;  ///< one line each
   std::string dir;
+  std::vector<stats::HostdStatus> hostd;  ///< the uroce-hostd daemons serving there
 };
 
 Found collect(const ShowOptions& o) {
@@ -66,7 +69,37 @@ Found collect(const ShowOptions& o) {
       case stats::ReadStatus::kError: f.errors.push_back(err); break;
     }
   }
+  for (stats::HostdStatus& h : stats::read_hostd_statuses(f.dir, &f.errors)) {
+    const bool mine = o.device.empty() || o.device == "hostd-" + h.netdev ||
+                      std::any_of(h.clients.begin(), h.clients.end(),
+                                  [&](const auto& c) { return c.device == o.device; });
+    if (mine) f.hostd.push_back(std::move(h));
+  }
   return f;
+}
+
+/// A daemon's workers and clients (stats/hostd_status.h), after the devices' tables.
+void hostd_table(std::string& out, const stats::HostdStatus& h) {
+  out +=
+      fmt::format("uroce-hostd on {} (pid {}): {} client(s)\n", h.netdev, h.pid, h.clients.size());
+  for (const stats::HostdWorkerStatus& w : h.workers)
+    out += fmt::format(
+        "  worker {}: frames in {} out {}, busy {:.1f} %, frames waiting in TX rings {}, in RX "
+        "rings {}\n",
+        w.id, w.frames_in, w.frames_out, w.busy * 100, w.tx_backlog, w.rx_backlog);
+  if (h.clients.empty()) return;
+  out += fmt::format("  {:>5} {:>8} {:>6} {:<15} {:<12} {:>10} {:>10} {:>10} {:>9} {:>8} {}\n",
+                     "slot", "pid", "uid", "command", "device", "to client", "from it", "to wire",
+                     "switched", "dropped", "refused");
+  for (const stats::HostdClientStatus& c : h.clients) {
+    std::string refused;
+    for (const auto& [why, n] : c.refused)
+      refused += fmt::format("{}{}={}", refused.empty() ? "" : ",", why, n);
+    if (c.cm_refused) refused += fmt::format("{}cm={}", refused.empty() ? "" : ",", c.cm_refused);
+    out += fmt::format("  {:>5} {:>8} {:>6} {:<15} {:<12} {:>10} {:>10} {:>10} {:>9} {:>8} {}\n",
+                       c.slot, c.pid, c.uid, c.command, c.device, c.to_client, c.from_client,
+                       c.to_wire, c.switched, c.dropped, refused.empty() ? "-" : refused);
+  }
 }
 
 /// Prints the reap summary, stale notes and errors; returns the exit status.
@@ -328,6 +361,8 @@ int show_roce(const ShowOptions& o) {
       Json& devices = j["devices"] = Json::array();
       for (const Snapshot& s : f.snaps) devices.push_back(roce_json(s, true));
       for (const Snapshot& s : configured) devices.push_back(roce_json(s, false));
+      Json& hostd = j["hostd"] = Json::array();
+      for (const stats::HostdStatus& h : f.hostd) hostd.push_back(Json::parse(stats::to_json(h)));
       j["stale"] = f.stale;
       j["errors"] = f.errors;
       std::printf("%s\n", dump(j).c_str());
@@ -335,6 +370,7 @@ int show_roce(const ShowOptions& o) {
       std::string out;
       for (const Snapshot& s : f.snaps) roce_table(out, s, true);
       for (const Snapshot& s : configured) roce_table(out, s, false);
+      for (const stats::HostdStatus& h : f.hostd) hostd_table(out, h);
       std::fputs(out.c_str(), stdout);
     }
     return finish(f);
