@@ -25,6 +25,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "rc_connect.h"
+
 namespace {
 
 constexpr int kRecvs = 8;  ///< receives left posted on each QP
@@ -38,39 +40,6 @@ double mono() {
 int fail(const char* what) {
   std::printf("FAIL: %s\n", what);
   return 1;
-}
-
-bool to_rts(ibv_qp* qp, uint32_t dqpn, const ibv_gid& gid, int gid_index) {
-  ibv_qp_attr a{};
-  a.qp_state = IBV_QPS_INIT;
-  a.port_num = 1;
-  a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-  if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = IBV_MTU_1024;
-  a.dest_qp_num = dqpn;
-  a.max_dest_rd_atomic = 1;
-  a.min_rnr_timer = 12;
-  a.ah_attr.is_global = 1;
-  a.ah_attr.grh.dgid = gid;
-  a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid_index);
-  a.ah_attr.grh.hop_limit = 64;
-  a.ah_attr.port_num = 1;
-  if (ibv_modify_qp(qp, &a,
-                    IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                        IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    return false;
-  a = {};
-  a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;
-  a.retry_cnt = 7;
-  a.rnr_retry = 7;
-  a.max_rd_atomic = 1;
-  return ibv_modify_qp(qp, &a,
-                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                           IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0;
 }
 
 bool post_recv(ibv_qp* qp, ibv_mr* mr, char* buf, uint64_t id) {
@@ -138,8 +107,8 @@ int main(int argc, char** argv) {
     q = ibv_create_qp(pd, &ia);
     if (!q) return fail("ibv_create_qp");
   }
-  if (!to_rts(qp[0], qp[1]->qp_num, gid, gid_index) ||
-      !to_rts(qp[1], qp[0]->qp_num, gid, gid_index))
+  if (!hostd_test::connect_rc(qp[0], qp[1]->qp_num, gid, gid_index) ||
+      !hostd_test::connect_rc(qp[1], qp[0]->qp_num, gid, gid_index))
     return fail("connecting the QPs");
   // One SEND through the daemon: the pair works.
   ibv_wc wc[2 * kRecvs + 2];

@@ -24,6 +24,8 @@
 #include <string>
 #include <vector>
 
+#include "rc_connect.h"
+
 namespace {
 
 constexpr size_t kSize = 65536;
@@ -86,40 +88,9 @@ struct Pair {
     }
     ibv_gid g{};
     ibv_query_gid(ctx, 1, gid, &g);
-    for (int i = 0; i < 2; ++i) {
-      ibv_qp_attr a{};
-      a.qp_state = IBV_QPS_INIT;
-      a.port_num = 1;
-      a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
-      if (ibv_modify_qp(qp[i], &a,
-                        IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
-        die("INIT");
-      a = {};
-      a.qp_state = IBV_QPS_RTR;
-      a.path_mtu = IBV_MTU_1024;
-      a.dest_qp_num = qp[1 - i]->qp_num;
-      a.max_dest_rd_atomic = 1;
-      a.min_rnr_timer = 12;
-      a.ah_attr.is_global = 1;
-      a.ah_attr.grh.dgid = g;
-      a.ah_attr.grh.sgid_index = static_cast<uint8_t>(gid);
-      a.ah_attr.grh.hop_limit = 64;
-      a.ah_attr.port_num = 1;
-      if (ibv_modify_qp(qp[i], &a,
-                        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-                            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-        die("RTR");
-      a = {};
-      a.qp_state = IBV_QPS_RTS;
-      a.timeout = 14;
-      a.retry_cnt = 7;
-      a.rnr_retry = 7;
-      a.max_rd_atomic = 1;
-      if (ibv_modify_qp(qp[i], &a,
-                        IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-                            IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC))
-        die("RTS");
-    }
+    for (int i = 0; i < 2; ++i)
+      if (!hostd_test::connect_rc(qp[i], qp[1 - i]->qp_num, g, gid))
+        die("INIT/RTR/RTS: " + std::string(std::strerror(errno)));
   }
 
   /// QP 0 WRITEs 64 KiB of `seed`'s pattern into QP 1's buffer; every byte is checked.
