@@ -177,9 +177,10 @@ inline bool refuse_inherited(Runtime* rt) {
   return true;
 }
 
-/// A call that creates or modifies an object on a device that is gone (device::Runtime::gone():
-/// its uroce-hostd did not come back): the caller fails with EIO, as the kernel's uverbs after
-/// a device's removal. Polls, posts (flushed) and destroys still work.
+/// A call that creates or modifies an object, or queries the device or its port, on a device
+/// that is gone (device::Runtime::gone(): its uroce-hostd did not come back): the caller fails
+/// with EIO, as the kernel's uverbs after a device's removal. Polls, posts (flushed), QP and CQ
+/// queries and destroys still work.
 inline bool refuse_gone(Runtime* rt) { return rt->gone(); }
 
 inline Context* ctx_of(ibv_context* c) {

@@ -130,6 +130,7 @@ void fill_device_attr(Context* ctx, ibv_device_attr* a) {
 
 int op_query_port(ibv_context* c, uint8_t port, ibv_port_attr* attr, size_t len) {
   if (!port_ok(port)) return EINVAL;
+  if (refuse_gone(ctx_of(c)->rt)) return EIO;  // the kernel's uverbs after a removal
   ibv_port_attr full;
   fill_port_attr(ctx_of(c), &full);
   std::memcpy(attr, &full, std::min(len, sizeof full));
@@ -140,6 +141,7 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
                        ibv_device_attr_ex* attr, size_t len) {
   if (in && in->comp_mask) return EINVAL;
   if (len < sizeof(ibv_device_attr)) return EINVAL;
+  if (refuse_gone(ctx_of(c)->rt)) return EIO;
   ibv_device_attr_ex full;
   std::memset(&full, 0, sizeof full);
   fill_device_attr(ctx_of(c), &full.orig_attr);
@@ -177,6 +179,7 @@ int op_query_device_ex(ibv_context* c, const ibv_query_device_ex_input* in,
 using namespace uroce::verbs;  // NOLINT: C entry points below
 
 UROCE_EXPORT int uroce_query_device_1_1(ibv_context* c, ibv_device_attr* a) {
+  if (refuse_gone(ctx_of(c)->rt)) return EIO;
   fill_device_attr(ctx_of(c), a);
   return 0;
 }
@@ -184,6 +187,7 @@ UROCE_DEFAULT_VERSION(uroce_query_device_1_1, ibv_query_device, "IBVERBS_1.1");
 
 UROCE_EXPORT int uroce_query_port_1_1(ibv_context* c, uint8_t port, _compat_ibv_port_attr* out) {
   if (!port_ok(port)) return EINVAL;
+  if (refuse_gone(ctx_of(c)->rt)) return EIO;
   ibv_port_attr full;
   fill_port_attr(ctx_of(c), &full);
   // The compat struct ends before `flags` (rdma-core's struct _compat_ibv_port_attr).

@@ -9,7 +9,8 @@
  *  - every posted receive completes with IBV_WC_WR_FLUSH_ERR, and so does a SEND posted after;
  *  - the QPs are in IBV_QPS_ERR;
  *  - calls that create or modify fail with EIO (ibv_alloc_pd, ibv_create_cq, ibv_reg_mr,
- *    ibv_modify_qp), as the kernel's after a device's removal;
+ *    ibv_modify_qp), and so do ibv_query_port and ibv_query_device, as the kernel's after a
+ *    device's removal;
  *  - everything is destroyed and the device closed without error.
  * Prints "ok: ..." and exits 0 when all hold, 1 otherwise; SIGALRM ends it after 120 s (a
  * hang).
@@ -165,6 +166,10 @@ int main(int argc, char** argv) {
   a.qp_state = IBV_QPS_RESET;
   if (ibv_modify_qp(qp[0], &a, IBV_QP_STATE) != EIO)
     return fail("ibv_modify_qp did not fail with EIO");
+  ibv_port_attr pa{};
+  if (ibv_query_port(ctx, 1, &pa) != EIO) return fail("ibv_query_port did not fail with EIO");
+  ibv_device_attr da{};
+  if (ibv_query_device(ctx, &da) != EIO) return fail("ibv_query_device did not fail with EIO");
   for (ibv_qp* q : qp)
     if (ibv_destroy_qp(q)) return fail("ibv_destroy_qp");
   if (ibv_dereg_mr(mr) || ibv_destroy_cq(cq) || ibv_dealloc_pd(pd) || ibv_close_device(ctx))
