@@ -110,6 +110,8 @@ constexpr Duration kDeepIdleAfter = Duration::millis(10);
 constexpr unsigned kControlEvery = 64;
 /// Control events handled per wait.
 constexpr int kEvents = 64;
+/// The first this many frames for a QPN block no client holds are printed (then only counted).
+constexpr uint64_t kUnknownReported = 8;
 /// HostCm's timers (DREQ resends, forgetting) run this often.
 constexpr Duration kCmTick = Duration::millis(1);
 /// A frame to QP1 longer than this is no CM MAD (headers + 256 bytes + ICRC fit).
@@ -454,7 +456,9 @@ class Daemon final : public FrameHandler {
     }
     Client* c = clients_[blocks_.block_of(*qpn)].get();
     if (!c) {  // block 0, or a block nobody holds (a client that left, a forged frame)
-      ++unknown_;
+      if (unknown_++ < kUnknownReported)
+        std::printf("frame for QPN 0x%06x (block %u, no client) dropped, %zu bytes\n", *qpn,
+                    blocks_.block_of(*qpn), frame.size());
       return;
     }
     push(*c, frame);
