@@ -11,7 +11,8 @@ uroce-hostd in A and in B) for --duration seconds:
     started moving data (its server must end too, none may hang).
 
 Every --interval seconds the resident memory of both daemons and of the long-lived pair is
-printed (the series: "mem t=<s> ..."). The run passes when every job but the killed clients
+printed (the series: "mem t=<s> ...": VmRSS less the shared memory mapped, since a daemon maps
+each live client's rings and how many clients live at a sample is the job mix's, not a leak). The run passes when every job but the killed clients
 exited 0 within its time, the killed pairs' servers ended, the long-lived pair verified every
 byte, and no watched process grew by more than max(4 MiB, 5 %) from the first sample to the
 last. Short form (CI): 180 s; long form (label soak): 3600 s.
@@ -38,15 +39,21 @@ GROWTH_KB, GROWTH_FRAC = 4096, 0.05
 
 
 def rss_kb(pid):
-    """Resident memory of pid in kB, or None when it is gone."""
+    """Resident memory of pid in kB that is its own (VmRSS less RssShmem: a daemon maps each
+    live client's region of shared rings, ~1.5 MB, which goes when the client does), or None
+    when it is gone."""
+    fields = {}
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1])
+                key, _, rest = line.partition(":")
+                if key in ("VmRSS", "RssShmem"):
+                    fields[key] = int(rest.split()[0])
     except OSError:
         return None
-    return None
+    if "VmRSS" not in fields:
+        return None
+    return fields["VmRSS"] - fields.get("RssShmem", 0)
 
 
 def inner_pid(side):
