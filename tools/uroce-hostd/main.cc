@@ -265,16 +265,16 @@ class Daemon final : public FrameHandler {
         stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
     Timestamp next_publish = monotonic_now();
     Timestamp last_work = monotonic_now();
-    unsigned idle = 0, rounds = 0;
+    unsigned idle = 1, rounds = 0;  // idle 0: the last round moved frames
     while (!g_stop.load(std::memory_order_relaxed)) {
       const Timestamp now = monotonic_now();
+      if (idle == 0) busy_ns_ += (now - last_work).ns;  // that round, to this one's start
       size_t work = net_->rx_burst(*this, 64, now);
       for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i], now);
       wake_clients();
       net_->flush();
       drop_broken();
       if (work) {
-        busy_ns_ += (monotonic_now() - now).ns;
         idle = 0;
         last_work = now;
       } else {
@@ -912,9 +912,9 @@ class Daemon final : public FrameHandler {
   int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
   std::string netdev_;
-  std::string status_path_;     ///< stats/hostd_status.h
-  int64_t busy_ns_ = 0;         ///< time in rounds that moved frames, so far
-  Timestamp status_at_{};       ///< the last write_status()
+  std::string status_path_;  ///< stats/hostd_status.h
+  int64_t busy_ns_ = 0;      ///< time from the start of each round that moved frames to the next's
+  Timestamp status_at_{};    ///< the last write_status()
   int64_t status_busy_ns_ = 0;  ///< busy_ns_ then
   bool status_failed_ = false;
   cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
