@@ -79,7 +79,7 @@ std::string hostd_status_path(const std::string& run_dir, std::string_view netde
 }
 
 std::string to_json(const HostdStatus& s) {
-  Json j{{"netdev", s.netdev}, {"pid", s.pid}};
+  Json j{{"netdev", s.netdev}, {"pid", s.pid}, {"start_time", s.start_time}};
   Json& workers = j["workers"] = Json::array();
   for (const HostdWorkerStatus& w : s.workers) workers.push_back(worker_json(w));
   Json& clients = j["clients"] = Json::array();
@@ -97,6 +97,7 @@ std::optional<HostdStatus> hostd_status_from_json(std::string_view text, std::st
     HostdStatus s;
     get(j, "netdev", &s.netdev);
     get(j, "pid", &s.pid);
+    get(j, "start_time", &s.start_time);
     for (const Json& w : j.at("workers")) {
       HostdWorkerStatus x;
       get(w, "id", &x.id);
@@ -172,7 +173,10 @@ std::vector<HostdStatus> read_hostd_statuses(const std::string& dir_in,
       errors->push_back(path + ": " + err);
       continue;
     }
-    if (s->pid <= 0 || !process_alive(s->pid, 0)) continue;  // a daemon that was killed
+    if (s->pid <= 0 || !process_alive(s->pid, s->start_time)) {  // a daemon that was killed
+      ::unlink(path.c_str());
+      continue;
+    }
     out.push_back(std::move(*s));
   }
   ::closedir(d);

@@ -4,7 +4,8 @@
  * (frames each way, CPU busy share, ring backlogs) and each client (pid, command, QPN block,
  * frames, drops by reason, ring depths), as one JSON file per daemon in the run directory,
  * `uroce-hostd.<netdev>.<pid>.json`, replaced whole (written aside, then renamed) every
- * publication. `uroce show roce` and the exporter read every such file whose daemon is alive
+ * publication. `uroce show roce` and the exporter read every such file whose daemon is alive,
+ * and remove those of daemons that are gone (killed: it could not), as stale segments are
  * (docs/host-mode.md, "Visible").
  *
  * The reader trusts nothing: a file that does not parse, or whose fields have other types,
@@ -49,6 +50,7 @@ struct HostdClientStatus {
 struct HostdStatus {
   std::string netdev;
   int32_t pid = 0;
+  uint64_t start_time = 0;  ///< the daemon's (process_start_time(): a reused pid is not it)
   std::vector<HostdWorkerStatus> workers;
   std::vector<HostdClientStatus> clients;
 };
@@ -63,8 +65,9 @@ std::optional<HostdStatus> hostd_status_from_json(std::string_view text, std::st
 /// Writes `s` to `path` whole (a temporary file renamed over it). false with *err.
 bool write_hostd_status(const std::string& path, const HostdStatus& s, std::string* err);
 
-/// Every status file in `run_dir` (empty: run_dir()) whose daemon is alive, by netdev; one
-/// line in *errors per file that cannot be read.
+/// Every status file in `run_dir` (empty: run_dir()) whose daemon is alive, by netdev; the
+/// files of daemons that are gone are removed (where this process may); one line in *errors
+/// per file that cannot be read.
 std::vector<HostdStatus> read_hostd_statuses(const std::string& run_dir,
                                              std::vector<std::string>* errors);
 

@@ -13,6 +13,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "stats/proc.h"
+
 namespace uroce::stats {
 namespace {
 
@@ -20,6 +22,7 @@ HostdStatus sample(int32_t pid) {
   HostdStatus s;
   s.netdev = "veth0";
   s.pid = pid;
+  s.start_time = process_start_time(pid);
   s.workers.push_back({0, 10, 20, 0.25, 3, 4});
   HostdClientStatus c;
   c.slot = 7;
@@ -47,6 +50,7 @@ TEST(HostdStatus, WhatIsWrittenReadsBackTheSame) {
   ASSERT_TRUE(back) << err;
   EXPECT_EQ(back->netdev, "veth0");
   EXPECT_EQ(back->pid, 99);
+  EXPECT_EQ(back->start_time, s.start_time);
   ASSERT_EQ(back->workers.size(), 1u);
   EXPECT_EQ(back->workers[0].frames_out, 20u);
   EXPECT_DOUBLE_EQ(back->workers[0].busy, 0.25);
@@ -72,7 +76,7 @@ TEST(HostdStatus, TextThatIsNoStatusIsRefusedWithAReason) {
   }
 }
 
-TEST(HostdStatus, TheReaderSkipsADeadDaemonAndNamesABadFile) {
+TEST(HostdStatus, TheReaderRemovesADeadDaemonsFileAndNamesABadOne) {
   const std::string dir =
       std::filesystem::temp_directory_path() / ("hostd_status_test." + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
@@ -91,6 +95,15 @@ TEST(HostdStatus, TheReaderSkipsADeadDaemonAndNamesABadFile) {
   EXPECT_EQ(got[0].netdev, "veth0");
   ASSERT_EQ(errors.size(), 1u);
   EXPECT_NE(errors[0].find("uroce-hostd.veth2.1.json"), std::string::npos) << errors[0];
+  EXPECT_FALSE(std::filesystem::exists(hostd_status_path(dir, "veth1", 1 << 23)));
+  // This process's pid with another start time: a daemon whose pid was reused is gone too.
+  HostdStatus reused = sample(static_cast<int32_t>(::getpid()));
+  reused.netdev = "veth3";
+  reused.start_time += 1;
+  ASSERT_TRUE(write_hostd_status(hostd_status_path(dir, "veth3", ::getpid()), reused, &err));
+  errors.clear();
+  EXPECT_EQ(read_hostd_statuses(dir, &errors).size(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(hostd_status_path(dir, "veth3", ::getpid())));
   EXPECT_FALSE(std::filesystem::exists(hostd_status_path(dir, "veth0", ::getpid()) + ".tmp"));
   std::filesystem::remove_all(dir);
 }

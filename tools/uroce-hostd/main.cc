@@ -356,6 +356,7 @@ class Daemon final : public FrameHandler {
     stats::HostdStatus st;
     st.netdev = netdev_;
     st.pid = static_cast<int32_t>(::getpid());
+    st.start_time = start_time_;
     stats::HostdWorkerStatus w;
     w.frames_in = net_rx_;
     w.frames_out = net_tx_;
@@ -912,9 +913,11 @@ class Daemon final : public FrameHandler {
   int ep_ = -1;
   uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
   std::string netdev_;
-  std::string status_path_;  ///< stats/hostd_status.h
-  int64_t busy_ns_ = 0;      ///< time from the start of each round that moved frames to the next's
-  Timestamp status_at_{};    ///< the last write_status()
+  std::string status_path_;
+  uint64_t start_time_ =
+      stats::process_start_time(::getpid());  ///< for the status file  ///< stats/hostd_status.h
+  int64_t busy_ns_ = 0;    ///< time from the start of each round that moved frames to the next's
+  Timestamp status_at_{};  ///< the last write_status()
   int64_t status_busy_ns_ = 0;  ///< busy_ns_ then
   bool status_failed_ = false;
   cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
