@@ -5,8 +5,10 @@
 #include "stats/segment.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -43,6 +45,14 @@ bool first_in(const std::string& dir) {
   static auto* seen = new std::set<std::string>();
   std::lock_guard<std::mutex> g(mu);
   return seen->insert(dir).second;
+}
+
+/// False when dir lies on a filesystem that may write to a disk: a store into a segment mapped
+/// from one can fault and wait for the filesystem's journal, under the engine's lock.
+bool memory_backed(const std::string& dir) {
+  struct statfs fs {};
+  if (::statfs(dir.c_str(), &fs) != 0) return true;  // open() below says what is wrong
+  return fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC;
 }
 
 }  // namespace
@@ -85,6 +95,12 @@ std::unique_ptr<StatsSegment> StatsSegment::create(std::string_view device,
   if (first_in(dir)) {
     if (std::string line = reap_summary(reap_stale(dir), dir); !line.empty())
       std::fprintf(stderr, "uroce: %s\n", line.c_str());
+    if (!memory_backed(dir))
+      std::fprintf(stderr,
+                   "uroce: the run directory %s is not a tmpfs: updating the statistics there "
+                   "can wait for the disk and stall the engine (use a tmpfs: UROCE_RUN_DIR, "
+                   "default /dev/shm)\n",
+                   dir.c_str());
   }
 
   // A file of this name belongs to a dead process that had our pid: replace it.

@@ -92,7 +92,8 @@ class Host:
 
     def __init__(self, build):
         self.build = os.path.abspath(build)
-        self.dir = tempfile.mkdtemp(prefix="uhostd-")
+        # On a tmpfs, as the default run dir /dev/shm (docs/host-mode.md, "Run directory").
+        self.dir = tempfile.mkdtemp(prefix="uhostd-", dir="/dev/shm")
         self.run_dir = os.path.join(self.dir, "run")
         self.link = links.RoutedLink(mtu=1024)
         self.configs = [pairmod.write_config(os.path.join(self.dir, f"side{s}.toml"), self.link, s)

@@ -91,8 +91,7 @@ def main():
     build = os.path.abspath(ap.parse_args().build)
     work = tempfile.mkdtemp(prefix="uroce-install-e2e-")
     stage = os.path.join(work, "stage")
-    run_dir = os.path.join(work, "run")
-    os.mkdir(run_dir)
+    run_dir = tempfile.mkdtemp(prefix="uroce-install-run-", dir="/dev/shm")  # a tmpfs, as /dev/shm
     os.environ["UROCE_RUN_DIR"] = run_dir  # the pair and `uroce show` use a folder of their own
     try:
         p = subprocess.run(["cmake", "--install", build, "--prefix", PREFIX],
@@ -150,6 +149,7 @@ def main():
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -103,7 +103,9 @@ def run_test(prefix, keep, body):
     """Runs body(tmp, failures, gaps) in a fresh temp folder, prints every failure (gaps: the
     blocking ones outside the switch) and PASS, kills what is left, removes the folder unless
     it failed or `keep`. Returns the exit status."""
-    tmp = tempfile.mkdtemp(prefix=prefix)
+    # On a tmpfs: the run folders inside it hold the processes' statistics segments, whose
+    # writes on a disk can wait for its journal and stall an engine (docs/counters.md).
+    tmp = tempfile.mkdtemp(prefix=prefix, dir="/dev/shm")
     failures, gaps = [], []
     ok = False
     try:

@@ -33,7 +33,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     build = os.path.abspath(ap.parse_args().build)
-    run_dir = tempfile.mkdtemp(prefix="uroce-cap-e2e-")
+    run_dir = tempfile.mkdtemp(prefix="uroce-cap-e2e-", dir="/dev/shm")
     pcap = os.path.join(run_dir, "capture.pcap")
     os.environ["UROCE_RUN_DIR"] = run_dir  # Pair copies os.environ into both sides
     try:

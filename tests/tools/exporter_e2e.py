@@ -58,7 +58,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     build = os.path.abspath(ap.parse_args().build)
-    run_dir = tempfile.mkdtemp(prefix="uroce-exp-e2e-")
+    run_dir = tempfile.mkdtemp(prefix="uroce-exp-e2e-", dir="/dev/shm")
     os.environ["UROCE_RUN_DIR"] = run_dir  # Pair copies os.environ into both sides
     exp = subprocess.Popen([os.path.join(build, "bin", "uroce"), "exporter", "--listen",
                             "127.0.0.1:0", "--run-dir", run_dir],

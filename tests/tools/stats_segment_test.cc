@@ -7,7 +7,9 @@
  */
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,7 +33,7 @@ namespace fs = std::filesystem;
 class StatsSegmentTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/uroce-stats-test.XXXXXX";
+    char tmpl[] = "/dev/shm/uroce-stats-test.XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     dir_ = tmpl;
     opts_.run_dir = dir_;
@@ -237,7 +239,7 @@ TEST_F(StatsSegmentTest, ReapRemovesOnlySegmentsWhoseOwnerIsGone) {
 TEST_F(StatsSegmentTest, FirstSegmentOfAProcessReaps) {
   // A dead owner's segment, made in another folder and moved here, so that this process has
   // not yet created a segment in dir_ (and neither has the child it forks).
-  char tmpl[] = "/tmp/uroce-stats-test.XXXXXX";
+  char tmpl[] = "/dev/shm/uroce-stats-test.XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string aside = tmpl;
   CreateOptions dead = opts_;
@@ -266,6 +268,49 @@ TEST_F(StatsSegmentTest, FirstSegmentOfAProcessReaps) {
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_EQ(text, "uroce: removed 1 stale segment in " + dir_ + " (their processes are gone)\n");
   fs::remove_all(aside);
+}
+
+/// What a new process prints on stderr when it creates its first segment in `dir`.
+std::string first_segment_stderr(const std::string& dir, const ConfigSummary& cfg) {
+  const std::string log = dir + "/stderr";
+  pid_t c = fork();
+  if (c == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd < 0 || dup2(fd, 2) < 0) _exit(2);
+    CreateOptions o;
+    o.run_dir = dir;
+    std::string err;
+    auto seg = StatsSegment::create("warn0", cfg, &err, o);
+    _exit(seg ? 0 : 3);
+  }
+  int st = 0;
+  if (waitpid(c, &st, 0) != c || !WIFEXITED(st) || WEXITSTATUS(st) != 0) return "child failed";
+  std::ifstream in(log);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+bool on_tmpfs(const std::string& dir) {
+  struct statfs fs {};
+  return statfs(dir.c_str(), &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+}
+
+TEST_F(StatsSegmentTest, RunDirNotOnTmpfsIsNamedOnce) {
+  // dir_ is under /dev/shm: nothing to say.
+  ASSERT_TRUE(on_tmpfs(dir_));
+  EXPECT_EQ(first_segment_stderr(dir_, cfg_), "");
+  // A folder where the test runs (the build tree): the warning exactly when it is on a disk.
+  char tmpl[] = "uroce-stats-test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string here = fs::absolute(tmpl).string();
+  const std::string text = first_segment_stderr(here, cfg_);
+  if (on_tmpfs(here)) {
+    EXPECT_EQ(text, "");
+  } else {
+    EXPECT_EQ(text, "uroce: the run directory " + here +
+                        " is not a tmpfs: updating the statistics there can wait for the disk "
+                        "and stall the engine (use a tmpfs: UROCE_RUN_DIR, default /dev/shm)\n");
+  }
+  fs::remove_all(here);
 }
 
 TEST_F(StatsSegmentTest, OwnerExitsWhileRead) {

@@ -21,7 +21,7 @@ peer="/usr/bin/python3 $here/peer.py"
 tag=$$
 nsa=uroce-xdp-$tag-a nsb=uroce-xdp-$tag-b
 va=xa$tag vb=xb$tag
-dir=$(mktemp -d /tmp/uroce-xdp.XXXXXX)
+dir=$(mktemp -d /dev/shm/uroce-xdp.XXXXXX)  # a tmpfs: the run dir holds stats segments
 export UROCE_RUN_DIR=$dir/run
 pids=()
 portpid=

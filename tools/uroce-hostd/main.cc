@@ -78,6 +78,7 @@
 #include "transport/wire/cm.h"
 #include "transport/wire/cm_ip.h"
 #include "transport/wire/parse.h"
+#include "uroce-hostd/file_writer.h"
 #include "uroce-hostd/frame_prio.h"
 #include "uroce-hostd/steer.h"
 
@@ -265,9 +266,11 @@ class Daemon final : public FrameHandler {
         stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
     Timestamp next_publish = monotonic_now();
     Timestamp last_work = monotonic_now();
+    last_round_ = last_work;
     unsigned idle = 1, rounds = 0;  // idle 0: the last round moved frames
     while (!g_stop.load(std::memory_order_relaxed)) {
       const Timestamp now = monotonic_now();
+      note_round(now);
       if (idle == 0) busy_ns_ += (now - last_work).ns;  // that round, to this one's start
       size_t work = net_->rx_burst(*this, 64, now);
       for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i], now);
@@ -309,9 +312,11 @@ class Daemon final : public FrameHandler {
 
   void print(const char* tag) {
     using UL = unsigned long;
-    std::printf("%s net_rx=%lu net_tx=%lu unknown=%lu clients=%zu qpn_blocks=%u rss_kb=%lu\n", tag,
-                UL(net_rx_), UL(net_tx_), UL(unknown_), live_.size(), blocks_.in_use(),
-                UL(rss_kb()));
+    std::printf(
+        "%s net_rx=%lu net_tx=%lu unknown=%lu clients=%zu qpn_blocks=%u rss_kb=%lu stalls=%lu "
+        "longest_stall_us=%ld\n",
+        tag, UL(net_rx_), UL(net_tx_), UL(unknown_), live_.size(), blocks_.in_use(), UL(rss_kb()),
+        UL(stalls_), static_cast<long>(longest_stall_.ns / 1000));
     const cm::HostCm::Counters& m = hostcm_.counters();
     std::printf(
         "%s cm rej_no_listener=%lu sidr_unsupported=%lu drep_for_gone=%lu dreq_for_dead=%lu "
@@ -347,6 +352,18 @@ class Daemon final : public FrameHandler {
     if (!seg_ || !net_ || !net_->read_counters(&c)) return;
     stats::publish_port(c, seg_->port());
     seg_->heartbeat();
+  }
+
+  /// A round that starts more than kStall after the previous one: the daemon was held up (no
+  /// CPU, or a system call that blocked) and every client's frames waited. Counted, with the
+  /// longest, in the "stats"/"final" lines: a client's retries that ran out say whether it was
+  /// the daemon.
+  void note_round(Timestamp now) {
+    const Duration gap = now - last_round_;
+    last_round_ = now;
+    if (gap < kStall) return;
+    ++stalls_;
+    longest_stall_ = std::max(longest_stall_, gap);
   }
 
   /// The status file (stats/hostd_status.h): the worker and every client, for `uroce show`
@@ -388,15 +405,17 @@ class Daemon final : public FrameHandler {
       st.clients.push_back(std::move(x));
     }
     st.workers.push_back(w);
-    std::string err;
-    if (!stats::write_hostd_status(status_path_, st, &err) && !status_failed_) {
-      status_failed_ = true;  // once: the daemon serves all the same
-      std::fprintf(stderr, "uroce-hostd: status file: %s\n", err.c_str());
-    }
+    files_.post(kStatusFile, [path = status_path_, st = std::move(st)] {
+      std::string err;
+      return stats::write_hostd_status(path, st, &err) ? std::string() : "status file: " + err;
+    });
   }
 
-  /// Removes the status file (the daemon stops).
-  void remove_status() { ::unlink(status_path_.c_str()); }
+  /// Removes the status file (the daemon stops), after the writes still queued.
+  void remove_status() {
+    files_.flush();
+    ::unlink(status_path_.c_str());
+  }
 
   /// Ends every session, then closes the netdev (the PMD detaches the program). The clients
   /// live on and resume their blocks with the next daemon: no DREQ for their connections, and
@@ -852,9 +871,12 @@ class Daemon final : public FrameHandler {
     if (blocks_fd_ < 0) return;
     std::vector<QpnBlocks::Owner> owners(blocks_.count());
     for (uint32_t b = 1; b < blocks_.count(); ++b) owners[b] = blocks_.owner(b);
-    const size_t bytes = owners.size() * sizeof(QpnBlocks::Owner);
-    if (::pwrite(blocks_fd_, owners.data(), bytes, 0) != static_cast<ssize_t>(bytes))
-      std::fprintf(stderr, "uroce-hostd: blocks file: %s\n", std::strerror(errno));
+    files_.post(kBlocksFile, [fd = blocks_fd_, owners = std::move(owners)] {
+      const size_t bytes = owners.size() * sizeof(QpnBlocks::Owner);
+      if (::pwrite(fd, owners.data(), bytes, 0) == static_cast<ssize_t>(bytes))
+        return std::string();
+      return std::string("blocks file: ") + std::strerror(errno);
+    });
   }
 
   /// Ends c's session: its slot, QPN block, region and doorbell go at once. why: a protocol
@@ -896,6 +918,10 @@ class Daemon final : public FrameHandler {
   }
 
   static constexpr Duration kPublishEvery = Duration::millis(100);  // as a device's segment
+  /// Rounds further apart than this are stalls (note_round()); an idle daemon wakes every 1 ms.
+  static constexpr Duration kStall = Duration::millis(20);
+  /// FileWriter keys.
+  static constexpr int kStatusFile = 0, kBlocksFile = 1;
 
   std::unique_ptr<Port> net_;
   MacAddr mac_;
@@ -919,16 +945,21 @@ class Daemon final : public FrameHandler {
   int64_t busy_ns_ = 0;    ///< time from the start of each round that moved frames to the next's
   Timestamp status_at_{};  ///< the last write_status()
   int64_t status_busy_ns_ = 0;  ///< busy_ns_ then
-  bool status_failed_ = false;
   cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
   TxGuard guard_;      ///< what each client may send
   uint64_t link_version_ = 0;
   std::vector<uint8_t> scratch_;  ///< the copy of a client's frame being checked
   std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
   Timestamp next_cm_{};
-  int blocks_fd_ = -1;                           ///< the blocks file (keep_blocks())
+  int blocks_fd_ = -1;  ///< the blocks file (keep_blocks())
+  /// Writes the status and blocks files (each write holds copies of what it needs): this
+  /// thread moves frames and never waits for a disk.
+  FileWriter files_;
   Timestamp unreserve_at_ = Timestamp::never();  ///< the previous daemon's blocks free then
   uint32_t cm_psn_ = 0;
+  Timestamp last_round_ = monotonic_now();
+  uint64_t stalls_ = 0;
+  Duration longest_stall_{};
   uint64_t cm_sent_ = 0, cm_unresolved_ = 0, cm_malformed_ = 0;
 };
 
