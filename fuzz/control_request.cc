@@ -6,6 +6,8 @@
  * is a whole Request of this protocol version whose op is known, whose QPNs fit 24 bits and
  * whose fields its op does not use are zero; what parse_hello accepts is a whole Hello of this
  * version with its reserved fields zero, a NUL-terminated device name and a 24-bit block.
+ * parse_refused(), which a client runs on what its daemon sends unasked, accepts a whole
+ * Refused with a NUL-terminated reason, and returns that reason.
  */
 #include <cstdint>
 #include <cstdlib>
@@ -29,11 +31,22 @@ void check_hello(const uint8_t* data, size_t size) {
     std::abort();
 }
 
+void check_refused(const uint8_t* data, size_t size) {
+  using namespace uroce::shm;
+  auto why = parse_refused(std::span<const uint8_t>(data, size));
+  if (!why) return;
+  Refused r;
+  if (size != sizeof r) std::abort();
+  std::memcpy(&r, data, size);
+  if (r.h.magic != kMagic || r.h.type != MsgType::kRefused || *why != r.reason) std::abort();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace uroce::shm;
   check_hello(data, size);
+  check_refused(data, size);
   auto r = parse_request(std::span<const uint8_t>(data, size));
   if (!r) return 0;
   if (size != sizeof(Request) || std::memcmp(&*r, data, size) != 0) std::abort();

@@ -385,16 +385,28 @@ class SharedPort final : public netlink::ViewPort {
   int call(shm::Request r) {
     if (forked_ || !att_) return ENODEV;
     r.seq = ++seq_;
-    return shm::request(att_->sock, r);
+    std::string why;
+    const int e = shm::request(att_->sock, r, &why);
+    if (e == ESHUTDOWN) removed(why);
+    return e;
   }
 
-  /// Whether the daemon closed the session (it stopped or was killed): then the session goes
-  /// and the port looks for the next daemon (kLost).
+  /// Whether the daemon closed the session: stopped or killed, the session goes and the port
+  /// looks for the next daemon (kLost); with Refused first, the device was removed (kGone).
   void check_daemon() {
-    char b[256];
+    alignas(shm::Refused) uint8_t b[sizeof(shm::Refused) + 1];
     const ssize_t r = ::recv(att_->sock, b, sizeof b, MSG_DONTWAIT);
-    if (r == 0 || (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)) lose(Service::kLost);
+    if (r > 0) {
+      if (auto why = shm::parse_refused(std::span<const uint8_t>(b, static_cast<size_t>(r))))
+        removed(*why);
+    } else if (r == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) {
+      lose(Service::kLost);
+    }
   }
+
+  /// The daemon ended the session for good (the device was removed): no next daemon to wait
+  /// for; the device is gone at once, as a NIC that was unplugged.
+  void removed(const std::string& why) { gone("uroce-hostd: " + why); }
 
   /// The session ends: what it counted is kept, its rings and descriptors go.
   void lose(Service next) {

@@ -133,13 +133,32 @@ std::optional<Hello> parse_hello(std::span<const uint8_t> msg) {
   return h;
 }
 
-int request(int sock, Request req) {
+std::optional<std::string> parse_refused(std::span<const uint8_t> msg) {
+  Refused r;
+  if (msg.size() != sizeof r) return std::nullopt;
+  std::memcpy(&r, msg.data(), sizeof r);
+  if (r.h.magic != kMagic || r.h.type != MsgType::kRefused ||
+      std::find(std::begin(r.reason), std::end(r.reason), '\0') == std::end(r.reason))
+    return std::nullopt;
+  return std::string(r.reason);
+}
+
+int request(int sock, Request req, std::string* refused) {
   if (int e = send_msg(sock, &req, sizeof req); e != 0) return e;
-  Reply rep;
+  union {
+    Reply rep;
+    Refused ref;
+  } m{};
   size_t nfds = 0;
-  const long n = recv_msg(sock, &rep, sizeof rep, {}, &nfds);
+  const long n = recv_msg(sock, &m, sizeof m, {}, &nfds);
   if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? ETIMEDOUT : errno;
   if (n == 0) return ECONNRESET;
+  if (auto why = parse_refused(
+          std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&m), static_cast<size_t>(n)))) {
+    if (refused) *refused = *why;
+    return ESHUTDOWN;
+  }
+  const Reply& rep = m.rep;
   if (static_cast<size_t>(n) != sizeof rep || rep.h.magic != kMagic ||
       rep.h.type != MsgType::kReply || rep.seq != req.seq || rep.error < 0)
     return EPROTO;
@@ -189,12 +208,11 @@ std::optional<Session> connect_daemon(std::string_view ifname, std::string_view 
     return fail(got == 0 ? "the daemon closed the connection without an answer (a uroce-hostd "
                            "older than protocol version 3 does so)"
                          : std::string("no answer from the daemon: ") + std::strerror(errno));
-  if (static_cast<size_t>(got) >= sizeof(MsgHeader) && m.w.h.magic == kMagic &&
-      m.w.h.type == MsgType::kRefused && static_cast<size_t>(got) == sizeof(Refused)) {
+  if (auto why = parse_refused(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&m),
+                                                        static_cast<size_t>(got)))) {
     close_fds();
     if (refused) *refused = true;
-    m.r.reason[sizeof m.r.reason - 1] = 0;
-    return fail(std::string("refused: ") + m.r.reason);
+    return fail("refused: " + *why);
   }
   if (static_cast<size_t>(got) != sizeof(Welcome) || m.w.h.magic != kMagic ||
       m.w.h.type != MsgType::kWelcome || m.w.h.version != kProtocolVersion || nfds != kWelcomeFds) {

@@ -68,7 +68,9 @@ struct Welcome {
 };
 inline constexpr size_t kWelcomeFds = 3;  ///< region memfd, client doorbell, daemon doorbell
 
-/// Daemon -> client instead of Welcome; then the daemon closes the connection.
+/// Daemon -> client instead of Welcome, or during a session when the device is removed
+/// (`uroce link del`: the session ends for good, no resume); then the daemon closes the
+/// connection.
 struct Refused {
   MsgHeader h{kMagic, MsgType::kRefused, kProtocolVersion, 0};
   char reason[200] = {};  ///< one line, NUL-terminated
@@ -131,10 +133,13 @@ std::optional<uint32_t> hello_version(std::span<const uint8_t> msg);
 /// nonsense (the daemon ends the session).
 std::optional<Request> parse_request(std::span<const uint8_t> msg);
 
+/// A Refused message's reason (NUL-terminated within it), or nullopt for anything else.
+std::optional<std::string> parse_refused(std::span<const uint8_t> msg);
+
 /// The client's side of one Request on a session's socket: sends it and waits (the socket's
 /// receive timeout) for its Reply. The Reply's error, or the errno of the exchange (EPROTO: an
-/// answer that is no Reply to it).
-int request(int sock, Request req);
+/// answer that is no Reply to it; ESHUTDOWN: Refused instead, its reason in *refused).
+int request(int sock, Request req, std::string* refused = nullptr);
 
 /// hostd-<ifname>.<netns inode> in the run folder (append ".sock", ".lock").
 std::string hostd_base(std::string_view ifname);

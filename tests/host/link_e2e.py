@@ -8,7 +8,10 @@ Linux router between them):
   2. `uroce link show` names the daemon's pid and, while a process holds a QP on the device,
      that process (pid, command, QPs);
   3. a uroce_verify pair A -> B runs through the two daemons (they count its frames);
-  4. `uroce link del uroce0` stops each daemon (its pid gone, no daemon serves IF);
+  4. `uroce link del uroce0` removes the device as `rdma link delete` does: with an rping pair
+     connected A -> B, del in A ends A's client at once with "device removal" (no waiting for
+     a next daemon) and B's server sees the DREQ A's daemon sent (DISCONNECTED), both within
+     2 s; then each daemon has stopped (its pid gone, no daemon serves IF);
   5. `uroce link add ... --exclusive` writes `exclusive = true` and starts no daemon.
 
 Usage (root): link_e2e.py --build B
@@ -131,8 +134,39 @@ def check(r):
                and f.endswith(".log")]
         if not log:
             return f"no daemon log for {r.link.ifs[side]} in {r.run_dir}"
-    # del stops each daemon.
-    for side in (A, B):
+    # del removes the device: a connected rping pair hears of it at once, on both ends.
+    port = pairmod.free_tcp_port()
+    deadline = time.monotonic() + 60
+    b = r.link.addr[B]
+    server = hostd_e2e.cm_server(r, B, "removal", port, ["rping", "-s", "-v", "-a", b, "-p",
+                                                          str(port)], deadline)
+    if not server:
+        return "the rping server did not listen"
+    client = r.start(A, "removal-client", ["rping", "-c", "-v", "-a", b, "-p", str(port)])
+    while client.output().count("ping data") < 50:
+        if client.poll() is not None or time.monotonic() > deadline:
+            return f"the rping pair did not ping: rc {client.rc}: {client.output()[-300:]}"
+        time.sleep(0.02)  # polling a condition with a deadline
+    t0 = time.monotonic()
+    rc, out = r.uroce(A, "link", "del", "uroce0", "--daemon", "direct")
+    if rc != 0 or "stopped" not in out:
+        return f"link del in A: rc {rc}: {out.strip()}"
+    ended = {}  # label: seconds from link del to the program's exit
+    while len(ended) < 2 and time.monotonic() < t0 + 30:
+        for p in (client, server):
+            if p.label not in ended and p.poll() is not None:
+                ended[p.label] = round(time.monotonic() - t0, 3)
+        time.sleep(0.01)  # polling a condition with a deadline
+    for p, what in ((client, "device removal"), (server, "DISCONNECT")):
+        took = ended.get(p.label)
+        if took is None or took > 2.0 or what not in p.output():
+            return (f"{p.label}: no \"{what}\" within 2 s of link del (exit after {took} s): "
+                    f"{p.output()[-300:]}")
+    removal = ended
+    if alive(daemons[A]):
+        return f"the daemon of A (pid {daemons[A]}) still runs after link del"
+    # del stops the other daemon (no client).
+    for side in (B,):
         rc, out = r.uroce(side, "link", "del", "uroce0", "--daemon", "direct")
         if rc != 0 or "stopped" not in out:
             return f"link del in {'AB'[side]}: rc {rc}: {out.strip()}"
@@ -145,6 +179,7 @@ def check(r):
     show = r.show_text(A)
     if daemon_pid(show) or "exclusive" not in show:
         return f"link show after --exclusive: {show}"
+    print(f"link del under a connected rping pair: exits after {removal} s")
     print("link add/show/del: daemons " + ", ".join(str(p) for p in daemons.values()) +
           f"; verify: {[ln for ln in cli.output().splitlines() if 'uroce_verify' in ln][-1:]}")
     return None

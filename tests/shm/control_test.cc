@@ -322,5 +322,38 @@ TEST_F(ControlTest, ARequestGetsTheReplyOfItsSeq) {
   ::close(sv[0]);
 }
 
+TEST_F(ControlTest, ARemovalDuringASessionIsRefusedWithItsReason) {
+  int sv[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+  Refused gone;
+  std::snprintf(gone.reason, sizeof gone.reason, "the device on eth0 was removed");
+  std::thread peer([&] {
+    uint8_t b[sizeof(Request) + 8];
+    size_t n = 0;
+    ASSERT_GT(recv_msg(sv[1], b, sizeof b, {}, &n), 0);
+    EXPECT_EQ(send_msg(sv[1], &gone, sizeof gone), 0);  // instead of the Reply
+    ::close(sv[1]);
+  });
+  Request r;
+  r.op = Op::kConnect;
+  r.seq = 1;
+  std::string why;
+  EXPECT_EQ(request(sv[0], r, &why), ESHUTDOWN);
+  EXPECT_EQ(why, "the device on eth0 was removed");
+  peer.join();
+  ::close(sv[0]);
+  // The message alone, as a client reads it from its socket unasked.
+  const auto bytes = std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&gone), sizeof gone);
+  EXPECT_EQ(parse_refused(bytes), std::optional<std::string>("the device on eth0 was removed"));
+  EXPECT_FALSE(parse_refused(bytes.first(sizeof gone - 1)));
+  Refused unterminated = gone;
+  std::memset(unterminated.reason, 'x', sizeof unterminated.reason);
+  EXPECT_FALSE(parse_refused(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&unterminated), sizeof gone)));
+  Reply rep;
+  EXPECT_FALSE(
+      parse_refused(std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(&rep), sizeof rep)));
+}
+
 }  // namespace
 }  // namespace uroce::shm

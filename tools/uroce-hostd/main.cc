@@ -87,8 +87,13 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 std::atomic<bool> g_report{false};
+std::atomic<bool> g_remove{false};
 void on_signal(int) { g_stop.store(true); }
 void on_report(int) { g_report.store(true); }
+void on_remove(int) {
+  g_remove.store(true);
+  g_stop.store(true);
+}
 
 using dpdk::monotonic_now;
 
@@ -415,6 +420,25 @@ class Daemon final : public FrameHandler {
   void remove_status() {
     files_.flush();
     ::unlink(status_path_.c_str());
+  }
+
+  /// The device is removed (SIGUSR2, `uroce link del`), as the kernel removes an RDMA device:
+  /// each client is told so (Refused: its device is gone at once, no waiting for a next
+  /// daemon), each connection its peers know gets a DREQ, and no block is kept for a resume.
+  void remove_all() {
+    const size_t n = live_.size();
+    const uint64_t sent = cm_sent_;
+    shm::Refused r;
+    std::snprintf(r.reason, sizeof r.reason, "the device on %s was removed (uroce link del)",
+                  netdev_.c_str());
+    while (!live_.empty()) {
+      Client& c = *live_.back();
+      shm::send_msg(c.sock, &r, sizeof r);
+      drop(c, "the device is removed");
+    }
+    net_->flush();  // the DREQs leave now
+    std::printf("uroce-hostd: removed: %zu clients told, %lu DREQs sent\n", n,
+                static_cast<unsigned long>(cm_sent_ - sent));
   }
 
   /// Ends every session, then closes the netdev (the PMD detaches the program). The clients
@@ -1065,11 +1089,13 @@ int run_main(int argc, char** argv) {
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
   std::signal(SIGUSR1, on_report);
+  std::signal(SIGUSR2, on_remove);
   std::signal(SIGPIPE, SIG_IGN);
   std::printf("uroce-hostd: serving %s on %s (up to %u clients, %u-byte frames)\n",
               o.netdev.c_str(), socket.c_str(), o.max_clients, d.slot_bytes());
   d.print("start");
   d.run(o.stats_every_s);
+  if (g_remove.load()) d.remove_all();
   d.publish();
   d.remove_status();
   d.print("final");

@@ -188,27 +188,32 @@ bool hostd_start(const std::string& netdev, HostdManager m, std::string* how, st
 bool hostd_stop(const std::string& netdev, HostdManager m, std::string* how, std::string* err) {
   m = resolve(m);
   if (m == HostdManager::kNone) return true;
-  if (m == HostdManager::kSystemd) {
-    if (run({"systemctl", "disable", "--now", unit(netdev)}) != 0) {
-      *err = "systemctl disable --now " + unit(netdev) + " failed";
-      return false;
+  // The device is removed, as `rdma link delete` removes an rxe device: SIGUSR2 makes the
+  // daemon end every client's session for good (each device gone at once) and send a DREQ for
+  // each connection, then exit 0 (no restart by systemd). SIGTERM would keep the clients
+  // waiting for a next daemon (a restart).
+  const pid_t pid = hostd_pid(netdev);
+  if (pid != 0) {
+    kill(pid, SIGUSR2);
+    auto gone = [&] { return !shm::hostd_running(netdev) && !running(pid); };
+    if (!wait_for(gone)) {
+      kill(pid, SIGKILL);
+      if (!wait_for(gone)) {
+        *err = "uroce-hostd pid " + std::to_string(pid) + " for " + netdev + " does not stop";
+        return false;
+      }
     }
   }
-  const pid_t pid = hostd_pid(netdev);
+  if (m == HostdManager::kSystemd && run({"systemctl", "disable", "--now", unit(netdev)}) != 0) {
+    *err = "systemctl disable --now " + unit(netdev) + " failed";
+    return false;
+  }
   if (pid == 0) {
     if (m == HostdManager::kSystemd) *how = unit(netdev) + " disabled and stopped";
     return true;
   }
-  kill(pid, SIGTERM);
-  auto gone = [&] { return !shm::hostd_running(netdev) && !running(pid); };
-  if (!wait_for(gone)) {
-    kill(pid, SIGKILL);
-    if (!wait_for(gone)) {
-      *err = "uroce-hostd pid " + std::to_string(pid) + " for " + netdev + " does not stop";
-      return false;
-    }
-  }
-  *how = "uroce-hostd for " + netdev + " (pid " + std::to_string(pid) + ") stopped";
+  *how = "uroce-hostd for " + netdev + " (pid " + std::to_string(pid) + ") stopped" +
+         (m == HostdManager::kSystemd ? ", " + unit(netdev) + " disabled" : "");
   return true;
 }
 
