@@ -16,6 +16,9 @@ Cases (one per run; ctest registers each as hostd.<case>):
   mpi       Open MPI over UCX (rc_verbs), four ranks, two per host: ping-pong across the router
             and between the two ranks of a host, allreduce, MPI_Put/Get, every byte checked
             (tests/e2e/mpi/pingpong_allreduce.c; the assertions of tests/e2e/lib/ucx_cases.py)
+  sixteen   16 processes per host: 8 uroce_verify pairs A -> B and 8 B -> A at once (every byte
+            checked), then the mpi case's program with 4 ranks per host; each daemon's
+            counters show every one of its 16 verify processes
   forkquery a process opens, queries and closes the device in A without starting DPDK, then
             forks a child that opens it and allocates a PD (fork_after_query.py, pyverbs;
             docs/host-mode.md, "Opening without DPDK")
@@ -624,17 +627,21 @@ MPI_ITERS = 50
 def case_mpi(h):
     """mpirun in A starts ranks 0 and 1 there and, through the rsh agent, an orted in B that
     starts ranks 2 and 3; every rank is a client of its host's daemon."""
+    return mpi_job(h, [A, A, B, B])
+
+
+def mpi_job(h, sides):
+    """An Open MPI job whose rank r runs on sides[r] (the first half in A, the second in B)."""
     prog = os.path.join(h.build, "bin", "e2e_mpi_pingpong_allreduce")
     if not os.path.exists(prog):
         return f"{prog} is not built (needs libopenmpi-dev: scripts/install-deps.sh)"
-    sides = [A, A, B, B]
     hosts = (ucx_cases.rsh_agent(os.path.join(h.dir, "rsh-agent"), h.link),
              [h.link.roce_addr(s) for s in sides])
     argv = ucx_cases.mpirun_argv(h.build, prog, [h.configs[s] for s in sides], "rc",
                                  ["-n", str(MPI_ITERS), "-r"], hosts,
                                  env={"UROCE_RUN_DIR": h.run_dir})
     m = h.start(A, "mpirun", argv)
-    if m.wait(200) is None:
+    if m.wait(300) is None:
         print(ucx_cases.stacks(), file=sys.stderr)  # which process waits where
         return "mpirun timed out"
     if m.rc != 0:
@@ -646,6 +653,24 @@ def case_mpi(h):
     if "ok pingpong neighbour size 1048576 " not in ucx_cases.by_rank(out)[0]:
         return "rank 0 did not finish the ping-pong with the rank on its own host"
     return None
+
+
+SIXTEEN_PAIRS = 8  # each way
+
+
+def case_sixteen(h):
+    """16 processes per host: 8 uroce_verify pairs A -> B and 8 B -> A at once (a quarter of
+    them over IPv6), every byte checked; then an Open MPI job with 4 ranks per host."""
+    pairs = []
+    base = pairmod.free_tcp_port()
+    for i in range(2 * SIXTEEN_PAIRS):
+        server, client = (B, A) if i % 2 == 0 else (A, B)
+        argv = verify_argv(h, base + i, v6=i % 4 >= 2)
+        argv[argv.index("-n") + 1] = "20"
+        pairs.append((f"verify{i}", server, argv, client, argv + [h.link.addr[server]],
+                      tcp(base + i)))
+    problem = run_pairs(h, pairs, 300)
+    return problem or mpi_job(h, [A] * 4 + [B] * 4)
 
 
 def case_forkquery(h):
@@ -861,7 +886,8 @@ CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_same
          "rping": case_rping, "mpi": case_mpi, "forkquery": case_forkquery, "fork": case_fork,
          "many": case_many, "unpriv": case_unpriv, "reopen": case_reopen,
          "portspace": case_portspace, "killed": case_killed, "hostile": case_hostile,
-         "restart": case_restart, "daemonkill": case_daemonkill, "squat": case_squat}
+         "restart": case_restart, "daemonkill": case_daemonkill, "squat": case_squat,
+         "sixteen": case_sixteen}
 
 
 def check_daemons(case, outs):
@@ -908,7 +934,7 @@ def check_daemons(case, outs):
         if any(s.get("to_wire", 0) > 0 for s in a.values()):
             return f"same-host frames reached the wire: {a}"
         return None
-    want = 1 if case in ("rping", "reopen", "killed") else 2
+    want = {"rping": 1, "reopen": 1, "killed": 1, "sixteen": 2 * SIXTEEN_PAIRS}.get(case, 2)
     if len([s for s in a.values() if s.get("to_wire", 0) > 0]) < want:
         return f"A's daemon sent frames of fewer than {want} clients to the wire: {a}"
     if len([s for s in b.values() if s.get("to_client", 0) > 0]) < want:
