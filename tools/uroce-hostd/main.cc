@@ -243,6 +243,7 @@ class Daemon final : public FrameHandler {
   }
 
   ~Daemon() {
+    files_.flush();  // a queued blocks write uses blocks_fd_, closed below
     for (auto& c : clients_)
       if (c) ::close(c->sock);
     for (auto& [fd, p] : pending_) ::close(fd);
