@@ -95,7 +95,8 @@ class Host:
 
     def __init__(self, build):
         self.build = os.path.abspath(build)
-        # On a tmpfs, as the default run dir /dev/shm (docs/host-mode.md, "Run directory").
+        # On a tmpfs, as the default run dir /dev/shm (docs/counters.md: statistics on a disk
+        # can stall the daemon and the engines).
         self.dir = tempfile.mkdtemp(prefix="uhostd-", dir="/dev/shm")
         self.run_dir = os.path.join(self.dir, "run")
         self.link = links.RoutedLink(mtu=1024)
@@ -291,10 +292,10 @@ def case_perftest(h):
     return None
 
 
-def verify_argv(h, port, v6=False):
+def verify_argv(h, port, v6=False, iters=50):
     gid = links.RoutedLink.GID_V6 if v6 else links.RoutedLink.GID_V4
     return [os.path.join(h.build, "bin", "uroce_verify"), "-d", DEVICE, "-g", str(gid), "-p",
-            str(port), "-o", "write", "-s", "65536", "-n", "50"]
+            str(port), "-o", "write", "-s", "65536", "-n", str(iters)]
 
 
 def case_verify(h):
@@ -665,8 +666,7 @@ def case_sixteen(h):
     base = pairmod.free_tcp_port()
     for i in range(2 * SIXTEEN_PAIRS):
         server, client = (B, A) if i % 2 == 0 else (A, B)
-        argv = verify_argv(h, base + i, v6=i % 4 >= 2)
-        argv[argv.index("-n") + 1] = "20"
+        argv = verify_argv(h, base + i, v6=i % 4 >= 2, iters=20)
         pairs.append((f"verify{i}", server, argv, client, argv + [h.link.addr[server]],
                       tcp(base + i)))
     problem = run_pairs(h, pairs, 300)

@@ -12,10 +12,10 @@ uroce-hostd in A and in B) for --duration seconds:
 
 Every --interval seconds the resident memory of both daemons and of the long-lived pair is
 printed (the series: "mem t=<s> ...": VmRSS less the shared memory mapped, since a daemon maps
-each live client's rings and how many clients live at a sample is the job mix's, not a leak). The run passes when every job but the killed clients
-exited 0 within its time, the killed pairs' servers ended, the long-lived pair verified every
-byte, and no watched process grew by more than max(4 MiB, 5 %) from the first sample to the
-last. Short form (CI): 180 s; long form (label soak): 3600 s.
+each live client's rings and how many clients live at a sample is the job mix's, not a leak).
+The run passes when every job but the killed clients exited 0 within its time, the killed
+pairs' servers ended, the long-lived pair verified every byte, and no watched process grew by
+more than max(4 MiB, 5 %) from the first sample to the last. Short form (CI): 180 s; long form (label soak): 3600 s.
 
 Usage: hostd_soak.py --build B [--duration S] [--interval S]
 """

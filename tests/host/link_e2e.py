@@ -143,10 +143,11 @@ def check(r):
     if not server:
         return "the rping server did not listen"
     client = r.start(A, "removal-client", ["rping", "-c", "-v", "-a", b, "-p", str(port)])
-    while client.output().count("ping data") < 50:
-        if client.poll() is not None or time.monotonic() > deadline:
-            return f"the rping pair did not ping: rc {client.rc}: {client.output()[-300:]}"
-        time.sleep(0.02)  # polling a condition with a deadline
+    problem = hostd_e2e.wait_for("the rping pair's first 50 pings",
+                                 lambda: client.output().count("ping data") >= 50,
+                                 [client, server], deadline)
+    if problem:
+        return problem
     t0 = time.monotonic()
     rc, out = r.uroce(A, "link", "del", "uroce0", "--daemon", "direct")
     if rc != 0 or "stopped" not in out:
@@ -162,16 +163,14 @@ def check(r):
         if took is None or took > 2.0 or what not in p.output():
             return (f"{p.label}: no \"{what}\" within 2 s of link del (exit after {took} s): "
                     f"{p.output()[-300:]}")
-    removal = ended
     if alive(daemons[A]):
         return f"the daemon of A (pid {daemons[A]}) still runs after link del"
     # del stops the other daemon (no client).
-    for side in (B,):
-        rc, out = r.uroce(side, "link", "del", "uroce0", "--daemon", "direct")
-        if rc != 0 or "stopped" not in out:
-            return f"link del in {'AB'[side]}: rc {rc}: {out.strip()}"
-        if alive(daemons[side]):
-            return f"the daemon of {'AB'[side]} (pid {daemons[side]}) still runs after link del"
+    rc, out = r.uroce(B, "link", "del", "uroce0", "--daemon", "direct")
+    if rc != 0 or "stopped" not in out:
+        return f"link del in B: rc {rc}: {out.strip()}"
+    if alive(daemons[B]):
+        return f"the daemon of B (pid {daemons[B]}) still runs after link del"
     # --exclusive: the config says so, and no daemon starts.
     rc, out = r.uroce(A, "link", "add", "uroce0", "netdev", r.link.ifs[A], "--exclusive")
     if rc != 0 or "exclusive = true" not in open(r.configs[A]).read():
@@ -179,7 +178,7 @@ def check(r):
     show = r.show_text(A)
     if daemon_pid(show) or "exclusive" not in show:
         return f"link show after --exclusive: {show}"
-    print(f"link del under a connected rping pair: exits after {removal} s")
+    print(f"link del under a connected rping pair: exits after {ended} s")
     print("link add/show/del: daemons " + ", ".join(str(p) for p in daemons.values()) +
           f"; verify: {[ln for ln in cli.output().splitlines() if 'uroce_verify' in ln][-1:]}")
     return None
