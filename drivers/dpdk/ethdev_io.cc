@@ -310,6 +310,15 @@ void EthdevIo::discard(const std::string& port) {
   remove_port(port_id, pool);
 }
 
+std::vector<int> EthdevIo::xsk_fds() const {
+  std::lock_guard<std::mutex> lock(g_open_mu);
+  std::vector<int> out;
+  if (auto it = g_pmd_fds.find(port_id_); it != g_pmd_fds.end())
+    for (const KernelFd& k : it->second)
+      if (k.identity.rfind("socket:", 0) == 0) out.push_back(k.fd);
+  return out;
+}
+
 void EthdevIo::fill_counters(PortCounters* out) const {
   EthStats st;
   if (stats(&st)) {

@@ -23,8 +23,8 @@
  * in one process). With Close::kOnDestroy it closes and removes the ethdev instead, and then
  * closes what net_af_xdp leaves open (its UMEM socket and BPF object, PMDS.md; kernel_fds.h),
  * so the netdev's queues are free again. Thread-safety: open() and destruction are serialised
- * process-wide; the rest one thread at a time per EthdevIo. Units: bytes, Mb/s as reported,
- * bit/s where named.
+ * process-wide; the rest one thread at a time per EthdevIo (threads may each use an EthdevIo of
+ * their own at once). Units: bytes, Mb/s as reported, bit/s where named.
  */
 #pragma once
 
@@ -109,6 +109,9 @@ class EthdevIo final : public pipeline::FrameIo {
   /// Largest frame (without FCS): mtu + kRoceOverhead.
   size_t max_frame() const { return max_frame_; }
   uint16_t queues() const { return nq_; }
+  /// The AF_XDP sockets net_af_xdp opened for this ethdev (one per queue), by increasing fd;
+  /// none for other PMDs.
+  std::vector<int> xsk_fds() const;
   /// The PMD is net_memif (link watched on every poll, bursts fenced).
   bool memif() const { return memif_; }
   /// open() reused a parked ethdev as it was (its multicast list included).

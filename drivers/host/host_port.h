@@ -21,6 +21,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/port.h"
 #include "config/config.h"
@@ -31,5 +32,13 @@ namespace uroce::host {
 /// to one line naming the device, the netdev and the problem (no such netdev, down, no
 /// address, a foreign XDP program, in use by another process, the PMD's refusal).
 std::unique_ptr<Port> open_host_port(const config::Device& dev, std::string* err);
+
+/// The host-mode port of dev split for `workers` threads (uroce-hostd's workers): port k of the
+/// result receives from the netdev's RX queues q with q % n == k and sends on them, through
+/// a TX pipeline and a netlink view of its own, so that each is used by its own thread (n =
+/// the result's size: `workers`, at most the netdev's active RX queues). The netdev is
+/// released when the last of them is destroyed. Empty with *err as open_host_port().
+std::vector<std::unique_ptr<Port>> open_host_ports(const config::Device& dev, unsigned workers,
+                                                   std::string* err);
 
 }  // namespace uroce::host

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <utility>
 #include <vector>
 
 #include "common/run_path.h"
@@ -233,17 +234,20 @@ std::optional<Attached> attached(std::string_view ifname, std::string* err) {
   return a;
 }
 
-std::optional<Counts> counts(std::string_view ifname, std::string* err) {
+namespace {
+
+/// The map named `name` of uroce's program on ifname, opened; -1 with *err.
+int attached_map(std::string_view ifname, std::string_view name, std::string* err) {
   auto a = attached(ifname, err);
-  if (!a) return std::nullopt;
+  if (!a) return -1;
   if (!a->ours()) {
     *err = "uroce's XDP program is not on " + std::string(ifname);
-    return std::nullopt;
+    return -1;
   }
   Fd prog(bpf_prog_get_fd_by_id(a->id));
   if (prog.fd < 0) {
     *err = "program id " + std::to_string(a->id) + ": " + errno_text(errno);
-    return std::nullopt;
+    return -1;
   }
   uint32_t ids[16] = {};
   bpf_prog_info info{};
@@ -252,28 +256,60 @@ std::optional<Counts> counts(std::string_view ifname, std::string* err) {
   uint32_t len = sizeof info;
   if (bpf_obj_get_info_by_fd(prog.fd, &info, &len) != 0) {
     *err = "program info: " + errno_text(errno);
-    return std::nullopt;
+    return -1;
   }
   for (uint32_t i = 0; i < info.nr_map_ids && i < 16; ++i) {
     Fd map(bpf_map_get_fd_by_id(ids[i]));
     bpf_map_info mi{};
     uint32_t mlen = sizeof mi;
-    if (map.fd < 0 || bpf_obj_get_info_by_fd(map.fd, &mi, &mlen) != 0 || mi.name != kCountsMap)
-      continue;
-    const int ncpu = libbpf_num_possible_cpus();
-    if (ncpu <= 0) break;
-    std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
-    uint64_t* slot[3];
-    Counts c;
-    slot[0] = &c.redirected, slot[1] = &c.passed, slot[2] = &c.unbound;
-    for (uint32_t k = 0; k < 3; ++k) {
-      if (bpf_map_lookup_elem(map.fd, &k, per_cpu.data()) != 0) continue;
-      for (uint64_t v : per_cpu) *slot[k] += v;
-    }
-    return c;
+    if (map.fd >= 0 && bpf_obj_get_info_by_fd(map.fd, &mi, &mlen) == 0 && mi.name == name)
+      return std::exchange(map.fd, -1);
   }
-  *err = "no map " + std::string(kCountsMap) + " in the program on " + std::string(ifname);
-  return std::nullopt;
+  *err = "no map " + std::string(name) + " in the program on " + std::string(ifname);
+  return -1;
+}
+
+}  // namespace
+
+std::optional<Counts> counts(std::string_view ifname, std::string* err) {
+  Fd map(attached_map(ifname, kCountsMap, err));
+  if (map.fd < 0) return std::nullopt;
+  const int ncpu = libbpf_num_possible_cpus();
+  if (ncpu <= 0) {
+    *err = "libbpf_num_possible_cpus: " + errno_text(ncpu);
+    return std::nullopt;
+  }
+  std::vector<uint64_t> per_cpu(static_cast<size_t>(ncpu));
+  uint64_t* slot[3];
+  Counts c;
+  slot[0] = &c.redirected, slot[1] = &c.passed, slot[2] = &c.unbound;
+  for (uint32_t k = 0; k < 3; ++k) {
+    if (bpf_map_lookup_elem(map.fd, &k, per_cpu.data()) != 0) continue;
+    for (uint64_t v : per_cpu) *slot[k] += v;
+  }
+  return c;
+}
+
+bool detach_ours(std::string_view ifname, std::string* err) {
+  auto a = attached(ifname, err);
+  if (!a) return false;
+  if (a->id == 0) return true;
+  if (!a->ours()) {
+    *err = describe(ifname, *a) + " is not uroce's";
+    return false;
+  }
+  return detach(ifname, *a, err);
+}
+
+bool bind_socket(std::string_view ifname, uint32_t queue, int xsk_fd, std::string* err) {
+  Fd map(attached_map(ifname, kSocketsMap, err));
+  if (map.fd < 0) return false;
+  if (bpf_map_update_elem(map.fd, &queue, &xsk_fd, 0) != 0) {
+    *err = "queue " + std::to_string(queue) + " into " + std::string(kSocketsMap) + ": " +
+           errno_text(errno);
+    return false;
+  }
+  return true;
 }
 
 std::string lock_path(std::string_view ifname) {

@@ -23,6 +23,8 @@ namespace uroce::xdp {
 inline constexpr std::string_view kProgName = "uroce_roce";
 /// Its per-CPU counter map, indices as in Counts.
 inline constexpr std::string_view kCountsMap = "uroce_counts";
+/// Its map of AF_XDP sockets by RX queue (the name DPDK's net_af_xdp looks for).
+inline constexpr std::string_view kSocketsMap = "xsks_map";
 
 /// The program's object file: $UROCE_XDP_PROG if set, else the first of
 /// object_candidates(<the file this code runs from>) that exists, else the build tree's copy
@@ -100,6 +102,16 @@ Outcome reap_stale(std::string_view ifname);
 /// After closing a port: releases `use` and removes uroce's program if no other process
 /// holds the lock. A foreign program is left.
 Outcome detach_if_last(std::unique_ptr<NetdevUse> use);
+
+/// Removes uroce's program from ifname (whoever holds the lock: the caller does, and sets the
+/// netdev up queue by queue). true when none is attached after; false with *err (a foreign
+/// program is left).
+bool detach_ours(std::string_view ifname, std::string* err);
+
+/// Puts the AF_XDP socket xsk_fd (bound to ifname's RX queue `queue`) into the sockets map of
+/// uroce's program attached to ifname, so that the queue's RoCEv2 frames go to it. false with
+/// *err.
+bool bind_socket(std::string_view ifname, uint32_t queue, int xsk_fd, std::string* err);
 
 /// One line of `uroce doctor`.
 struct Check {

@@ -34,6 +34,7 @@ Json worker_json(const HostdWorkerStatus& w) {
 
 Json client_json(const HostdClientStatus& c) {
   return Json{{"slot", c.slot},
+              {"worker", c.worker},
               {"pid", c.pid},
               {"uid", c.uid},
               {"command", c.command},
@@ -111,6 +112,7 @@ std::optional<HostdStatus> hostd_status_from_json(std::string_view text, std::st
     for (const Json& c : j.at("clients")) {
       HostdClientStatus x;
       get(c, "slot", &x.slot);
+      get(c, "worker", &x.worker);
       get(c, "pid", &x.pid);
       get(c, "uid", &x.uid);
       get(c, "command", &x.command);

@@ -34,7 +34,8 @@ struct HostdWorkerStatus {
 };
 
 struct HostdClientStatus {
-  uint32_t slot = 0;  ///< its QPN block
+  uint32_t slot = 0;    ///< its QPN block
+  uint32_t worker = 0;  ///< the worker that serves its TX ring and control socket
   int32_t pid = 0;
   uint32_t uid = 0;
   std::string command;  ///< /proc/<pid>/comm when it came

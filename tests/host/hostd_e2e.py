@@ -93,13 +93,14 @@ A, B = 0, 1
 class Host:
     """Programs in the namespaces of one RoutedLink, with uroce-hostd in A and B."""
 
-    def __init__(self, build):
+    def __init__(self, build, workers=1):
         self.build = os.path.abspath(build)
+        self.workers = workers
         # On a tmpfs, as the default run dir /dev/shm (docs/counters.md: statistics on a disk
         # can stall the daemon and the engines).
         self.dir = tempfile.mkdtemp(prefix="uhostd-", dir="/dev/shm")
         self.run_dir = os.path.join(self.dir, "run")
-        self.link = links.RoutedLink(mtu=1024)
+        self.link = links.RoutedLink(mtu=1024, queues=workers)
         self.configs = [pairmod.write_config(os.path.join(self.dir, f"side{s}.toml"), self.link, s)
                         for s in (A, B)]
         self.procs = []
@@ -127,7 +128,8 @@ class Host:
     def start_daemon(self, side, label, deadline):
         """uroce-hostd in side, once it serves."""
         d = self.start(side, label, [os.path.join(self.build, "bin", "uroce-hostd"), "--netdev",
-                                     self.link.ifs[side], "--run-dir", self.run_dir])
+                                     self.link.ifs[side], "--run-dir", self.run_dir, "--workers",
+                                     str(self.workers)])
         while "serving" not in d.output():
             if d.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"uroce-hostd in {'AB'[side]} did not start")
@@ -945,12 +947,14 @@ def check_daemons(case, outs):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
+    ap.add_argument("--workers", type=int, default=1,
+                    help="each daemon's workers, and the veths' queue pairs")
     ap.add_argument("case", choices=sorted(CASES))
     args = ap.parse_args()
     if os.geteuid() != 0:
         print("SKIP: needs root (namespaces, AF_XDP)")
         return 0
-    h = Host(args.build)
+    h = Host(args.build, args.workers)
     try:
         h.start_daemons(time.monotonic() + 30)
         problem = CASES[args.case](h)

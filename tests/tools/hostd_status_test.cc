@@ -26,6 +26,7 @@ HostdStatus sample(int32_t pid) {
   s.workers.push_back({0, 10, 20, 0.25, 3, 4});
   HostdClientStatus c;
   c.slot = 7;
+  c.worker = 1;
   c.pid = 4242;
   c.uid = 1000;
   c.command = "ib_write_bw";
@@ -58,6 +59,7 @@ TEST(HostdStatus, WhatIsWrittenReadsBackTheSame) {
   ASSERT_EQ(back->clients.size(), 1u);
   const HostdClientStatus& c = back->clients[0];
   EXPECT_EQ(c.slot, 7u);
+  EXPECT_EQ(c.worker, 1u);
   EXPECT_EQ(c.pid, 4242);
   EXPECT_EQ(c.command, "ib_write_bw");
   EXPECT_EQ(c.dropped, 5u);

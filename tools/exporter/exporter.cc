@@ -178,7 +178,8 @@ void add_hostd(Families& f, const stats::HostdStatus& h) {
                       {"client_pid", std::to_string(c.pid)},
                       {"command", c.command},
                       {"device", c.device},
-                      {"slot", std::to_string(c.slot)}};
+                      {"slot", std::to_string(c.slot)},
+                      {"worker", std::to_string(c.worker)}};
     const std::pair<const char*, uint64_t> counters[] = {{"to_client", c.to_client},
                                                          {"from_client", c.from_client},
                                                          {"to_wire", c.to_wire},

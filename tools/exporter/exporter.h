@@ -22,7 +22,7 @@
  *   rdma_hostd_worker_{busy_ratio,tx_backlog_frames,rx_backlog_frames} {netdev, pid, worker};
  *   rdma_hostd_clients {netdev, pid}; rdma_hostd_client_{to_client,from_client,to_wire,
  *   switched,dropped}_frames_total and rdma_hostd_client_refused_frames_total{reason}
- *   {netdev, client_pid, command, device, slot}
+ *   {netdev, client_pid, command, device, slot, worker}
  *   compatibility names of other exporters: rdma_cc_{rx_ce,rx_cnp,tx_cnp}_pkts_total,
  *   rdma_port_{xmit,rcv}_data_total (4-byte words), rdma_roce_pfc_pause_duration_total{direction}
  * `port` is the IB port number ("1"). Units: bytes, frames, µs (pause durations), Mb/s.

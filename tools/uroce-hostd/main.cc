@@ -34,6 +34,7 @@
  * the counters ("final ...").
  */
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
@@ -50,11 +51,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cm/host_cm.h"
@@ -80,6 +85,7 @@
 #include "transport/wire/parse.h"
 #include "uroce-hostd/file_writer.h"
 #include "uroce-hostd/frame_prio.h"
+#include "uroce-hostd/reclaim.h"
 #include "uroce-hostd/steer.h"
 
 namespace uroce::hostd {
@@ -136,37 +142,114 @@ struct Options {
   /// The daemon's scheduling priority: above the processes it serves, as the kernel's packet
   /// processing (softirq) runs above them for rxe; a frame it does not move waits for them all.
   int nice = -10;
+  /// Workers (threads, each with its own netdev queues); 0: one per CPU the daemon may run
+  /// on, at most the netdev's active RX queues.
+  unsigned workers = 0;
 };
 
 /// TxGuard::Verdict values (kOk and the reasons a frame is refused).
 constexpr size_t kVerdicts = static_cast<size_t>(TxGuard::Verdict::kSport) + 1;
 
+/// A counter one worker writes and any thread reads (print(), the status file): relaxed, as a
+/// plain load and store on the writer's side.
+using Count = std::atomic<uint64_t>;
+inline void bump(Count& c, uint64_t n = 1) {
+  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
+}
+inline uint64_t get(const Count& c) { return c.load(std::memory_order_relaxed); }
+
+/// One client's frames through one worker (Daemon::total() sums the workers).
 struct Counters {
-  uint64_t to_client = 0;    ///< frames delivered into the client's RX ring
-  uint64_t from_client = 0;  ///< frames the client sent
-  uint64_t to_wire = 0;      ///< of those, sent to the netdev
-  uint64_t switched = 0;     ///< of those, same-host: switched to a client
-  uint64_t dropped = 0;      ///< for this client but its ring was full; or a bad descriptor
-  uint64_t cm_refused = 0;   ///< CM MADs it sent that HostCm refused (another's ID, malformed)
+  Count to_client{0};    ///< frames delivered into the client's RX ring
+  Count from_client{0};  ///< frames the client sent
+  Count to_wire{0};      ///< of those, sent to the netdev
+  Count switched{0};     ///< of those, same-host: switched to a client
+  Count dropped{0};      ///< for this client but its ring was full; or a bad descriptor
+  Count cm_refused{0};   ///< CM MADs it sent that HostCm refused (another's ID, malformed)
   /// Frames it sent that TxGuard refused, by TxGuard::Verdict (kOk unused).
-  std::array<uint64_t, kVerdicts> refused{};
+  std::array<Count, kVerdicts> refused{};
+  void reset() {
+    for (Count* c : {&to_client, &from_client, &to_wire, &switched, &dropped, &cm_refused})
+      c->store(0, std::memory_order_relaxed);
+    for (Count& c : refused) c.store(0, std::memory_order_relaxed);
+  }
 };
 
-/// A connected client (after Welcome): its session, region and rings.
+/// Counters summed over the workers, for print() and the status file.
+struct Totals {
+  uint64_t to_client = 0, from_client = 0, to_wire = 0, switched = 0, dropped = 0, cm_refused = 0;
+  std::array<uint64_t, kVerdicts> refused{};
+  void add(const Counters& c) {
+    to_client += get(c.to_client);
+    from_client += get(c.from_client);
+    to_wire += get(c.to_wire);
+    switched += get(c.switched);
+    dropped += get(c.dropped);
+    cm_refused += get(c.cm_refused);
+    for (size_t v = 0; v < kVerdicts; ++v) refused[v] += get(c.refused[v]);
+  }
+};
+
+/// A client's RX ring of one worker: only that worker writes it (RSS brings a client's frames
+/// to any worker, and each delivers them into its own ring: no frame crosses workers).
+struct RxSide {
+  explicit RxSide(shm::RingView v) : ring(v) {}
+  shm::Producer ring;
+  bool published = false;          ///< frames published this round (wake check due)
+  LocalHold::Receiver hold;        ///< the ring as a same-host receiver of this worker's switching
+  std::atomic<uint32_t> depth{0};  ///< frames in flight, as of the worker's last status round
+};
+
+/// A connected client (after Welcome): its session, region and rings. Its owner worker polls
+/// its TX ring and serves its control socket; every worker may deliver into its RX ring of its
+/// own. Freed through the Reclaimer: workers read it from the steering table without a lock.
 struct Client {
   int sock = -1;
   uint32_t block = 0;  ///< its QPN block, also its number at the daemon
+  unsigned owner = 0;  ///< the worker it belongs to
   pid_t pid = 0;       ///< SO_PEERCRED
   uid_t uid = 0;
   std::string device;
   std::string command;  ///< /proc/<pid>/comm when it came
   shm::Region region;
-  shm::Doorbell bell;           ///< the client's: kicked when it sleeps and frames arrive
-  shm::Consumer tx;             ///< its TX ring
-  shm::Producer rx;             ///< its RX ring of this worker
-  bool rx_published = false;    ///< frames published this round (wake check due)
-  LocalHold::Sender hold;       ///< its same-host frame waiting for a full receiver
-  LocalHold::Receiver hold_in;  ///< its RX ring as a same-host receiver
+  shm::Doorbell bell;      ///< the client's: kicked when it sleeps and frames arrive
+  shm::Consumer tx;        ///< its TX ring (the owner's)
+  std::deque<RxSide> rx;   ///< its RX rings, by worker
+  LocalHold::Sender hold;  ///< its same-host frame waiting for a full receiver (the owner's)
+  std::atomic<uint32_t> tx_depth{0};  ///< as of the owner's last status round
+  /// A worker found the indices of its RX ring broken (ring.h "Trust"): the owner drops it.
+  std::atomic<bool> rx_broken{false};
+};
+
+/// One worker: a thread with its own netdev queues (its Port), its own clients and its own
+/// control sockets. What workers share is the Daemon's, under Daemon::mu_ (or atomic).
+struct Worker {
+  unsigned id = 0;
+  std::unique_ptr<Port> port;
+  int ep = -1;         ///< its control sockets, its doorbell (worker 0: the listening socket)
+  shm::Doorbell bell;  ///< its own: its clients kick it when they publish to it asleep
+  std::vector<std::unique_ptr<Client>> owned;  ///< its clients
+  std::vector<Client*> woken;                  ///< got frames from it this round
+  std::unique_ptr<Counters[]> counters;        ///< by QPN block; kept after a client left
+  TxGuard guard;                               ///< what each of its clients may send
+  std::vector<uint8_t> scratch;                ///< the copy of a client's frame being checked
+  uint64_t link_version = 0;
+  Timestamp last_round{};
+  Count net_rx{0}, net_tx{0}, unknown{0};
+  Count busy_ns{0};  ///< time from the start of each round that moved frames to the next's
+  Count stalls{0}, longest_stall_ns{0};
+  std::atomic<uint32_t> clients{0};  ///< owned.size(), for the choice of a new client's owner
+  /// Clients the accepting worker (0) handed over, not yet adopted.
+  std::mutex inbox_mu;
+  std::vector<std::unique_ptr<Client>> inbox;
+  std::atomic<bool> has_inbox{false};
+  /// Its port's counters, as of its last publish round (summed into the netdev's segment).
+  std::mutex port_mu;
+  PortCounters port_counters;
+  std::thread thread;
+  ~Worker() {
+    if (ep >= 0) ::close(ep);
+  }
 };
 
 epoll_event tagged(uint64_t tag) {
@@ -176,7 +259,7 @@ epoll_event tagged(uint64_t tag) {
   return ev;
 }
 
-/// The epoll tags: the listening socket, the daemon's doorbell, a connection (its fd | kConn).
+/// The epoll tags: the listening socket, a worker's doorbell, a connection (its fd | kConn).
 constexpr uint64_t kListenTag = 1;
 constexpr uint64_t kBellTag = 2;
 constexpr uint64_t kConnTag = uint64_t{1} << 32;
@@ -213,6 +296,14 @@ void session_nice(int nice) {
                  nice, std::strerror(errno));
 }
 
+/// The CPUs this process may run on (its affinity mask); 1 when it cannot tell.
+unsigned cpus_allowed() {
+  cpu_set_t set;
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  const int n = CPU_COUNT(&set);
+  return n > 0 ? static_cast<unsigned>(n) : 1;
+}
+
 uint64_t rss_kb() {
   std::ifstream in("/proc/self/statm");
   uint64_t size = 0, resident = 0;
@@ -220,45 +311,63 @@ uint64_t rss_kb() {
   return resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) / 1024;
 }
 
-class Daemon final : public FrameHandler {
+class Daemon {
  public:
-  Daemon(std::unique_ptr<Port> net, std::unique_ptr<stats::StatsSegment> seg, const Options& o)
-      : net_(std::move(net)),
-        mac_(net_->mac()),
+  Daemon(std::vector<std::unique_ptr<Port>> ports, std::unique_ptr<stats::StatsSegment> seg,
+         const Options& o)
+      : mac_(ports[0]->mac()),
         seg_(std::move(seg)),
         max_clients_(o.max_clients),
         blocks_(kQpnBlockBits),
-        clients_(blocks_.count()),
-        counters_(blocks_.count()),
-        bell_(shm::Doorbell::create()),
+        steer_(new std::atomic<Client*>[blocks_.count()]),
+        reclaim_(static_cast<unsigned>(ports.size())),
         netdev_(o.netdev),
         status_path_(stats::hostd_status_path(stats::run_dir(), o.netdev, ::getpid())) {
-    params_.slot_bytes =
-        static_cast<uint32_t>((net_->max_frame_len() + shm::kLine - 1) / shm::kLine * shm::kLine);
+    params_.slot_bytes = static_cast<uint32_t>((ports[0]->max_frame_len() + shm::kLine - 1) /
+                                               shm::kLine * shm::kLine);
     params_.tx_slots = kTxSlots;
-    params_.rx_rings = 1;
+    params_.rx_rings = static_cast<uint32_t>(ports.size());
     params_.rx_slots = kRxSlots;
-    scratch_.resize(params_.slot_bytes);
-    learn_host();
+    for (uint32_t b = 0; b < blocks_.count(); ++b) steer_[b].store(nullptr);
+    for (size_t k = 0; k < ports.size(); ++k) {
+      auto w = std::make_unique<Worker>();
+      w->id = static_cast<unsigned>(k);
+      w->port = std::move(ports[k]);
+      w->bell = shm::Doorbell::create();
+      w->counters.reset(new Counters[blocks_.count()]);
+      w->scratch.resize(params_.slot_bytes);
+      learn_host(*w);
+      workers_.push_back(std::move(w));
+    }
+    prev_busy_ns_.assign(workers_.size(), 0);
   }
 
   ~Daemon() {
     files_.flush();  // a queued blocks write uses blocks_fd_, closed below
-    for (auto& c : clients_)
-      if (c) ::close(c->sock);
+    for (auto& w : workers_)
+      for (auto& c : w->owned) ::close(c->sock);
     for (auto& [fd, p] : pending_) ::close(fd);
     if (listen_ >= 0) ::close(listen_);
-    if (ep_ >= 0) ::close(ep_);
     if (blocks_fd_ >= 0) ::close(blocks_fd_);
   }
 
   /// Listens on `path` (mode 0666); false with *err.
   bool listen(const std::string& path, std::string* err) {
-    ep_ = ::epoll_create1(EPOLL_CLOEXEC);
+    for (auto& w : workers_) {
+      w->ep = ::epoll_create1(EPOLL_CLOEXEC);
+      if (w->ep < 0 || w->bell.fd() < 0) {
+        *err =
+            "cannot create a worker's epoll set or doorbell: " + std::string(std::strerror(errno));
+        return false;
+      }
+      epoll_event ev = tagged(kBellTag);
+      ev.events = EPOLLIN;
+      ::epoll_ctl(w->ep, EPOLL_CTL_ADD, w->bell.fd(), &ev);
+    }
     listen_ = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     sockaddr_un sa{};
     sa.sun_family = AF_UNIX;
-    if (ep_ < 0 || listen_ < 0 || bell_.fd() < 0 || path.size() >= sizeof sa.sun_path) {
+    if (listen_ < 0 || path.size() >= sizeof sa.sun_path) {
       *err = "cannot create the control socket: " + std::string(std::strerror(errno));
       return false;
     }
@@ -269,84 +378,44 @@ class Daemon final : public FrameHandler {
       return false;
     }
     epoll_event ev = tagged(kListenTag);
-    ::epoll_ctl(ep_, EPOLL_CTL_ADD, listen_, &ev);
-    ev = tagged(kBellTag);
-    ev.events = EPOLLIN;
-    ::epoll_ctl(ep_, EPOLL_CTL_ADD, bell_.fd(), &ev);
+    ::epoll_ctl(workers_[0]->ep, EPOLL_CTL_ADD, listen_, &ev);
     return true;
   }
 
   uint32_t slot_bytes() const { return params_.slot_bytes; }
+  size_t workers() const { return workers_.size(); }
 
-  /// The netdev's MAC and addresses, the only source a client's frame may have (TxGuard).
-  void learn_host() {
-    link_version_ = net_->link_version();
-    LinkState st;
-    if (net_->link_state(&st)) guard_.set_host(mac_, st.gids);
-  }
-
-  /// Frames from the netdev (the host port delivers only those to our MAC).
-  void on_frame(std::span<const uint8_t> frame, const RxMeta&) override {
-    ++net_rx_;
-    to_clients(frame, frame);
-  }
-
+  /// Runs every worker (worker 0 on this thread, the others on threads of their own) until
+  /// g_stop; then only this thread is left.
   void run(int stats_every_s) {
-    Timestamp next_stats =
-        stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
-    Timestamp next_publish = monotonic_now();
-    Timestamp last_work = monotonic_now();
-    last_round_ = last_work;
-    unsigned idle = 1, rounds = 0;  // idle 0: the last round moved frames
-    while (!g_stop.load(std::memory_order_relaxed)) {
-      const Timestamp now = monotonic_now();
-      note_round(now);
-      if (idle == 0) busy_ns_ += (now - last_work).ns;  // that round, to this one's start
-      size_t work = net_->rx_burst(*this, 64, now);
-      for (size_t i = 0; i < live_.size(); ++i) work += from_client(*live_[i], now);
-      wake_clients();
-      net_->flush();
-      drop_broken();
-      if (work) {
-        idle = 0;
-        last_work = now;
-      } else {
-        ++idle;
-      }
-      if (idle > 16) {
-        sleep(now - last_work >= kDeepIdleAfter ? Duration::millis(1) : Duration::micros(50));
-      } else if (++rounds % kControlEvery == 0) {
-        control();
-      }
-      if (now >= next_stats) {
-        print("stats");
-        next_stats = now + Duration::seconds(stats_every_s);
-      }
-      if (g_report.exchange(false)) print("stats");
-      if (now >= unreserve_at_) {  // the previous daemon's clients had their time to resume
-        blocks_.unreserve_all();
-        save_blocks();
-        unreserve_at_ = Timestamp::never();
-      }
-      if (now >= next_cm_) {  // DREQs of dead clients' connections, due again
-        for (const cm::HostCm::Outgoing& o : hostcm_.timers(now)) send_cm(o, now);
-        next_cm_ = now + kCmTick;
-        if (net_->link_version() != link_version_) learn_host();
-      }
-      if (now >= next_publish) {
-        publish();
-        next_publish = now + kPublishEvery;
-      }
-    }
+    for (size_t k = 1; k < workers_.size(); ++k)
+      workers_[k]->thread = std::thread([this, k] { loop(*workers_[k], 0); });
+    loop(*workers_[0], stats_every_s);
+    for (size_t k = 1; k < workers_.size(); ++k) workers_[k]->thread.join();
+    for (auto& w : workers_) adopt(*w);  // handed over as the daemon stopped
+    reclaim_.end_all();
   }
 
   void print(const char* tag) {
     using UL = unsigned long;
+    uint64_t net_rx = 0, net_tx = 0, unknown = 0, stalls = 0, longest = 0;
+    for (auto& w : workers_) {
+      net_rx += get(w->net_rx);
+      net_tx += get(w->net_tx);
+      unknown += get(w->unknown);
+      stalls += get(w->stalls);
+      longest = std::max(longest, get(w->longest_stall_ns));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
     std::printf(
         "%s net_rx=%lu net_tx=%lu unknown=%lu clients=%zu qpn_blocks=%u rss_kb=%lu stalls=%lu "
-        "longest_stall_us=%ld\n",
-        tag, UL(net_rx_), UL(net_tx_), UL(unknown_), live_.size(), blocks_.in_use(), UL(rss_kb()),
-        UL(stalls_), static_cast<long>(longest_stall_.ns / 1000));
+        "longest_stall_us=%lu workers=%zu\n",
+        tag, UL(net_rx), UL(net_tx), UL(unknown), all_.size(), blocks_.in_use(), UL(rss_kb()),
+        UL(stalls), UL(longest / 1000), workers_.size());
+    if (workers_.size() > 1)
+      for (auto& w : workers_)
+        std::printf("%s worker=%u net_rx=%lu net_tx=%lu clients=%u stalls=%lu\n", tag, w->id,
+                    UL(get(w->net_rx)), UL(get(w->net_tx)), w->clients.load(), UL(get(w->stalls)));
     const cm::HostCm::Counters& m = hostcm_.counters();
     std::printf(
         "%s cm rej_no_listener=%lu sidr_unsupported=%lu drep_for_gone=%lu dreq_for_dead=%lu "
@@ -354,8 +423,8 @@ class Daemon final : public FrameHandler {
         tag, UL(m.rejected_no_listener), UL(m.sidr_unsupported), UL(m.drep_for_gone),
         UL(m.dreq_for_dead), UL(m.dropped_in), UL(m.refused_out), UL(cm_malformed_), UL(cm_sent_),
         UL(cm_unresolved_), hostcm_.connections_total());
-    for (uint32_t k = 0; k < counters_.size(); ++k) {
-      const Counters& c = counters_[k];
+    for (uint32_t k = 0; k < blocks_.count(); ++k) {
+      const Totals c = total(k);
       uint64_t refused = 0;
       for (uint64_t r : c.refused) refused += r;
       if (!c.to_client && !c.from_client && !c.dropped && !c.cm_refused && !refused) continue;
@@ -375,71 +444,22 @@ class Daemon final : public FrameHandler {
     std::fflush(stdout);
   }
 
-  /// The netdev's counters into the segment (also at exit, so the last figures are complete).
-  void publish() {
+  /// The netdev's counters into the segment (also at exit, so the last figures are complete):
+  /// the ethdev's, and the workers' pipelines summed (each worker's as of its last publish
+  /// round; this thread's own read now).
+  void publish(Worker& self) {
     write_status();
-    PortCounters c;
-    if (!seg_ || !net_ || !net_->read_counters(&c)) return;
-    stats::publish_port(c, seg_->port());
+    if (!seg_) return;
+    snapshot_port(self);
+    PortCounters sum;
+    for (auto& w : workers_) {
+      std::lock_guard<std::mutex> lock(w->port_mu);
+      add_port(sum, w->port_counters, w.get() == workers_[0].get());
+    }
+    stats::publish_port(sum, seg_->port());
     seg_->heartbeat();
   }
-
-  /// A round that starts more than kStall after the previous one: the daemon was held up (no
-  /// CPU, or a system call that blocked) and every client's frames waited. Counted, with the
-  /// longest, in the "stats"/"final" lines: a client's retries that ran out say whether it was
-  /// the daemon.
-  void note_round(Timestamp now) {
-    const Duration gap = now - last_round_;
-    last_round_ = now;
-    if (gap < kStall) return;
-    ++stalls_;
-    longest_stall_ = std::max(longest_stall_, gap);
-  }
-
-  /// The status file (stats/hostd_status.h): the worker and every client, for `uroce show`
-  /// and the exporter.
-  void write_status() {
-    const Timestamp now = monotonic_now();
-    stats::HostdStatus st;
-    st.netdev = netdev_;
-    st.pid = static_cast<int32_t>(::getpid());
-    st.start_time = start_time_;
-    stats::HostdWorkerStatus w;
-    w.frames_in = net_rx_;
-    w.frames_out = net_tx_;
-    if (now > status_at_)
-      w.busy = static_cast<double>(busy_ns_ - status_busy_ns_) / (now - status_at_).ns;
-    status_at_ = now;
-    status_busy_ns_ = busy_ns_;
-    for (Client* c : live_) {
-      const Counters& k = counters_[c->block];
-      stats::HostdClientStatus x;
-      x.slot = c->block;
-      x.pid = static_cast<int32_t>(c->pid);
-      x.uid = static_cast<uint32_t>(c->uid);
-      x.command = c->command;
-      x.device = c->device;
-      x.to_client = k.to_client;
-      x.from_client = k.from_client;
-      x.to_wire = k.to_wire;
-      x.switched = k.switched;
-      x.dropped = k.dropped;
-      x.cm_refused = k.cm_refused;
-      for (size_t v = 1; v < kVerdicts; ++v)
-        if (k.refused[v])
-          x.refused[std::string(TxGuard::name(static_cast<TxGuard::Verdict>(v)))] = k.refused[v];
-      x.rx_depth = c->rx.in_flight();
-      x.tx_depth = c->tx.available();
-      w.rx_backlog += x.rx_depth;
-      w.tx_backlog += x.tx_depth;
-      st.clients.push_back(std::move(x));
-    }
-    st.workers.push_back(w);
-    files_.post(kStatusFile, [path = status_path_, st = std::move(st)] {
-      std::string err;
-      return stats::write_hostd_status(path, st, &err) ? std::string() : "status file: " + err;
-    });
-  }
+  void publish() { publish(*workers_[0]); }
 
   /// Removes the status file (the daemon stops), after the writes still queued.
   void remove_status() {
@@ -450,28 +470,35 @@ class Daemon final : public FrameHandler {
   /// The device is removed (SIGUSR2, `uroce link del`), as the kernel removes an RDMA device:
   /// each client is told so (Refused: its device is gone at once, no waiting for a next
   /// daemon), each connection its peers know gets a DREQ, and no block is kept for a resume.
+  /// After run(): one thread.
   void remove_all() {
-    const size_t n = live_.size();
+    size_t n = 0;
     const uint64_t sent = cm_sent_;
     shm::Refused r;
     std::snprintf(r.reason, sizeof r.reason, "the device on %s was removed (uroce link del)",
                   netdev_.c_str());
-    while (!live_.empty()) {
-      Client& c = *live_.back();
-      shm::send_msg(c.sock, &r, sizeof r);
-      drop(c, "the device is removed");
+    for (auto& w : workers_) {
+      while (!w->owned.empty()) {
+        Client& c = *w->owned.back();
+        shm::send_msg(c.sock, &r, sizeof r);
+        drop(*w, c, "the device is removed");
+        ++n;
+      }
+      w->port->flush();  // the DREQs leave now
     }
-    net_->flush();  // the DREQs leave now
+    reclaim_.end_all();
     std::printf("uroce-hostd: removed: %zu clients told, %lu DREQs sent\n", n,
                 static_cast<unsigned long>(cm_sent_ - sent));
   }
 
   /// Ends every session, then closes the netdev (the PMD detaches the program). The clients
   /// live on and resume their blocks with the next daemon: no DREQ for their connections, and
-  /// the blocks file keeps their blocks.
+  /// the blocks file keeps their blocks. After run(): one thread.
   void close() {
-    while (!live_.empty()) drop(*live_.back(), nullptr, true);
-    net_.reset();
+    for (auto& w : workers_)
+      while (!w->owned.empty()) drop(*w, *w->owned.back(), nullptr, true);
+    reclaim_.end_all();
+    for (auto& w : workers_) w->port.reset();
   }
 
   /// The blocks file (`path`): the blocks a previous daemon had given are reserved for their
@@ -487,6 +514,7 @@ class Daemon final : public FrameHandler {
     const size_t bytes = owners.size() * sizeof(QpnBlocks::Owner);
     const ssize_t n = ::pread(blocks_fd_, owners.data(), bytes, 0);
     uint32_t kept = 0;
+    std::lock_guard<std::mutex> lock(mu_);
     for (uint32_t b = 1; n == static_cast<ssize_t>(bytes) && b < blocks_.count(); ++b) {
       if (owners[b].pid > 0) {
         blocks_.reserve(b, owners[b]);
@@ -504,33 +532,245 @@ class Daemon final : public FrameHandler {
   }
 
  private:
+  /// Hands a worker's netdev frames to the Daemon with the worker.
+  struct NetRx final : FrameHandler {
+    Daemon* d;
+    Worker* w;
+    NetRx(Daemon* daemon, Worker* worker) : d(daemon), w(worker) {}
+    void on_frame(std::span<const uint8_t> frame, const RxMeta&) override {
+      bump(w->net_rx);
+      d->to_clients(*w, frame, frame);
+    }
+  };
+
+  /// One worker's loop: it polls its netdev queues and its clients' TX rings while frames
+  /// flow; idle, it sleeps on its epoll set (its clients' control sockets, its doorbell; for
+  /// worker 0 the listening socket) with a timeout that polls its queues (50 us, then 1 ms
+  /// after kDeepIdleAfter without work). Worker 0 also runs the daemon's timers (CM, stats,
+  /// status file, the previous daemon's blocks). Between two quiescent() calls the worker may
+  /// hold clients it read from the steering table; at each it holds none (woken is empty).
+  void loop(Worker& w, int stats_every_s) {
+    const bool main = w.id == 0;
+    NetRx rx(this, &w);
+    Timestamp next_stats =
+        stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
+    Timestamp next_publish = monotonic_now();
+    Timestamp next_tick{};
+    Timestamp last_work = monotonic_now();
+    w.last_round = last_work;
+    unsigned idle = 1, rounds = 0;  // idle 0: the last round moved frames
+    while (!g_stop.load(std::memory_order_relaxed)) {
+      reclaim_.quiescent(w.id);
+      const Timestamp now = monotonic_now();
+      note_round(w, now);
+      if (idle == 0) bump(w.busy_ns, static_cast<uint64_t>((now - last_work).ns));
+      if (w.has_inbox.load(std::memory_order_relaxed)) adopt(w);
+      size_t work = w.port->rx_burst(rx, 64, now);
+      for (size_t i = 0; i < w.owned.size(); ++i) work += from_client(w, *w.owned[i], now);
+      wake_clients(w);
+      w.port->flush();
+      drop_broken(w);
+      if (work) {
+        idle = 0;
+        last_work = now;
+      } else {
+        ++idle;
+      }
+      if (idle > 16) {
+        sleep(w, now - last_work >= kDeepIdleAfter ? Duration::millis(1) : Duration::micros(50));
+      } else if (++rounds % kControlEvery == 0) {
+        control(w);
+      }
+      if (now >= next_tick) {
+        next_tick = now + kCmTick;
+        if (w.port->link_version() != w.link_version) learn_host(w);
+        reclaim_.collect();
+        if (main) timers(w, now);
+      }
+      if (now >= next_publish) {
+        next_publish = now + kPublishEvery;
+        if (main) {
+          publish(w);
+        } else {
+          snapshot_port(w);
+        }
+      }
+      if (main && now >= next_stats) {
+        print("stats");
+        next_stats = now + Duration::seconds(stats_every_s);
+      }
+      if (main && g_report.exchange(false)) print("stats");
+      wake_clients(w);  // what control and the timers delivered: none is held past the round
+      w.port->flush();
+    }
+  }
+
+  /// Worker 0's timers: the CM's (DREQs of dead clients' connections, due again) and the
+  /// previous daemon's blocks (its clients had their time to resume).
+  void timers(Worker& w, Timestamp now) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const cm::HostCm::Outgoing& o : hostcm_.timers(now)) send_cm(w, o, now);
+    if (now >= unreserve_at_) {
+      blocks_.unreserve_all();
+      save_blocks();
+      unreserve_at_ = Timestamp::never();
+    }
+  }
+
+  /// The netdev's MAC and addresses, the only source a client's frame may have (TxGuard).
+  void learn_host(Worker& w) {
+    w.link_version = w.port->link_version();
+    LinkState st;
+    if (w.port->link_state(&st)) w.guard.set_host(mac_, st.gids);
+  }
+
+  /// w's port counters, for publish(), and the depths of the rings w uses, for the status
+  /// file: every client's RX ring of w, its own clients' TX rings.
+  void snapshot_port(Worker& w) {
+    for (uint32_t b = 1; b < blocks_.count(); ++b) {
+      Client* c = steer_[b].load();
+      if (!c) continue;
+      c->rx[w.id].depth.store(c->rx[w.id].ring.in_flight(), std::memory_order_relaxed);
+      if (c->owner == w.id) c->tx_depth.store(c->tx.available(), std::memory_order_relaxed);
+    }
+    PortCounters c;
+    if (!w.port->read_counters(&c)) return;
+    std::lock_guard<std::mutex> lock(w.port_mu);
+    w.port_counters = c;
+  }
+
+  /// Adds a worker's port counters to *sum: the pipeline's fields; the ethdev's (the same in
+  /// every worker's) from the first only.
+  static void add_port(PortCounters& sum, const PortCounters& c, bool ethdev) {
+    if (ethdev) {
+      sum.rx_packets_phy = c.rx_packets_phy;
+      sum.tx_packets_phy = c.tx_packets_phy;
+      sum.rx_discards_phy = c.rx_discards_phy;
+      sum.tx_errors_phy = c.tx_errors_phy;
+      sum.link_speed_mbps = c.link_speed_mbps;
+    }
+    for (int p = 0; p < PortCounters::kPriorities; ++p) {
+      sum.rx_prio_pause[p] += c.rx_prio_pause[p];
+      sum.rx_prio_pause_duration[p] += c.rx_prio_pause_duration[p];
+      sum.rx_prio_pause_transition[p] += c.rx_prio_pause_transition[p];
+      sum.tx_prio_pause[p] += c.tx_prio_pause[p];
+      sum.tx_prio_pause_duration[p] += c.tx_prio_pause_duration[p];
+      sum.tx_prio_packets[p] += c.tx_prio_packets[p];
+      sum.tx_prio_bytes[p] += c.tx_prio_bytes[p];
+      sum.tx_prio_queue_depth[p] += c.tx_prio_queue_depth[p];
+      sum.rx_prio_packets[p] += c.rx_prio_packets[p];
+      sum.rx_prio_bytes[p] += c.rx_prio_bytes[p];
+      sum.rx_prio_marked[p] += c.rx_prio_marked[p];
+    }
+    sum.rx_global_pause += c.rx_global_pause;
+    sum.tx_pause_storm_warning_events += c.tx_pause_storm_warning_events;
+    sum.tx_pause_storm_error_events += c.tx_pause_storm_error_events;
+  }
+
+  /// Block k's counters summed over the workers.
+  Totals total(uint32_t k) const {
+    Totals t;
+    for (auto& w : workers_) t.add(w->counters[k]);
+    return t;
+  }
+
+  /// A round that starts more than kStall after the previous one: the worker was held up (no
+  /// CPU, or a system call that blocked) and its clients' frames waited. Counted, with the
+  /// longest, in the "stats"/"final" lines: a client's retries that ran out say whether it was
+  /// the daemon.
+  void note_round(Worker& w, Timestamp now) {
+    const Duration gap = now - w.last_round;
+    w.last_round = now;
+    if (gap < kStall) return;
+    bump(w.stalls);
+    if (static_cast<uint64_t>(gap.ns) > get(w.longest_stall_ns))
+      w.longest_stall_ns.store(static_cast<uint64_t>(gap.ns), std::memory_order_relaxed);
+  }
+
+  /// The status file (stats/hostd_status.h): each worker and every client, for `uroce show`
+  /// and the exporter. Ring depths as each worker saw them at its last status round.
+  void write_status() {
+    const Timestamp now = monotonic_now();
+    stats::HostdStatus st;
+    st.netdev = netdev_;
+    st.pid = static_cast<int32_t>(::getpid());
+    st.start_time = start_time_;
+    for (auto& w : workers_) {
+      stats::HostdWorkerStatus x;
+      x.id = w->id;
+      x.frames_in = get(w->net_rx);
+      x.frames_out = get(w->net_tx);
+      const uint64_t busy = get(w->busy_ns);
+      if (now > status_at_)
+        x.busy = static_cast<double>(busy - prev_busy_ns_[w->id]) / (now - status_at_).ns;
+      prev_busy_ns_[w->id] = busy;
+      st.workers.push_back(x);
+    }
+    status_at_ = now;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Client* c : all_) {
+      const Totals k = total(c->block);
+      stats::HostdClientStatus x;
+      x.slot = c->block;
+      x.worker = c->owner;
+      x.pid = static_cast<int32_t>(c->pid);
+      x.uid = static_cast<uint32_t>(c->uid);
+      x.command = c->command;
+      x.device = c->device;
+      x.to_client = k.to_client;
+      x.from_client = k.from_client;
+      x.to_wire = k.to_wire;
+      x.switched = k.switched;
+      x.dropped = k.dropped;
+      x.cm_refused = k.cm_refused;
+      for (size_t v = 1; v < kVerdicts; ++v)
+        if (k.refused[v])
+          x.refused[std::string(TxGuard::name(static_cast<TxGuard::Verdict>(v)))] = k.refused[v];
+      for (size_t j = 0; j < c->rx.size(); ++j) {
+        const uint32_t d = c->rx[j].depth.load(std::memory_order_relaxed);
+        x.rx_depth += d;
+        st.workers[j].rx_backlog += d;
+      }
+      x.tx_depth = c->tx_depth.load(std::memory_order_relaxed);
+      st.workers[c->owner].tx_backlog += x.tx_depth;
+      st.clients.push_back(std::move(x));
+    }
+    files_.post(kStatusFile, [path = status_path_, st = std::move(st)] {
+      std::string err;
+      return stats::write_hostd_status(path, st, &err) ? std::string() : "status file: " + err;
+    });
+  }
+
   /// A frame for the local clients: by the destination QPN's block, read from `headers` (the
   /// frame itself, or a copy of a client's frame's first bytes); QP1 by HostCm (cm_in).
-  void to_clients(std::span<const uint8_t> headers, std::span<const uint8_t> frame) {
+  void to_clients(Worker& w, std::span<const uint8_t> headers, std::span<const uint8_t> frame) {
     auto qpn = roce_dest_qpn(headers);
     if (!qpn) {
-      ++unknown_;
+      bump(w.unknown);
       return;
     }
     if (*qpn == wire::cm::kGsiQpn) {
-      // From the netdev the frame is the daemon's own buffer; a client's is copied whole first.
+      // From the netdev the frame is the worker's own buffer; a client's is copied whole first.
       if (frame.size() > kCmFrameMax) {
-        ++unknown_;
+        bump(w.unknown);
         return;
       }
       uint8_t copy[kCmFrameMax];
       std::memcpy(copy, frame.data(), frame.size());
-      cm_in(std::span<const uint8_t>(copy, frame.size()), monotonic_now());
+      std::lock_guard<std::mutex> lock(mu_);
+      cm_in(w, std::span<const uint8_t>(copy, frame.size()), monotonic_now());
       return;
     }
-    Client* c = clients_[blocks_.block_of(*qpn)].get();
+    const uint32_t block = blocks_.block_of(*qpn);
+    Client* c = steer_[block].load();
     if (!c) {  // block 0, or a block nobody holds (a client that left, a forged frame)
-      if (unknown_++ < kUnknownReported)
-        std::printf("frame for QPN 0x%06x (block %u, no client) dropped, %zu bytes\n", *qpn,
-                    blocks_.block_of(*qpn), frame.size());
+      if (w.unknown.load(std::memory_order_relaxed) < kUnknownReported)
+        std::printf("frame for QPN 0x%06x (block %u, no client) dropped, %zu bytes\n", *qpn, block,
+                    frame.size());
+      bump(w.unknown);
       return;
     }
-    push(*c, frame);
+    push(w, *c, frame);
   }
 
   /// A CM MAD as a frame (parsed: UD SEND of one MAD to QP1), or nullopt.
@@ -544,7 +784,8 @@ class Daemon final : public FrameHandler {
 
   /// A CM MAD (a frame to QP1, in the daemon's memory) from the netdev or a client of this host:
   /// to the client HostCm names, or answered by the daemon (REJ, SIDR_REP, DREP), or dropped.
-  void cm_in(std::span<const uint8_t> frame, Timestamp now) {
+  /// With mu_ held.
+  void cm_in(Worker& w, std::span<const uint8_t> frame, Timestamp now) {
     auto p = parse_mad(frame);
     if (!p) {
       ++cm_malformed_;
@@ -553,30 +794,31 @@ class Daemon final : public FrameHandler {
     learn(p->src_ip, p->src_mac);
     cm::HostCm::Route r = hostcm_.inbound(p->src_ip, p->dst_ip, p->payload, now);
     if (r.to == cm::HostCm::To::kClient) {
-      Client* c = r.client < clients_.size() ? clients_[r.client].get() : nullptr;
+      Client* c = r.client < blocks_.count() ? steer_[r.client].load() : nullptr;
       if (c) {
-        push(*c, frame);
+        push(w, *c, frame);
       } else {
-        ++unknown_;
+        bump(w.unknown);
       }
     } else if (r.to == cm::HostCm::To::kAnswered && r.reply) {
-      send_cm(*r.reply, now);
+      send_cm(w, *r.reply, now);
     }
   }
 
-  /// Remembers ip's MAC (as its frames came, or went) for the daemon's own MADs to it.
+  /// Remembers ip's MAC (as its frames came, or went) for the daemon's own MADs to it. With
+  /// mu_ held.
   void learn(const Gid& ip, const MacAddr& mac) {
     if (peer_macs_.size() >= kMaxPeerMacs) peer_macs_.clear();
     peer_macs_[ip.raw] = mac;
   }
 
-  /// A MAD of the daemon's own (HostCm's REJ, SIDR_REP, DREP, DREQ): to the wire, or to the
-  /// client it is for when the peer is on this host.
-  void send_cm(const cm::HostCm::Outgoing& o, Timestamp now) {
+  /// A MAD of the daemon's own (HostCm's REJ, SIDR_REP, DREP, DREQ): to the wire through w's
+  /// queue, or to the client it is for when the peer is on this host. With mu_ held.
+  void send_cm(Worker& w, const cm::HostCm::Outgoing& o, Timestamp now) {
     wire::FrameSpec s;
     if (auto it = peer_macs_.find(o.peer.raw); it != peer_macs_.end()) {
       s.dst_mac = it->second;
-    } else if (!net_->resolve(o.peer, &s.dst_mac)) {
+    } else if (!w.port->resolve(o.peer, &s.dst_mac)) {
       ++cm_unresolved_;
       return;
     }
@@ -601,100 +843,114 @@ class Daemon final : public FrameHandler {
     ++cm_sent_;
     const std::span<const uint8_t> f(buf, len);
     if (s.dst_mac == mac_) {  // a peer on this host: steered as any MAD that arrives
-      cm_in(f, now);
+      cm_in(w, f, now);
       return;
     }
-    uint8_t* q = net_->begin_frame(len);
+    uint8_t* q = w.port->begin_frame(len);
     if (!q) return;  // the netdev's queues are full: HostCm resends a DREQ; a REJ is lost
     std::memcpy(q, buf, len);
-    net_->end_frame(len, TxMeta{frame_priority(f), false});
-    ++net_tx_;
+    w.port->end_frame(len, TxMeta{frame_priority(f), false});
+    bump(w.net_tx);
   }
 
-  void push(Client& c, std::span<const uint8_t> frame) {
-    Counters& k = counters_[c.block];
-    auto b = c.rx.take();
-    if (!b || frame.size() > c.rx.slot_bytes()) {  // ring full: the transport retransmits
-      if (b) c.rx.give_back(*b);
-      ++k.dropped;
+  /// frame into c's RX ring of worker w.
+  void push(Worker& w, Client& c, std::span<const uint8_t> frame) {
+    Counters& k = w.counters[c.block];
+    RxSide& r = c.rx[w.id];
+    auto b = r.ring.take();
+    if (!b || frame.size() > r.ring.slot_bytes()) {  // ring full: the transport retransmits
+      if (b) r.ring.give_back(*b);
+      if (r.ring.broken()) c.rx_broken.store(true, std::memory_order_relaxed);
+      bump(k.dropped);
       return;
     }
-    std::memcpy(c.rx.data(*b), frame.data(), frame.size());
-    if (!c.rx.publish(*b, static_cast<uint32_t>(frame.size()))) {
-      c.rx.give_back(*b);
-      ++k.dropped;
+    std::memcpy(r.ring.data(*b), frame.data(), frame.size());
+    if (!r.ring.publish(*b, static_cast<uint32_t>(frame.size()))) {
+      r.ring.give_back(*b);
+      if (r.ring.broken()) c.rx_broken.store(true, std::memory_order_relaxed);
+      bump(k.dropped);
       return;
     }
-    ++k.to_client;
-    if (!c.rx_published) {
-      c.rx_published = true;
-      woken_.push_back(&c);
+    bump(k.to_client);
+    if (!r.published) {
+      r.published = true;
+      w.woken.push_back(&c);
     }
   }
 
-  /// Kicks the clients that got frames this round and sleep (one system call per sleep).
-  void wake_clients() {
-    for (Client* c : woken_) {
-      c->rx_published = false;
-      if (c->rx.wake_needed()) c->bell.kick();
+  /// Kicks the clients that got frames from w this round and sleep (one system call per
+  /// sleep).
+  void wake_clients(Worker& w) {
+    for (Client* c : w.woken) {
+      RxSide& r = c->rx[w.id];
+      r.published = false;
+      if (r.ring.wake_needed()) c->bell.kick();
     }
-    woken_.clear();
+    w.woken.clear();
   }
 
-  /// Up to kClientBurst frames from c's TX ring: to the wire, or switched to a client.
-  size_t from_client(Client& c, Timestamp now) {
+  /// Up to kClientBurst frames from c's TX ring (c is w's): to the wire through w's queue, or
+  /// switched to a client.
+  size_t from_client(Worker& w, Client& c, Timestamp now) {
     const uint32_t n = std::min(c.tx.available(), kClientBurst);
-    Counters& k = counters_[c.block];
+    Counters& k = w.counters[c.block];
     uint32_t done = 0;
     for (; done < n; ++done) {
       std::span<const uint8_t> slot = c.tx.frame(done);
-      if (slot.size() < 14 || slot.size() > scratch_.size()) {  // a bad descriptor
-        ++k.dropped;
+      if (slot.size() < 14 || slot.size() > w.scratch.size()) {  // a bad descriptor
+        bump(k.dropped);
         continue;
       }
-      // Checked and sent from the daemon's copy: the client may rewrite its slot meanwhile.
-      std::memcpy(scratch_.data(), slot.data(), slot.size());
-      const std::span<const uint8_t> f(scratch_.data(), slot.size());
+      // Checked and sent from the worker's copy: the client may rewrite its slot meanwhile.
+      std::memcpy(w.scratch.data(), slot.data(), slot.size());
+      const std::span<const uint8_t> f(w.scratch.data(), slot.size());
       wire::ParsedPacket p;
-      const TxGuard::Verdict v = guard_.check(c.block, f, &p);
+      const TxGuard::Verdict v = w.guard.check(c.block, f, &p);
       if (v != TxGuard::Verdict::kOk) {  // not a frame its own QPs may send
-        if (k.refused[static_cast<size_t>(v)]++ == 0) report_refused(c, v, p);
+        Count& r = k.refused[static_cast<size_t>(v)];
+        if (get(r) == 0) report_refused(c, v, p);
+        bump(r);
         continue;
       }
       if (p.dest_qpn.value() == wire::cm::kGsiQpn) {
         // A CM MAD: only under the client's own IDs (HostCm).
+        std::unique_lock<std::mutex> lock(mu_);
         if (p.opcode != wire::Opcode::kUdSendOnly || p.payload.size() != wire::cm::kMadLen ||
             hostcm_.outbound(c.block, p.src_ip, p.dst_ip, p.payload, now) !=
                 cm::HostCm::Refusal::kNone) {
-          ++k.cm_refused;
+          lock.unlock();
+          bump(k.cm_refused);
           continue;
         }
         learn(p.dst_ip, p.dst_mac);
       }
-      if (p.dst_mac == mac_) {            // same host
-        if (must_wait(c, p, now)) break;  // the rest waits in its ring
-        ++k.from_client;
-        ++k.switched;
-        to_clients(f, f);
+      if (p.dst_mac == mac_) {               // same host
+        if (must_wait(w, c, p, now)) break;  // the rest waits in its ring
+        bump(k.from_client);
+        bump(k.switched);
+        to_clients(w, f, f);
         continue;
       }
-      uint8_t* q = net_->begin_frame(f.size());
+      uint8_t* q = w.port->begin_frame(f.size());
       if (!q) break;  // the netdev's queues are full: the rest waits in the client's ring
-      ++k.from_client;
+      bump(k.from_client);
       std::memcpy(q, f.data(), f.size());
-      net_->end_frame(f.size(), TxMeta{frame_priority(f), false});
-      ++k.to_wire;
-      ++net_tx_;
+      w.port->end_frame(f.size(), TxMeta{frame_priority(f), false});
+      bump(k.to_wire);
+      bump(w.net_tx);
     }
     if (done) c.tx.release(done);
     return done;
   }
 
-  /// True when sender's same-host frame p must wait in its TX ring (LocalHold).
-  bool must_wait(Client& sender, const wire::ParsedPacket& p, Timestamp now) {
+  /// True when sender's same-host frame p must wait in its TX ring (LocalHold): the receiver's
+  /// RX ring of this worker is full.
+  bool must_wait(Worker& w, Client& sender, const wire::ParsedPacket& p, Timestamp now) {
     if (p.dest_qpn.value() == wire::cm::kGsiQpn) return false;
-    Client* r = clients_[blocks_.block_of(p.dest_qpn.value())].get();
-    return r && LocalHold::must_wait(sender.hold, r->hold_in, r->rx.has_room(), now);
+    Client* r = steer_[blocks_.block_of(p.dest_qpn.value())].load();
+    if (!r) return false;
+    RxSide& in = r->rx[w.id];
+    return LocalHold::must_wait(sender.hold, in.hold, in.ring.has_room(), now);
   }
 
   /// The first frame of a client refused for a reason: one line, for its owner to see why.
@@ -712,44 +968,45 @@ class Daemon final : public FrameHandler {
     std::fflush(stdout);
   }
 
-  /// Idle: arms the daemon's doorbell in every client's TX ring and waits for a control event,
+  /// Idle: arms w's doorbell in each of its clients' TX rings and waits for a control event,
   /// a kick or `timeout` (the netdev's next poll).
-  void sleep(Duration timeout) {
+  void sleep(Worker& w, Duration timeout) {
     bool empty = true;
     size_t armed = 0;
-    for (; armed < live_.size() && empty; ++armed) empty = live_[armed]->tx.prepare_sleep();
+    for (; armed < w.owned.size() && empty; ++armed) empty = w.owned[armed]->tx.prepare_sleep();
     epoll_event evs[kEvents];
-    const int n = empty ? wait(evs, timeout.ns) : 0;
-    for (size_t i = 0; i < armed; ++i) live_[i]->tx.end_sleep();  // before events drop clients
-    handle(evs, n);
+    const int n = empty ? wait(w, evs, timeout.ns) : 0;
+    for (size_t i = 0; i < armed; ++i) w.owned[i]->tx.end_sleep();  // before events drop clients
+    handle(w, evs, n);
   }
 
   /// Handles the control events there are now.
-  void control() {
+  void control(Worker& w) {
     epoll_event evs[kEvents];
-    handle(evs, wait(evs, 0));
+    handle(w, evs, wait(w, evs, 0));
   }
 
-  int wait(epoll_event* evs, int64_t timeout_ns) {
+  int wait(Worker& w, epoll_event* evs, int64_t timeout_ns) {
     const timespec ts{static_cast<time_t>(timeout_ns / 1'000'000'000),
                       static_cast<long>(timeout_ns % 1'000'000'000)};
-    return ::epoll_pwait2(ep_, evs, kEvents, &ts, nullptr);
+    return ::epoll_pwait2(w.ep, evs, kEvents, &ts, nullptr);
   }
 
-  void handle(const epoll_event* evs, int n) {
+  void handle(Worker& w, const epoll_event* evs, int n) {
     for (int i = 0; i < n; ++i) {
       const uint64_t tag = evs[i].data.u64;
       if (tag == kListenTag) {
-        accept_all();
+        accept_all(w);
       } else if (tag == kBellTag) {
-        bell_.drain();
+        w.bell.drain();
       } else if (tag & kConnTag) {
-        on_conn(static_cast<int>(tag & 0xffffffffu), evs[i].events);
+        on_conn(w, static_cast<int>(tag & 0xffffffffu), evs[i].events);
       }
     }
   }
 
-  void accept_all() {
+  /// New connections (worker 0): each waits for its Hello in worker 0's set.
+  void accept_all(Worker& w) {
     for (;;) {
       const int fd = ::accept4(listen_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
       if (fd < 0) return;
@@ -762,94 +1019,125 @@ class Daemon final : public FrameHandler {
       ::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len);
       pending_[fd] = cred;
       epoll_event ev = tagged(kConnTag | static_cast<uint32_t>(fd));
-      ::epoll_ctl(ep_, EPOLL_CTL_ADD, fd, &ev);
+      ::epoll_ctl(w.ep, EPOLL_CTL_ADD, fd, &ev);
     }
   }
 
-  void on_conn(int fd, uint32_t events) {
-    if (auto it = pending_.find(fd); it != pending_.end()) {
-      const ucred cred = it->second;
-      pending_.erase(it);
-      hello(fd, cred);
-      return;
+  void on_conn(Worker& w, int fd, uint32_t events) {
+    if (w.id == 0) {
+      if (auto it = pending_.find(fd); it != pending_.end()) {
+        const ucred cred = it->second;
+        pending_.erase(it);
+        hello(w, fd, cred);
+        return;
+      }
     }
     Client* c = nullptr;
-    for (Client* x : live_)
-      if (x->sock == fd) c = x;
+    for (auto& x : w.owned)
+      if (x->sock == fd) c = x.get();
     if (!c) return;
     alignas(shm::Request) uint8_t b[sizeof(shm::Request) + 1];
     const ssize_t r = ::recv(fd, b, sizeof b, MSG_DONTWAIT);
     if (r > 0) {
       auto req = shm::parse_request(std::span<const uint8_t>(b, static_cast<size_t>(r)));
-      if (!req) return drop(*c, "a message this protocol version does not have");
+      if (!req) return drop(w, *c, "a message this protocol version does not have");
       shm::Reply rep;
       rep.seq = req->seq;
-      rep.error = serve(*c, *req);
-      if (shm::send_msg(fd, &rep, sizeof rep) != 0) drop(*c, "it does not take its replies");
+      rep.error = serve(w, *c, *req);
+      if (shm::send_msg(fd, &rep, sizeof rep) != 0) drop(w, *c, "it does not take its replies");
     } else if (r == 0 || (events & (EPOLLHUP | EPOLLRDHUP)) ||
                (errno != EAGAIN && errno != EWOULDBLOCK)) {
-      drop(*c, nullptr);  // the process closed its device or exited
+      drop(w, *c, nullptr);  // the process closed its device or exited
     }
   }
 
-  /// A client's Request (checked by parse_request): 0 or an errno for its Reply.
-  int serve(Client& c, const shm::Request& r) {
+  /// A client's Request (checked by parse_request), served by its owner w: 0 or an errno for
+  /// its Reply. A connection is registered with the daemon's TxGuard (no two clients hold one
+  /// remote QP) and with w's (which checks its frames).
+  int serve(Worker& w, Client& c, const shm::Request& r) {
     Gid gid;
     std::memcpy(gid.raw.data(), r.gid, sizeof r.gid);
     switch (r.op) {
       case shm::Op::kBind:
-      case shm::Op::kListen:
+      case shm::Op::kListen: {
         if (r.ps != wire::cm::kPsTcp && r.ps != wire::cm::kPsUdp && r.ps != wire::cm::kPsIb &&
             r.ps != wire::cm::kPsIpoib)
           return EINVAL;
+        std::lock_guard<std::mutex> lock(mu_);
         // One binding per Bind or Listen, each given back by its Release (a process may hold a
         // port twice: a bound id that listens, IPv4's and IPv6's wildcard).
         if (int e = hostcm_.bind(c.block, r.ps, r.port, gid)) return e;
         return r.op == shm::Op::kListen ? hostcm_.listen(c.block, r.ps, r.port, gid) : 0;
-      case shm::Op::kRelease: hostcm_.release(c.block, r.ps, r.port, gid); return 0;
-      case shm::Op::kConnect: return guard_.connect(c.block, r.qpn, gid, r.dqpn, r.sport);
+      }
+      case shm::Op::kRelease: {
+        std::lock_guard<std::mutex> lock(mu_);
+        hostcm_.release(c.block, r.ps, r.port, gid);
+        return 0;
+      }
+      case shm::Op::kConnect: {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (int e = guard_.connect(c.block, r.qpn, gid, r.dqpn, r.sport)) return e;
+        const int e = w.guard.connect(c.block, r.qpn, gid, r.dqpn, r.sport);
+        if (e) guard_.disconnect(c.block, r.qpn);
+        return e;
+      }
       case shm::Op::kDisconnect: {
         // Frames the QP sent before it left (the client publishes them before it asks) go
         // first, checked against the connection they were sent on.
         const Timestamp now = monotonic_now();
-        while (c.tx.available() && from_client(c, now)) {
+        while (c.tx.available() && from_client(w, c, now)) {
         }
+        std::lock_guard<std::mutex> lock(mu_);
         guard_.disconnect(c.block, r.qpn);
+        w.guard.disconnect(c.block, r.qpn);
         return 0;
       }
     }
     return EINVAL;
   }
 
-  void refuse(int fd, const std::string& why) {
+  /// Refuses a connection before its Hello was answered (it is in worker 0's set).
+  void refuse(Worker& w, int fd, const std::string& why) {
     shm::Refused r;
     std::snprintf(r.reason, sizeof r.reason, "%s", why.c_str());
     shm::send_msg(fd, &r, sizeof r);
-    ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+    ::epoll_ctl(w.ep, EPOLL_CTL_DEL, fd, nullptr);
     ::close(fd);
   }
 
-  /// The first message of a connection: Hello, answered by Welcome (a client) or Refused. A
-  /// Hello that resumes a block (a client whose previous daemon went away) gets that block or
-  /// Refused.
-  void hello(int fd, const ucred& cred) {
+  /// The worker with the fewest clients.
+  Worker& least_loaded() {
+    Worker* best = workers_[0].get();
+    for (auto& x : workers_)
+      if (x->clients.load() < best->clients.load()) best = x.get();
+    return *best;
+  }
+
+  /// The first message of a connection (worker 0): Hello, answered by Welcome (a client) or
+  /// Refused. A Hello that resumes a block (a client whose previous daemon went away) gets
+  /// that block or Refused. The client goes to the worker with the fewest clients, whose
+  /// doorbell it gets; that worker adopts it (adopt()).
+  void hello(Worker& w, int fd, const ucred& cred) {
     alignas(shm::Hello) uint8_t b[sizeof(shm::Hello) + 64];
     size_t nfds = 0;
     const long n = shm::recv_msg(fd, b, sizeof b, {}, &nfds);
     const auto msg = std::span<const uint8_t>(b, n > 0 ? static_cast<size_t>(n) : 0);
     if (auto v = shm::hello_version(msg); v && *v != shm::kProtocolVersion)
-      return refuse(fd, "uroce-hostd speaks protocol version " +
-                            std::to_string(shm::kProtocolVersion) + ", this process version " +
-                            std::to_string(*v) + " (update uroce on one side)");
+      return refuse(w, fd,
+                    "uroce-hostd speaks protocol version " + std::to_string(shm::kProtocolVersion) +
+                        ", this process version " + std::to_string(*v) +
+                        " (update uroce on one side)");
     auto h = shm::parse_hello(msg);
     if (!h) {
-      ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
+      ::epoll_ctl(w.ep, EPOLL_CTL_DEL, fd, nullptr);
       ::close(fd);
       return;
     }
-    if (live_.size() >= max_clients_)
-      return refuse(fd, "all " + std::to_string(max_clients_) +
-                            " client slots of uroce-hostd are taken (--max-clients)");
+    std::unique_lock<std::mutex> lock(mu_);
+    if (all_.size() >= max_clients_)
+      return refuse(w, fd,
+                    "all " + std::to_string(max_clients_) +
+                        " client slots of uroce-hostd are taken (--max-clients)");
     std::optional<uint32_t> block;
     const QpnBlocks::Owner who{static_cast<int32_t>(cred.pid), static_cast<uint32_t>(cred.uid)};
     if (h->resume_block) {
@@ -859,34 +1147,38 @@ class Daemon final : public FrameHandler {
         case QpnBlocks::Take::kOk: break;
         case QpnBlocks::Take::kGiven:
         case QpnBlocks::Take::kNotYours:
-          return refuse(fd, "QPN block " + std::to_string(r) + " is held by another process (pid " +
-                                std::to_string(holder.pid) + ")");
+          return refuse(w, fd,
+                        "QPN block " + std::to_string(r) + " is held by another process (pid " +
+                            std::to_string(holder.pid) + ")");
         case QpnBlocks::Take::kNotReserved:
-          return refuse(fd, "QPN block " + std::to_string(r) +
-                                " was not given to this process by the previous uroce-hostd");
+          return refuse(w, fd,
+                        "QPN block " + std::to_string(r) +
+                            " was not given to this process by the previous uroce-hostd");
       }
       block = r;
     } else {
       block = blocks_.give(who);
     }
-    if (!block) return refuse(fd, "no QPN block is free");
+    if (!block) return refuse(w, fd, "no QPN block is free");
     std::string err;
     auto region = shm::create_region(params_, &err);
     shm::Doorbell bell = shm::Doorbell::create();
     if (!region || bell.fd() < 0) {
       blocks_.free(*block);
-      return refuse(fd, "cannot create the client's region: " + err);
+      return refuse(w, fd, "cannot create the client's region: " + err);
     }
-    shm::Welcome w;
-    w.client = *block;
-    w.qpn_block = *block;
-    w.qpn_block_bits = kQpnBlockBits;
-    w.max_frame = static_cast<uint32_t>(net_->max_frame_len());
-    w.region = params_;
-    const int fds[] = {region->fd(), bell.fd(), bell_.fd()};
-    if (shm::send_msg(fd, &w, sizeof w, fds) != 0) {
+    Worker& owner = least_loaded();
+    shm::Welcome wel;
+    wel.client = *block;
+    wel.qpn_block = *block;
+    wel.qpn_block_bits = kQpnBlockBits;
+    wel.max_frame = static_cast<uint32_t>(w.port->max_frame_len());
+    wel.region = params_;
+    // Out of worker 0's set before the Welcome: its owner's set takes its requests.
+    ::epoll_ctl(w.ep, EPOLL_CTL_DEL, fd, nullptr);
+    const int fds[] = {region->fd(), bell.fd(), owner.bell.fd()};
+    if (shm::send_msg(fd, &wel, sizeof wel, fds) != 0) {
       blocks_.free(*block);
-      ::epoll_ctl(ep_, EPOLL_CTL_DEL, fd, nullptr);
       ::close(fd);
       return;
     }
@@ -894,6 +1186,7 @@ class Daemon final : public FrameHandler {
     auto c = std::make_unique<Client>();
     c->sock = fd;
     c->block = *block;
+    c->owner = owner.id;
     c->pid = cred.pid;
     c->uid = cred.uid;
     c->device = h->device;
@@ -901,21 +1194,46 @@ class Daemon final : public FrameHandler {
     c->region = std::move(*region);
     c->bell = std::move(bell);
     c->tx = shm::Consumer(c->region.tx());
-    c->rx = shm::Producer(c->region.rx(0));
-    counters_[*block] = Counters{};
+    for (uint32_t k = 0; k < params_.rx_rings; ++k) c->rx.emplace_back(c->region.rx(k));
+    for (auto& x : workers_) x->counters[*block].reset();
     hostcm_.add_client(*block);
     guard_.add_client(*block, *block << kQpnBlockBits, 1u << kQpnBlockBits);
-    std::printf("client slot=%u pid=%d uid=%u device=%s%s\n", c->block, static_cast<int>(c->pid),
-                static_cast<unsigned>(c->uid), c->device.c_str(),
-                h->resume_block ? " resumed" : "");
+    std::printf("client slot=%u pid=%d uid=%u device=%s worker=%u%s\n", c->block,
+                static_cast<int>(c->pid), static_cast<unsigned>(c->uid), c->device.c_str(),
+                owner.id, h->resume_block ? " resumed" : "");
     std::fflush(stdout);
-    live_.push_back(c.get());
-    clients_[*block] = std::move(c);
+    all_.push_back(c.get());
     save_blocks();
+    lock.unlock();
+    owner.clients.fetch_add(1);
+    {
+      std::lock_guard<std::mutex> in(owner.inbox_mu);
+      owner.inbox.push_back(std::move(c));
+      owner.has_inbox.store(true);
+    }
+    if (&owner != &w) owner.bell.kick();  // asleep, it would look only at its next poll
+  }
+
+  /// Takes the clients handed to w: their sockets into w's set, their block into the steering
+  /// table (from now on every worker delivers to them).
+  void adopt(Worker& w) {
+    std::vector<std::unique_ptr<Client>> in;
+    {
+      std::lock_guard<std::mutex> lock(w.inbox_mu);
+      in.swap(w.inbox);
+      w.has_inbox.store(false);
+    }
+    for (auto& c : in) {
+      epoll_event ev = tagged(kConnTag | static_cast<uint32_t>(c->sock));
+      ::epoll_ctl(w.ep, EPOLL_CTL_ADD, c->sock, &ev);
+      w.guard.add_client(c->block, c->block << kQpnBlockBits, 1u << kQpnBlockBits);
+      steer_[c->block].store(c.get());
+      w.owned.push_back(std::move(c));
+    }
   }
 
   /// Whom each block is given or reserved to, into the blocks file (keep_blocks()): one
-  /// QpnBlocks::Owner per block, pid 0 for a free one.
+  /// QpnBlocks::Owner per block, pid 0 for a free one. With mu_ held.
   void save_blocks() {
     if (blocks_fd_ < 0) return;
     std::vector<QpnBlocks::Owner> owners(blocks_.count());
@@ -928,10 +1246,10 @@ class Daemon final : public FrameHandler {
     });
   }
 
-  /// Ends c's session: its slot, QPN block, region and doorbell go at once. why: a protocol
-  /// violation to print, or null (it closed the connection). daemon_stops: the client lives
-  /// on (close()).
-  void drop(Client& c, const char* why, bool daemon_stops = false) {
+  /// Ends c's session (c is w's): its slot and socket go at once; its region, doorbell and
+  /// QPN block once no worker can be using them (Reclaimer). why: a protocol violation to
+  /// print, or null (it closed the connection). daemon_stops: the client lives on (close()).
+  void drop(Worker& w, Client& c, const char* why, bool daemon_stops = false) {
     std::printf("client slot=%u pid=%d left%s%s\n", c.block, static_cast<int>(c.pid),
                 why            ? ": "
                 : daemon_stops ? " (the daemon stops)"
@@ -940,81 +1258,91 @@ class Daemon final : public FrameHandler {
     std::fflush(stdout);
     if (!why) {  // closed or exited: what it sent before (its DREQs, last ACKs) goes out first
       const Timestamp now = monotonic_now();
-      while (c.tx.available() && from_client(c, now)) {
+      while (c.tx.available() && from_client(w, c, now)) {
       }
-      net_->flush();
+      w.port->flush();
     }
-    ::epoll_ctl(ep_, EPOLL_CTL_DEL, c.sock, nullptr);
+    ::epoll_ctl(w.ep, EPOLL_CTL_DEL, c.sock, nullptr);
     ::close(c.sock);
-    std::erase(live_, &c);
-    std::erase(woken_, &c);
+    std::erase(w.woken, &c);
     const uint32_t block = c.block;
-    blocks_.free(block);
-    clients_[block].reset();
+    steer_[block].store(nullptr);
+    w.guard.drop_client(block);
+    auto it = std::find_if(w.owned.begin(), w.owned.end(),
+                           [&](const std::unique_ptr<Client>& x) { return x.get() == &c; });
+    std::shared_ptr<Client> gone = std::move(*it);
+    w.owned.erase(it);
+    w.clients.fetch_sub(1);
+    std::lock_guard<std::mutex> lock(mu_);
+    std::erase(all_, gone.get());
     guard_.drop_client(block);
     if (daemon_stops) return;  // its block stays in the file, its connections with it
-    save_blocks();
     // Its ports go; each connection its peer knows gets a DREQ now (and again by the timers).
     const Timestamp now = monotonic_now();
-    for (const cm::HostCm::Outgoing& o : hostcm_.drop_client(block, now)) send_cm(o, now);
+    for (const cm::HostCm::Outgoing& o : hostcm_.drop_client(block, now)) send_cm(w, o, now);
+    reclaim_.retire([this, gone = std::move(gone), block]() mutable {
+      gone.reset();  // unmaps its region
+      std::lock_guard<std::mutex> l(mu_);
+      blocks_.free(block);
+      save_blocks();
+    });
   }
 
   /// A client whose indices made no sense (ring.h "Trust") loses its session.
-  void drop_broken() {
-    for (size_t i = live_.size(); i-- > 0;)
-      if (live_[i]->tx.broken() || live_[i]->rx.broken())
-        drop(*live_[i], "its ring indices are broken");
+  void drop_broken(Worker& w) {
+    for (size_t i = w.owned.size(); i-- > 0;) {
+      Client& c = *w.owned[i];
+      if (c.tx.broken() || c.rx_broken.load(std::memory_order_relaxed))
+        drop(w, c, "its ring indices are broken");
+    }
   }
 
   static constexpr Duration kPublishEvery = Duration::millis(100);  // as a device's segment
-  /// Rounds further apart than this are stalls (note_round()); an idle daemon wakes every 1 ms.
+  /// Rounds further apart than this are stalls (note_round()); an idle worker wakes every 1 ms.
   static constexpr Duration kStall = Duration::millis(20);
   /// FileWriter keys.
   static constexpr int kStatusFile = 0, kBlocksFile = 1;
 
-  std::unique_ptr<Port> net_;
   MacAddr mac_;
   std::unique_ptr<stats::StatsSegment> seg_;  ///< null when segments are off (UROCE_STATS=0)
   uint32_t max_clients_;
-  QpnBlocks blocks_;
-  std::vector<std::unique_ptr<Client>> clients_;  ///< by QPN block (the steering table)
-  std::vector<Client*> live_;                     ///< the connected clients
-  std::vector<Client*> woken_;                    ///< got frames this round
-  std::vector<Counters> counters_;                ///< by QPN block; kept after a client left
-  std::map<int, ucred> pending_;                  ///< connections before their Hello
   shm::RegionParams params_;
-  shm::Doorbell bell_;  ///< the daemon's: clients kick it when they publish to it asleep
+  std::vector<std::unique_ptr<Worker>> workers_;
+
+  /// Guards what the workers share that is not atomic: the blocks, the CM, the daemon's
+  /// TxGuard, the peers' MACs, the client list, the blocks file's contents. Taken for control
+  /// messages and CM MADs, never per data frame.
+  std::mutex mu_;
+  QpnBlocks blocks_;  ///< block_of() reads only what construction set: no lock for it
+  /// The steering table, by QPN block: read by every worker without a lock, written by a
+  /// client's owner (adopt(), drop()); a client leaves it before the Reclaimer frees it.
+  std::unique_ptr<std::atomic<Client*>[]> steer_;
+  Reclaimer reclaim_;
+  std::vector<Client*> all_;  ///< the connected clients (owned by their workers)
+  cm::HostCm hostcm_;         ///< the port space and CM MAD steering; client numbers are QPN blocks
+  TxGuard guard_;             ///< every connection of every client: no remote QP is held twice
+  std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
+  uint32_t cm_psn_ = 0;
+  uint64_t cm_sent_ = 0, cm_unresolved_ = 0, cm_malformed_ = 0;
+  Timestamp unreserve_at_ = Timestamp::never();  ///< the previous daemon's blocks free then
+  int blocks_fd_ = -1;                           ///< the blocks file (keep_blocks())
+
+  // Worker 0's (the accepting and publishing worker).
+  std::map<int, ucred> pending_;  ///< connections before their Hello
   int listen_ = -1;
-  int ep_ = -1;
-  uint64_t net_rx_ = 0, net_tx_ = 0, unknown_ = 0;
   std::string netdev_;
   std::string status_path_;
-  uint64_t start_time_ =
-      stats::process_start_time(::getpid());  ///< for the status file  ///< stats/hostd_status.h
-  int64_t busy_ns_ = 0;    ///< time from the start of each round that moved frames to the next's
-  Timestamp status_at_{};  ///< the last write_status()
-  int64_t status_busy_ns_ = 0;  ///< busy_ns_ then
-  cm::HostCm hostcm_;  ///< the port space and CM MAD steering; client numbers are QPN blocks
-  TxGuard guard_;      ///< what each client may send
-  uint64_t link_version_ = 0;
-  std::vector<uint8_t> scratch_;  ///< the copy of a client's frame being checked
-  std::map<std::array<uint8_t, 16>, MacAddr> peer_macs_;
-  Timestamp next_cm_{};
-  int blocks_fd_ = -1;  ///< the blocks file (keep_blocks())
-  /// Writes the status and blocks files (each write holds copies of what it needs): this
-  /// thread moves frames and never waits for a disk.
+  uint64_t start_time_ = stats::process_start_time(::getpid());  ///< stats/hostd_status.h
+  Timestamp status_at_{};                                        ///< the last write_status()
+  std::vector<uint64_t> prev_busy_ns_;                           ///< each worker's busy_ns then
+  /// Writes the status and blocks files (each write holds copies of what it needs): no worker
+  /// waits for a disk.
   FileWriter files_;
-  Timestamp unreserve_at_ = Timestamp::never();  ///< the previous daemon's blocks free then
-  uint32_t cm_psn_ = 0;
-  Timestamp last_round_ = monotonic_now();
-  uint64_t stalls_ = 0;
-  Duration longest_stall_{};
-  uint64_t cm_sent_ = 0, cm_unresolved_ = 0, cm_malformed_ = 0;
 };
 
 const char* kUsage =
     "usage: uroce-hostd --netdev IF [--run-dir DIR] [--max-clients N] [--stats-every SECONDS] "
-    "[--nice N]";
+    "[--nice N] [--workers N]";
 
 bool parse(int argc, char** argv, Options* o, std::string* err) {
   for (int i = 1; i < argc; ++i) {
@@ -1048,6 +1376,14 @@ bool parse(int argc, char** argv, Options* o, std::string* err) {
         return false;
       }
       o->nice = static_cast<int>(n);
+    } else if (a == "--workers" && value(&v)) {
+      char* end = nullptr;
+      const long n = std::strtol(v.c_str(), &end, 10);
+      if (end == v.c_str() || *end != '\0' || n < 1 || n > static_cast<long>(shm::kMaxRxRings)) {
+        *err = "--workers: 1.." + std::to_string(shm::kMaxRxRings);
+        return false;
+      }
+      o->workers = static_cast<unsigned>(n);
     } else {
       *err = kUsage;
       return false;
@@ -1097,16 +1433,23 @@ int run_main(int argc, char** argv) {
   dev.name = "hostd-" + o.netdev;
   dev.netdev = o.netdev;
   dev.mtu = 4096;
-  auto net = host::open_host_port(dev, &err);
-  if (!net) {
+  const unsigned want = o.workers ? o.workers : std::min(cpus_allowed(), shm::kMaxRxRings);
+  auto ports = host::open_host_ports(dev, want, &err);
+  if (ports.empty()) {
     std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
     return 1;
   }
+  if (o.workers && ports.size() < o.workers)
+    std::fprintf(stderr,
+                 "uroce-hostd: --workers %u: %s has %zu active RX queue(s): %zu worker(s) (ethtool "
+                 "-L %s combined %u for more)\n",
+                 o.workers, o.netdev.c_str(), ports.size(), ports.size(), o.netdev.c_str(),
+                 o.workers);
   // Without a segment the daemon serves all the same; only `uroce show` lacks the netdev.
   auto seg = stats::StatsSegment::create(dev.name, stats::summarize(dev, "uroce-hostd"), &err);
   if (!seg && !err.empty())
     std::fprintf(stderr, "uroce-hostd: no stats segment: %s\n", err.c_str());
-  Daemon d(std::move(net), std::move(seg), o);
+  Daemon d(std::move(ports), std::move(seg), o);
   if (!d.keep_blocks(base + ".blocks", &err) || !d.listen(socket, &err)) {
     std::fprintf(stderr, "uroce-hostd: %s\n", err.c_str());
     d.close();
@@ -1117,8 +1460,9 @@ int run_main(int argc, char** argv) {
   std::signal(SIGUSR1, on_report);
   std::signal(SIGUSR2, on_remove);
   std::signal(SIGPIPE, SIG_IGN);
-  std::printf("uroce-hostd: serving %s on %s (up to %u clients, %u-byte frames)\n",
-              o.netdev.c_str(), socket.c_str(), o.max_clients, d.slot_bytes());
+  std::printf("uroce-hostd: serving %s on %s (up to %u clients, %u-byte frames, %zu worker%s)\n",
+              o.netdev.c_str(), socket.c_str(), o.max_clients, d.slot_bytes(), d.workers(),
+              d.workers() == 1 ? "" : "s");
   d.print("start");
   d.run(o.stats_every_s);
   if (g_remove.load()) d.remove_all();

@@ -88,17 +88,19 @@ void hostd_table(std::string& out, const stats::HostdStatus& h) {
         "rings {}\n",
         w.id, w.frames_in, w.frames_out, w.busy * 100, w.tx_backlog, w.rx_backlog);
   if (h.clients.empty()) return;
-  out += fmt::format("  {:>5} {:>8} {:>6} {:<15} {:<12} {:>10} {:>10} {:>10} {:>9} {:>8} {}\n",
-                     "slot", "pid", "uid", "command", "device", "to client", "from it", "to wire",
-                     "switched", "dropped", "refused");
+  out +=
+      fmt::format("  {:>5} {:>6} {:>8} {:>6} {:<15} {:<12} {:>10} {:>10} {:>10} {:>9} {:>8} {}\n",
+                  "slot", "worker", "pid", "uid", "command", "device", "to client", "from it",
+                  "to wire", "switched", "dropped", "refused");
   for (const stats::HostdClientStatus& c : h.clients) {
     std::string refused;
     for (const auto& [why, n] : c.refused)
       refused += fmt::format("{}{}={}", refused.empty() ? "" : ",", why, n);
     if (c.cm_refused) refused += fmt::format("{}cm={}", refused.empty() ? "" : ",", c.cm_refused);
-    out += fmt::format("  {:>5} {:>8} {:>6} {:<15} {:<12} {:>10} {:>10} {:>10} {:>9} {:>8} {}\n",
-                       c.slot, c.pid, c.uid, c.command, c.device, c.to_client, c.from_client,
-                       c.to_wire, c.switched, c.dropped, refused.empty() ? "-" : refused);
+    out +=
+        fmt::format("  {:>5} {:>6} {:>8} {:>6} {:<15} {:<12} {:>10} {:>10} {:>10} {:>9} {:>8} {}\n",
+                    c.slot, c.worker, c.pid, c.uid, c.command, c.device, c.to_client, c.from_client,
+                    c.to_wire, c.switched, c.dropped, refused.empty() ? "-" : refused);
   }
 }
 

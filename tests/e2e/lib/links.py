@@ -261,7 +261,9 @@ class RoutedLink(Link):
 
     GID table of each side (host mode's order): 0 the IPv6 link-local address, 1 the IPv4
     address, 2 the global IPv6 address. bottleneck: a tbf qdisc (rate, e.g. "200mbit") on R's
-    interface towards B, whose tail drops are real loss."""
+    interface towards B, whose tail drops are real loss. queues: RX/TX queue pairs of every veth
+    (a NIC's channels; R's kernel spreads forwarded flows over its TX queues by their hash, and
+    a veth delivers on the RX queue of the peer's TX queue)."""
 
     name = "routed"
     _counter = 0
@@ -269,10 +271,11 @@ class RoutedLink(Link):
     GID_V6 = 2
     gid_index = GID_V4
 
-    def __init__(self, mtu=1024, bottleneck=None):
+    def __init__(self, mtu=1024, bottleneck=None, queues=1):
         remove_stale_namespaces()
         RoutedLink._counter += 1
         self.mtu = mtu
+        self.queues = queues
         n = RoutedLink._counter
         tag = f"{PREFIX}{os.getpid()}"
         self.ns = [f"{tag}a{n}h", f"{tag}b{n}h"]
@@ -303,7 +306,9 @@ class RoutedLink(Link):
         sh("ip", "netns", "exec", self.router, "sysctl", "-qw", "net.ipv6.conf.all.forwarding=1")
         for side in (0, 1):
             h, r = self.ifs[side], self.rifs[side]
-            sh("ip", "link", "add", h, "type", "veth", "peer", "name", r)
+            q = [] if self.queues == 1 else ["numtxqueues", str(self.queues), "numrxqueues",
+                                             str(self.queues)]
+            sh("ip", "link", "add", h, *q, "type", "veth", "peer", "name", r, *q)
             sh("ip", "link", "set", h, "netns", self.ns[side])
             sh("ip", "link", "set", r, "netns", self.router)
             ns = self.ns[side]
