@@ -435,6 +435,9 @@ UROCE_DEFAULT_VERSION(uroce_modify_qp_1_1, ibv_modify_qp, "IBVERBS_1.1");
 UROCE_EXPORT int uroce_query_qp_1_1(ibv_qp* q, ibv_qp_attr* a, int, ibv_qp_init_attr* init) {
   Qp* qp = qp_of(q);
   Runtime* rt = qp->ctx->rt;
+  // As every uverbs command after the kernel removed the device (or on a context this process
+  // inherited, docs/limits.md "fork").
+  if (refuse_inherited(rt) || refuse_gone(rt)) return EIO;
   t::QpAttr e;
   t::QpInitAttr ie;
   {

@@ -573,9 +573,10 @@ GRACE_MIN = 5.0  # Port::kServiceGraceMin (lib/common/port.h)
 def case_daemonkill(h):
     """A's daemon is SIGKILLed and not started again: a process with a QP pair of its own
     (device_fatal.cc) gets IBV_EVENT_DEVICE_FATAL after the grace (GRACE_MIN: its QPs' retry
-    budget is shorter) and within a margin, its receives flushed, EIO for new objects; an
-    ib_write_bw client in A exits with an error by then, its server in B ends too; a listening
-    rping server in A gets RDMA_CM_EVENT_DEVICE_REMOVAL by then and exits with an error."""
+    budget is shorter) and within a margin, its receives flushed, EIO for new objects and
+    queries; an ib_write_bw client in A exits with an error by then, its server in B ends too;
+    a listening rping server in A gets RDMA_CM_EVENT_DEVICE_REMOVAL by then and exits with an
+    error."""
     deadline = time.monotonic() + 90
     fatal = h.start(A, "device-fatal", [os.path.join(h.build, "bin", "hostd_device_fatal"),
                                         DEVICE, str(links.RoutedLink.GID_V4)])
@@ -766,7 +767,7 @@ def case_many(h):
                      f"the {MANY} hostd_hold_qp clients")
     if isinstance(view, str):
         return view
-    if len({c["slot"] for c in view["clients"]}) != MANY or len(view["workers"]) != 1:
+    if len({c["slot"] for c in view["clients"]}) != MANY or len(view["workers"]) != h.workers:
         return f"uroce show roce: slots or workers wrong: {str(view)[:600]}"
     # Idle: each progress thread blocks on its doorbell after kBlockIdle; measure 5 s.
     time.sleep(1.0)
@@ -892,9 +893,38 @@ CASES = {"perftest": case_perftest, "verify": case_verify, "samehost": case_same
          "sixteen": case_sixteen}
 
 
-def check_daemons(case, outs):
+def worker_counters(out):
+    """{worker: {counter: value}} from a daemon's "final worker=..." lines (several workers)."""
+    res = {}
+    for m in re.finditer(r"^final worker=(\d+) (.*)$", out, re.M):
+        res[int(m.group(1))] = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(2))}
+    return res
+
+
+def check_workers(case, outs, workers):
+    """With several workers: each daemon ran them all, and where each host has a client per
+    worker sending across the router, every worker sent frames of its own clients (a new client
+    goes to the worker with the fewest)."""
+    for side, out in zip("AB", outs):
+        if not re.search(rf"^final .*workers={workers}$", out, re.M):
+            return f"{side}'s daemon did not run {workers} workers: {out[-400:]}"
+        per = worker_counters(out)
+        if sorted(per) != list(range(workers)):
+            return f"{side}'s daemon's per-worker lines: {per}"
+        if case in ("verify", "perftest", "mpi", "sixteen"):
+            idle = [k for k, c in per.items() if c.get("net_tx", 0) == 0]
+            if idle:
+                return f"{side}'s workers {idle} sent no frame: {per}"
+    return None
+
+
+def check_daemons(case, outs, workers=1):
     """The frames went through the daemons: A's clients sent to the wire (cross-host cases) or
     were switched (same host), B's received."""
+    if workers > 1:
+        problem = check_workers(case, outs, workers)
+        if problem:
+            return problem
     a, b = slot_counters(outs[0]), slot_counters(outs[1])
     if case in ("forkquery", "many"):  # clients that sent nothing
         return None
@@ -959,7 +989,7 @@ def main():
         h.start_daemons(time.monotonic() + 30)
         problem = CASES[args.case](h)
         outs = h.stop_daemons()
-        problem = problem or check_daemons(args.case, outs)
+        problem = problem or check_daemons(args.case, outs, args.workers)
         if problem:
             print(f"FAIL hostd.{args.case}: {problem}", file=sys.stderr)
             print(h.report(), file=sys.stderr)
@@ -980,6 +1010,10 @@ def main():
         for out in outs:
             print("\n".join(ln for ln in out.splitlines()
                             if ln.startswith("final") or "frame refused" in ln))
+        if args.workers > 1:  # where each client went, and how RSS spread the netdev's frames
+            for side, out in zip("AB", outs):
+                print(side, "clients by worker:",
+                      " ".join(m.group(0) for m in re.finditer(r"slot=\d+ pid=\d+ .*worker=\d+", out)))
         return 0
     except Exception as e:  # report what ran, then clean up
         print(f"FAIL hostd.{args.case}: {e}", file=sys.stderr)

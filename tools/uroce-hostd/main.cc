@@ -18,17 +18,22 @@
  * socket is checked or copied before use: a client can break only its own rings, which ends
  * its session, as does a control message that does not parse.
  *
- * One thread (one worker): it polls the netdev and every client's TX ring while frames flow;
- * idle, it sleeps on an epoll set (the control sockets and the daemon's doorbell, which a
- * client kicks when it publishes to a sleeping daemon) with a timeout that polls the netdev
- * (50 us, then 1 ms after kDeepIdleAfter without work).
+ * Workers (--workers, Worker, loop()): each a thread with its own netdev queues (its Port of
+ * host::open_host_ports()), its own clients (their TX rings and control sockets) and its own RX
+ * ring in every client's region, so no frame crosses workers. Each polls its queues and its
+ * clients' TX rings while frames flow; idle, it sleeps on its epoll set (its clients' control
+ * sockets and its doorbell, which a client kicks when it publishes to a sleeping worker; worker
+ * 0's also the listening socket) with a timeout that polls its queues (50 us, then 1 ms after
+ * kDeepIdleAfter without work). Worker 0 accepts clients (each goes to the worker with the
+ * fewest) and runs the timers. The steering table is read without a lock; a client that leaves
+ * is freed through the Reclaimer (reclaim.h). What else the workers share is under mu_.
  *
  * The netdev as a whole (per-priority traffic, PFC and ECN marks it received, queue depths) is
  * published in a stats segment of its own, device "hostd-IF", every 100 ms: `uroce show roce`
  * and the exporter list it beside each client's device.
  *
  * Usage: uroce-hostd --netdev IF [--run-dir D] [--max-clients N] [--stats-every SECONDS]
- * [--nice N] (default -10: the daemon runs before the processes it serves).
+ * [--nice N] (default -10: the daemon runs before the processes it serves) [--workers N].
  * Prints one "serving" line when ready; SIGUSR1 prints "stats" lines (clients, QPN blocks,
  * RSS, the CM's work, per client its frames and refusals); SIGINT/SIGTERM stop it and print
  * the counters ("final ...").
@@ -87,6 +92,7 @@
 #include "uroce-hostd/frame_prio.h"
 #include "uroce-hostd/reclaim.h"
 #include "uroce-hostd/steer.h"
+#include "uroce-hostd/worker.h"
 
 namespace uroce::hostd {
 namespace {
@@ -145,111 +151,6 @@ struct Options {
   /// Workers (threads, each with its own netdev queues); 0: one per CPU the daemon may run
   /// on, at most the netdev's active RX queues.
   unsigned workers = 0;
-};
-
-/// TxGuard::Verdict values (kOk and the reasons a frame is refused).
-constexpr size_t kVerdicts = static_cast<size_t>(TxGuard::Verdict::kSport) + 1;
-
-/// A counter one worker writes and any thread reads (print(), the status file): relaxed, as a
-/// plain load and store on the writer's side.
-using Count = std::atomic<uint64_t>;
-inline void bump(Count& c, uint64_t n = 1) {
-  c.store(c.load(std::memory_order_relaxed) + n, std::memory_order_relaxed);
-}
-inline uint64_t get(const Count& c) { return c.load(std::memory_order_relaxed); }
-
-/// One client's frames through one worker (Daemon::total() sums the workers).
-struct Counters {
-  Count to_client{0};    ///< frames delivered into the client's RX ring
-  Count from_client{0};  ///< frames the client sent
-  Count to_wire{0};      ///< of those, sent to the netdev
-  Count switched{0};     ///< of those, same-host: switched to a client
-  Count dropped{0};      ///< for this client but its ring was full; or a bad descriptor
-  Count cm_refused{0};   ///< CM MADs it sent that HostCm refused (another's ID, malformed)
-  /// Frames it sent that TxGuard refused, by TxGuard::Verdict (kOk unused).
-  std::array<Count, kVerdicts> refused{};
-  void reset() {
-    for (Count* c : {&to_client, &from_client, &to_wire, &switched, &dropped, &cm_refused})
-      c->store(0, std::memory_order_relaxed);
-    for (Count& c : refused) c.store(0, std::memory_order_relaxed);
-  }
-};
-
-/// Counters summed over the workers, for print() and the status file.
-struct Totals {
-  uint64_t to_client = 0, from_client = 0, to_wire = 0, switched = 0, dropped = 0, cm_refused = 0;
-  std::array<uint64_t, kVerdicts> refused{};
-  void add(const Counters& c) {
-    to_client += get(c.to_client);
-    from_client += get(c.from_client);
-    to_wire += get(c.to_wire);
-    switched += get(c.switched);
-    dropped += get(c.dropped);
-    cm_refused += get(c.cm_refused);
-    for (size_t v = 0; v < kVerdicts; ++v) refused[v] += get(c.refused[v]);
-  }
-};
-
-/// A client's RX ring of one worker: only that worker writes it (RSS brings a client's frames
-/// to any worker, and each delivers them into its own ring: no frame crosses workers).
-struct RxSide {
-  explicit RxSide(shm::RingView v) : ring(v) {}
-  shm::Producer ring;
-  bool published = false;          ///< frames published this round (wake check due)
-  LocalHold::Receiver hold;        ///< the ring as a same-host receiver of this worker's switching
-  std::atomic<uint32_t> depth{0};  ///< frames in flight, as of the worker's last status round
-};
-
-/// A connected client (after Welcome): its session, region and rings. Its owner worker polls
-/// its TX ring and serves its control socket; every worker may deliver into its RX ring of its
-/// own. Freed through the Reclaimer: workers read it from the steering table without a lock.
-struct Client {
-  int sock = -1;
-  uint32_t block = 0;  ///< its QPN block, also its number at the daemon
-  unsigned owner = 0;  ///< the worker it belongs to
-  pid_t pid = 0;       ///< SO_PEERCRED
-  uid_t uid = 0;
-  std::string device;
-  std::string command;  ///< /proc/<pid>/comm when it came
-  shm::Region region;
-  shm::Doorbell bell;      ///< the client's: kicked when it sleeps and frames arrive
-  shm::Consumer tx;        ///< its TX ring (the owner's)
-  std::deque<RxSide> rx;   ///< its RX rings, by worker
-  LocalHold::Sender hold;  ///< its same-host frame waiting for a full receiver (the owner's)
-  std::atomic<uint32_t> tx_depth{0};  ///< as of the owner's last status round
-  /// A worker found the indices of its RX ring broken (ring.h "Trust"): the owner drops it.
-  std::atomic<bool> rx_broken{false};
-};
-
-/// One worker: a thread with its own netdev queues (its Port), its own clients and its own
-/// control sockets. What workers share is the Daemon's, under Daemon::mu_ (or atomic).
-struct Worker {
-  unsigned id = 0;
-  std::unique_ptr<Port> port;
-  int ep = -1;         ///< its control sockets, its doorbell (worker 0: the listening socket)
-  shm::Doorbell bell;  ///< its own: its clients kick it when they publish to it asleep
-  std::vector<std::unique_ptr<Client>> owned;  ///< its clients
-  std::vector<Client*> woken;                  ///< got frames from it this round
-  std::unique_ptr<Counters[]> counters;        ///< by QPN block; kept after a client left
-  TxGuard guard;                               ///< what each of its clients may send
-  std::vector<uint8_t> scratch;                ///< the copy of a client's frame being checked
-  uint64_t link_version = 0;
-  Timestamp last_round{};
-  Count net_rx{0}, net_tx{0}, unknown{0};
-  Count busy_ns{0};  ///< time from the start of each round that moved frames to the next's
-  Count stalls{0}, longest_stall_ns{0};
-  std::atomic<uint32_t> clients{0};  ///< owned.size(), for the choice of a new client's owner
-  /// Clients the accepting worker (0) handed over, not yet adopted.
-  std::mutex inbox_mu;
-  std::vector<std::unique_ptr<Client>> inbox;
-  std::atomic<bool> has_inbox{false};
-  /// Its port's counters, as of its last publish round (summed into the netdev's segment).
-  std::mutex port_mu;
-  PortCounters port_counters;
-  std::thread thread;
-  ~Worker() {
-    if (ep >= 0) ::close(ep);
-  }
 };
 
 epoll_event tagged(uint64_t tag) {
@@ -400,11 +301,11 @@ class Daemon {
     using UL = unsigned long;
     uint64_t net_rx = 0, net_tx = 0, unknown = 0, stalls = 0, longest = 0;
     for (auto& w : workers_) {
-      net_rx += get(w->net_rx);
-      net_tx += get(w->net_tx);
-      unknown += get(w->unknown);
-      stalls += get(w->stalls);
-      longest = std::max(longest, get(w->longest_stall_ns));
+      net_rx += value(w->net_rx);
+      net_tx += value(w->net_tx);
+      unknown += value(w->unknown);
+      stalls += value(w->stalls);
+      longest = std::max(longest, value(w->longest_stall_ns));
     }
     std::lock_guard<std::mutex> lock(mu_);
     std::printf(
@@ -415,7 +316,8 @@ class Daemon {
     if (workers_.size() > 1)
       for (auto& w : workers_)
         std::printf("%s worker=%u net_rx=%lu net_tx=%lu clients=%u stalls=%lu\n", tag, w->id,
-                    UL(get(w->net_rx)), UL(get(w->net_tx)), w->clients.load(), UL(get(w->stalls)));
+                    UL(value(w->net_rx)), UL(value(w->net_tx)), w->clients.load(),
+                    UL(value(w->stalls)));
     const cm::HostCm::Counters& m = hostcm_.counters();
     std::printf(
         "%s cm rej_no_listener=%lu sidr_unsupported=%lu drep_for_gone=%lu dreq_for_dead=%lu "
@@ -683,7 +585,7 @@ class Daemon {
     w.last_round = now;
     if (gap < kStall) return;
     bump(w.stalls);
-    if (static_cast<uint64_t>(gap.ns) > get(w.longest_stall_ns))
+    if (static_cast<uint64_t>(gap.ns) > value(w.longest_stall_ns))
       w.longest_stall_ns.store(static_cast<uint64_t>(gap.ns), std::memory_order_relaxed);
   }
 
@@ -698,9 +600,9 @@ class Daemon {
     for (auto& w : workers_) {
       stats::HostdWorkerStatus x;
       x.id = w->id;
-      x.frames_in = get(w->net_rx);
-      x.frames_out = get(w->net_tx);
-      const uint64_t busy = get(w->busy_ns);
+      x.frames_in = value(w->net_rx);
+      x.frames_out = value(w->net_tx);
+      const uint64_t busy = value(w->busy_ns);
       if (now > status_at_)
         x.busy = static_cast<double>(busy - prev_busy_ns_[w->id]) / (now - status_at_).ns;
       prev_busy_ns_[w->id] = busy;
@@ -908,7 +810,7 @@ class Daemon {
       const TxGuard::Verdict v = w.guard.check(c.block, f, &p);
       if (v != TxGuard::Verdict::kOk) {  // not a frame its own QPs may send
         Count& r = k.refused[static_cast<size_t>(v)];
-        if (get(r) == 0) report_refused(c, v, p);
+        if (value(r) == 0) report_refused(c, v, p);
         bump(r);
         continue;
       }
