@@ -39,6 +39,7 @@
  * the counters ("final ...").
  */
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <sys/epoll.h>
 #include <sys/file.h>
@@ -290,7 +291,11 @@ class Daemon {
   /// g_stop; then only this thread is left.
   void run(int stats_every_s) {
     for (size_t k = 1; k < workers_.size(); ++k)
-      workers_[k]->thread = std::thread([this, k] { loop(*workers_[k], 0); });
+      workers_[k]->thread = std::thread([this, k] {
+        const std::string name = "uroce-hostd-w" + std::to_string(k);  // top, ps -L
+        ::pthread_setname_np(::pthread_self(), name.c_str());
+        loop(*workers_[k], 0);
+      });
     loop(*workers_[0], stats_every_s);
     for (size_t k = 1; k < workers_.size(); ++k) workers_[k]->thread.join();
     for (auto& w : workers_) adopt(*w);  // handed over as the daemon stopped
@@ -313,11 +318,12 @@ class Daemon {
         "longest_stall_us=%lu workers=%zu\n",
         tag, UL(net_rx), UL(net_tx), UL(unknown), all_.size(), blocks_.in_use(), UL(rss_kb()),
         UL(stalls), UL(longest / 1000), workers_.size());
-    if (workers_.size() > 1)
-      for (auto& w : workers_)
-        std::printf("%s worker=%u net_rx=%lu net_tx=%lu clients=%u stalls=%lu\n", tag, w->id,
-                    UL(value(w->net_rx)), UL(value(w->net_tx)), w->clients.load(),
-                    UL(value(w->stalls)));
+    // Per worker: its frames and its thread's CPU time (its cost per frame, polling included).
+    for (auto& w : workers_)
+      std::printf(
+          "%s worker=%u net_rx=%lu net_tx=%lu switched=%lu clients=%u stalls=%lu cpu_us=%lu\n", tag,
+          w->id, UL(value(w->net_rx)), UL(value(w->net_tx)), UL(value(w->switched)),
+          w->clients.load(), UL(value(w->stalls)), UL(value(w->cpu_ns) / 1000));
     const cm::HostCm::Counters& m = hostcm_.counters();
     std::printf(
         "%s cm rej_no_listener=%lu sidr_unsupported=%lu drep_for_gone=%lu dreq_for_dead=%lu "
@@ -453,6 +459,7 @@ class Daemon {
   /// hold clients it read from the steering table; at each it holds none (woken is empty).
   void loop(Worker& w, int stats_every_s) {
     const bool main = w.id == 0;
+    w.cpu_base_ns = thread_cpu_ns();
     NetRx rx(this, &w);
     Timestamp next_stats =
         stats_every_s > 0 ? monotonic_now() + Duration::seconds(stats_every_s) : Timestamp::never();
@@ -491,6 +498,7 @@ class Daemon {
       }
       if (now >= next_publish) {
         next_publish = now + kPublishEvery;
+        note_cpu(w);
         if (main) {
           publish(w);
         } else {
@@ -505,6 +513,18 @@ class Daemon {
       wake_clients(w);  // what control and the timers delivered: none is held past the round
       w.port->flush();
     }
+    note_cpu(w);
+  }
+
+  /// The calling thread's CPU time (ns).
+  static uint64_t thread_cpu_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+  }
+  /// w's thread's CPU time in its loop so far into w.cpu_ns (called on w's thread).
+  static void note_cpu(Worker& w) {
+    w.cpu_ns.store(thread_cpu_ns() - w.cpu_base_ns, std::memory_order_relaxed);
   }
 
   /// Worker 0's timers: the CM's (DREQs of dead clients' connections, due again) and the
@@ -830,6 +850,7 @@ class Daemon {
         if (must_wait(w, c, p, now)) break;  // the rest waits in its ring
         bump(k.from_client);
         bump(k.switched);
+        bump(w.switched);
         to_clients(w, f, f);
         continue;
       }

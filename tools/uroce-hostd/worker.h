@@ -123,7 +123,10 @@ struct Worker {
   uint64_t link_version = 0;
   Timestamp last_round{};
   Count net_rx{0}, net_tx{0}, unknown{0};
-  Count busy_ns{0};  ///< time from the start of each round that moved frames to the next's
+  Count switched{0};         ///< same-host frames it switched between clients
+  Count cpu_ns{0};           ///< its thread's CPU time in its loop, as of its last publish round
+  uint64_t cpu_base_ns = 0;  ///< its thread's CPU time when its loop began
+  Count busy_ns{0};          ///< time from the start of each round that moved frames to the next's
   Count stalls{0}, longest_stall_ns{0};
   std::atomic<uint32_t> clients{0};  ///< owned.size(), for the choice of a new client's owner
   /// Clients the accepting worker (0) handed over, not yet adopted.
