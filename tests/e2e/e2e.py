@@ -276,6 +276,10 @@ def all_cases():
             args=VERIFY_VARIANTS[var])
     add("routed.uroce_verify.v6", "verify", "routed", 120, short=True,
         args=VERIFY_VARIANTS["write1M"], **v6)
+    # Exclusive mode on veths of two queue pairs: an af_xdp ethdev per queue, both sockets in
+    # the one attached program's map (drivers/host/host_port.cc).
+    add("routed.uroce_verify.twoqueues", "verify", "routed", 120, short=True,
+        args=VERIFY_VARIANTS["write"], queues=2)
     for name in ("rping.default", "ib_write_bw.R", "ib_send_bw.R", "ucmatose.default"):
         kw = dict(RDMACM_CASES_TEMPLATE()[name])
         add(f"routed.{name}", "rdmacm", "routed", kw.pop("timeout", 120), short=True, **kw)
@@ -1043,7 +1047,8 @@ def run_case(case, build):
     with pairmod.Scratch(f"ue2e-{case.name}-") as scratch:
         with links.make_link(case.link, case.kw.get("mtu", link_mtu(case.link)),
                              netns=case.kw.get("netns", False),
-                             bottleneck=case.kw.get("bottleneck")) as link:
+                             bottleneck=case.kw.get("bottleneck"),
+                             queues=case.kw.get("queues", 1)) as link:
             runner = RUNNERS[case.kind]
             if case.link == "pcap" and case.kind in ("pingpong", "perftest", "xsrq"):
                 rc = run_captured(case, link, build, runner)

@@ -384,10 +384,10 @@ def _on_signal(signum, _frame):
     raise SystemExit(128 + signum)
 
 
-def make_link(name, mtu=None, netns=False, bottleneck=None):
+def make_link(name, mtu=None, netns=False, bottleneck=None, queues=1):
     """memif | memif_zc | af_packet | af_xdp | pcap | routed -> an open Link (close it, or use `with`).
     netns: memif inside a namespace whose lo carries the RoCE addresses (NetnsMemifLink);
-    "veth": a veth inside it carries them."""
+    "veth": a veth inside it carries them. queues: the routed link's queue pairs per veth."""
     if name == "memif" and netns:
         return NetnsMemifLink(mtu=mtu or 4096, addr_dev="veth" if netns == "veth" else "lo")
     if name in ("memif", "memif_zc"):
@@ -395,5 +395,5 @@ def make_link(name, mtu=None, netns=False, bottleneck=None):
     if name in ("af_packet", "af_xdp", "pcap"):
         return VethLink(pmd=name, mtu=mtu or 1024)
     if name == "routed":
-        return RoutedLink(mtu=mtu or 1024, bottleneck=bottleneck)
+        return RoutedLink(mtu=mtu or 1024, bottleneck=bottleneck, queues=queues)
     raise ValueError(f"unknown link {name}")
