@@ -172,15 +172,21 @@ class HostPort final : public netlink::ViewPort {
 
   /// The pipeline's counters and the PMD's of the port's ethdevs, summed.
   bool read_counters(PortCounters* out) override {
+    PortCounters sum;
     for (dpdk::EthdevIo* q : rxq_) {
       PortCounters c;
       q->fill_counters(&c);
-      out->rx_packets_phy += c.rx_packets_phy;
-      out->tx_packets_phy += c.tx_packets_phy;
-      out->rx_discards_phy += c.rx_discards_phy;
-      out->tx_errors_phy += c.tx_errors_phy;
-      out->link_speed_mbps = c.link_speed_mbps;
+      sum.rx_packets_phy += c.rx_packets_phy;
+      sum.tx_packets_phy += c.tx_packets_phy;
+      sum.rx_discards_phy += c.rx_discards_phy;
+      sum.tx_errors_phy += c.tx_errors_phy;
+      sum.link_speed_mbps = c.link_speed_mbps;
     }
+    out->rx_packets_phy = sum.rx_packets_phy;
+    out->tx_packets_phy = sum.tx_packets_phy;
+    out->rx_discards_phy = sum.rx_discards_phy;
+    out->tx_errors_phy = sum.tx_errors_phy;
+    out->link_speed_mbps = sum.link_speed_mbps;
     pipeline_.fill_counters(out);
     return true;
   }

@@ -353,8 +353,8 @@ class Daemon {
   }
 
   /// The netdev's counters into the segment (also at exit, so the last figures are complete):
-  /// the ethdev's, and the workers' pipelines summed (each worker's as of its last publish
-  /// round; this thread's own read now).
+  /// the workers' ethdevs and pipelines summed (each worker's as of its last publish round;
+  /// this thread's own read now).
   void publish(Worker& self) {
     write_status();
     if (!seg_) return;
@@ -362,7 +362,7 @@ class Daemon {
     PortCounters sum;
     for (auto& w : workers_) {
       std::lock_guard<std::mutex> lock(w->port_mu);
-      add_port(sum, w->port_counters, w.get() == workers_[0].get());
+      add_port(sum, w->port_counters);
     }
     stats::publish_port(sum, seg_->port());
     seg_->heartbeat();
@@ -561,16 +561,14 @@ class Daemon {
     w.port_counters = c;
   }
 
-  /// Adds a worker's port counters to *sum: the pipeline's fields; the ethdev's (the same in
-  /// every worker's) from the first only.
-  static void add_port(PortCounters& sum, const PortCounters& c, bool ethdev) {
-    if (ethdev) {
-      sum.rx_packets_phy = c.rx_packets_phy;
-      sum.tx_packets_phy = c.tx_packets_phy;
-      sum.rx_discards_phy = c.rx_discards_phy;
-      sum.tx_errors_phy = c.tx_errors_phy;
-      sum.link_speed_mbps = c.link_speed_mbps;
-    }
+  /// Adds a worker's port counters to *sum (its ethdevs' and its pipeline's: the workers'
+  /// queues are disjoint); the link speed is the netdev's.
+  static void add_port(PortCounters& sum, const PortCounters& c) {
+    sum.rx_packets_phy += c.rx_packets_phy;
+    sum.tx_packets_phy += c.tx_packets_phy;
+    sum.rx_discards_phy += c.rx_discards_phy;
+    sum.tx_errors_phy += c.tx_errors_phy;
+    sum.link_speed_mbps = std::max(sum.link_speed_mbps, c.link_speed_mbps);
     for (int p = 0; p < PortCounters::kPriorities; ++p) {
       sum.rx_prio_pause[p] += c.rx_prio_pause[p];
       sum.rx_prio_pause_duration[p] += c.rx_prio_pause_duration[p];
