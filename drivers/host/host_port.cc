@@ -170,24 +170,16 @@ class HostPort final : public netlink::ViewPort {
 
   size_t max_frame_len() const override { return rxq_[0]->max_frame(); }
 
-  /// The pipeline's counters and the PMD's of the port's ethdevs, summed.
+  /// The PMD's counters of the port's ethdevs summed, and the pipeline's.
   bool read_counters(PortCounters* out) override {
     PortCounters sum;
     for (dpdk::EthdevIo* q : rxq_) {
       PortCounters c;
       q->fill_counters(&c);
-      sum.rx_packets_phy += c.rx_packets_phy;
-      sum.tx_packets_phy += c.tx_packets_phy;
-      sum.rx_discards_phy += c.rx_discards_phy;
-      sum.tx_errors_phy += c.tx_errors_phy;
-      sum.link_speed_mbps = c.link_speed_mbps;
+      accumulate(sum, c);
     }
-    out->rx_packets_phy = sum.rx_packets_phy;
-    out->tx_packets_phy = sum.tx_packets_phy;
-    out->rx_discards_phy = sum.rx_discards_phy;
-    out->tx_errors_phy = sum.tx_errors_phy;
-    out->link_speed_mbps = sum.link_speed_mbps;
-    pipeline_.fill_counters(out);
+    pipeline_.fill_counters(&sum);  // sets every field an ethdev leaves zero
+    *out = sum;
     return true;
   }
 

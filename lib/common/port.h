@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
@@ -53,6 +54,32 @@ struct PortCounters {
   uint64_t tx_pause_storm_warning_events = 0;
   uint64_t tx_pause_storm_error_events = 0;
 };
+
+/// Adds c to *sum, counter by counter (the counters of ports, or of queues, that carry
+/// disjoint traffic: their sum is the whole's); the link speed is the larger.
+inline void accumulate(PortCounters& sum, const PortCounters& c) {
+  sum.rx_packets_phy += c.rx_packets_phy;
+  sum.tx_packets_phy += c.tx_packets_phy;
+  sum.rx_discards_phy += c.rx_discards_phy;
+  sum.tx_errors_phy += c.tx_errors_phy;
+  sum.link_speed_mbps = std::max(sum.link_speed_mbps, c.link_speed_mbps);
+  for (int p = 0; p < PortCounters::kPriorities; ++p) {
+    sum.rx_prio_pause[p] += c.rx_prio_pause[p];
+    sum.rx_prio_pause_duration[p] += c.rx_prio_pause_duration[p];
+    sum.rx_prio_pause_transition[p] += c.rx_prio_pause_transition[p];
+    sum.tx_prio_pause[p] += c.tx_prio_pause[p];
+    sum.tx_prio_pause_duration[p] += c.tx_prio_pause_duration[p];
+    sum.tx_prio_packets[p] += c.tx_prio_packets[p];
+    sum.tx_prio_bytes[p] += c.tx_prio_bytes[p];
+    sum.tx_prio_queue_depth[p] += c.tx_prio_queue_depth[p];
+    sum.rx_prio_packets[p] += c.rx_prio_packets[p];
+    sum.rx_prio_bytes[p] += c.rx_prio_bytes[p];
+    sum.rx_prio_marked[p] += c.rx_prio_marked[p];
+  }
+  sum.rx_global_pause += c.rx_global_pause;
+  sum.tx_pause_storm_warning_events += c.tx_pause_storm_warning_events;
+  sum.tx_pause_storm_error_events += c.tx_pause_storm_error_events;
+}
 
 /// Bytes after the BTH that roce_path_mtu() keeps for extended headers: XRCETH 4 + AtomicETH 28
 /// (a data packet has fewer, which is the room uroce's extension headers use).

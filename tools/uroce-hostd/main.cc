@@ -356,13 +356,13 @@ class Daemon {
   /// the workers' ethdevs and pipelines summed (each worker's as of its last publish round;
   /// this thread's own read now).
   void publish(Worker& self) {
+    snapshot_port(self);
     write_status();
     if (!seg_) return;
-    snapshot_port(self);
     PortCounters sum;
     for (auto& w : workers_) {
       std::lock_guard<std::mutex> lock(w->port_mu);
-      add_port(sum, w->port_counters);
+      accumulate(sum, w->port_counters);
     }
     stats::publish_port(sum, seg_->port());
     seg_->heartbeat();
@@ -559,32 +559,6 @@ class Daemon {
     if (!w.port->read_counters(&c)) return;
     std::lock_guard<std::mutex> lock(w.port_mu);
     w.port_counters = c;
-  }
-
-  /// Adds a worker's port counters to *sum (its ethdevs' and its pipeline's: the workers'
-  /// queues are disjoint); the link speed is the netdev's.
-  static void add_port(PortCounters& sum, const PortCounters& c) {
-    sum.rx_packets_phy += c.rx_packets_phy;
-    sum.tx_packets_phy += c.tx_packets_phy;
-    sum.rx_discards_phy += c.rx_discards_phy;
-    sum.tx_errors_phy += c.tx_errors_phy;
-    sum.link_speed_mbps = std::max(sum.link_speed_mbps, c.link_speed_mbps);
-    for (int p = 0; p < PortCounters::kPriorities; ++p) {
-      sum.rx_prio_pause[p] += c.rx_prio_pause[p];
-      sum.rx_prio_pause_duration[p] += c.rx_prio_pause_duration[p];
-      sum.rx_prio_pause_transition[p] += c.rx_prio_pause_transition[p];
-      sum.tx_prio_pause[p] += c.tx_prio_pause[p];
-      sum.tx_prio_pause_duration[p] += c.tx_prio_pause_duration[p];
-      sum.tx_prio_packets[p] += c.tx_prio_packets[p];
-      sum.tx_prio_bytes[p] += c.tx_prio_bytes[p];
-      sum.tx_prio_queue_depth[p] += c.tx_prio_queue_depth[p];
-      sum.rx_prio_packets[p] += c.rx_prio_packets[p];
-      sum.rx_prio_bytes[p] += c.rx_prio_bytes[p];
-      sum.rx_prio_marked[p] += c.rx_prio_marked[p];
-    }
-    sum.rx_global_pause += c.rx_global_pause;
-    sum.tx_pause_storm_warning_events += c.tx_pause_storm_warning_events;
-    sum.tx_pause_storm_error_events += c.tx_pause_storm_error_events;
   }
 
   /// Block k's counters summed over the workers.
