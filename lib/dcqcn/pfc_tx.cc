@@ -63,6 +63,21 @@ std::optional<wire::PauseFrame> PfcTx::on_backlog(uint8_t prio, uint64_t bytes, 
   return f;
 }
 
+std::optional<wire::PauseFrame> PfcTx::reconfigure(const PfcTxConfig& cfg, Timestamp now) {
+  wire::PauseFrame f;
+  for (int p = 0; p < kNumPriorities; ++p) {
+    const bool on = (cfg.enabled_mask & (1u << p)) && cfg.xoff_bytes != 0;
+    if (s_[p].xoff && !on) release(p, now, &f);
+    if (!on) s_[p].gave_up = false;
+  }
+  cfg_.enabled_mask = cfg.enabled_mask;
+  cfg_.xoff_bytes = cfg.xoff_bytes;
+  cfg_.xon_bytes = cfg.xon_bytes;
+  cfg_.max_xoff = cfg.max_xoff;
+  if (f.class_enable == 0) return std::nullopt;
+  return f;
+}
+
 Timestamp PfcTx::next_deadline() const {
   Timestamp t = Timestamp::never();
   for (const Prio& s : s_) {

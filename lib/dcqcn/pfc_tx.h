@@ -46,6 +46,13 @@ class PfcTx {
   Timestamp next_deadline() const;
   /// Refreshes / gives up every priority due at `now`. @return one frame covering them, or nullopt.
   std::optional<wire::PauseFrame> on_timer(Timestamp now);
+  /// New priorities, thresholds and max_xoff from `now` on (a switch reconfigured at run time;
+  /// the pause quanta and refresh period stay as built): a
+  /// priority held in XOFF that is no longer enabled (or with xoff_bytes now 0) is released at
+  /// once; every other priority follows the new thresholds at its next backlog change.
+  /// @return the XON frame for the released priorities, or nullopt.
+  std::optional<wire::PauseFrame> reconfigure(const PfcTxConfig& cfg, Timestamp now);
+  const PfcTxConfig& config() const { return cfg_; }
   /// True while we hold `prio` in XOFF.
   bool asserted(uint8_t prio) const { return s_[prio].xoff; }
 

@@ -78,5 +78,40 @@ TEST(PfcTx, GiveUpAfterMaxXoff) {
   EXPECT_TRUE(tx.on_backlog(3, 200000, us(1300)).has_value());
 }
 
+TEST(PfcTx, ReconfigureReleasesADisabledPriorityAndAppliesNewThresholds) {
+  PfcCounters c;
+  PfcTx tx(k100G, cfg(), &c);
+  ASSERT_TRUE(tx.on_backlog(3, 100000, us(0)).has_value());
+  // Same priority, higher thresholds: still asserted until the backlog says otherwise.
+  PfcTxConfig higher = cfg();
+  higher.xoff_bytes = 200000;
+  higher.xon_bytes = 150000;
+  EXPECT_FALSE(tx.reconfigure(higher, us(1)).has_value());
+  EXPECT_TRUE(tx.asserted(3));
+  auto x = tx.on_backlog(3, 140000, us(2));  // below the new xon
+  ASSERT_TRUE(x.has_value());
+  EXPECT_EQ(x->quanta[3], 0);
+  EXPECT_FALSE(tx.on_backlog(3, 150000, us(3)).has_value());  // under the new xoff
+  ASSERT_TRUE(tx.on_backlog(3, 200000, us(4)).has_value());
+  // PFC moved to priority 4: priority 3 is released at once, 4 follows its backlog.
+  PfcTxConfig four = higher;
+  four.enabled_mask = 1u << 4;
+  auto r = tx.reconfigure(four, us(5));
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->class_enable, 1u << 3);
+  EXPECT_EQ(r->quanta[3], 0);
+  EXPECT_FALSE(tx.asserted(3));
+  EXPECT_EQ(tx.next_deadline(), Timestamp::never());
+  EXPECT_FALSE(tx.on_backlog(3, 1u << 30, us(6)).has_value());
+  EXPECT_TRUE(tx.on_backlog(4, 200000, us(7)).has_value());
+  // PFC off altogether: released.
+  PfcTxConfig off = four;
+  off.xoff_bytes = 0;
+  auto o = tx.reconfigure(off, us(8));
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->class_enable, 1u << 4);
+  EXPECT_FALSE(tx.asserted(4));
+}
+
 }  // namespace
 }  // namespace uroce::dcqcn

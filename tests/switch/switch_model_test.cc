@@ -8,9 +8,13 @@
  */
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "uroce-switch/control.h"
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
 #include "uroce-switch/impair.h"
@@ -164,29 +168,39 @@ bool ipv4_checksum_ok(const std::vector<uint8_t>& f) {
 TEST(SwitchFrame, ClassifyAndMarkCe) {
   auto f = roce_v4_frame();
   ASSERT_TRUE(ipv4_checksum_ok(f));
-  FrameInfo info = classify(f, default_dscp_map());
+  FrameInfo info = classify(f, Classifier{});
   EXPECT_TRUE(info.valid);
   EXPECT_EQ(info.prio, 3);  // DSCP 26 >> 3
+  EXPECT_EQ(info.ip_len, f.size() - 14);
   EXPECT_TRUE(info.ect);
   EXPECT_FALSE(info.ce);
   mark_ce(f, info);
   EXPECT_EQ(f[15], (26 << 2) | 3);
   EXPECT_TRUE(ipv4_checksum_ok(f));
-  FrameInfo after = classify(f, default_dscp_map());
+  FrameInfo after = classify(f, Classifier{});
   EXPECT_TRUE(after.ce);
   EXPECT_FALSE(after.ect);
 }
 
-TEST(SwitchFrame, VlanPcpWinsAndMacControlIsRecognised) {
+TEST(SwitchFrame, TrustDecidesBetweenDscpAndPcpAndMacControlIsRecognised) {
   auto f = roce_v4_frame();
   f.insert(f.begin() + 12, {0x81, 0x00, 0xA0, 0x05});  // PCP 5, VID 5
-  FrameInfo info = classify(f, default_dscp_map());
-  EXPECT_EQ(info.prio, 5);
+  Classifier dscp;
+  FrameInfo info = classify(f, dscp);
+  EXPECT_EQ(info.prio, 3);  // trust DSCP: the IP header's DSCP 26, not the tag
   EXPECT_EQ(info.ip_offset, 18u);
+  dscp.dscp_to_prio[26] = 4;
+  EXPECT_EQ(classify(f, dscp).prio, 4);
+  Classifier pcp;
+  pcp.trust_pcp = true;
+  EXPECT_EQ(classify(f, pcp).prio, 5);
+  pcp.pcp_to_prio[5] = 2;
+  EXPECT_EQ(classify(f, pcp).prio, 2);
+  EXPECT_EQ(classify(roce_v4_frame(), pcp).prio, 0);  // untagged under trust PCP
   std::vector<uint8_t> pfc(60, 0);
   pfc[12] = 0x88;
   pfc[13] = 0x08;
-  EXPECT_TRUE(classify(pfc, default_dscp_map()).mac_control);
+  EXPECT_TRUE(classify(pfc, dscp).mac_control);
 }
 
 TEST(SwitchOptions, ParsesUnitsAndRejectsBadValues) {
@@ -340,6 +354,64 @@ TEST(SwitchImpair, LinkCutDropsEverythingForItsDurationOnly) {
   EXPECT_FALSE(im.decide(f, t0 + Duration::seconds(60)).drop);
   EXPECT_EQ(im.counters().cut, 2u);
   EXPECT_EQ(im.counters().dropped, 2u);
+}
+
+TEST(SwitchControl, AChangeIsInForceWhenTheLoopHasTakenIt) {
+  Control c("leaf1", settings_of(Options{}));
+  fabric::Settings next = c.settings();
+  next.pfc_priorities = 1u << 4;
+  std::atomic<bool> stop{false};
+  int applied_by_loop = 0;
+  std::thread loop([&] {
+    while (!stop.load()) {
+      if (!c.pending()) continue;
+      if (auto s = c.take()) {
+        applied_by_loop = s->pfc_priorities;
+        c.applied();
+      }
+    }
+  });
+  EXPECT_EQ(c.apply(next), "");
+  EXPECT_EQ(c.settings().pfc_priorities, 1u << 4);  // in force when apply() returns
+  stop.store(true);
+  loop.join();
+  EXPECT_EQ(applied_by_loop, 1 << 4);
+}
+
+TEST(SwitchControl, ALoopThatDoesNotTakeItGetsItWithdrawn) {
+  Control c("leaf1", settings_of(Options{}), std::chrono::milliseconds(20));
+  const fabric::Settings before = c.settings();
+  fabric::Settings next = before;
+  next.ecn = false;
+  const std::string err = c.apply(next);
+  EXPECT_NE(err.find("nothing changed"), std::string::npos) << err;
+  EXPECT_EQ(c.settings(), before);
+  EXPECT_FALSE(c.pending());
+  EXPECT_FALSE(c.take().has_value());  // withdrawn: a late loop finds nothing
+}
+
+TEST(SwitchOptions, SettingsOfTheCommandLine) {
+  Options o;
+  std::string err;
+  ASSERT_TRUE(parse_options(
+      {"--port", "a",         "--port", "b",     "--pfc-prios", "3,4",        "--pfc-xoff",
+       "100K",   "--pfc-xon", "50K",    "--ecn", "off",         "--trust",    "pcp",
+       "--mtu",  "1500",      "--name", "spine", "--api",       "127.0.0.1:0"},
+      &o, &err))
+      << err;
+  fabric::Settings s = settings_of(o);
+  EXPECT_EQ(s.pfc_priorities, (1u << 3) | (1u << 4));
+  EXPECT_EQ(s.pfc_xoff_bytes, 100u * 1024);
+  EXPECT_FALSE(s.ecn);
+  EXPECT_EQ(s.trust, fabric::Trust::kPcp);
+  EXPECT_EQ(s.mtu, 1500u);
+  EXPECT_EQ(o.name, "spine");
+  EXPECT_TRUE(fabric::validate(s, fabric::Role::kSwitch, &err)) << err;
+  Options no_pfc;
+  ASSERT_TRUE(parse_options({"--port", "a", "--port", "b", "--pfc-xoff", "0"}, &no_pfc, &err));
+  EXPECT_EQ(settings_of(no_pfc).pfc_priorities, 0);
+  EXPECT_FALSE(parse_options({"--port", "a", "--port", "b", "--mtu", "100"}, &no_pfc, &err));
+  EXPECT_FALSE(parse_options({"--port", "a", "--port", "b", "--trust", "vlan"}, &no_pfc, &err));
 }
 
 }  // namespace

@@ -24,16 +24,14 @@ std::array<uint8_t, 64> default_dscp_map() {
   return m;
 }
 
-FrameInfo classify(std::span<const uint8_t> frame, const std::array<uint8_t, 64>& dscp_map) {
+FrameInfo classify(std::span<const uint8_t> frame, const Classifier& c) {
   FrameInfo info;
   if (frame.size() < 14) return info;
   info.valid = true;
   size_t at = 12;
   uint16_t type = be16(frame, at);
-  bool tagged = false;
   if (type == kEtherVlan && frame.size() >= 18) {
-    info.prio = static_cast<uint8_t>(frame[14] >> 5);
-    tagged = true;
+    info.prio = c.pcp_to_prio[frame[14] >> 5];
     at += 4;
     type = be16(frame, at);
   }
@@ -45,9 +43,11 @@ FrameInfo classify(std::span<const uint8_t> frame, const std::array<uint8_t, 64>
   uint8_t tos = 0;
   if (type == kEtherIpv4 && frame.size() >= at + 20 && (frame[at] >> 4) == 4) {
     tos = frame[at + 1];
+    info.ip_len = be16(frame, at + 2);
   } else if (type == kEtherIpv6 && frame.size() >= at + 40 && (frame[at] >> 4) == 6) {
     tos = static_cast<uint8_t>(((frame[at] & 0x0f) << 4) | (frame[at + 1] >> 4));
     info.ipv6 = true;
+    info.ip_len = be16(frame, at + 4) + 40u;
   } else {
     return info;
   }
@@ -55,7 +55,7 @@ FrameInfo classify(std::span<const uint8_t> frame, const std::array<uint8_t, 64>
   uint8_t ecn = tos & 3;
   info.ect = ecn == 1 || ecn == 2;
   info.ce = ecn == 3;
-  if (!tagged) info.prio = dscp_map[tos >> 2];
+  if (!c.trust_pcp) info.prio = c.dscp_to_prio[tos >> 2];
   return info;
 }
 

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <queue>
 #include <sstream>
 #include <string>
@@ -34,7 +35,9 @@
 #include "dpdk/eal_args.h"
 #include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
+#include "mgmt/http_server.h"
 #include "transport/wire/pfc.h"
+#include "uroce-switch/control.h"
 #include "uroce-switch/egress_queues.h"
 #include "uroce-switch/frame_edit.h"
 #include "uroce-switch/impair.h"
@@ -65,6 +68,7 @@ struct PortCounters {
   uint64_t pfc_xon_sent = 0;   ///< XON frames sent to this port's peer
   uint64_t pfc_rx = 0;         ///< PAUSE/PFC frames received from the peer
   uint64_t tx_ring_full = 0;   ///< TX attempts the PMD refused (peer slow or not connected)
+  uint64_t mtu_drops = 0;      ///< frames received with an IP packet above the MTU
 };
 
 /// One egress link: its queues, shaper and the pause its far end asked for. A port, or the
@@ -123,7 +127,11 @@ struct HeldFrame {
 
 class Switch {
  public:
-  Switch(const Options& o, rte_mempool* pool) : o_(o), pool_(pool), rng_(0x5eed) {}
+  /// control: the node API's hand-over (nullptr: settings fixed at start).
+  Switch(const Options& o, rte_mempool* pool, Control* control)
+      : o_(o), pool_(pool), rng_(0x5eed), control_(control) {
+    use(settings_of(o));
+  }
 
   bool add_port(const std::string& devargs, std::string* err);
   /// After every add_port: builds the egress links (--share groups, --shape rates).
@@ -142,6 +150,14 @@ class Switch {
   bool send_control(uint32_t port);
   bool transmit(EgressLink& l, Timestamp now);
   void timers(Timestamp now);
+  /// Settings in force from now on: classification, RED/ECN, MTU (PFC: reconfigure()).
+  void use(const fabric::Settings& s);
+  dcqcn::PfcTxConfig pfc_config() const;
+  /// Settings the node API posted: taken, applied (PFC released or asserted per the new
+  /// thresholds at once), acknowledged.
+  void reconfigure(Timestamp now);
+  /// The counters as the node API's state document.
+  std::string state_json(Timestamp now) const;
   /// A memif port whose link came up has new shared regions: the guard learns them
   /// (drivers/dpdk/memif_guard.h: a host that exits while the switch transmits to it must not
   /// crash the switch in DPDK's disconnect race).
@@ -155,7 +171,11 @@ class Switch {
   const Options& o_;
   rte_mempool* pool_;
   MarkRng rng_;
-  std::array<uint8_t, 64> dscp_map_ = default_dscp_map();
+  Control* control_;
+  fabric::Settings settings_;
+  Classifier cls_;
+  RedParams red_;
+  Timestamp started_;
   MacAddr mac_{{0x02, 0x75, 0x73, 0x77, 0x00, 0x00}};  ///< source of our PFC frames
   std::vector<std::unique_ptr<SwitchPort>> ports_;
   std::vector<std::unique_ptr<EgressLink>> links_;
@@ -193,12 +213,8 @@ bool Switch::add_port(const std::string& devargs, std::string* err) {
     return false;
   }
   rte_eth_promiscuous_enable(id);
-  dcqcn::PfcTxConfig pfc;
-  pfc.enabled_mask = o_.pfc_prios;
-  pfc.xoff_bytes = o_.pfc_xoff_bytes;
-  pfc.xon_bytes = o_.pfc_xon_bytes;
-  ports_.push_back(
-      std::make_unique<SwitchPort>(id, devargs, o_, pfc, static_cast<uint32_t>(ports_.size())));
+  ports_.push_back(std::make_unique<SwitchPort>(id, devargs, o_, pfc_config(),
+                                                static_cast<uint32_t>(ports_.size())));
   return true;
 }
 
@@ -235,7 +251,7 @@ void Switch::send_pfc(uint32_t port, const std::optional<wire::PauseFrame>& f) {
 
 void Switch::enqueue(uint32_t out, uint32_t in, rte_mbuf* m, const FrameInfo& info, Timestamp now) {
   EgressLink& e = *links_[ports_[out]->link];
-  if (!o_.red.at_dequeue && info.ect && rng_.should_mark(o_.red, e.queues.bytes(info.prio))) {
+  if (!red_.at_dequeue && info.ect && rng_.should_mark(red_, e.queues.bytes(info.prio))) {
     mark_ce(std::span<uint8_t>(rte_pktmbuf_mtod(m, uint8_t*), m->data_len), info);
     e.ecn_marked++;
   }
@@ -289,8 +305,13 @@ void Switch::receive(uint32_t in, rte_mbuf* m, Timestamp now) {
   p.c.rx_packets++;
   p.c.rx_bytes += m->pkt_len;
   const uint8_t* data = rte_pktmbuf_mtod(m, const uint8_t*);
-  FrameInfo info = classify(std::span<const uint8_t>(data, m->data_len), dscp_map_);
+  FrameInfo info = classify(std::span<const uint8_t>(data, m->data_len), cls_);
   if (!info.valid) {
+    rte_pktmbuf_free(m);
+    return;
+  }
+  if (info.ip_len > settings_.mtu) {
+    p.c.mtu_drops++;
     rte_pktmbuf_free(m);
     return;
   }
@@ -347,10 +368,9 @@ bool Switch::transmit(EgressLink& l, Timestamp now) {
     if (!l.shaper.conforms(head.len, now)) break;
     auto* m = static_cast<rte_mbuf*>(head.pkt);
     // Dequeue marking sees the queue this frame leaves behind.
-    if (o_.red.at_dequeue && head.ect &&
-        rng_.should_mark(o_.red, l.queues.bytes(prio) - head.len)) {
+    if (red_.at_dequeue && head.ect && rng_.should_mark(red_, l.queues.bytes(prio) - head.len)) {
       std::span<uint8_t> bytes(rte_pktmbuf_mtod(m, uint8_t*), m->data_len);
-      mark_ce(bytes, classify(bytes, dscp_map_));
+      mark_ce(bytes, classify(bytes, cls_));
       head.ect = false;  // marked once, even if the PMD refuses it now
       l.ecn_marked++;
     }
@@ -360,7 +380,7 @@ bool Switch::transmit(EgressLink& l, Timestamp now) {
       break;
     }
     l.q_samples++;
-    if (l.queues.bytes(prio) >= o_.red.kmax_bytes) l.q_over_kmax++;
+    if (l.queues.bytes(prio) >= red_.kmax_bytes) l.q_over_kmax++;
     QueuedFrame f = l.queues.pop(prio);
     l.shaper.consume(f.len);
     out.c.tx_packets++;
@@ -380,6 +400,77 @@ void Switch::timers(Timestamp now) {
     if (l->pfc_rx.next_deadline() <= now) l->pfc_rx.on_timer(now);
 }
 
+void Switch::use(const fabric::Settings& s) {
+  settings_ = s;
+  cls_.trust_pcp = s.trust == fabric::Trust::kPcp;
+  cls_.dscp_to_prio = s.dscp_to_prio;
+  cls_.pcp_to_prio = s.pcp_to_prio;
+  red_.enabled = s.ecn;
+  red_.kmin_bytes = s.ecn_kmin_bytes;
+  red_.kmax_bytes = s.ecn_kmax_bytes;
+  red_.pmax = s.ecn_pmax;
+  red_.at_dequeue = o_.red.at_dequeue;
+}
+
+dcqcn::PfcTxConfig Switch::pfc_config() const {
+  dcqcn::PfcTxConfig pfc;
+  pfc.enabled_mask = settings_.pfc_priorities;
+  pfc.xoff_bytes = settings_.pfc_xoff_bytes;
+  pfc.xon_bytes = settings_.pfc_xon_bytes;
+  return pfc;
+}
+
+void Switch::reconfigure(Timestamp now) {
+  std::optional<fabric::Settings> next = control_->take();
+  if (!next) return;
+  use(*next);
+  const dcqcn::PfcTxConfig pfc = pfc_config();
+  for (uint32_t i = 0; i < ports_.size(); ++i)
+    for (const wire::PauseFrame& f : ports_[i]->pfc_in.reconfigure(pfc, now)) send_pfc(i, f);
+  control_->applied();
+  control_->publish(state_json(now));
+}
+
+std::string Switch::state_json(Timestamp now) const {
+  nlohmann::json ports = nlohmann::json::array();
+  for (uint32_t i = 0; i < ports_.size(); ++i) {
+    const SwitchPort& p = *ports_[i];
+    const EgressLink& l = *links_[p.link];
+    nlohmann::json queue = nlohmann::json::array();
+    nlohmann::json paused = nlohmann::json::array();
+    nlohmann::json xoff = nlohmann::json::array();
+    for (uint8_t q = 0; q < kPrios; ++q) {
+      queue.push_back(l.queues.bytes(q));
+      if (l.pfc_rx.paused_until(q) > now) paused.push_back(q);
+      if (p.pfc_in.asserted(q)) xoff.push_back(q);
+    }
+    ports.push_back({{"port", i},
+                     {"name", p.devargs.substr(0, p.devargs.find(','))},
+                     {"link", p.link},
+                     {"link_up", p.link_up},
+                     {"rx_packets", p.c.rx_packets},
+                     {"rx_bytes", p.c.rx_bytes},
+                     {"tx_packets", p.c.tx_packets},
+                     {"tx_bytes", p.c.tx_bytes},
+                     {"pfc_xoff_sent", p.c.pfc_xoff_sent},
+                     {"pfc_xon_sent", p.c.pfc_xon_sent},
+                     {"pfc_rx", p.c.pfc_rx},
+                     {"queue_bytes", l.queues.total_bytes()},
+                     {"queue_bytes_by_prio", queue},
+                     {"queue_high_water", l.queues.high_water()},
+                     {"ecn_marked", l.ecn_marked},
+                     {"drops", l.drops},
+                     {"mtu_drops", p.c.mtu_drops},
+                     {"tx_ring_full", p.c.tx_ring_full},
+                     {"paused_prios", paused},
+                     {"xoff_prios", xoff}});
+  }
+  return nlohmann::json{{"uptime_s", static_cast<double>((now - started_).ns) / 1e9},
+                        {"max_busy_gap_us", max_busy_gap_.ns / 1000},
+                        {"ports", ports}}
+      .dump();
+}
+
 void Switch::print_stats(const char* tag) {
   for (uint32_t i = 0; i < ports_.size(); ++i) {
     const SwitchPort& p = *ports_[i];
@@ -389,13 +480,13 @@ void Switch::print_stats(const char* tag) {
         "%s port=%u link=%u rx_packets=%lu rx_bytes=%lu tx_packets=%lu tx_bytes=%lu "
         "flooded=%lu pfc_xoff_sent=%lu pfc_xon_sent=%lu pfc_rx=%lu queue_bytes=%lu "
         "queue_high_water=%lu ecn_marked=%lu drops=%lu q_samples=%lu q_over_kmax=%lu "
-        "tx_ring_full=%lu impaired=%lu imp_dropped=%lu imp_duplicated=%lu imp_corrupted=%lu "
-        "imp_reordered=%lu imp_cut=%lu\n",
+        "tx_ring_full=%lu mtu_drops=%lu impaired=%lu imp_dropped=%lu imp_duplicated=%lu "
+        "imp_corrupted=%lu imp_reordered=%lu imp_cut=%lu\n",
         tag, i, p.link, c.rx_packets, c.rx_bytes, c.tx_packets, c.tx_bytes, c.flooded,
         c.pfc_xoff_sent, c.pfc_xon_sent, c.pfc_rx, l.queues.total_bytes(), l.queues.high_water(),
-        l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax, c.tx_ring_full, p.impair.counters().seen,
-        p.impair.counters().dropped, p.impair.counters().duplicated, p.impair.counters().corrupted,
-        p.impair.counters().reordered, p.impair.counters().cut);
+        l.ecn_marked, l.drops, l.q_samples, l.q_over_kmax, c.tx_ring_full, c.mtu_drops,
+        p.impair.counters().seen, p.impair.counters().dropped, p.impair.counters().duplicated,
+        p.impair.counters().corrupted, p.impair.counters().reordered, p.impair.counters().cut);
   }
   // Not a port line (no "port="): how long the switch went unscheduled with frames queued.
   // A gap longer than a peer's pause time lets that pause lapse before the refresh.
@@ -421,6 +512,8 @@ void Switch::watch_links() {
 
 void Switch::run() {
   const Timestamp start = now_mono();
+  started_ = start;
+  Timestamp next_publish = start;
   Timestamp next_stats = o_.stats_every.ns > 0 ? start + o_.stats_every : Timestamp::never();
   uint32_t idle = 0;
   rte_mbuf* bufs[kBurst];
@@ -449,6 +542,13 @@ void Switch::run() {
     if (now >= next_stats) {
       print_stats("stats");
       next_stats = now + o_.stats_every;
+    }
+    if (control_) {
+      if (control_->pending()) reconfigure(now);
+      if (now >= next_publish) {
+        control_->publish(state_json(now));
+        next_publish = now + Duration::millis(200);
+      }
     }
     if (o_.max_time.ns > 0 && now - start >= o_.max_time) break;
     // Idle backoff: spin briefly, then sleep 20 µs at a time, but only with every queue
@@ -506,6 +606,11 @@ int run_main(int argc, char** argv) {
     std::fprintf(stderr, "uroce-switch: %s\n", err.c_str());
     return 2;
   }
+  std::string token;
+  if (!o.api_token_file.empty() && !mgmt::read_token_file(o.api_token_file, &token, &err)) {
+    std::fprintf(stderr, "uroce-switch: --api-token-file %s\n", err.c_str());
+    return 2;
+  }
   if (!init_eal(o, &err)) {
     std::fprintf(stderr, "uroce-switch: %s\n", err.c_str());
     return 1;
@@ -519,11 +624,27 @@ int run_main(int argc, char** argv) {
       std::fprintf(stderr, "uroce-switch: mbuf pool: %s\n", rte_strerror(rte_errno));
       rc = 1;
     }
-    Switch sw(o, pool);
+    Control control(o.name, settings_of(o));
+    Switch sw(o, pool, o.api_listen.empty() ? nullptr : &control);
     for (const auto& p : o.ports) {
       if (rc == 0 && !sw.add_port(p, &err)) {
         std::fprintf(stderr, "uroce-switch: %s\n", err.c_str());
         rc = 1;
+      }
+    }
+    std::unique_ptr<fabric::NodeApi> api;
+    std::unique_ptr<mgmt::Server> server;
+    if (rc == 0 && !o.api_listen.empty()) {
+      api = std::make_unique<fabric::NodeApi>(&control);
+      server = mgmt::Server::start(
+          mgmt::ServerOptions{.listen = o.api_listen, .token = token},
+          [&api](const mgmt::Request& r) { return api->handle(r); }, &err);
+      if (!server) {
+        std::fprintf(stderr, "uroce-switch: --api: %s\n", err.c_str());
+        rc = 1;
+      } else {
+        std::printf("uroce-switch: node API on %s (port %u)%s\n", o.api_listen.c_str(),
+                    server->port(), token.empty() ? ", read-only (no --api-token-file)" : "");
       }
     }
     if (rc == 0) {

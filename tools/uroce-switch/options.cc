@@ -63,6 +63,22 @@ bool parse_duration(std::string_view s, Duration* out) {
   return true;
 }
 
+fabric::Settings settings_of(const Options& o) {
+  fabric::Settings s = fabric::defaults(fabric::Role::kSwitch);
+  s.trust = o.trust_pcp ? fabric::Trust::kPcp : fabric::Trust::kDscp;
+  if (o.pfc_xoff_bytes != 0) {
+    s.pfc_priorities = o.pfc_prios;
+    s.pfc_xoff_bytes = static_cast<uint32_t>(o.pfc_xoff_bytes);
+    s.pfc_xon_bytes = static_cast<uint32_t>(o.pfc_xon_bytes);
+  }
+  s.ecn = o.red.enabled;
+  s.ecn_kmin_bytes = o.red.kmin_bytes;
+  s.ecn_kmax_bytes = o.red.kmax_bytes;
+  s.ecn_pmax = o.red.pmax;
+  s.mtu = o.mtu;
+  return s;
+}
+
 bool parse_options(const std::vector<std::string>& args, Options* o, std::string* err) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
@@ -134,6 +150,22 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
       o->file_prefix = v;
     } else if (a == "--impair") {
       if (!parse_impair(v, &o->impair, err)) return false;
+    } else if (a == "--trust") {
+      ok = v == "dscp" || v == "pcp";
+      o->trust_pcp = v == "pcp";
+    } else if (a == "--mtu") {
+      uint64_t mtu = 0;
+      ok = std::from_chars(v.data(), v.data() + v.size(), mtu).ec == std::errc{} && mtu >= 1280 &&
+           mtu <= 9000;
+      o->mtu = static_cast<uint32_t>(mtu);
+    } else if (a == "--name") {
+      ok = !v.empty();
+      o->name = v;
+    } else if (a == "--api") {
+      ok = v.find(':') != std::string::npos;
+      o->api_listen = v;
+    } else if (a == "--api-token-file") {
+      o->api_token_file = v;
     } else {
       *err = "unknown option " + a;
       return false;
@@ -165,6 +197,10 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
   }
   if (o->red.kmax_bytes <= o->red.kmin_bytes) {
     *err = "--kmax must exceed --kmin";
+    return false;
+  }
+  if (o->pfc_xoff_bytes > (64u << 20) || o->red.kmax_bytes > (1u << 30)) {
+    *err = "--pfc-xoff above 64M or --kmax above 1G";
     return false;
   }
   if (o->pfc_xoff_bytes && o->pfc_xon_bytes >= o->pfc_xoff_bytes) {

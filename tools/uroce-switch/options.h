@@ -20,6 +20,14 @@
  *   --file-prefix NAME    EAL --file-prefix (default uroce-switch-<pid>)
  *   --impair SPEC         impair the RoCEv2 frames every port receives (impair.h), e.g.
  *                         drop=0.01,dup=0.001,reorder=0.01,corrupt=0.001,seed=7
+ *   --trust dscp|pcp      what classifies a frame (frame_edit.h; default dscp)
+ *   --mtu BYTES           largest IP packet forwarded (1280..9000, default 9000); larger ones
+ *                         are dropped and counted (mtu_drops)
+ *   --name NAME           the node's name in its API and the fabric (default uroce-switch)
+ *   --api ADDR:PORT       serve the node API (lib/fabric/node_api.h) there: its settings
+ *                         change at run time
+ *   --api-token-file F    the token writes to the API need (mgmt/http_server.h); without it
+ *                         the API is read-only
  * Units: bytes, bit/s, ns.
  */
 #pragma once
@@ -31,6 +39,7 @@
 #include <vector>
 
 #include "common/time.h"
+#include "fabric/settings.h"
 #include "uroce-switch/impair.h"
 #include "uroce-switch/red.h"
 
@@ -51,11 +60,20 @@ struct Options {
   Duration max_time{};
   std::string file_prefix;
   ImpairConfig impair;  ///< per ingress port; port i uses seed + i
+  bool trust_pcp = false;
+  uint32_t mtu = 9000;
+  std::string name = "uroce-switch";
+  std::string api_listen;
+  std::string api_token_file;
 };
 
 bool parse_size(std::string_view s, uint64_t* out);
 bool parse_rate(std::string_view s, uint64_t* out);
 bool parse_duration(std::string_view s, Duration* out);
+
+/// The node settings (lib/fabric) the options describe: PFC priorities and thresholds (none
+/// with --pfc-xoff 0), ECN and its curve, trust, MTU.
+fabric::Settings settings_of(const Options& o);
 
 /// Parses argv (without argv[0]); false with *err set on a bad or missing value.
 bool parse_options(const std::vector<std::string>& args, Options* o, std::string* err);

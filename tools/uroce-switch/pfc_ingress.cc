@@ -19,4 +19,13 @@ std::optional<wire::PauseFrame> PfcIngress::remove(uint8_t prio, uint32_t len, T
   return tx_.on_backlog(prio, bytes_[prio], now);
 }
 
+std::vector<wire::PauseFrame> PfcIngress::reconfigure(const dcqcn::PfcTxConfig& cfg,
+                                                      Timestamp now) {
+  std::vector<wire::PauseFrame> out;
+  if (auto f = tx_.reconfigure(cfg, now)) out.push_back(*f);
+  for (uint8_t p = 0; p < kPrios; ++p)
+    if (auto f = tx_.on_backlog(p, bytes_[p], now)) out.push_back(*f);
+  return out;
+}
+
 }  // namespace uroce::uswitch

@@ -11,6 +11,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "common/time.h"
 #include "dcqcn/pfc_tx.h"
@@ -26,6 +27,10 @@ class PfcIngress {
 
   std::optional<wire::PauseFrame> add(uint8_t prio, uint32_t len, Timestamp now);
   std::optional<wire::PauseFrame> remove(uint8_t prio, uint32_t len, Timestamp now);
+  /// New PFC priorities and thresholds (PfcTx::reconfigure), then every enabled priority
+  /// judged on its present backlog. @return the frames to send (XON for released priorities,
+  /// XOFF where the backlog is above the new xoff), in order.
+  std::vector<wire::PauseFrame> reconfigure(const dcqcn::PfcTxConfig& cfg, Timestamp now);
   Timestamp next_deadline() const { return tx_.next_deadline(); }
   std::optional<wire::PauseFrame> on_timer(Timestamp now) { return tx_.on_timer(now); }
 

@@ -1,0 +1,60 @@
+/**
+ * @file node_api.cc
+ * @brief The /v1 routes (see node_api.h).
+ */
+#include "fabric/node_api.h"
+
+#include <nlohmann/json.hpp>
+
+namespace uroce::fabric {
+
+using nlohmann::json;
+
+mgmt::Response NodeApi::handle(const mgmt::Request& r) {
+  const bool get = r.method == "GET" || r.method == "HEAD";
+  if (r.path == "/v1" || r.path == "/v1/") {
+    if (!get) return mgmt::error(405, "GET only");
+    return {200, json{{"api", "uroce-node"},
+                      {"version", kApiVersion},
+                      {"node", b_->name()},
+                      {"role", to_string(b_->role())}}
+                     .dump()};
+  }
+  if (r.path == "/v1/settings") {
+    if (get) return {200, to_json(b_->settings(), b_->role())};
+    if (r.method == "PATCH") return write(r, false);
+    if (r.method == "PUT") return write(r, true);
+    return mgmt::error(405, "GET, PATCH or PUT");
+  }
+  if (r.path == "/v1/state") {
+    if (!get) return mgmt::error(405, "GET only");
+    json state = json::parse(b_->state_json(), nullptr, false);
+    if (state.is_discarded()) return mgmt::error(500, "the node's state is not JSON");
+    return {200, json{{"node", b_->name()},
+                      {"role", to_string(b_->role())},
+                      {"settings", json::parse(to_json(b_->settings(), b_->role()))},
+                      {"state", std::move(state)}}
+                     .dump()};
+  }
+  return mgmt::error(404, "no such resource: " + r.path + " (see GET /v1)");
+}
+
+mgmt::Response NodeApi::write(const mgmt::Request& r, bool whole) {
+  std::lock_guard<std::mutex> lock(write_mu_);
+  const Settings before = b_->settings();
+  Settings next = whole ? defaults(b_->role()) : before;
+  std::string err;
+  if (!apply_json(r.body, b_->role(), &next, &err)) return mgmt::error(400, err);
+  const std::vector<std::string> changed = diff(before, next, b_->role());
+  const bool dry = mgmt::query_flag(r.query, "dry_run");
+  if (!dry && !changed.empty()) {
+    err = b_->apply(next);
+    if (!err.empty()) return mgmt::error(503, "not applied: " + err);
+  }
+  return {200, json{{"changed", changed},
+                    {"applied", !dry && !changed.empty()},
+                    {"settings", json::parse(to_json(dry ? before : next, b_->role()))}}
+                   .dump()};
+}
+
+}  // namespace uroce::fabric
