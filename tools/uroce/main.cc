@@ -11,8 +11,11 @@
  *   uroce doctor                                what is wrong on this host, and the fix
  *   uroce rdma-ns [-- PROGRAM ARGS...]          the kernel RDMA files UCX looks for
  *   uroce run [--config F] -- PROGRAM ARGS...   a program over uroce (library path, config,
- * rdma-ns) uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics uroce link add NAME
- * netdev IF | del NAME | show [NAME]   devices on kernel netdevs
+ *                                               rdma-ns)
+ *   uroce exporter --listen 127.0.0.1:9488      Prometheus /metrics
+ *   uroce link add NAME netdev IF | del NAME | show [NAME]   devices on kernel netdevs
+ *   uroce serve --listen ADDR:PORT [--token-file F] [--config F] [--name N]
+ *                                               this host's node API (docs/fabric.md)
  */
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -25,6 +28,7 @@
 #include "profile_cmd.h"
 #include "rdma_ns.h"
 #include "run_cmd.h"
+#include "serve.h"
 #include "show.h"
 
 int main(int argc, char** argv) {
@@ -101,6 +105,16 @@ int main(int argc, char** argv) {
   auto* exporter = app.add_subcommand("exporter", "Serve the counters to Prometheus");
   exporter->add_option("--listen,-l", listen, "host:port to listen on (port 0: any free port)");
   add_run_dir(exporter);
+
+  ServeOptions svo;
+  auto* serve_cmd = app.add_subcommand("serve", "This host's node API (docs/fabric.md)");
+  serve_cmd->add_option("--listen,-l", svo.listen, "ADDR:PORT (port 0: any free port)")->required();
+  serve_cmd->add_option("--token-file", svo.token_file,
+                        "File (mode 0600) with the token writes need; without it, read-only");
+  serve_cmd->add_option("--config", svo.config, "Configuration file (default: the lookup order)");
+  serve_cmd->add_option("--name", svo.name, "The node's name (default: the host name)");
+  serve_cmd->add_option("--run-dir", svo.run_dir,
+                        "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
 
   CaptureOptions co;
   auto* capture_cmd =
@@ -181,6 +195,7 @@ int main(int argc, char** argv) {
   if (pdiff->parsed()) return profile_diff(po);
   if (doctor_cmd->parsed()) return doctor(dopt);
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
+  if (serve_cmd->parsed()) return serve(svo);
   if (capture_cmd->parsed()) return capture(co);
   if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
   if (run_cmd->parsed()) return run(ro);

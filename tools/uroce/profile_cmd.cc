@@ -28,17 +28,16 @@ bool read_text(const std::string& path, std::string* out) {
   return true;
 }
 
-namespace {
-
-/// The file to edit: --config, else the lookup order of lib/config. Empty when none exists.
-std::string config_path(const ProfileOptions& o, std::string* tried) {
-  if (!o.config.empty()) return o.config;
+std::string config_file(const std::string& given, std::string* tried) {
+  if (!given.empty()) return given;
   if (const char* env = std::getenv("UROCE_CONFIG"); env && *env) return env;
   *tried = "./uroce.toml, /etc/uroce/uroce.toml";
   for (const char* p : {"./uroce.toml", "/etc/uroce/uroce.toml"})
     if (access(p, F_OK) == 0) return p;
   return {};
 }
+
+namespace {
 
 int unknown(const std::string& name) {
   std::fprintf(stderr,
@@ -51,7 +50,7 @@ int unknown(const std::string& name) {
 int prepare(const ProfileOptions& o, std::string* path, std::string* before, std::string* after) {
   if (!is_profile(o.name)) return unknown(o.name);
   std::string tried;
-  *path = config_path(o, &tried);
+  *path = config_file(o.config, &tried);
   if (path->empty()) {
     std::fprintf(stderr, "uroce: no configuration file (tried %s); name one with --config FILE\n",
                  tried.c_str());

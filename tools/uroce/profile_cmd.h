@@ -25,6 +25,10 @@ int profile_show(const ProfileOptions& o);
 int profile_apply(const ProfileOptions& o);
 int profile_diff(const ProfileOptions& o);
 
+/// The file to edit: `given`, else the lookup order of lib/config ($UROCE_CONFIG,
+/// ./uroce.toml, /etc/uroce/uroce.toml). Empty when none exists (*tried says where it looked).
+std::string config_file(const std::string& given, std::string* tried);
+
 /// The whole file at path in *out; false when it cannot be opened (errno says why).
 bool read_text(const std::string& path, std::string* out);
 

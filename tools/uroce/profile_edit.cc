@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <optional>
 #include <set>
@@ -226,13 +227,9 @@ bool is_profile(std::string_view name) {
   return false;
 }
 
-bool apply_profile_text(const std::string& text, const std::string& source, std::string_view name,
-                        const std::string& device, std::string* out, std::string* err) {
-  if (!is_profile(name)) {
-    *err =
-        fmt::format("unknown profile \"{}\"; known profiles: lossless, lossy, hpc, storage", name);
-    return false;
-  }
+bool edit_devices(const std::string& text, const std::string& source, const std::string& device,
+                  const std::function<std::vector<KeyEdit>(const config::Device&)>& edits_for,
+                  std::string* out, std::string* err) {
   std::optional<config::Config> cfg = config::parse(text, source, err);
   if (!cfg) return false;
   std::vector<Table> tables = split(text);
@@ -242,77 +239,79 @@ bool apply_profile_text(const std::string& text, const std::string& source, std:
     *err = source + ": cannot edit: the [[device]] tables are not written as [[device]] headers";
     return false;
   }
-  std::vector<bool> target(cfg->devices.size(), false);
+  std::vector<std::vector<KeyEdit>> edits(cfg->devices.size());
   bool any = false;
   for (size_t i = 0; i < cfg->devices.size(); ++i)
-    if (device.empty() || cfg->devices[i].name == device) target[i] = any = true;
+    if (device.empty() || cfg->devices[i].name == device) {
+      edits[i] = edits_for(cfg->devices[i]);
+      any = true;
+    }
   if (!any) {
     *err = source + ": no device named \"" + device + "\"";
     return false;
   }
-  std::set<std::string> tuned = tuned_params();
+  // The keys to remove and the lines to append, per (block, table name).
+  auto touched = [&](int b, const std::string& table) {
+    std::vector<const KeyEdit*> v;
+    if (b >= 0)
+      for (const KeyEdit& e : edits[b])
+        if (e.table == table) v.push_back(&e);
+    return v;
+  };
+  auto lines_of = [](const std::vector<const KeyEdit*>& v) {
+    std::vector<std::string> l;
+    for (const KeyEdit* e : v)
+      if (!e->line.empty()) l.push_back(e->line);
+    return l;
+  };
   std::vector<Table> result;
-  // Walk tables in order; at the last table of a targeted block add the missing sub-tables.
   for (size_t ti = 0; ti < tables.size(); ++ti) {
     Table t = tables[ti];
-    int b = t.block;
-    if (b >= 0 && target[b]) {
-      const config::Device& dev = cfg->devices[b];
-      Managed m = managed_entries(name, dev);
-      std::vector<std::string> drop;
-      const std::vector<std::string>* add = nullptr;
-      if (t.name == "device") {
-        for (const Entry& e : t.entries)
-          if (e.key == "pfc" || e.key == "dcqcn" || e.key.rfind("pfc.", 0) == 0 ||
-              e.key.rfind("dcqcn.", 0) == 0) {
-            *err = fmt::format(
-                "{}: device[{}].{}: written inline; move it to a [device.{}] "
-                "table so uroce profile can edit it",
-                source, b, e.key, e.key.substr(0, e.key.find('.')));
-            return false;
-          }
-        drop = {"profile", "ecn", "congestion_control", "loss_recovery", "peer_timestamps"};
-        add = &m.main;
-      } else if (t.name == "device.pfc") {
-        drop = {"enabled", "xoff_bytes", "xon_bytes"};
-        add = &m.pfc;
-      } else if (t.name == "device.dcqcn") {
-        drop = {"enabled", "mode"};
-        drop.insert(drop.end(), tuned.begin(), tuned.end());
-        add = &m.dcqcn;
-      }
-      if (add) {
-        std::erase_if(t.entries, [&](const Entry& e) {
-          return !e.key.empty() && std::find(drop.begin(), drop.end(), e.key) != drop.end();
-        });
-        append(&t.entries, *add);
-      }
+    const int b = t.block;
+    if (b < 0 || edits[b].empty()) {
       result.push_back(std::move(t));
-      bool last_of_block = ti + 1 == tables.size() || tables[ti + 1].block != b;
-      if (last_of_block) {
-        bool has_pfc = false, has_dcqcn = false;
-        for (const Table& x : tables)
-          if (x.block == b) {
-            has_pfc |= x.name == "device.pfc";
-            has_dcqcn |= x.name == "device.dcqcn";
-          }
-        if (!has_pfc) {
-          Table n{"device.pfc", "[device.pfc]\n", {}, b};
-          append(&n.entries, m.pfc);
-          drop_trailing_blanks(&result.back().entries);
-          result.back().entries.push_back(Entry{"\n", "", true});
-          result.push_back(std::move(n));
+      continue;
+    }
+    if (t.name == "device") {
+      for (const Entry& e : t.entries)
+        if (e.key == "pfc" || e.key == "dcqcn" || e.key.rfind("pfc.", 0) == 0 ||
+            e.key.rfind("dcqcn.", 0) == 0) {
+          *err = fmt::format(
+              "{}: device[{}].{}: written inline; move it to a [device.{}] "
+              "table so uroce can edit it",
+              source, b, e.key, e.key.substr(0, e.key.find('.')));
+          return false;
         }
-        if (!has_dcqcn) {
-          Table n{"device.dcqcn", "[device.dcqcn]\n", {}, b};
-          append(&n.entries, m.dcqcn);
-          drop_trailing_blanks(&result.back().entries);
-          result.back().entries.push_back(Entry{"\n", "", true});
-          result.push_back(std::move(n));
-        }
-      }
-    } else {
-      result.push_back(std::move(t));
+    }
+    const std::vector<const KeyEdit*> mine = touched(b, t.name);
+    if (!mine.empty()) {
+      std::erase_if(t.entries, [&](const Entry& e) {
+        return !e.key.empty() && std::any_of(mine.begin(), mine.end(),
+                                             [&](const KeyEdit* k) { return k->key == e.key; });
+      });
+      const std::vector<std::string> add = lines_of(mine);
+      if (!add.empty()) append(&t.entries, add);
+    }
+    result.push_back(std::move(t));
+    const bool last_of_block = ti + 1 == tables.size() || tables[ti + 1].block != b;
+    if (!last_of_block) continue;
+    // Sub-tables this block lacks get created after its last table.
+    std::set<std::string> present;
+    for (const Table& x : tables)
+      if (x.block == b) present.insert(x.name);
+    std::vector<std::string> missing;
+    for (const KeyEdit& e : edits[b])
+      if (!present.count(e.table) &&
+          std::find(missing.begin(), missing.end(), e.table) == missing.end())
+        missing.push_back(e.table);
+    for (const std::string& name : missing) {
+      const std::vector<std::string> add = lines_of(touched(b, name));
+      if (add.empty()) continue;
+      Table n{name, "[" + name + "]\n", {}, b};
+      append(&n.entries, add);
+      drop_trailing_blanks(&result.back().entries);
+      result.back().entries.push_back(Entry{"\n", "", true});
+      result.push_back(std::move(n));
     }
   }
   std::string s;
@@ -323,13 +322,49 @@ bool apply_profile_text(const std::string& text, const std::string& source, std:
   while (s.size() >= 2 && s[s.size() - 1] == '\n' && s[s.size() - 2] == '\n') s.pop_back();
   if (!s.empty() && s.back() != '\n') s += '\n';
   std::string verr;
-  std::optional<config::Config> check = config::parse(s, source, &verr);
-  if (!check) {
+  if (!config::parse(s, source, &verr)) {
     *err = "internal error: the edited configuration does not validate: " + verr;
     return false;
   }
-  for (size_t i = 0; i < check->devices.size(); ++i)
-    if (target[i] && check->devices[i].profile != name) {
+  *out = std::move(s);
+  return true;
+}
+
+bool apply_profile_text(const std::string& text, const std::string& source, std::string_view name,
+                        const std::string& device, std::string* out, std::string* err) {
+  if (!is_profile(name)) {
+    *err =
+        fmt::format("unknown profile \"{}\"; known profiles: lossless, lossy, hpc, storage", name);
+    return false;
+  }
+  const std::set<std::string> tuned = tuned_params();
+  auto edits_for = [&](const config::Device& dev) {
+    std::vector<KeyEdit> e;
+    auto drop = [&](const char* table, const std::string& key) {
+      e.push_back(KeyEdit{table, key, ""});
+    };
+    for (const char* k :
+         {"profile", "ecn", "congestion_control", "loss_recovery", "peer_timestamps"})
+      drop("device", k);
+    for (const char* k : {"enabled", "xoff_bytes", "xon_bytes"}) drop("device.pfc", k);
+    for (const char* k : {"enabled", "mode"}) drop("device.dcqcn", k);
+    for (const std::string& k : tuned) drop("device.dcqcn", k);
+    const Managed m = managed_entries(name, dev);
+    auto set = [&](const char* table, const std::vector<std::string>& lines) {
+      for (const std::string& l : lines)
+        e.push_back(KeyEdit{table, trim(l.substr(0, l.find('='))), l});
+    };
+    set("device", m.main);
+    set("device.pfc", m.pfc);
+    set("device.dcqcn", m.dcqcn);
+    return e;
+  };
+  std::string s;
+  if (!edit_devices(text, source, device, edits_for, &s, err)) return false;
+  std::string verr;
+  std::optional<config::Config> check = config::parse(s, source, &verr);
+  for (size_t i = 0; check && i < check->devices.size(); ++i)
+    if ((device.empty() || check->devices[i].name == device) && check->devices[i].profile != name) {
       *err = "internal error: the edited configuration does not select the profile";
       return false;
     }

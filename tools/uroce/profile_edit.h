@@ -12,9 +12,12 @@
  */
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "config/config.h"
 
 namespace uroce::tool {
 
@@ -27,6 +30,24 @@ struct ProfileInfo {
 const std::vector<ProfileInfo>& profiles();
 /// True for a name in profiles().
 bool is_profile(std::string_view name);
+
+/// One key of a [[device]] block's table ("device", "device.pfc", "device.dcqcn"): `line` is
+/// the whole entry ("key = value   # comment\n"); an empty line only removes the key.
+struct KeyEdit {
+  std::string table;
+  std::string key;
+  std::string line;
+};
+
+/// Rewrites `text` (the file `source`): in every [[device]] block (`device` empty) or device
+/// NAME's, the keys edits_for(device as parsed) names are removed from their table and the
+/// non-empty lines appended to it (a missing sub-table is created at the end of the block);
+/// every other line is kept. @return false with *err = one line when the input does not
+/// parse, a device is missing, a table to edit is written inline, or the result does not
+/// validate.
+bool edit_devices(const std::string& text, const std::string& source, const std::string& device,
+                  const std::function<std::vector<KeyEdit>(const config::Device&)>& edits_for,
+                  std::string* out, std::string* err);
 
 /// Rewrites `text` (the file `source`) so that `device` (empty: every device) uses profile
 /// `name`. @return false with *err = one line ("<source>: ...") when the input does not

@@ -335,7 +335,22 @@ int repeat(const ShowOptions& o, Fn fn) {
   }
 }
 
+/// `show roce --json`'s document: running devices, then configured ones that do not run.
+Json roce_document(const Found& f, const std::vector<Snapshot>& configured) {
+  Json j;
+  Json& devices = j["devices"] = Json::array();
+  for (const Snapshot& s : f.snaps) devices.push_back(roce_json(s, true));
+  for (const Snapshot& s : configured) devices.push_back(roce_json(s, false));
+  Json& hostd = j["hostd"] = Json::array();
+  for (const stats::HostdStatus& h : f.hostd) hostd.push_back(Json::parse(stats::to_json(h)));
+  j["stale"] = f.stale;
+  j["errors"] = f.errors;
+  return j;
+}
+
 }  // namespace
+
+std::string roce_state_json(const ShowOptions& o) { return dump(roce_document(collect(o), {})); }
 
 int show_roce(const ShowOptions& o) {
   return repeat(o, [&] {
@@ -359,15 +374,7 @@ int show_roce(const ShowOptions& o) {
       }
     }
     if (o.json) {
-      Json j;
-      Json& devices = j["devices"] = Json::array();
-      for (const Snapshot& s : f.snaps) devices.push_back(roce_json(s, true));
-      for (const Snapshot& s : configured) devices.push_back(roce_json(s, false));
-      Json& hostd = j["hostd"] = Json::array();
-      for (const stats::HostdStatus& h : f.hostd) hostd.push_back(Json::parse(stats::to_json(h)));
-      j["stale"] = f.stale;
-      j["errors"] = f.errors;
-      std::printf("%s\n", dump(j).c_str());
+      std::printf("%s\n", dump(roce_document(f, configured)).c_str());
     } else {
       std::string out;
       for (const Snapshot& s : f.snaps) roce_table(out, s, true);

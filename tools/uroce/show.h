@@ -30,6 +30,8 @@ struct ShowOptions {
 };
 
 int show_roce(const ShowOptions& o);
+/// `show roce --json`'s document for the running programs only (the node API's host state).
+std::string roce_state_json(const ShowOptions& o);
 int show_counters(const ShowOptions& o);
 int show_qp(const ShowOptions& o);
 int clear_counters(const ShowOptions& o);
