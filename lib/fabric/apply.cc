@@ -34,7 +34,7 @@ std::vector<std::string> changes_of(const mgmt::Result& r) {
 
 Change profile_change(const std::string& name) {
   const std::string doc = json{{"profile", name}}.dump();
-  return Change{doc, doc};
+  return Change{doc, doc, true};
 }
 
 std::optional<Change> parse_change_file(const std::string& text, std::string* err) {
@@ -58,7 +58,7 @@ std::optional<Change> parse_change_file(const std::string& text, std::string* er
     if (j.contains(role)) doc.merge_patch(j[role]);
     return doc.empty() ? std::string() : doc.dump();
   };
-  return Change{for_role("host"), for_role("switch")};
+  return Change{for_role("host"), for_role("switch"), false};
 }
 
 std::string_view to_string(Outcome o) {
@@ -94,6 +94,7 @@ ApplyReport apply_change(const Inventory& inv, const Change& change, const std::
   if (!rep.stopped.empty()) return rep;
 
   // 2. Every node checks its document (dry run).
+  const char* method = change.whole ? "PUT" : "PATCH";
   std::vector<mgmt::Call> checks;
   std::vector<size_t> checked;
   for (size_t i = 0; i < n; ++i) {
@@ -102,7 +103,7 @@ ApplyReport apply_change(const Inventory& inv, const Change& change, const std::
       rep.nodes[i].outcome = Outcome::kUnchanged;
       continue;
     }
-    checks.push_back({"PATCH", inv.nodes[i].url("/v1/settings?dry_run=1"), doc, token});
+    checks.push_back({method, inv.nodes[i].url("/v1/settings?dry_run=1"), doc, token});
     checked.push_back(i);
   }
   const std::vector<mgmt::Result> dry = transport(checks);
@@ -133,7 +134,7 @@ ApplyReport apply_change(const Inventory& inv, const Change& change, const std::
   std::vector<mgmt::Call> writes;
   for (size_t i : to_apply)
     writes.push_back(
-        {"PATCH", inv.nodes[i].url("/v1/settings"), change.for_role(inv.nodes[i].role), token});
+        {method, inv.nodes[i].url("/v1/settings"), change.for_role(inv.nodes[i].role), token});
   const std::vector<mgmt::Result> done = transport(writes);
   bool all_ok = true;
   for (size_t k = 0; k < to_apply.size(); ++k) {

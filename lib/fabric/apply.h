@@ -4,9 +4,9 @@
  * the whole fabric"): one change document per role, made true on every node or on none.
  *
  *  1. Read: GET /v1/settings of every node. One that cannot be read: stop, nothing changed.
- *  2. Check: PATCH ?dry_run=1 with the node's document. One that refuses or cannot be reached:
+ *  2. Check: PATCH (PUT for a whole change) ?dry_run=1 with the node's document. One that refuses or cannot be reached:
  *     stop, nothing changed. (--dry-run ends here with what would change per node.)
- *  3. Apply: PATCH every node that has something to change, all at once.
+ *  3. Apply: the same without dry_run on every node that has something to change, all at once.
  *  4. Should any fail, every node that changed is put back (PUT of the settings read in 1) and
  *     the outcome of each node is reported exactly: changed, unchanged, rolled back, failed
  *     (this node's write failed), or unknown (its write's outcome or its roll-back could not be
@@ -29,13 +29,16 @@ namespace uroce::fabric {
 using Transport = std::function<std::vector<mgmt::Result>(const std::vector<mgmt::Call>&)>;
 
 /// The change for each role: a change document (settings.h) or "" (that role unchanged).
+/// whole: each node's settings become its role's defaults plus the document (PUT), so every
+/// node ends up alike whatever it had; otherwise only the document's keys change (PATCH).
 struct Change {
   std::string host;
   std::string sw;
+  bool whole = false;
   const std::string& for_role(Role r) const { return r == Role::kHost ? host : sw; }
 };
 
-/// A profile name as a change for both roles: {"profile": NAME}.
+/// A profile name as a whole change for both roles: the defaults, then {"profile": NAME}.
 Change profile_change(const std::string& name);
 
 /// A change file: JSON {"all": doc, "host": doc, "switch": doc} (each optional; "all" first,

@@ -100,10 +100,11 @@ std::vector<Finding> diagnose(const std::vector<NodeSample>& samples,
            fmt::format("{} (DSCP {}) travel on different priorities{}: a switch pauses "
                        "and queues them on one class, a host on another",
                        what, dscp, detail),
-           fmt::format("map DSCP {} to priority {} everywhere: uroce fabric apply a change "
-                       "with {{\"all\": {{\"dscp_to_prio\": {{\"{}\": {}}}}}}}, or uroce "
-                       "fabric apply PROFILE",
-                       dscp, m, dscp, m)});
+           fmt::format("to put DSCP {} on priority {} everywhere, uroce fabric apply a change "
+                       "file {{\"all\": {{\"dscp_to_prio\": {{\"{}\": {}}}, \"profile\": "
+                       "\"lossless\"}}}}; uroce fabric apply PROFILE instead puts every node back "
+                       "on the default map (DSCP {} on priority {}) with that profile",
+                       dscp, m, dscp, m, dscp, dscp >> 3)});
     }
   }
 
@@ -207,7 +208,7 @@ std::vector<Finding> diagnose(const std::vector<NodeSample>& samples,
                      fmt::format("on {}, devices {} have other settings than the first device "
                                  "(edited by hand?)",
                                  h->node.name, names(h->drift)),
-                     "uroce fabric apply PROFILE (a write sets every device of a host)"});
+                     "uroce fabric apply PROFILE (a write sets every device of a host alike)"});
 
   // Counters: storms, CNPs without marks, drops where the fabric is lossless.
   std::vector<PortRow> totals;

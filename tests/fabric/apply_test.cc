@@ -106,6 +106,27 @@ TEST(FabricApply, LosslessEverywhere) {
   EXPECT_EQ(f.calls - before, 12);  // 6 reads + 6 dry runs
 }
 
+TEST(FabricApply, AProfileMakesEveryNodeAlikeAChangeFileOnlyItsKeys) {
+  FakeFabric f;
+  std::string err;
+  // h2 has another map and MTU; a change file keeps them, a profile does not.
+  ASSERT_EQ(
+      f.apis["198.18.0.2:7480"]
+          ->handle({"PATCH", "/v1/settings", "", R"({"dscp_to_prio": {"26": 4}, "mtu": 4096})"})
+          .status,
+      200);
+  auto c = parse_change_file(R"({"all": {"ecn": {"enabled": true}, "profile": "lossless"}})", &err);
+  ASSERT_TRUE(c) << err;
+  ASSERT_TRUE(apply_change(f.inv, *c, "tok", false, f.transport()).ok);
+  EXPECT_EQ(f.pfc("h2"), 1u << 4);
+  EXPECT_EQ(f.nodes["h2"]->settings().mtu, 4096u);
+  ApplyReport r = apply_change(f.inv, profile_change("lossless"), "tok", false, f.transport());
+  ASSERT_TRUE(r.ok);
+  EXPECT_EQ(f.pfc("h2"), 1u << 3);
+  EXPECT_EQ(f.nodes["h2"]->settings().mtu, 1024u);
+  EXPECT_EQ(f.nodes["h2"]->settings(), f.nodes["h1"]->settings());
+}
+
 TEST(FabricApply, DryRunChangesNothing) {
   FakeFabric f;
   ApplyReport r = apply_change(f.inv, profile_change("lossless"), "tok", true, f.transport());

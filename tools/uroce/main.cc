@@ -16,6 +16,8 @@
  *   uroce link add NAME netdev IF | del NAME | show [NAME]   devices on kernel netdevs
  *   uroce serve --listen ADDR:PORT [--token-file F] [--config F] [--name N]
  *                                               this host's node API (docs/fabric.md)
+ *   uroce fabric apply PROFILE|FILE [--dry-run] | show roce | doctor   [--inventory F] [--json]
+ *                                               every node of the fabric (docs/fabric.md)
  */
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -24,6 +26,7 @@
 #include "capture.h"
 #include "doctor.h"
 #include "exporter.h"
+#include "fabric_cmd.h"
 #include "link_cmd.h"
 #include "profile_cmd.h"
 #include "rdma_ns.h"
@@ -116,6 +119,33 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--run-dir", svo.run_dir,
                         "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
 
+  FabricOptions fo;
+  auto* fabric_cmd =
+      app.add_subcommand("fabric", "Every host and switch of the fabric (docs/fabric.md)");
+  fabric_cmd->require_subcommand(1);
+  auto fabric_common = [&](CLI::App* c) {
+    c->add_option("--inventory,-i", fo.inventory,
+                  "Inventory file (default $UROCE_FABRIC or /etc/uroce/fabric.toml)");
+    c->add_flag("--json", fo.json, "JSON for scripts");
+  };
+  auto* fapply = fabric_cmd->add_subcommand(
+      "apply", "Make every node take a profile or a change file: every node or none");
+  fapply->add_option("what", fo.what, "lossless, lossy, hpc, storage, or a change file (JSON)")
+      ->required();
+  fapply->add_flag("--dry-run", fo.dry_run, "Print what would change per node; change nothing");
+  fabric_common(fapply);
+  auto* fshow = fabric_cmd->add_subcommand("show", "One view of the fabric");
+  fshow->require_subcommand(1);
+  auto* fshow_roce =
+      fshow->add_subcommand("roce", "Settings per node; pauses, marks, drops per port");
+  fshow_roce->add_option("--interval", fo.interval_s,
+                         "Seconds between the two samples the rates come from (0: totals)");
+  fabric_common(fshow_roce);
+  auto* fdoctor = fabric_cmd->add_subcommand("doctor", "The checks no single node can make");
+  fdoctor->add_option("--interval", fo.interval_s,
+                      "Seconds between the two samples the rates come from (0: totals)");
+  fabric_common(fdoctor);
+
   CaptureOptions co;
   auto* capture_cmd =
       app.add_subcommand("capture", "Write a running program's RoCE frames to a pcap");
@@ -196,6 +226,9 @@ int main(int argc, char** argv) {
   if (doctor_cmd->parsed()) return doctor(dopt);
   if (exporter->parsed()) return uroce::exporter::run(listen, run_dir);
   if (serve_cmd->parsed()) return serve(svo);
+  if (fapply->parsed()) return fabric_apply(fo);
+  if (fshow_roce->parsed()) return fabric_show_roce(fo);
+  if (fdoctor->parsed()) return fabric_doctor(fo);
   if (capture_cmd->parsed()) return capture(co);
   if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
   if (run_cmd->parsed()) return run(ro);

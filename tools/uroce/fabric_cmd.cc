@@ -1,0 +1,173 @@
+/**
+ * @file fabric_cmd.cc
+ * @brief `uroce fabric` (see fabric_cmd.h).
+ */
+#include "fabric_cmd.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <thread>
+
+#include "fabric/apply.h"
+#include "fabric/doctor.h"
+#include "fabric/inventory.h"
+#include "fabric/view.h"
+#include "mgmt/http_client.h"
+#include "mgmt/http_server.h"
+#include "profile_cmd.h"
+#include "profile_edit.h"
+
+namespace uroce::tool {
+
+namespace {
+
+std::optional<fabric::Inventory> load_inventory(const FabricOptions& o) {
+  std::string path = o.inventory;
+  if (path.empty()) {
+    const char* env = std::getenv("UROCE_FABRIC");
+    path = env && *env ? env : "/etc/uroce/fabric.toml";
+  }
+  std::string text, err;
+  if (!read_text(path, &text)) {
+    std::fprintf(stderr, "uroce fabric: %s: cannot read (name the inventory with --inventory)\n",
+                 path.c_str());
+    return std::nullopt;
+  }
+  std::optional<fabric::Inventory> inv = fabric::parse_inventory(text, path, &err);
+  if (!inv) std::fprintf(stderr, "uroce fabric: %s\n", err.c_str());
+  return inv;
+}
+
+fabric::Transport transport(const fabric::Inventory& inv) {
+  return [timeout = inv.timeout_ms](const std::vector<mgmt::Call>& calls) {
+    return mgmt::perform_all(calls, timeout);
+  };
+}
+
+std::vector<fabric::NodeSample> sample(const fabric::Inventory& inv) {
+  std::vector<mgmt::Call> calls;
+  for (const fabric::Node& n : inv.nodes) calls.push_back({"GET", n.url("/v1/state"), "", ""});
+  const std::vector<mgmt::Result> rs = mgmt::perform_all(calls, inv.timeout_ms);
+  std::vector<fabric::NodeSample> out;
+  for (size_t i = 0; i < inv.nodes.size(); ++i)
+    out.push_back(fabric::sample_node(inv.nodes[i], rs[i].status, rs[i].body, rs[i].error));
+  return out;
+}
+
+/// Two samples interval_s apart (one when 0) and the rows between them.
+std::pair<std::vector<fabric::NodeSample>, std::vector<fabric::PortRow>> observe(
+    const fabric::Inventory& inv, double interval_s) {
+  if (interval_s <= 0) {
+    auto s = sample(inv);
+    return {s, fabric::rows({}, s, 0)};
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  auto first = sample(inv);
+  std::this_thread::sleep_until(t0 + std::chrono::duration<double>(interval_s));
+  const auto t1 = std::chrono::steady_clock::now();
+  auto second = sample(inv);
+  const double secs = std::chrono::duration<double>(t1 - t0).count();
+  auto r = fabric::rows(first, second, secs);
+  return {std::move(second), std::move(r)};
+}
+
+}  // namespace
+
+int fabric_apply(const FabricOptions& o) {
+  std::optional<fabric::Inventory> inv = load_inventory(o);
+  if (!inv) return 2;
+  fabric::Change change;
+  std::string err, text;
+  const bool is_profile_name =
+      o.what.find('/') == std::string::npos && o.what.find('.') == std::string::npos;
+  if (is_profile_name) {
+    if (!is_profile(o.what)) {
+      std::fprintf(stderr,
+                   "uroce fabric: unknown profile \"%s\"; known: lossless, lossy, hpc, storage (or "
+                   "a change file, e.g. ./change.json)\n",
+                   o.what.c_str());
+      return 2;
+    }
+    change = fabric::profile_change(o.what);
+  } else {
+    std::optional<fabric::Change> c;
+    if (!read_text(o.what, &text) || !(c = fabric::parse_change_file(text, &err))) {
+      std::fprintf(stderr, "uroce fabric: %s: %s\n", o.what.c_str(),
+                   err.empty() ? "cannot read" : err.c_str());
+      return 2;
+    }
+    change = *c;
+  }
+  std::string token;
+  if (!inv->token_file.empty() && !mgmt::read_token_file(inv->token_file, &token, &err)) {
+    std::fprintf(stderr, "uroce fabric: token_file %s\n", err.c_str());
+    return 2;
+  }
+  const auto t0 = std::chrono::steady_clock::now();
+  fabric::ApplyReport rep = fabric::apply_change(*inv, change, token, o.dry_run, transport(*inv));
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.json) {
+    nlohmann::json nodes = nlohmann::json::array();
+    for (const fabric::NodeReport& n : rep.nodes)
+      nodes.push_back({{"node", n.node},
+                       {"outcome", fabric::to_string(n.outcome)},
+                       {"changes", n.changes},
+                       {"error", n.error}});
+    std::printf("%s\n", nlohmann::json{{"ok", rep.ok},
+                                       {"dry_run", o.dry_run},
+                                       {"stopped", rep.stopped},
+                                       {"seconds", secs},
+                                       {"nodes", nodes}}
+                            .dump()
+                            .c_str());
+  } else {
+    for (const fabric::NodeReport& n : rep.nodes) {
+      std::printf("%-12s %s%s\n", n.node.c_str(), std::string(fabric::to_string(n.outcome)).c_str(),
+                  n.error.empty() ? "" : (": " + n.error).c_str());
+      for (const std::string& c : n.changes) std::printf("    %s\n", c.c_str());
+    }
+    if (rep.ok)
+      std::printf("uroce fabric: %s on %zu nodes (%.2f s)\n",
+                  o.dry_run ? "every node would take the change" : "done", rep.nodes.size(), secs);
+    else if (rep.stopped == "apply")
+      std::printf(
+          "uroce fabric: a node failed during the change; the others were put back (see "
+          "each node's outcome; \"unknown\" ones need a look)\n");
+    else
+      std::printf("uroce fabric: stopped at the %s step: nothing was changed\n",
+                  rep.stopped.c_str());
+  }
+  return rep.ok ? 0 : 1;
+}
+
+int fabric_show_roce(const FabricOptions& o) {
+  std::optional<fabric::Inventory> inv = load_inventory(o);
+  if (!inv) return 2;
+  auto [nodes, rows] = observe(*inv, o.interval_s);
+  std::fputs((o.json ? fabric::render_json(nodes, rows) + "\n" : fabric::render_table(nodes, rows))
+                 .c_str(),
+             stdout);
+  for (const fabric::NodeSample& n : nodes)
+    if (!n.ok) return 1;
+  return 0;
+}
+
+int fabric_doctor(const FabricOptions& o) {
+  std::optional<fabric::Inventory> inv = load_inventory(o);
+  if (!inv) return 2;
+  auto [nodes, rows] = observe(*inv, o.interval_s);
+  const std::vector<fabric::Finding> f =
+      fabric::diagnose(nodes, o.interval_s > 0 ? rows : std::vector<fabric::PortRow>{});
+  std::fputs((o.json ? fabric::render_findings_json(f) + "\n" : fabric::render_findings(f)).c_str(),
+             stdout);
+  for (const fabric::Finding& x : f)
+    if (x.error) return 1;
+  return 0;
+}
+
+}  // namespace uroce::tool

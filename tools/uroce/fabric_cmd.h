@@ -1,0 +1,34 @@
+/**
+ * @file fabric_cmd.h
+ * @brief `uroce fabric apply | show roce | doctor` (docs/fabric.md): every node of the
+ * inventory through its node API, the requests of one step all at once.
+ *
+ *   apply PROFILE|FILE [--dry-run]  lib/fabric/apply.h: every node or none; exit 0 when every
+ *                                   node has the change (or would, dry run), 1 otherwise
+ *   show roce [--interval S]        settings per node, rates per port worst first (two samples
+ *                                   S seconds apart; 0: one sample, totals); exit 1 when a
+ *                                   node did not answer
+ *   doctor [--interval S]           lib/fabric/doctor.h; exit 1 when an error is found
+ *
+ * Inventory: --inventory FILE, else $UROCE_FABRIC, else /etc/uroce/fabric.toml. --json prints
+ * JSON. A bad inventory, token file or change file: one line on stderr, exit 2.
+ */
+#pragma once
+
+#include <string>
+
+namespace uroce::tool {
+
+struct FabricOptions {
+  std::string inventory;
+  std::string what;  ///< apply: a profile name or a change file (JSON)
+  bool dry_run = false;
+  bool json = false;
+  double interval_s = 1.0;
+};
+
+int fabric_apply(const FabricOptions& o);
+int fabric_show_roce(const FabricOptions& o);
+int fabric_doctor(const FabricOptions& o);
+
+}  // namespace uroce::tool
