@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""`uroce fabric` on a fabric of real nodes (docs/fabric.md): four hosts (`uroce serve` over
+their own configuration files) and two uroce-switch instances (their node API), all on
+loopback. Checked:
+  - apply --dry-run changes nothing and says what would change on each node;
+  - apply lossless configures all six (each node's settings, each host's file);
+  - show roce sees all six; doctor finds nothing;
+  - one host misconfigured by hand (RoCE DSCP on another priority, PFC off): doctor names it
+    and the fix, exits 1; apply lossless repairs it, doctor is clean again;
+  - a node that cannot be reached (stopped): apply stops before changing anything;
+  - a node that vanishes during the change (a stub that answers the read and the dry run,
+    then drops the write): every real node is put back as it was, the stub reported unknown;
+  - an inventory or profile that is wrong: exit 2 and one line.
+"""
+import argparse
+import http.server
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import tomllib
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
+from waits import wait_for  # noqa: E402
+
+TOKEN = "fabric-token-0123456789abcdef"
+HOSTS = ["h1", "h2", "h3", "h4"]
+SWITCHES = ["leaf", "spine"]
+
+
+def get(port, path):
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+        return json.loads(r.read())
+
+
+def patch(port, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/settings",
+                                 data=json.dumps(body).encode(), method="PATCH")
+    req.add_header("Authorization", f"Bearer {TOKEN}")
+    with urllib.request.urlopen(req, timeout=10) as r:
+        return json.loads(r.read())
+
+
+class VanishingNode(http.server.BaseHTTPRequestHandler):
+    """Answers like a switch's node API until the first real write, which it drops (the
+    connection closes unanswered); after that it answers nothing more."""
+    gone = False
+    settings = None
+
+    def reply(self, body):
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self):
+        if VanishingNode.gone:
+            self.close_connection = True
+            return
+        self.reply(VanishingNode.settings)
+
+    def do_PUT(self):
+        n = int(self.headers.get("Content-Length", 0))
+        self.rfile.read(n)
+        if VanishingNode.gone or "dry_run=1" not in self.path:
+            VanishingNode.gone = True
+            self.close_connection = True
+            return
+        self.reply({"changed": ["pfc.priorities: [] -> [3]"], "applied": False,
+                    "settings": VanishingNode.settings})
+
+    do_PATCH = do_PUT
+
+    def log_message(self, *args):
+        pass
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    args = ap.parse_args()
+    uroce = os.path.join(args.build, "bin", "uroce")
+    tmp = tempfile.mkdtemp(prefix="uroce-fabric-", dir="/dev/shm")
+    procs, failures = {}, []
+    stub = None
+
+    def check(cond, what):
+        if not cond:
+            failures.append(what)
+
+    def out_of(name):
+        with open(os.path.join(tmp, name + ".out")) as f:
+            return f.read()
+
+    def start(name, argv):
+        f = open(os.path.join(tmp, name + ".out"), "w")
+        procs[name] = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+
+    def api_port(name, marker):
+        line = wait_for(lambda: next((x for x in out_of(name).splitlines() if marker in x), None)
+                        or (procs[name].poll() is not None and "exited"),
+                        time.monotonic() + 30, f"{name} start")
+        if procs[name].poll() is not None:
+            raise RuntimeError(f"{name} exited:\n" + out_of(name))
+        return int(line.split("(port ")[1].split(")")[0])
+
+    def fabric(*argv, inventory=None):
+        p = subprocess.run([uroce, "fabric", *argv, "--inventory", inventory or inv_path],
+                           capture_output=True, text=True, timeout=60)
+        return p.returncode, p.stdout, p.stderr
+
+    try:
+        token_file = os.path.join(tmp, "token")
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600)
+        os.write(fd, (TOKEN + "\n").encode())
+        os.close(fd)
+        ports = {}
+        for i, h in enumerate(HOSTS):
+            cfg = os.path.join(tmp, f"{h}.toml")
+            with open(cfg, "w") as f:
+                f.write(f'# host {h}\n[[device]]\nname = "uroce0"\nport = "loopback"\n'
+                        f'addresses = ["198.18.2.{i + 1}/15"]\n')
+            start(h, [uroce, "serve", "--listen", "127.0.0.1:0", "--token-file", token_file,
+                      "--config", cfg, "--name", h, "--run-dir", tmp])
+        for s in SWITCHES:
+            argv = [os.path.join(args.build, "bin", "uroce-switch"), "--file-prefix",
+                    f"usw-fab-{os.getpid()}-{s}", "--name", s, "--api", "127.0.0.1:0",
+                    "--api-token-file", token_file, "--stats-every", "0"]
+            for k in range(2):
+                argv += ["--port", f"net_memif{k},role=server,id=0,socket={tmp}/{s}{k}.sock"]
+            start(s, argv)
+        for h in HOSTS:
+            ports[h] = api_port(h, "API on")
+        for s in SWITCHES:
+            ports[s] = api_port(s, "node API on")
+
+        def inventory(path, nodes):
+            with open(path, "w") as f:
+                f.write(f'token_file = "{token_file}"\ntimeout_ms = 2000\n')
+                for name, role, port in nodes:
+                    f.write(f'\n[[node]]\nname = "{name}"\nrole = "{role}"\n'
+                            f'api = "127.0.0.1:{port}"\n')
+        nodes = [(h, "host", ports[h]) for h in HOSTS] + [(s, "switch", ports[s])
+                                                         for s in SWITCHES]
+        inv_path = os.path.join(tmp, "fabric.toml")
+        inventory(inv_path, nodes)
+        settings = lambda n: get(ports[n], "/v1/settings")  # noqa: E731
+        initial = {n: settings(n) for n in HOSTS + SWITCHES}
+
+        # Dry run: nothing changes, every node would.
+        rc, out, err = fabric("apply", "lossless", "--dry-run", "--json")
+        rep = json.loads(out)
+        check(rc == 0 and rep["ok"] and all(n["outcome"] == "would change" for n in rep["nodes"]),
+              f"dry run: rc {rc} {out} {err}")
+        check(all(settings(n) == initial[n] for n in initial), "the dry run changed a node")
+
+        # Lossless on all six.
+        rc, out, err = fabric("apply", "lossless")
+        check(rc == 0 and "done on 6 nodes" in out, f"apply lossless: rc {rc}\n{out}{err}")
+        for n in HOSTS + SWITCHES:
+            s = settings(n)
+            check(s["profile"] == "lossless" and s["pfc"]["priorities"] == [3],
+                  f"{n} after apply: {s['profile']} {s['pfc']}")
+        for h in HOSTS:
+            with open(os.path.join(tmp, f"{h}.toml"), "rb") as f:
+                dev = tomllib.load(f)["device"][0]
+            check(dev["profile"] == "lossless" and dev["pfc"]["enabled"] == [3],
+                  f"{h}'s file: {dev}")
+        rc, out, err = fabric("show", "roce", "--interval", "0", "--json")
+        view = json.loads(out)
+        check(rc == 0 and len(view["nodes"]) == 6 and all(n["reachable"] for n in view["nodes"]),
+              f"show roce: rc {rc} {out}{err}")
+        check(sum(1 for p in view["ports"] if p["role"] == "switch") == 4,
+              f"show roce: switch ports {view['ports']}")
+        rc, out, err = fabric("show", "roce", "--interval", "0.2")
+        check(rc == 0 and "spine" in out and "PAUSE_TX" in out, f"show roce table: {out}{err}")
+        rc, out, err = fabric("doctor", "--interval", "0")
+        check(rc == 0 and "no problem found" in out, f"doctor on a consistent fabric: {out}{err}")
+
+        # h3 misconfigured by hand: doctor names it; apply repairs it.
+        patch(ports["h3"], {"dscp_to_prio": {"26": 4}, "pfc": {"priorities": []}})
+        rc, out, err = fabric("doctor", "--interval", "0", "--json")
+        found = {f["check"]: f for f in json.loads(out)["findings"]}
+        check(rc == 1 and found.get("roce-priority", {}).get("nodes") == ["h3"],
+              f"doctor: roce-priority: rc {rc} {out}")
+        check("h3" in found.get("pfc-mismatch", {}).get("nodes", []) and
+              "uroce fabric apply" in found.get("roce-priority", {}).get("fix", ""),
+              f"doctor: pfc-mismatch and the fix: {out}")
+        rc, out, err = fabric("apply", "lossless")
+        check(rc == 0 and settings("h3") == settings("h1"), f"repair: rc {rc} {out}{err}")
+        rc, out, err = fabric("doctor", "--interval", "0")
+        check(rc == 0, f"doctor after the repair: {out}")
+
+        # A node that cannot be reached: nothing changes anywhere.
+        before = {n: settings(n) for n in initial}
+        os.killpg(procs["h2"].pid, signal.SIGSTOP)
+        try:
+            rc, out, err = fabric("apply", "lossy", "--json")
+        finally:
+            os.killpg(procs["h2"].pid, signal.SIGCONT)
+        rep = json.loads(out)
+        h2 = next(n for n in rep["nodes"] if n["node"] == "h2")
+        check(rc == 1 and rep["stopped"] == "read" and h2["outcome"] == "failed",
+              f"unreachable node: rc {rc} {out}")
+        check(all(settings(n) == before[n] for n in before), "a node changed although h2 was away")
+
+        # A node that vanishes during the change: the real ones are put back.
+        VanishingNode.settings = before["spine"]
+        stub = http.server.ThreadingHTTPServer(("127.0.0.1", 0), VanishingNode)
+        threading.Thread(target=stub.serve_forever, daemon=True).start()
+        inv2 = os.path.join(tmp, "fabric2.toml")
+        inventory(inv2, nodes + [("ghost", "switch", stub.server_address[1])])
+        rc, out, err = fabric("apply", "lossy", "--json", inventory=inv2)
+        rep = json.loads(out)
+        outcome = {n["node"]: n["outcome"] for n in rep["nodes"]}
+        check(rc == 1 and rep["stopped"] == "apply" and outcome.get("ghost") == "unknown" and
+              all(outcome.get(n) == "rolled back" for n in initial),
+              f"vanishing node: rc {rc} {out}")
+        check(all(settings(n) == before[n] for n in before), "a node was not put back")
+
+        # Bad input to the command.
+        rc, out, err = fabric("apply", "fast")
+        check(rc == 2 and "unknown profile" in err, f"unknown profile: {rc} {err}")
+        bad = os.path.join(tmp, "bad.toml")
+        with open(bad, "w") as f:
+            f.write('[[node]]\nname = "x"\nrole = "router"\napi = "127.0.0.1:1"\n')
+        rc, out, err = fabric("show", "roce", inventory=bad)
+        check(rc == 2 and "role" in err, f"bad inventory: {rc} {err}")
+        for name, p in procs.items():
+            check(p.poll() is None, f"{name} exited during the test:\n{out_of(name)}")
+    except RuntimeError as e:
+        failures.append(str(e))
+    finally:
+        if stub:
+            stub.shutdown()
+        for name, p in procs.items():
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for name, p in procs.items():
+            try:
+                p.wait(15)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait()
+                failures.append(f"{name} did not stop on SIGTERM")
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        print(f"outputs kept in {tmp}")
+        return 1
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("PASS")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
