@@ -4,12 +4,14 @@
  * /v1/settings, lib/fabric/node_api.h) on a switch and on a host. A refused document answers a
  * 4xx with an error and leaves the settings exactly as they were; an accepted one leaves
  * settings that validate and survive their own JSON round trip; nothing throws or trips a
- * sanitizer.
+ * sanitizer. The same bytes as the fabric's desired state (lib/fabric/desired.h): refused with
+ * a line, or settings that validate.
  */
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "fabric/desired.h"
 #include "fabric/node_api.h"
 #include "fabric/settings.h"
 
@@ -44,6 +46,11 @@ class Node : public uroce::fabric::NodeBackend {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string body(reinterpret_cast<const char*>(data), size);
   for (Role r : {Role::kHost, Role::kSwitch}) {
+    std::string derr;
+    if (auto d = uroce::fabric::desired_for(body, "h1", r, &derr))
+      check(uroce::fabric::validate(*d, r, &derr));
+    else
+      check(!derr.empty());
     for (const char* method : {"PATCH", "PUT"}) {
       Node node(r);
       uroce::fabric::NodeApi api(&node);

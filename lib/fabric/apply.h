@@ -4,8 +4,9 @@
  * the whole fabric"): one change document per role, made true on every node or on none.
  *
  *  1. Read: GET /v1/settings of every node. One that cannot be read: stop, nothing changed.
- *  2. Check: PATCH (PUT for a whole change) ?dry_run=1 with the node's document. One that refuses or cannot be reached:
- *     stop, nothing changed. (--dry-run ends here with what would change per node.)
+ *  2. Check: PATCH (PUT for a whole change) ?dry_run=1 with the node's document. One that refuses
+ * or cannot be reached: stop, nothing changed. (--dry-run ends here with what would change per
+ * node.)
  *  3. Apply: the same without dry_run on every node that has something to change, all at once.
  *  4. Should any fail, every node that changed is put back (PUT of the settings read in 1) and
  *     the outcome of each node is reported exactly: changed, unchanged, rolled back, failed

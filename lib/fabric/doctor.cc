@@ -200,6 +200,15 @@ std::vector<Finding> diagnose(const std::vector<NodeSample>& samples,
                                                             ? std::string("PROFILE")
                                                             : profiles.majority())});
   }
+  for (const NodeSample* n : up)
+    if (n->follows_desired && !n->desired_in_sync)
+      out.push_back({"desired-state",
+                     true,
+                     {n->node.name},
+                     fmt::format("{} does not have the fabric's desired state{}", n->node.name,
+                                 n->desired_error.empty() ? "" : ": " + n->desired_error),
+                     "fix what its error says (the document, the node's reachability of the "
+                     "desired-state server); the node applies the document again every period"});
   for (const NodeSample* h : hosts)
     if (!h->drift.empty())
       out.push_back({"drift",

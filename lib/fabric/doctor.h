@@ -11,6 +11,7 @@
  *   mtu              a host's RoCE packets larger than a switch forwards
  *   profile          nodes on different profiles
  *   drift            a host whose devices differ from each other
+ *   desired-state    a node following a desired state (zero-touch) that does not have it
  *   pfc-storm        a pause-storm watchdog fired, or a switch port paused now on a lossless
  *                    priority while its queue is at its high-water mark
  *   cnp-without-ecn  hosts sending CNPs while no switch marked ECN

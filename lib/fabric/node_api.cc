@@ -30,11 +30,12 @@ mgmt::Response NodeApi::handle(const mgmt::Request& r) {
     if (!get) return mgmt::error(405, "GET only");
     json state = json::parse(b_->state_json(), nullptr, false);
     if (state.is_discarded()) return mgmt::error(500, "the node's state is not JSON");
-    return {200, json{{"node", b_->name()},
-                      {"role", to_string(b_->role())},
-                      {"settings", json::parse(to_json(b_->settings(), b_->role()))},
-                      {"state", std::move(state)}}
-                     .dump()};
+    json doc{{"node", b_->name()},
+             {"role", to_string(b_->role())},
+             {"settings", json::parse(to_json(b_->settings(), b_->role()))},
+             {"state", std::move(state)}};
+    if (desired_) doc["desired"] = json::parse(desired_(), nullptr, false);
+    return {200, doc.dump()};
   }
   return mgmt::error(404, "no such resource: " + r.path + " (see GET /v1)");
 }

@@ -15,6 +15,7 @@
  */
 #pragma once
 
+#include <functional>
 #include <mutex>
 #include <string>
 
@@ -39,13 +40,17 @@ class NodeBackend {
 
 class NodeApi {
  public:
-  explicit NodeApi(NodeBackend* b) : b_(b) {}
+  /// desired: the zero-touch follower's status as a JSON object's text (desired.h), reported
+  /// under "desired" in GET /v1/state; empty when the node follows no desired state.
+  explicit NodeApi(NodeBackend* b, std::function<std::string()> desired = {})
+      : b_(b), desired_(std::move(desired)) {}
   mgmt::Response handle(const mgmt::Request& r);
 
  private:
   mgmt::Response write(const mgmt::Request& r, bool whole);
 
   NodeBackend* b_;
+  std::function<std::string()> desired_;
   std::mutex write_mu_;  ///< one write at a time
 };
 

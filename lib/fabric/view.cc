@@ -94,6 +94,11 @@ NodeSample sample_node(const Node& node, int status, const std::string& body,
     s.error = "its settings do not parse: " + err;
     return s;
   }
+  if (auto d = j.find("desired"); d != j.end() && d->is_object()) {
+    s.follows_desired = true;
+    s.desired_in_sync = d->value("in_sync", false);
+    s.desired_error = d->value("error", std::string());
+  }
   const json& st = j["state"];
   if (node.role == Role::kSwitch) {
     for (const json& p : st.value("ports", json::array())) s.ports.push_back(switch_port(p));
@@ -161,10 +166,11 @@ std::string render_table(const std::vector<NodeSample>& nodes, const std::vector
     }
     const Settings& s = n.settings;
     out += fmt::format(
-        "{:<12} {:<6} {:<9} {:<5} {:<4} {:<5} {:>5}  {}{}\n", n.node.name, to_string(n.node.role),
+        "{:<12} {:<6} {:<9} {:<5} {:<4} {:<5} {:>5}  {}{}{}\n", n.node.name, to_string(n.node.role),
         s.profile.empty() ? "-" : s.profile, prios(s.pfc_priorities), s.ecn ? "on" : "off",
         s.trust == Trust::kDscp ? "dscp" : "pcp", s.mtu, n.node.api,
-        n.drift.empty() ? "" : "  DRIFT: " + fmt::format("{}", fmt::join(n.drift, ",")));
+        n.drift.empty() ? "" : "  DRIFT: " + fmt::format("{}", fmt::join(n.drift, ",")),
+        n.follows_desired && !n.desired_in_sync ? "  NOT AS DESIRED" : "");
   }
   out += fmt::format("\n{:<12} {:<26} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>10} {:>6}\n",
                      "NODE", "PORT (per second)", "DROPS", "RESENT", "PAUSE_TX", "PAUSE_RX",
@@ -189,6 +195,8 @@ std::string render_json(const std::vector<NodeSample>& nodes, const std::vector<
     if (!n.ok) e["error"] = n.error;
     if (n.ok) e["settings"] = json::parse(to_json(n.settings, n.node.role));
     if (!n.drift.empty()) e["drift"] = n.drift;
+    if (n.follows_desired)
+      e["desired"] = {{"in_sync", n.desired_in_sync}, {"error", n.desired_error}};
     jn.push_back(std::move(e));
   }
   json jr = json::array();

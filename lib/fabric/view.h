@@ -38,6 +38,10 @@ struct NodeSample {
   Settings settings;
   std::vector<PortCounters> ports;
   std::vector<std::string> drift;  ///< host: devices whose settings differ from the first's
+  /// Zero-touch (desired.h): whether the node follows a desired state, and whether it has it.
+  bool follows_desired = false;
+  bool desired_in_sync = false;
+  std::string desired_error;
 };
 
 /// A node from its GET /v1/state answer (status 0 = no answer).

@@ -10,7 +10,10 @@ loopback. Checked:
   - a node that cannot be reached (stopped): apply stops before changing anything;
   - a node that vanishes during the change (a stub that answers the read and the dry run,
     then drops the write): every real node is put back as it was, the stub reported unknown;
-  - an inventory or profile that is wrong: exit 2 and one line.
+  - an inventory or profile that is wrong: exit 2 and one line;
+  - zero-touch: a new host started with only the desired state's address (`uroce fabric
+    serve`) joins configured, reports in, follows a change of the document; edited by hand
+    while the desired state cannot be fetched, it shows up in `show roce` and `doctor`.
 """
 import argparse
 import http.server
@@ -235,8 +238,49 @@ def main():
             f.write('[[node]]\nname = "x"\nrole = "router"\napi = "127.0.0.1:1"\n')
         rc, out, err = fabric("show", "roce", inventory=bad)
         check(rc == 2 and "role" in err, f"bad inventory: {rc} {err}")
+        # Zero-touch: h5 starts with only the desired state's address.
+        desired = os.path.join(tmp, "desired.json")
+        with open(desired, "w") as f:
+            json.dump({"version": 1, "all": {"profile": "lossless"}}, f)
+        start("fabric-serve", [uroce, "fabric", "serve", "--listen", "127.0.0.1:0", "--state",
+                               desired, "--token-file", token_file])
+        fport = api_port("fabric-serve", "uroce fabric serve:")
+        cfg5 = os.path.join(tmp, "h5.toml")
+        with open(cfg5, "w") as f:
+            f.write('[[device]]\nname = "uroce0"\nport = "loopback"\n'
+                    'addresses = ["198.18.2.5/15"]\n')
+        start("h5", [uroce, "serve", "--listen", "127.0.0.1:0", "--token-file", token_file,
+                     "--config", cfg5, "--name", "h5", "--run-dir", tmp, "--desired",
+                     f"http://127.0.0.1:{fport}/v1/desired", "--desired-every", "200"])
+        ports["h5"] = api_port("h5", "API on")
+        wait_for(lambda: settings("h5")["profile"] == "lossless", time.monotonic() + 20,
+                 "h5 to take the desired state")
+        joined = wait_for(lambda: next((n for n in get(fport, "/v1/nodes")["nodes"]
+                                        if n["node"] == "h5" and n["in_sync"]), None),
+                          time.monotonic() + 20, "h5's report")
+        check(joined["role"] == "host" and joined["version"] == 1, f"h5's report: {joined}")
+        with open(desired, "w") as f:
+            json.dump({"version": 2, "all": {"profile": "lossless"}, "host": {"mtu": 2048}}, f)
+        wait_for(lambda: settings("h5")["mtu"] == 2048, time.monotonic() + 20,
+                 "h5 to follow the new document")
+        # The desired state's server goes; h5 is edited by hand: not as desired.
+        procs["fabric-serve"].send_signal(signal.SIGTERM)
+        procs["fabric-serve"].wait(15)
+        patch(ports["h5"], {"mtu": 4096})
+        wait_for(lambda: get(ports["h5"], "/v1/state")["desired"]["in_sync"] is False,
+                 time.monotonic() + 20, "h5 out of sync")
+        inv5 = os.path.join(tmp, "fabric5.toml")
+        inventory(inv5, nodes + [("h5", "host", ports["h5"])])
+        rc, out, err = fabric("doctor", "--interval", "0", "--json", inventory=inv5)
+        found = {f["check"]: f for f in json.loads(out)["findings"]}
+        check(rc == 1 and found.get("desired-state", {}).get("nodes") == ["h5"],
+              f"doctor: desired-state: rc {rc} {out}")
+        rc, out, err = fabric("show", "roce", "--interval", "0", inventory=inv5)
+        check("NOT AS DESIRED" in next((x for x in out.splitlines() if x.startswith("h5")), ""),
+              f"show roce: h5 not as desired:\n{out}")
         for name, p in procs.items():
-            check(p.poll() is None, f"{name} exited during the test:\n{out_of(name)}")
+            if name != "fabric-serve":
+                check(p.poll() is None, f"{name} exited during the test:\n{out_of(name)}")
     except RuntimeError as e:
         failures.append(str(e))
     finally:

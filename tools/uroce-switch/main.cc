@@ -35,6 +35,7 @@
 #include "dpdk/eal_args.h"
 #include "dpdk/memif_burst.h"
 #include "dpdk/memif_guard.h"
+#include "fabric/desired.h"
 #include "mgmt/http_server.h"
 #include "transport/wire/pfc.h"
 #include "uroce-switch/control.h"
@@ -625,17 +626,21 @@ int run_main(int argc, char** argv) {
       rc = 1;
     }
     Control control(o.name, settings_of(o));
-    Switch sw(o, pool, o.api_listen.empty() ? nullptr : &control);
+    const bool managed = !o.api_listen.empty() || !o.desired.empty();
+    Switch sw(o, pool, managed ? &control : nullptr);
     for (const auto& p : o.ports) {
       if (rc == 0 && !sw.add_port(p, &err)) {
         std::fprintf(stderr, "uroce-switch: %s\n", err.c_str());
         rc = 1;
       }
     }
+    std::unique_ptr<fabric::DesiredFollower> follower;
     std::unique_ptr<fabric::NodeApi> api;
     std::unique_ptr<mgmt::Server> server;
     if (rc == 0 && !o.api_listen.empty()) {
-      api = std::make_unique<fabric::NodeApi>(&control);
+      api = std::make_unique<fabric::NodeApi>(&control, [&follower]() {
+        return follower ? follower->status_json() : std::string("null");
+      });
       server = mgmt::Server::start(
           mgmt::ServerOptions{.listen = o.api_listen, .token = token},
           [&api](const mgmt::Request& r) { return api->handle(r); }, &err);
@@ -646,6 +651,15 @@ int run_main(int argc, char** argv) {
         std::printf("uroce-switch: node API on %s (port %u)%s\n", o.api_listen.c_str(),
                     server->port(), token.empty() ? ", read-only (no --api-token-file)" : "");
       }
+    }
+    if (rc == 0 && !o.desired.empty()) {
+      const std::string api_addr = server ? o.api_listen.substr(0, o.api_listen.rfind(':') + 1) +
+                                                std::to_string(server->port())
+                                          : "";
+      follower = std::make_unique<fabric::DesiredFollower>(
+          &control, o.desired, fabric::report_url_for(o.desired), api_addr,
+          static_cast<uint32_t>(o.desired_every.ns / 1'000'000), token);
+      std::printf("uroce-switch: following the desired state at %s\n", o.desired.c_str());
     }
     if (rc == 0) {
       sw.make_links();

@@ -166,6 +166,11 @@ bool parse_options(const std::vector<std::string>& args, Options* o, std::string
       o->api_listen = v;
     } else if (a == "--api-token-file") {
       o->api_token_file = v;
+    } else if (a == "--desired") {
+      ok = v.rfind("http://", 0) == 0;
+      o->desired = v;
+    } else if (a == "--desired-every") {
+      ok = parse_duration(v, &o->desired_every) && o->desired_every.ns >= 1'000'000;
     } else {
       *err = "unknown option " + a;
       return false;

@@ -28,6 +28,9 @@
  *                         change at run time
  *   --api-token-file F    the token writes to the API need (mgmt/http_server.h); without it
  *                         the API is read-only
+ *   --desired URL         zero-touch: follow the fabric's desired state there
+ *                         (lib/fabric/desired.h), fetched at start and every
+ *   --desired-every DUR   (default 5s)
  * Units: bytes, bit/s, ns.
  */
 #pragma once
@@ -65,6 +68,8 @@ struct Options {
   std::string name = "uroce-switch";
   std::string api_listen;
   std::string api_token_file;
+  std::string desired;
+  Duration desired_every = Duration::seconds(5);
 };
 
 bool parse_size(std::string_view s, uint64_t* out);

@@ -6,14 +6,20 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
 #include "fabric/apply.h"
+#include "fabric/desired.h"
 #include "fabric/doctor.h"
 #include "fabric/inventory.h"
 #include "fabric/view.h"
@@ -167,6 +173,90 @@ int fabric_doctor(const FabricOptions& o) {
              stdout);
   for (const fabric::Finding& x : f)
     if (x.error) return 1;
+  return 0;
+}
+
+namespace {
+
+std::atomic<bool> g_serve_stop{false};
+void on_serve_signal(int) { g_serve_stop.store(true); }
+
+/// The desired state's file, checked for both roles; "" with *err when it does not validate.
+std::string read_desired(const std::string& path, std::string* err) {
+  std::string text;
+  if (!read_text(path, &text)) {
+    *err = path + ": cannot read";
+    return "";
+  }
+  for (fabric::Role r : {fabric::Role::kHost, fabric::Role::kSwitch})
+    if (!fabric::desired_for(text, "", r, err)) {
+      *err = path + ": " + *err;
+      return "";
+    }
+  return text;
+}
+
+}  // namespace
+
+int fabric_serve(const FabricServeOptions& o) {
+  std::string err, token;
+  if (!o.token_file.empty() && !mgmt::read_token_file(o.token_file, &token, &err)) {
+    std::fprintf(stderr, "uroce fabric serve: --token-file %s\n", err.c_str());
+    return 2;
+  }
+  if (read_desired(o.state, &err).empty()) {
+    std::fprintf(stderr, "uroce fabric serve: %s\n", err.c_str());
+    return 2;
+  }
+  std::mutex mu;
+  std::map<std::string, std::pair<nlohmann::json, std::chrono::steady_clock::time_point>> reports;
+  auto handle = [&](const mgmt::Request& r) -> mgmt::Response {
+    if (r.path == "/v1" && r.method == "GET")
+      return {200, nlohmann::json{{"api", "uroce-fabric"}, {"version", 1}}.dump()};
+    if (r.path == "/v1/desired" && r.method == "GET") {
+      std::string e;
+      std::string text = read_desired(o.state, &e);
+      if (text.empty()) return mgmt::error(503, e + " (the nodes keep what they have)");
+      return {200, text};
+    }
+    if (r.path == "/v1/report" && r.method == "POST") {
+      nlohmann::json j = nlohmann::json::parse(r.body, nullptr, false);
+      if (!j.is_object() || !j.contains("node") || !j["node"].is_string())
+        return mgmt::error(400, "a report is {\"node\": NAME, ...}");
+      std::lock_guard<std::mutex> lock(mu);
+      if (reports.size() >= 100000 && !reports.count(j["node"].get<std::string>()))
+        return mgmt::error(507, "too many nodes");
+      reports[j["node"].get<std::string>()] = {j, std::chrono::steady_clock::now()};
+      return {200, "{}"};
+    }
+    if (r.path == "/v1/nodes" && r.method == "GET") {
+      std::lock_guard<std::mutex> lock(mu);
+      nlohmann::json a = nlohmann::json::array();
+      const auto now = std::chrono::steady_clock::now();
+      for (const auto& [name, rep] : reports) {
+        nlohmann::json e = rep.first;
+        e["seen_s_ago"] = std::chrono::duration<double>(now - rep.second).count();
+        a.push_back(std::move(e));
+      }
+      return {200, nlohmann::json{{"nodes", a}}.dump()};
+    }
+    return mgmt::error(404, "no such resource: " + r.method + " " + r.path);
+  };
+  std::unique_ptr<mgmt::Server> server =
+      mgmt::Server::start(mgmt::ServerOptions{.listen = o.listen, .token = token}, handle, &err);
+  if (!server) {
+    std::fprintf(stderr, "uroce fabric serve: --listen: %s\n", err.c_str());
+    return 1;
+  }
+  std::printf("uroce fabric serve: %s on %s (port %u)\n", o.state.c_str(), o.listen.c_str(),
+              server->port());
+  std::fflush(stdout);
+  std::signal(SIGINT, on_serve_signal);
+  std::signal(SIGTERM, on_serve_signal);
+  std::mutex wait_mu;
+  std::condition_variable cv;
+  std::unique_lock<std::mutex> lock(wait_mu);
+  while (!g_serve_stop.load()) cv.wait_for(lock, std::chrono::milliseconds(100));
   return 0;
 }
 

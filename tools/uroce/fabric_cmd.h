@@ -9,6 +9,10 @@
  *                                   S seconds apart; 0: one sample, totals); exit 1 when a
  *                                   node did not answer
  *   doctor [--interval S]           lib/fabric/doctor.h; exit 1 when an error is found
+ *   serve --listen A --state FILE   the desired state for zero-touch nodes (lib/fabric/
+ *                                   desired.h): GET /v1/desired (FILE as it is now, once it
+ *                                   validates), POST /v1/report (the nodes' reports, with the
+ *                                   token), GET /v1/nodes (who reported, in sync or not)
  *
  * Inventory: --inventory FILE, else $UROCE_FABRIC, else /etc/uroce/fabric.toml. --json prints
  * JSON. A bad inventory, token file or change file: one line on stderr, exit 2.
@@ -30,5 +34,12 @@ struct FabricOptions {
 int fabric_apply(const FabricOptions& o);
 int fabric_show_roce(const FabricOptions& o);
 int fabric_doctor(const FabricOptions& o);
+
+struct FabricServeOptions {
+  std::string listen;
+  std::string state;       ///< the desired state's file (JSON)
+  std::string token_file;  ///< reports need its token; empty: reports refused
+};
+int fabric_serve(const FabricServeOptions& o);
 
 }  // namespace uroce::tool

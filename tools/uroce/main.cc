@@ -18,6 +18,7 @@
  *                                               this host's node API (docs/fabric.md)
  *   uroce fabric apply PROFILE|FILE [--dry-run] | show roce | doctor   [--inventory F] [--json]
  *                                               every node of the fabric (docs/fabric.md)
+ *   uroce fabric serve --listen A --state FILE  the desired state for zero-touch nodes
  */
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -116,6 +117,10 @@ int main(int argc, char** argv) {
                         "File (mode 0600) with the token writes need; without it, read-only");
   serve_cmd->add_option("--config", svo.config, "Configuration file (default: the lookup order)");
   serve_cmd->add_option("--name", svo.name, "The node's name (default: the host name)");
+  serve_cmd->add_option("--desired", svo.desired,
+                        "Zero-touch: follow the fabric's desired state at this URL");
+  serve_cmd->add_option("--desired-every", svo.desired_every_ms,
+                        "Milliseconds between two fetches of the desired state (default 5000)");
   serve_cmd->add_option("--run-dir", svo.run_dir,
                         "Folder of the statistics segments ($UROCE_RUN_DIR or /dev/shm)");
 
@@ -145,6 +150,12 @@ int main(int argc, char** argv) {
   fdoctor->add_option("--interval", fo.interval_s,
                       "Seconds between the two samples the rates come from (0: totals)");
   fabric_common(fdoctor);
+  FabricServeOptions fso;
+  auto* fserve = fabric_cmd->add_subcommand(
+      "serve", "Serve the fabric's desired state to zero-touch nodes and take their reports");
+  fserve->add_option("--listen,-l", fso.listen, "ADDR:PORT (port 0: any free port)")->required();
+  fserve->add_option("--state", fso.state, "The desired state (JSON, docs/fabric.md)")->required();
+  fserve->add_option("--token-file", fso.token_file, "The token the nodes' reports carry");
 
   CaptureOptions co;
   auto* capture_cmd =
@@ -229,6 +240,7 @@ int main(int argc, char** argv) {
   if (fapply->parsed()) return fabric_apply(fo);
   if (fshow_roce->parsed()) return fabric_show_roce(fo);
   if (fdoctor->parsed()) return fabric_doctor(fo);
+  if (fserve->parsed()) return fabric_serve(fso);
   if (capture_cmd->parsed()) return capture(co);
   if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
   if (run_cmd->parsed()) return run(ro);

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "fabric/desired.h"
 #include "fabric/node_api.h"
 #include "mgmt/http_server.h"
 #include "profile_cmd.h"
@@ -118,7 +119,9 @@ int serve(const ServeOptions& o) {
     return 1;
   }
   HostNode node(o.name.empty() ? host_name() : o.name, path, o.run_dir);
-  fabric::NodeApi api(&node);
+  std::unique_ptr<fabric::DesiredFollower> follower;
+  fabric::NodeApi api(
+      &node, [&follower]() { return follower ? follower->status_json() : std::string("null"); });
   std::unique_ptr<mgmt::Server> server = mgmt::Server::start(
       mgmt::ServerOptions{.listen = o.listen, .token = token},
       [&api](const mgmt::Request& r) { return api.handle(r); }, &err);
@@ -129,6 +132,14 @@ int serve(const ServeOptions& o) {
   std::printf("uroce serve: node %s, %s, API on %s (port %u)%s\n", node.name().c_str(),
               path.c_str(), o.listen.c_str(), server->port(),
               token.empty() ? ", read-only (no --token-file)" : "");
+  if (!o.desired.empty()) {
+    follower = std::make_unique<fabric::DesiredFollower>(
+        &node, o.desired, fabric::report_url_for(o.desired),
+        o.listen.substr(0, o.listen.rfind(':') + 1) + std::to_string(server->port()),
+        o.desired_every_ms, token);
+    std::printf("uroce serve: following the desired state at %s every %u ms\n", o.desired.c_str(),
+                o.desired_every_ms);
+  }
   std::fflush(stdout);
   std::signal(SIGINT, on_signal);
   std::signal(SIGTERM, on_signal);
