@@ -10,8 +10,9 @@ PKGS=(
   libdpdk-dev dpdk libibverbs-dev libboost-dev libtomlplusplus-dev libcli11-dev
   libfmt-dev libspdlog-dev libisal-dev prometheus-cpp-dev libgtest-dev libgmock-dev
   libbenchmark-dev libpcap-dev libbsd-dev libnuma-dev libelf-dev nlohmann-json3-dev
-  # the management API: its HTTP server (civetweb) and client (libcurl)
-  libcivetweb-dev libcurl4-openssl-dev
+  # the management API: its HTTP server (civetweb) and client (libcurl); Prometheus for the
+  # fabric's scrape configuration test
+  libcivetweb-dev libcurl4-openssl-dev prometheus
   # the Debian package (cpack -G DEB) and its check
   dpkg-dev lintian
   # host mode: netlink (addresses, routes, neighbours) and the XDP program (clang -target bpf)

@@ -37,7 +37,58 @@ mgmt::Response NodeApi::handle(const mgmt::Request& r) {
     if (desired_) doc["desired"] = json::parse(desired_(), nullptr, false);
     return {200, doc.dump()};
   }
+  if (r.path == "/metrics") {
+    if (!get) return mgmt::error(405, "GET only");
+    return {200, metrics(), "text/plain; version=0.0.4"};
+  }
   return mgmt::error(404, "no such resource: " + r.path + " (see GET /v1)");
+}
+
+std::string NodeApi::metrics() const {
+  const Settings s = b_->settings();
+  const std::string role(to_string(b_->role()));
+  std::string out;
+  auto esc = [](std::string v) {
+    std::string o;
+    for (char c : v) {
+      if (c == '\\' || c == '"') o += '\\';
+      if (c == '\n') {
+        o += "\\n";
+        continue;
+      }
+      o += c;
+    }
+    return o;
+  };
+  const std::string labels = "node=\"" + esc(b_->name()) + "\",role=\"" + role + "\"";
+  out += "# HELP uroce_node_info The node's role and profile.\n# TYPE uroce_node_info gauge\n";
+  out += "uroce_node_info{" + labels + ",profile=\"" + esc(s.profile) + "\"} 1\n";
+  out +=
+      "# HELP uroce_node_lossless 1 when PFC protects the priority RoCE data travels on.\n"
+      "# TYPE uroce_node_lossless gauge\n";
+  out += "uroce_node_lossless{" + labels + "} " +
+         std::to_string((s.pfc_priorities >> s.roce_prio()) & 1) + "\n";
+  out +=
+      "# HELP uroce_node_pfc_enabled 1 for each priority PFC protects.\n"
+      "# TYPE uroce_node_pfc_enabled gauge\n";
+  for (int p = 0; p < 8; ++p)
+    out += "uroce_node_pfc_enabled{" + labels + ",priority=\"" + std::to_string(p) + "\"} " +
+           std::to_string((s.pfc_priorities >> p) & 1) + "\n";
+  out +=
+      "# HELP uroce_node_ecn 1 when the node marks (switch) or sends ECT (host).\n"
+      "# TYPE uroce_node_ecn gauge\n";
+  out += "uroce_node_ecn{" + labels + "} " + std::to_string(s.ecn ? 1 : 0) + "\n";
+  if (desired_) {
+    json d = json::parse(desired_(), nullptr, false);
+    if (d.is_object()) {
+      out +=
+          "# HELP uroce_node_desired_in_sync 1 when the node has the fabric's desired state.\n"
+          "# TYPE uroce_node_desired_in_sync gauge\n";
+      out += "uroce_node_desired_in_sync{" + labels + "} " +
+             std::to_string(d.value("in_sync", false) ? 1 : 0) + "\n";
+    }
+  }
+  return out + b_->metrics_text();
 }
 
 mgmt::Response NodeApi::write(const mgmt::Request& r, bool whole) {

@@ -8,6 +8,11 @@
  *   GET   /v1/settings          the settings in force
  *   PATCH /v1/settings          a change document (settings.h); ?dry_run=1 only reports
  *   PUT   /v1/settings          a whole document: the role's defaults, then the document
+ *   GET   /metrics              Prometheus text format: uroce_node_info{node, role, profile},
+ *                               uroce_node_lossless (PFC on the RoCE priority),
+ *                               uroce_node_pfc_enabled{priority}, uroce_node_ecn,
+ *                               uroce_node_desired_in_sync (zero-touch nodes), then the
+ *                               backend's own (a switch's ports, a host's programs)
  *
  * A write answers {"changed": ["key: old -> new", ...], "applied": bool, "settings": {...}}.
  * Writes are serialised: a document is applied to the settings in force when its turn comes,
@@ -36,6 +41,9 @@ class NodeBackend {
   virtual std::string apply(const Settings& s) = 0;
   /// The live state (ports, counters, ...) as the text of a JSON object.
   virtual std::string state_json() const = 0;
+  /// The node's own metrics in Prometheus' text format (GET /metrics), after the node-level
+  /// ones NodeApi writes; "" for none.
+  virtual std::string metrics_text() const { return ""; }
 };
 
 class NodeApi {
@@ -48,6 +56,7 @@ class NodeApi {
 
  private:
   mgmt::Response write(const mgmt::Request& r, bool whole);
+  std::string metrics() const;
 
   NodeBackend* b_;
   std::function<std::string()> desired_;

@@ -25,9 +25,9 @@ namespace {
 void send(mg_connection* conn, const Response& r) {
   const char* reason = mg_get_response_code_text(conn, r.status);
   mg_printf(conn,
-            "HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
             "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-            r.status, reason ? reason : "", r.body.size());
+            r.status, reason ? reason : "", r.content_type.c_str(), r.body.size());
   mg_write(conn, r.body.data(), r.body.size());
 }
 
@@ -53,7 +53,7 @@ void wake_listener(const std::string& listen, uint16_t port) {
 }  // namespace
 
 Response error(int status, std::string_view what) {
-  return Response{status, nlohmann::json{{"error", std::string(what)}}.dump()};
+  return Response{status, nlohmann::json{{"error", std::string(what)}}.dump(), "application/json"};
 }
 
 bool query_flag(std::string_view query, std::string_view key) {

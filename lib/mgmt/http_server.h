@@ -29,7 +29,8 @@ struct Request {
 
 struct Response {
   int status = 200;
-  std::string body;  ///< JSON
+  std::string body;  ///< JSON (or what content_type says)
+  std::string content_type = "application/json";
 };
 
 /// {"error": what} with status.

@@ -95,6 +95,25 @@ TEST(NodeApi, DryRunAndRefusalsChangeNothing) {
   EXPECT_TRUE(b.s_.ecn);
 }
 
+TEST(NodeApi, MetricsSayWhatTheNodeRuns) {
+  FakeSwitch b;
+  NodeApi api(&b, [] { return std::string(R"({"in_sync": true})"); });
+  ASSERT_EQ(api.handle(req("PATCH", "/v1/settings", R"({"profile": "lossless"})")).status, 200);
+  mgmt::Response r = api.handle(req("GET", "/metrics"));
+  ASSERT_EQ(r.status, 200);
+  EXPECT_EQ(r.content_type.rfind("text/plain", 0), 0u);
+  EXPECT_NE(r.body.find("uroce_node_lossless{node=\"leaf1\",role=\"switch\"} 1\n"),
+            std::string::npos)
+      << r.body;
+  EXPECT_NE(r.body.find("uroce_node_pfc_enabled{node=\"leaf1\",role=\"switch\",priority=\"3\"} 1"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("uroce_node_desired_in_sync{node=\"leaf1\",role=\"switch\"} 1"),
+            std::string::npos);
+  EXPECT_NE(r.body.find("uroce_node_info{node=\"leaf1\",role=\"switch\",profile=\"lossless\"} 1"),
+            std::string::npos);
+  EXPECT_EQ(api.handle(req("POST", "/metrics")).status, 405);
+}
+
 TEST(NodeApi, PutStartsFromTheDefaults) {
   FakeSwitch b;
   NodeApi api(&b);

@@ -390,6 +390,20 @@ TEST(SwitchControl, ALoopThatDoesNotTakeItGetsItWithdrawn) {
   EXPECT_FALSE(c.take().has_value());  // withdrawn: a late loop finds nothing
 }
 
+TEST(SwitchControl, MetricsFromThePublishedState) {
+  Control c("leaf1", settings_of(Options{}));
+  EXPECT_EQ(c.metrics_text(), "");  // nothing published yet
+  c.publish(R"({"ports": [{"port": 0, "rx_packets": 5, "drops": 2, "queue_high_water": 100,
+                          "paused_prios": [3]}, {"port": 1, "rx_packets": 7}]})");
+  const std::string m = c.metrics_text();
+  EXPECT_NE(m.find("uroce_switch_rx_packets_total{port=\"0\"} 5\n"), std::string::npos) << m;
+  EXPECT_NE(m.find("uroce_switch_rx_packets_total{port=\"1\"} 7\n"), std::string::npos);
+  EXPECT_NE(m.find("uroce_switch_drops_total{port=\"0\"} 2\n"), std::string::npos);
+  EXPECT_NE(m.find("# TYPE uroce_switch_queue_high_water gauge"), std::string::npos);
+  EXPECT_NE(m.find("uroce_switch_paused{port=\"0\",priority=\"3\"} 1\n"), std::string::npos);
+  EXPECT_NE(m.find("uroce_switch_paused{port=\"1\",priority=\"3\"} 0\n"), std::string::npos);
+}
+
 TEST(SwitchOptions, SettingsOfTheCommandLine) {
   Options o;
   std::string err;

@@ -178,6 +178,45 @@ int fabric_doctor(const FabricOptions& o) {
 
 namespace {
 
+constexpr char kRules[] =
+    R"(# The fabric's alerts (uroce fabric prometheus-config; docs/fabric.md "Prometheus").
+groups:
+  - name: uroce-fabric
+    rules:
+      - alert: UroceNodeDown
+        expr: up{job="uroce-fabric"} == 0
+        for: 1m
+        labels: {severity: critical}
+        annotations:
+          summary: "{{ $labels.node }} ({{ $labels.role }}): its node API does not answer"
+      - alert: UrocePfcStorm
+        expr: >-
+          increase(rdma_tx_pause_storm_warning_events_total[5m]) > 0
+          or increase(rdma_tx_pause_storm_error_events_total[5m]) > 0
+        labels: {severity: critical}
+        annotations:
+          summary: "{{ $labels.node }}: a priority stayed paused past the storm watchdog"
+      - alert: UroceCnpSurge
+        expr: sum by (node) (rate(rdma_np_cnp_sent_total[1m])) > 10000
+        for: 2m
+        labels: {severity: warning}
+        annotations:
+          summary: "{{ $labels.node }} sends {{ $value }} CNPs/s: a congested hot spot"
+      - alert: UroceLosslessDrops
+        expr: >-
+          sum by (node) (rate(uroce_switch_drops_total[1m])) > 0
+          and on (node) uroce_node_lossless == 1
+        labels: {severity: critical}
+        annotations:
+          summary: "{{ $labels.node }} drops frames although it runs lossless"
+      - alert: UroceNotAsDesired
+        expr: uroce_node_desired_in_sync == 0
+        for: 1m
+        labels: {severity: warning}
+        annotations:
+          summary: "{{ $labels.node }} does not have the fabric's desired state"
+)";
+
 std::atomic<bool> g_serve_stop{false};
 void on_serve_signal(int) { g_serve_stop.store(true); }
 
@@ -197,6 +236,32 @@ std::string read_desired(const std::string& path, std::string* err) {
 }
 
 }  // namespace
+
+int fabric_prometheus_config(const FabricOptions& o) {
+  std::optional<fabric::Inventory> inv = load_inventory(o);
+  if (!inv) return 2;
+  std::string cfg = "# uroce fabric prometheus-config, from " + inv->source +
+                    " (docs/fabric.md \"Prometheus\")\n"
+                    "global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n"
+                    "rule_files:\n  - uroce-fabric-rules.yml\n"
+                    "scrape_configs:\n  - job_name: uroce-fabric\n    metrics_path: /metrics\n"
+                    "    honor_labels: true\n    static_configs:\n";
+  for (const fabric::Node& n : inv->nodes)
+    cfg +=
+        fmt::format("      - targets: [\"{}\"]\n        labels: {{node: \"{}\", role: \"{}\"}}\n",
+                    n.api, n.name, fabric::to_string(n.role));
+  std::string err;
+  for (const auto& [file, text] : {std::pair<std::string, std::string>{"prometheus.yml", cfg},
+                                   {"uroce-fabric-rules.yml", kRules}}) {
+    const std::string path = o.what + "/" + file;
+    if (!write_atomically(path, text, 0644, &err)) {
+      std::fprintf(stderr, "uroce fabric: %s\n", err.c_str());
+      return 1;
+    }
+    std::printf("uroce fabric: wrote %s\n", path.c_str());
+  }
+  return 0;
+}
 
 int fabric_serve(const FabricServeOptions& o) {
   std::string err, token;

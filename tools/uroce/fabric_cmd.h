@@ -9,6 +9,9 @@
  *                                   S seconds apart; 0: one sample, totals); exit 1 when a
  *                                   node did not answer
  *   doctor [--interval S]           lib/fabric/doctor.h; exit 1 when an error is found
+ *   prometheus-config --dir DIR     DIR/prometheus.yml (a scrape job of every node's GET
+ *                                   /metrics, labels node and role) and
+ *                                   DIR/uroce-fabric-rules.yml (the fabric's alerts)
  *   serve --listen A --state FILE   the desired state for zero-touch nodes (lib/fabric/
  *                                   desired.h): GET /v1/desired (FILE as it is now, once it
  *                                   validates), POST /v1/report (the nodes' reports, with the
@@ -34,6 +37,8 @@ struct FabricOptions {
 int fabric_apply(const FabricOptions& o);
 int fabric_show_roce(const FabricOptions& o);
 int fabric_doctor(const FabricOptions& o);
+/// o.what: the directory to write into.
+int fabric_prometheus_config(const FabricOptions& o);
 
 struct FabricServeOptions {
   std::string listen;

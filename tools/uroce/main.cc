@@ -150,6 +150,11 @@ int main(int argc, char** argv) {
   fdoctor->add_option("--interval", fo.interval_s,
                       "Seconds between the two samples the rates come from (0: totals)");
   fabric_common(fdoctor);
+  auto* fprom = fabric_cmd->add_subcommand(
+      "prometheus-config", "Write a Prometheus configuration and alerting rules for the fabric");
+  fprom->add_option("--dir", fo.what, "Directory to write prometheus.yml and the rules into")
+      ->required();
+  fabric_common(fprom);
   FabricServeOptions fso;
   auto* fserve = fabric_cmd->add_subcommand(
       "serve", "Serve the fabric's desired state to zero-touch nodes and take their reports");
@@ -241,6 +246,7 @@ int main(int argc, char** argv) {
   if (fshow_roce->parsed()) return fabric_show_roce(fo);
   if (fdoctor->parsed()) return fabric_doctor(fo);
   if (fserve->parsed()) return fabric_serve(fso);
+  if (fprom->parsed()) return fabric_prometheus_config(fo);
   if (capture_cmd->parsed()) return capture(co);
   if (rdma_ns_cmd->parsed()) return rdma_ns(rno);
   if (run_cmd->parsed()) return run(ro);

@@ -4,6 +4,7 @@
  */
 #include "serve.h"
 
+#include <prometheus/text_serializer.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "exporter.h"
 #include "fabric/desired.h"
 #include "fabric/node_api.h"
 #include "mgmt/http_server.h"
@@ -55,6 +57,11 @@ class HostNode : public fabric::NodeBackend {
     if (!write_host_settings(before, path_, s, &after, &err)) return err;
     if (!write_atomically_with_backup(path_, before, after, &err)) return err;
     return "";
+  }
+
+  /// The running programs' counters, as `uroce exporter` serves them.
+  std::string metrics_text() const override {
+    return prometheus::TextSerializer().Serialize(exporter::collect_families(run_dir_));
   }
 
   std::string state_json() const override {
