@@ -14,7 +14,6 @@ import http.server
 import json
 import os
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -23,8 +22,8 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "tests", "e2e", "lib"))
-from waits import wait_for  # noqa: E402
+                                "tests", "fabric"))
+from nodelib import Nodes, get, loopback_host, write_inventory, write_token  # noqa: E402
 
 TOKEN = "bench-token-0123456789abcdef"
 
@@ -90,47 +89,16 @@ def main():
     args = ap.parse_args()
     uroce = os.path.join(args.build, "bin", "uroce")
     tmp = tempfile.mkdtemp(prefix="uroce-fabric-bench-", dir="/dev/shm")
-    procs, servers = [], []
+    nodes, servers = Nodes(tmp, args.build), []
     try:
-        token_file = os.path.join(tmp, "token")
-        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.write(fd, (TOKEN + "\n").encode())
-        os.close(fd)
+        token_file = write_token(tmp, TOKEN)
+        real = [(f"h{i}", "host", nodes.host(f"h{i}", loopback_host(i + 1),
+                                             ["--token-file", token_file])) for i in range(4)]
+        real += [(s, "switch", nodes.switch(s, ["--api-token-file", token_file]))
+                 for s in ("leaf", "spine")]
 
-        def start(name, argv, marker):
-            out = os.path.join(tmp, name + ".out")
-            p = subprocess.Popen(argv, stdout=open(out, "w"), stderr=subprocess.STDOUT,
-                                 start_new_session=True)
-            procs.append(p)
-            line = wait_for(lambda: next((x for x in open(out).read().splitlines()
-                                          if marker in x), None), time.monotonic() + 30, name)
-            return int(line.split("(port ")[1].split(")")[0])
-
-        real = []
-        for i in range(4):
-            cfg = os.path.join(tmp, f"h{i}.toml")
-            with open(cfg, "w") as f:
-                f.write(f'[[device]]\nname = "uroce0"\nport = "loopback"\n'
-                        f'addresses = ["198.18.3.{i + 1}/15"]\n')
-            port = start(f"h{i}", [uroce, "serve", "--listen", "127.0.0.1:0", "--token-file",
-                                   token_file, "--config", cfg, "--name", f"h{i}", "--run-dir",
-                                   tmp], "API on")
-            real.append((f"h{i}", "host", port))
-        for s in ("leaf", "spine"):
-            argv = [os.path.join(args.build, "bin", "uroce-switch"), "--file-prefix",
-                    f"usw-fb-{os.getpid()}-{s}", "--name", s, "--api", "127.0.0.1:0",
-                    "--api-token-file", token_file, "--stats-every", "0"]
-            for k in range(2):
-                argv += ["--port", f"net_memif{k},role=server,id=0,socket={tmp}/{s}{k}.sock"]
-            real.append((s, "switch", start(s, argv, "node API on")))
-
-        def inventory(path, nodes):
-            with open(path, "w") as f:
-                f.write(f'token_file = "{token_file}"\ntimeout_ms = 10000\n')
-                for name, role, port in nodes:
-                    f.write(f'[[node]]\nname = "{name}"\nrole = "{role}"\n'
-                            f'api = "127.0.0.1:{port}"\n')
-            return path
+        def inventory(path, entries):
+            return write_inventory(path, token_file, entries, timeout_ms=10000)
 
         def bench(label, inv):
             for what, argv in [
@@ -145,11 +113,7 @@ def main():
         bench("6 real nodes", inventory(os.path.join(tmp, "real.toml"), real))
 
         # Recorded state of a real host and switch, served by N stubs.
-        import urllib.request
-        rec = {}
-        for name, role, port in (real[0], real[4]):
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/state") as r:
-                rec[role] = json.loads(r.read())
+        rec = {role: get(port, "/v1/state") for _, role, port in (real[0], real[4])}
         stubs = []
         for i in range(args.stubs):
             role = "switch" if i % 10 == 0 else "host"
@@ -164,14 +128,7 @@ def main():
     finally:
         for s in servers:
             s.shutdown()
-        for p in procs:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        nodes.stop_all()
         shutil.rmtree(tmp, ignore_errors=True)
 
 

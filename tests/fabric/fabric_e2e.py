@@ -27,27 +27,21 @@ import tempfile
 import threading
 import time
 import tomllib
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
-from waits import wait_for  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nodelib import (Nodes, call, get, loopback_host, wait_for, write_inventory,  # noqa: E402
+                     write_token)
 
 TOKEN = "fabric-token-0123456789abcdef"
 HOSTS = ["h1", "h2", "h3", "h4"]
 SWITCHES = ["leaf", "spine"]
 
 
-def get(port, path):
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
-        return json.loads(r.read())
-
-
 def patch(port, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}/v1/settings",
-                                 data=json.dumps(body).encode(), method="PATCH")
-    req.add_header("Authorization", f"Bearer {TOKEN}")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return json.loads(r.read())
+    status, reply = call(port, "PATCH", "/v1/settings", body, TOKEN)
+    if status != 200:
+        raise RuntimeError(f"PATCH on port {port}: HTTP {status} {reply}")
+    return reply
 
 
 class VanishingNode(http.server.BaseHTTPRequestHandler):
@@ -92,29 +86,13 @@ def main():
     args = ap.parse_args()
     uroce = os.path.join(args.build, "bin", "uroce")
     tmp = tempfile.mkdtemp(prefix="uroce-fabric-", dir="/dev/shm")
-    procs, failures = {}, []
+    nodes_ = Nodes(tmp, args.build)
+    procs, failures = nodes_.procs, []
     stub = None
 
     def check(cond, what):
         if not cond:
             failures.append(what)
-
-    def out_of(name):
-        with open(os.path.join(tmp, name + ".out")) as f:
-            return f.read()
-
-    def start(name, argv):
-        f = open(os.path.join(tmp, name + ".out"), "w")
-        procs[name] = subprocess.Popen(argv, stdout=f, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-
-    def api_port(name, marker):
-        line = wait_for(lambda: next((x for x in out_of(name).splitlines() if marker in x), None)
-                        or (procs[name].poll() is not None and "exited"),
-                        time.monotonic() + 30, f"{name} start")
-        if procs[name].poll() is not None:
-            raise RuntimeError(f"{name} exited:\n" + out_of(name))
-        return int(line.split("(port ")[1].split(")")[0])
 
     def fabric(*argv, inventory=None):
         p = subprocess.run([uroce, "fabric", *argv, "--inventory", inventory or inv_path],
@@ -122,36 +100,16 @@ def main():
         return p.returncode, p.stdout, p.stderr
 
     try:
-        token_file = os.path.join(tmp, "token")
-        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600)
-        os.write(fd, (TOKEN + "\n").encode())
-        os.close(fd)
+        token_file = write_token(tmp, TOKEN)
         ports = {}
         for i, h in enumerate(HOSTS):
-            cfg = os.path.join(tmp, f"{h}.toml")
-            with open(cfg, "w") as f:
-                f.write(f'# host {h}\n[[device]]\nname = "uroce0"\nport = "loopback"\n'
-                        f'addresses = ["198.18.2.{i + 1}/15"]\n')
-            start(h, [uroce, "serve", "--listen", "127.0.0.1:0", "--token-file", token_file,
-                      "--config", cfg, "--name", h, "--run-dir", tmp])
+            ports[h] = nodes_.host(h, f"# host {h}\n" + loopback_host(i + 1),
+                                   ["--token-file", token_file])
         for s in SWITCHES:
-            argv = [os.path.join(args.build, "bin", "uroce-switch"), "--file-prefix",
-                    f"usw-fab-{os.getpid()}-{s}", "--name", s, "--api", "127.0.0.1:0",
-                    "--api-token-file", token_file, "--stats-every", "0"]
-            for k in range(2):
-                argv += ["--port", f"net_memif{k},role=server,id=0,socket={tmp}/{s}{k}.sock"]
-            start(s, argv)
-        for h in HOSTS:
-            ports[h] = api_port(h, "API on")
-        for s in SWITCHES:
-            ports[s] = api_port(s, "node API on")
+            ports[s] = nodes_.switch(s, ["--api-token-file", token_file])
 
         def inventory(path, nodes):
-            with open(path, "w") as f:
-                f.write(f'token_file = "{token_file}"\ntimeout_ms = 2000\n')
-                for name, role, port in nodes:
-                    f.write(f'\n[[node]]\nname = "{name}"\nrole = "{role}"\n'
-                            f'api = "127.0.0.1:{port}"\n')
+            write_inventory(path, token_file, nodes)
         nodes = [(h, "host", ports[h]) for h in HOSTS] + [(s, "switch", ports[s])
                                                          for s in SWITCHES]
         inv_path = os.path.join(tmp, "fabric.toml")
@@ -242,17 +200,12 @@ def main():
         desired = os.path.join(tmp, "desired.json")
         with open(desired, "w") as f:
             json.dump({"version": 1, "all": {"profile": "lossless"}}, f)
-        start("fabric-serve", [uroce, "fabric", "serve", "--listen", "127.0.0.1:0", "--state",
-                               desired, "--token-file", token_file])
-        fport = api_port("fabric-serve", "uroce fabric serve:")
-        cfg5 = os.path.join(tmp, "h5.toml")
-        with open(cfg5, "w") as f:
-            f.write('[[device]]\nname = "uroce0"\nport = "loopback"\n'
-                    'addresses = ["198.18.2.5/15"]\n')
-        start("h5", [uroce, "serve", "--listen", "127.0.0.1:0", "--token-file", token_file,
-                     "--config", cfg5, "--name", "h5", "--run-dir", tmp, "--desired",
-                     f"http://127.0.0.1:{fport}/v1/desired", "--desired-every", "200"])
-        ports["h5"] = api_port("h5", "API on")
+        nodes_.start("fabric-serve", [uroce, "fabric", "serve", "--listen", "127.0.0.1:0",
+                                      "--state", desired, "--token-file", token_file])
+        fport = nodes_.port_of("fabric-serve", "uroce fabric serve:")
+        ports["h5"] = nodes_.host("h5", loopback_host(5), [
+            "--token-file", token_file, "--desired", f"http://127.0.0.1:{fport}/v1/desired",
+            "--desired-every", "200"])
         wait_for(lambda: settings("h5")["profile"] == "lossless", time.monotonic() + 20,
                  "h5 to take the desired state")
         joined = wait_for(lambda: next((n for n in get(fport, "/v1/nodes")["nodes"]
@@ -280,22 +233,14 @@ def main():
               f"show roce: h5 not as desired:\n{out}")
         for name, p in procs.items():
             if name != "fabric-serve":
-                check(p.poll() is None, f"{name} exited during the test:\n{out_of(name)}")
+                check(p.poll() is None, f"{name} exited during the test:\n{nodes_.output(name)}")
     except RuntimeError as e:
         failures.append(str(e))
     finally:
         if stub:
             stub.shutdown()
-        for name, p in procs.items():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for name, p in procs.items():
-            try:
-                p.wait(15)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-                failures.append(f"{name} did not stop on SIGTERM")
+        for name in nodes_.stop_all():
+            failures.append(f"{name} did not stop on SIGTERM")
     for f in failures:
         print("FAIL: " + f)
     if failures:

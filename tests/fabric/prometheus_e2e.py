@@ -18,8 +18,8 @@ import time
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
-from waits import wait_for  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from nodelib import Nodes, loopback_host, wait_for, write_inventory  # noqa: E402
 
 
 def free_port():
@@ -34,27 +34,12 @@ def main():
     args = ap.parse_args()
     uroce = os.path.join(args.build, "bin", "uroce")
     tmp = tempfile.mkdtemp(prefix="uroce-prom-", dir="/dev/shm")
-    procs, failures = {}, []
+    nodes = Nodes(tmp, args.build)
+    procs, failures = nodes.procs, []
 
     def check(cond, what):
         if not cond:
             failures.append(what)
-
-    def out_of(name):
-        with open(os.path.join(tmp, name + ".out")) as f:
-            return f.read()
-
-    def start(name, argv):
-        procs[name] = subprocess.Popen(argv, stdout=open(os.path.join(tmp, name + ".out"), "w"),
-                                       stderr=subprocess.STDOUT, start_new_session=True)
-
-    def api_port(name, marker):
-        line = wait_for(lambda: next((x for x in out_of(name).splitlines() if marker in x), None)
-                        or (procs[name].poll() is not None and "exited"),
-                        time.monotonic() + 30, f"{name} start")
-        if procs[name].poll() is not None:
-            raise RuntimeError(f"{name} exited:\n" + out_of(name))
-        return int(line.split("(port ")[1].split(")")[0])
 
     try:
         ports = {}
@@ -62,29 +47,16 @@ def main():
         with open(os.path.join(tmp, "desired.json"), "w") as f:
             json.dump({"version": 1, "all": {"profile": "lossless"}}, f)
         static_port = free_port()
-        start("static", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
-                         "--directory", tmp, str(static_port)])
+        nodes.start("static", [sys.executable, "-m", "http.server", "--bind", "127.0.0.1",
+                               "--directory", tmp, str(static_port)])
         for i, h in enumerate(("h1", "h2")):
-            cfg = os.path.join(tmp, f"{h}.toml")
-            with open(cfg, "w") as f:
-                f.write(f'[[device]]\nname = "uroce0"\nport = "loopback"\n'
-                        f'addresses = ["198.18.4.{i + 1}/15"]\nprofile = "lossless"\n')
             follow = ["--desired", f"http://127.0.0.1:{static_port}/desired.json",
                       "--desired-every", "500"] if h == "h1" else []
-            start(h, [uroce, "serve", "--listen", "127.0.0.1:0", "--config", cfg, "--name", h,
-                      "--run-dir", tmp, *follow])
-            ports[h] = api_port(h, "API on")
-        argv = [os.path.join(args.build, "bin", "uroce-switch"), "--file-prefix",
-                f"usw-prom-{os.getpid()}", "--name", "leaf", "--api", "127.0.0.1:0",
-                "--stats-every", "0"]
-        for k in range(2):
-            argv += ["--port", f"net_memif{k},role=server,id=0,socket={tmp}/leaf{k}.sock"]
-        start("leaf", argv)
-        ports["leaf"] = api_port("leaf", "node API on")
-        inv = os.path.join(tmp, "fabric.toml")
-        with open(inv, "w") as f:
-            for n, role in (("h1", "host"), ("h2", "host"), ("leaf", "switch")):
-                f.write(f'[[node]]\nname = "{n}"\nrole = "{role}"\napi = "127.0.0.1:{ports[n]}"\n')
+            ports[h] = nodes.host(h, loopback_host(i + 1, 'profile = "lossless"\n'), follow)
+        ports["leaf"] = nodes.switch("leaf")
+        inv = write_inventory(os.path.join(tmp, "fabric.toml"), "",
+                              [("h1", "host", ports["h1"]), ("h2", "host", ports["h2"]),
+                               ("leaf", "switch", ports["leaf"])])
         p = subprocess.run([uroce, "fabric", "prometheus-config", "--dir", tmp, "--inventory", inv],
                            capture_output=True, text=True, timeout=30)
         check(p.returncode == 0, f"prometheus-config: {p.returncode} {p.stdout}{p.stderr}")
@@ -101,7 +73,7 @@ def main():
               f"leaf /metrics ({ctype}):\n{text[:600]}")
 
         prom_port = free_port()
-        start("prometheus", ["prometheus", f"--config.file={tmp}/prometheus.yml",
+        nodes.start("prometheus", ["prometheus", f"--config.file={tmp}/prometheus.yml",
                              f"--storage.tsdb.path={tmp}/data",
                              f"--web.listen-address=127.0.0.1:{prom_port}"])
 
@@ -154,15 +126,7 @@ def main():
     except RuntimeError as e:
         failures.append(str(e))
     finally:
-        for p in procs.values():
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for name, p in procs.items():
-            try:
-                p.wait(20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        nodes.stop_all()
     for f in failures:
         print("FAIL: " + f)
     if failures:

@@ -11,13 +11,10 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
-import urllib.error
-import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "lib"))
-from waits import wait_for  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
+from nodelib import Nodes, call, get, write_token  # noqa: E402
 
 TOKEN = "serve-token-0123456789abcdef"
 CONFIG = """# a host of the fabric
@@ -33,56 +30,27 @@ addresses = ["198.18.0.2/15"]
 """
 
 
-def call(port, method, path, body=None, token=None, raw=None):
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", required=True)
     args = ap.parse_args()
     uroce = os.path.join(args.build, "bin", "uroce")
     tmp = tempfile.mkdtemp(prefix="uroce-serve-", dir="/dev/shm")
-    cfg = os.path.join(tmp, "uroce.toml")
-    with open(cfg, "w") as f:
-        f.write(CONFIG)
-    token_file = os.path.join(tmp, "token")
-    fd = os.open(token_file, os.O_WRONLY | os.O_CREAT, 0o600)
-    os.write(fd, (TOKEN + "\n").encode())
-    os.close(fd)
-    out = open(os.path.join(tmp, "serve.out"), "w+")
-    srv = subprocess.Popen([uroce, "serve", "--listen", "127.0.0.1:0", "--token-file", token_file,
-                            "--config", cfg, "--name", "h1", "--run-dir", tmp],
-                           stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    cfg = os.path.join(tmp, "h1.toml")
+    nodes = Nodes(tmp, args.build)
     failures = []
 
     def check(cond, what):
         if not cond:
             failures.append(what)
 
-    def text():
-        with open(out.name) as f:
-            return f.read()
-
     def file():
         with open(cfg, "rb") as f:
             return f.read()
 
     try:
-        line = wait_for(lambda: next((x for x in text().splitlines() if "API on" in x), None)
-                        or (srv.poll() is not None and "exited"), time.monotonic() + 20,
-                        "uroce serve start")
-        if srv.poll() is not None:
-            raise RuntimeError("uroce serve exited:\n" + text())
-        port = int(line.split("(port ")[1].split(")")[0])
+        port = nodes.host("h1", CONFIG, ["--token-file", write_token(tmp, TOKEN)])
+        srv = nodes.procs["h1"]
         st, j = call(port, "GET", "/v1")
         check(st == 200 and j["role"] == "host" and j["node"] == "h1", f"GET /v1: {st} {j}")
         st, j = call(port, "GET", "/v1/state")
@@ -128,7 +96,7 @@ def main():
         data = data[:at] + "mtu = 4096" + data[at + len("mtu = 1024"):]
         with open(cfg, "w") as f:
             f.write(data)
-        st, j = call(port, "GET", "/v1/state")
+        j = get(port, "/v1/state")
         check(j["state"]["drift"] == ["uroce1"], f"drift: {j['state'].get('drift')}")
         # PUT makes every device the same again.
         st, j = call(port, "PUT", "/v1/settings", {"profile": "lossy"}, TOKEN)
@@ -139,13 +107,11 @@ def main():
         check(srv.poll() is None, "uroce serve exited during the test")
         srv.send_signal(signal.SIGTERM)
         srv.wait(10)
-        check(srv.returncode == 0, f"exit status {srv.returncode}:\n{text()}")
+        check(srv.returncode == 0, f"exit status {srv.returncode}:\n{nodes.output('h1')}")
     except RuntimeError as e:
         failures.append(str(e))
     finally:
-        if srv.poll() is None:
-            srv.kill()
-            srv.wait()
+        nodes.stop_all()
     for f in failures:
         print("FAIL: " + f)
     if failures:
