@@ -19,7 +19,6 @@ import argparse
 import http.server
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -29,8 +28,8 @@ import time
 import tomllib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nodelib import (Nodes, call, get, loopback_host, wait_for, write_inventory,  # noqa: E402
-                     write_token)
+from nodelib import (Nodes, call, get, loopback_host, verdict, wait_for,  # noqa: E402
+                     write_inventory, write_token)
 
 TOKEN = "fabric-token-0123456789abcdef"
 HOSTS = ["h1", "h2", "h3", "h4"]
@@ -241,14 +240,7 @@ def main():
             stub.shutdown()
         for name in nodes_.stop_all():
             failures.append(f"{name} did not stop on SIGTERM")
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        print(f"outputs kept in {tmp}")
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS")
-    return 0
+    return verdict(failures, tmp)
 
 
 if __name__ == "__main__":

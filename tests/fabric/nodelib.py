@@ -4,6 +4,7 @@ output in a folder, the API port each one prints, HTTP calls, and stopping them 
 is a condition with a deadline."""
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -127,3 +128,16 @@ def write_inventory(path, token_file, nodes, timeout_ms=2000):
         for name, role, port in nodes:
             f.write(f'\n[[node]]\nname = "{name}"\nrole = "{role}"\napi = "127.0.0.1:{port}"\n')
     return path
+
+
+def verdict(failures, folder):
+    """Prints every failure and PASS or where the outputs are kept (the folder is removed on
+    success); the exit status."""
+    for f in failures:
+        print("FAIL: " + f)
+    if failures:
+        print(f"outputs kept in {folder}")
+        return 1
+    shutil.rmtree(folder, ignore_errors=True)
+    print("PASS")
+    return 0

@@ -8,7 +8,6 @@ state from a plain static HTTP server) and one uroce-switch."""
 import argparse
 import json
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -19,7 +18,7 @@ import urllib.parse
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from nodelib import Nodes, loopback_host, wait_for, write_inventory  # noqa: E402
+from nodelib import Nodes, loopback_host, verdict, wait_for, write_inventory  # noqa: E402
 
 
 def free_port():
@@ -127,14 +126,7 @@ def main():
         failures.append(str(e))
     finally:
         nodes.stop_all()
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        print(f"outputs kept in {tmp}")
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS")
-    return 0
+    return verdict(failures, tmp)
 
 
 if __name__ == "__main__":

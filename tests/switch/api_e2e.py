@@ -6,38 +6,18 @@ keeps serving, a dry run that changes nothing, a profile applied at run time and
 the switch's settings and state, and a clean exit after it all. Loopback only; the switch's
 two memif ports have no peer."""
 import argparse
-import json
 import os
 import socket
 import sys
 import time
-import urllib.error
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import swlib  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
+from nodelib import call  # noqa: E402
 from swlib import output, start, wait_for  # noqa: E402
 
 TOKEN = "test-token-0123456789abcdef"
-
-
-def call(port, method, path, body=None, token=None, raw=None):
-    """(status, parsed JSON body or text) of one request."""
-    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=data, method=method)
-    if data is not None:
-        req.add_header("Content-Type", "application/json")
-    if token:
-        req.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            status, text = r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        status, text = e.code, e.read().decode()
-    try:
-        return status, json.loads(text)
-    except ValueError:
-        return status, text
 
 
 def body(tmp, failures, gaps):

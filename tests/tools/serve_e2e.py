@@ -6,7 +6,6 @@ device whose settings differ from the first's is reported as drift. Loopback onl
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -14,7 +13,7 @@ import tempfile
 import tomllib
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fabric"))
-from nodelib import Nodes, call, get, write_token  # noqa: E402
+from nodelib import Nodes, call, get, verdict, write_token  # noqa: E402
 
 TOKEN = "serve-token-0123456789abcdef"
 CONFIG = """# a host of the fabric
@@ -112,14 +111,7 @@ def main():
         failures.append(str(e))
     finally:
         nodes.stop_all()
-    for f in failures:
-        print("FAIL: " + f)
-    if failures:
-        print(f"outputs kept in {tmp}")
-        return 1
-    shutil.rmtree(tmp, ignore_errors=True)
-    print("PASS")
-    return 0
+    return verdict(failures, tmp)
 
 
 if __name__ == "__main__":
