@@ -5,7 +5,7 @@
 # each fuzz target for a bounded time. Long runs (label `long`) run here in their short form (the same tests without `long`);
 # the full forms run with: (cd build && ctest -L long).
 #   UROCE_TEST_VM=0   skips the Soft-RoCE VM interop test (label vm); it runs by default.
-#   FUZZ_SECONDS=N    seconds per fuzz target (default 20 here).
+#   FUZZ_SECONDS=N    seconds per fuzz target (default 10 here; scripts/fuzz.sh alone: 60).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
@@ -46,5 +46,5 @@ stamp "tsan build done"
 (cd build-tsan && ctest --output-on-failure --timeout 900 -j2 -L 'unit|protocol' -LE 'long|e2e|dpdk|vm')
 stamp "tsan tests done"
 
-FUZZ_SECONDS=${FUZZ_SECONDS:-20} bash scripts/fuzz.sh
+FUZZ_SECONDS=${FUZZ_SECONDS:-10} bash scripts/fuzz.sh
 stamp "fuzz done"
