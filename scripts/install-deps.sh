@@ -25,7 +25,7 @@ PKGS=(
   ucx-utils libucx0 openmpi-bin libopenmpi-dev
   # rdma-core's own test suite (pyverbs), run against uroce (tests/conformance)
   python3-pyverbs
-  python3 python3-scapy python3-matplotlib tshark iperf3 iproute2 iputils-ping curl procps
+  python3 python3-scapy python3-matplotlib python3-yaml tshark iperf3 iproute2 iputils-ping curl procps
   # bench/instructions: instructions per message (callgrind); gdb: stacks of a hung e2e run
   valgrind gdb
 )
