@@ -5,6 +5,7 @@
 # them) or each in a session of its own (as tests/e2e/e2e.py and most real launches do).
 # Prints "writes/s" received by the client over 5 s. tests/RELIABILITY.md has the figures.
 #   bench/sessions/spin_under_load.sh BUILD_DIR [own|shared] [busy loops (2)]
+# (UROCE_TOOL: the uroce that reads the counters, default BUILD_DIR/bin/uroce)
 set -euo pipefail
 B=$(cd "$1" && pwd); MODE=${2:-own}; BUSY=${3:-2}
 D=$(mktemp -d /dev/shm/uroce-spin-XXXXXX)
