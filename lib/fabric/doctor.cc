@@ -43,10 +43,7 @@ struct Groups {
 };
 
 std::string prio_list(uint8_t mask) {
-  std::string s;
-  for (int p = 0; p < 8; ++p)
-    if (mask & (1u << p)) s += (s.empty() ? "" : ",") + std::to_string(p);
-  return "[" + s + "]";
+  return fmt::format("[{}]", fmt::join(priorities(mask), ","));
 }
 
 }  // namespace

@@ -155,9 +155,6 @@ void apply_doc(const json& doc, Role r, Settings* s) {
 }
 
 json to_json_value(const Settings& s, Role r) {
-  json pfc_prios = json::array();
-  for (int p = 0; p < 8; ++p)
-    if (s.pfc_priorities & (1u << p)) pfc_prios.push_back(p);
   json ecn = {{"enabled", s.ecn}};
   if (r == Role::kSwitch) {
     ecn["kmin_bytes"] = s.ecn_kmin_bytes;
@@ -171,7 +168,7 @@ json to_json_value(const Settings& s, Role r) {
             {"dscp_to_prio", s.dscp_to_prio},
             {"pcp_to_prio", s.pcp_to_prio},
             {"pfc",
-             {{"priorities", pfc_prios},
+             {{"priorities", priorities(s.pfc_priorities)},
               {"xoff_bytes", s.pfc_xoff_bytes},
               {"xon_bytes", s.pfc_xon_bytes}}},
             {"ecn", ecn},
@@ -190,6 +187,13 @@ void flatten(const json& j, const std::string& prefix, std::map<std::string, std
 }
 
 }  // namespace
+
+std::vector<int> priorities(uint8_t mask) {
+  std::vector<int> out;
+  for (int p = 0; p < 8; ++p)
+    if (mask & (1u << p)) out.push_back(p);
+  return out;
+}
 
 std::string_view to_string(Role r) { return r == Role::kHost ? "host" : "switch"; }
 

@@ -60,6 +60,9 @@ struct Settings {
   uint8_t roce_prio() const { return dscp_to_prio[roce_dscp & 63]; }
 };
 
+/// The priorities a mask's bits name, ascending (pfc_priorities -> {3, 4}).
+std::vector<int> priorities(uint8_t mask);
+
 /// A role's settings with no profile: the class-selector DSCP map (DSCP >> 3), identity PCP
 /// map, no PFC, ECN on; a host's MTU 1024, a switch's 9000.
 Settings defaults(Role r);

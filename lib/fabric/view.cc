@@ -55,13 +55,6 @@ PortCounters host_device(const json& d) {
   return c;
 }
 
-std::string prios(uint8_t mask) {
-  std::string s;
-  for (int p = 0; p < 8; ++p)
-    if (mask & (1u << p)) s += (s.empty() ? "" : ",") + std::to_string(p);
-  return s.empty() ? "-" : s;
-}
-
 std::string list(const std::vector<int>& v) {
   std::string s;
   for (int p : v) s += (s.empty() ? "" : ",") + std::to_string(p);
@@ -167,8 +160,8 @@ std::string render_table(const std::vector<NodeSample>& nodes, const std::vector
     const Settings& s = n.settings;
     out += fmt::format(
         "{:<12} {:<6} {:<9} {:<5} {:<4} {:<5} {:>5}  {}{}{}\n", n.node.name, to_string(n.node.role),
-        s.profile.empty() ? "-" : s.profile, prios(s.pfc_priorities), s.ecn ? "on" : "off",
-        s.trust == Trust::kDscp ? "dscp" : "pcp", s.mtu, n.node.api,
+        s.profile.empty() ? "-" : s.profile, list(priorities(s.pfc_priorities)),
+        s.ecn ? "on" : "off", s.trust == Trust::kDscp ? "dscp" : "pcp", s.mtu, n.node.api,
         n.drift.empty() ? "" : "  DRIFT: " + fmt::format("{}", fmt::join(n.drift, ",")),
         n.follows_desired && !n.desired_in_sync ? "  NOT AS DESIRED" : "");
   }

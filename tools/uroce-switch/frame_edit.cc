@@ -18,12 +18,6 @@ uint16_t be16(std::span<const uint8_t> b, size_t at) {
 
 }  // namespace
 
-std::array<uint8_t, 64> default_dscp_map() {
-  std::array<uint8_t, 64> m{};
-  for (int d = 0; d < 64; ++d) m[d] = static_cast<uint8_t>(d >> 3);
-  return m;
-}
-
 FrameInfo classify(std::span<const uint8_t> frame, const Classifier& c) {
   FrameInfo info;
   if (frame.size() < 14) return info;

@@ -13,15 +13,15 @@
 #include <cstdint>
 #include <span>
 
-namespace uroce::uswitch {
+#include "config/config.h"
 
-/// DSCP -> priority: the default map DSCP >> 3 (RoCE DSCP 26 -> 3, CNP DSCP 48 -> 6).
-std::array<uint8_t, 64> default_dscp_map();
+namespace uroce::uswitch {
 
 /// What decides a frame's traffic class (a switch port's "trust" and its maps).
 struct Classifier {
   bool trust_pcp = false;
-  std::array<uint8_t, 64> dscp_to_prio = default_dscp_map();
+  /// Default: the class selector DSCP >> 3 (RoCE DSCP 26 -> 3, CNP DSCP 48 -> 6).
+  std::array<uint8_t, 64> dscp_to_prio = config::default_dscp_to_prio();
   std::array<uint8_t, 8> pcp_to_prio = {0, 1, 2, 3, 4, 5, 6, 7};
 };
 

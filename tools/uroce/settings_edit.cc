@@ -80,10 +80,8 @@ bool write_host_settings(const std::string& text, const std::string& source,
     set("device", "pcp_to_prio", map_diff(s.pcp_to_prio, d.pcp_to_prio));
     set("device", "mtu", std::to_string(s.mtu));
     set("device", "ecn", s.ecn ? "true" : "false");
-    std::string prios;
-    for (int p = 0; p < 8; ++p)
-      if (s.pfc_priorities & (1u << p)) prios += (prios.empty() ? "" : ", ") + std::to_string(p);
-    set("device.pfc", "enabled", "[" + prios + "]");
+    set("device.pfc", "enabled",
+        fmt::format("[{}]", fmt::join(fabric::priorities(s.pfc_priorities), ", ")));
     set("device.pfc", "xoff_bytes", std::to_string(s.pfc_xoff_bytes));
     set("device.pfc", "xon_bytes", std::to_string(s.pfc_xon_bytes));
     set("device.dcqcn", "enabled", s.dcqcn ? "true" : "false");
