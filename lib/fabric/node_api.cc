@@ -4,6 +4,8 @@
  */
 #include "fabric/node_api.h"
 
+#include <prometheus/text_serializer.h>
+
 #include <nlohmann/json.hpp>
 
 namespace uroce::fabric {
@@ -46,49 +48,41 @@ mgmt::Response NodeApi::handle(const mgmt::Request& r) {
 
 std::string NodeApi::metrics() const {
   const Settings s = b_->settings();
-  const std::string role(to_string(b_->role()));
-  std::string out;
-  auto esc = [](std::string v) {
-    std::string o;
-    for (char c : v) {
-      if (c == '\\' || c == '"') o += '\\';
-      if (c == '\n') {
-        o += "\\n";
-        continue;
-      }
-      o += c;
-    }
-    return o;
+  const std::vector<prometheus::ClientMetric::Label> node = {
+      {"node", b_->name()}, {"role", std::string(to_string(b_->role()))}};
+  std::vector<prometheus::MetricFamily> fams;
+  auto gauge = [&](const char* name, const char* help) -> prometheus::MetricFamily& {
+    return fams.emplace_back(
+        prometheus::MetricFamily{name, help, prometheus::MetricType::Gauge, {}});
   };
-  const std::string labels = "node=\"" + esc(b_->name()) + "\",role=\"" + role + "\"";
-  out += "# HELP uroce_node_info The node's role and profile.\n# TYPE uroce_node_info gauge\n";
-  out += "uroce_node_info{" + labels + ",profile=\"" + esc(s.profile) + "\"} 1\n";
-  out +=
-      "# HELP uroce_node_lossless 1 when PFC protects the priority RoCE data travels on.\n"
-      "# TYPE uroce_node_lossless gauge\n";
-  out += "uroce_node_lossless{" + labels + "} " +
-         std::to_string((s.pfc_priorities >> s.roce_prio()) & 1) + "\n";
-  out +=
-      "# HELP uroce_node_pfc_enabled 1 for each priority PFC protects.\n"
-      "# TYPE uroce_node_pfc_enabled gauge\n";
+  auto add = [](prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels,
+                double v) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    m.gauge.value = v;
+    f.metric.push_back(std::move(m));
+  };
+  auto with = [&](std::string name, std::string value) {
+    auto l = node;
+    l.push_back({std::move(name), std::move(value)});
+    return l;
+  };
+  add(gauge("uroce_node_info", "The node's role and profile."), with("profile", s.profile), 1);
+  add(gauge("uroce_node_lossless", "1 when PFC protects the priority RoCE data travels on."), node,
+      (s.pfc_priorities >> s.roce_prio()) & 1);
+  auto& pfc = gauge("uroce_node_pfc_enabled", "1 for each priority PFC protects.");
   for (int p = 0; p < 8; ++p)
-    out += "uroce_node_pfc_enabled{" + labels + ",priority=\"" + std::to_string(p) + "\"} " +
-           std::to_string((s.pfc_priorities >> p) & 1) + "\n";
-  out +=
-      "# HELP uroce_node_ecn 1 when the node marks (switch) or sends ECT (host).\n"
-      "# TYPE uroce_node_ecn gauge\n";
-  out += "uroce_node_ecn{" + labels + "} " + std::to_string(s.ecn ? 1 : 0) + "\n";
+    add(pfc, with("priority", std::to_string(p)), (s.pfc_priorities >> p) & 1);
+  add(gauge("uroce_node_ecn", "1 when the node marks (switch) or sends ECT (host)."), node,
+      s.ecn ? 1 : 0);
   if (desired_) {
     json d = json::parse(desired_(), nullptr, false);
-    if (d.is_object()) {
-      out +=
-          "# HELP uroce_node_desired_in_sync 1 when the node has the fabric's desired state.\n"
-          "# TYPE uroce_node_desired_in_sync gauge\n";
-      out += "uroce_node_desired_in_sync{" + labels + "} " +
-             std::to_string(d.value("in_sync", false) ? 1 : 0) + "\n";
-    }
+    if (d.is_object())
+      add(gauge("uroce_node_desired_in_sync", "1 when the node has the fabric's desired state."),
+          node, d.value("in_sync", false) ? 1 : 0);
   }
-  return out + b_->metrics_text();
+  for (prometheus::MetricFamily& f : b_->metric_families()) fams.push_back(std::move(f));
+  return prometheus::TextSerializer().Serialize(fams);
 }
 
 mgmt::Response NodeApi::write(const mgmt::Request& r, bool whole) {

@@ -20,9 +20,12 @@
  */
 #pragma once
 
+#include <prometheus/metric_family.h>
+
 #include <functional>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "fabric/settings.h"
 #include "mgmt/http_server.h"
@@ -41,9 +44,9 @@ class NodeBackend {
   virtual std::string apply(const Settings& s) = 0;
   /// The live state (ports, counters, ...) as the text of a JSON object.
   virtual std::string state_json() const = 0;
-  /// The node's own metrics in Prometheus' text format (GET /metrics), after the node-level
-  /// ones NodeApi writes; "" for none.
-  virtual std::string metrics_text() const { return ""; }
+  /// The node's own metric families (GET /metrics serves them after NodeApi's node-level
+  /// ones); none by default.
+  virtual std::vector<prometheus::MetricFamily> metric_families() const { return {}; }
 };
 
 class NodeApi {

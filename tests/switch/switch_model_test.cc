@@ -7,6 +7,7 @@
  * its reproducibility from the seed). Time is injected. Units: bytes, bit/s, ns.
  */
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
 #include <atomic>
 #include <chrono>
@@ -392,10 +393,10 @@ TEST(SwitchControl, ALoopThatDoesNotTakeItGetsItWithdrawn) {
 
 TEST(SwitchControl, MetricsFromThePublishedState) {
   Control c("leaf1", settings_of(Options{}));
-  EXPECT_EQ(c.metrics_text(), "");  // nothing published yet
+  EXPECT_TRUE(c.metric_families().empty());  // nothing published yet
   c.publish(R"({"ports": [{"port": 0, "rx_packets": 5, "drops": 2, "queue_high_water": 100,
                           "paused_prios": [3]}, {"port": 1, "rx_packets": 7}]})");
-  const std::string m = c.metrics_text();
+  const std::string m = prometheus::TextSerializer().Serialize(c.metric_families());
   EXPECT_NE(m.find("uroce_switch_rx_packets_total{port=\"0\"} 5\n"), std::string::npos) << m;
   EXPECT_NE(m.find("uroce_switch_rx_packets_total{port=\"1\"} 7\n"), std::string::npos);
   EXPECT_NE(m.find("uroce_switch_drops_total{port=\"0\"} 2\n"), std::string::npos);

@@ -6,7 +6,6 @@
 
 #include <array>
 #include <nlohmann/json.hpp>
-#include <string_view>
 
 namespace uroce::uswitch {
 
@@ -55,51 +54,63 @@ void Control::applied() {
   cv_.notify_all();
 }
 
-std::string Control::metrics_text() const {
+std::vector<prometheus::MetricFamily> Control::metric_families() const {
   const nlohmann::json st = nlohmann::json::parse(state_json(), nullptr, false);
-  if (!st.is_object() || !st.contains("ports")) return "";
+  if (!st.is_object() || !st.contains("ports")) return {};
   struct Metric {
     const char* field;
-    const char* type;
+    bool counter;
     const char* help;
   };
   static constexpr Metric kMetrics[] = {
-      {"rx_packets", "counter", "Frames the port received."},
-      {"rx_bytes", "counter", "Bytes the port received."},
-      {"tx_packets", "counter", "Frames the port sent."},
-      {"tx_bytes", "counter", "Bytes the port sent."},
-      {"pfc_xoff_sent", "counter", "PFC XOFF frames (and refreshes) sent to the port's peer."},
-      {"pfc_xon_sent", "counter", "PFC XON frames sent to the port's peer."},
-      {"pfc_rx", "counter", "PAUSE/PFC frames received from the port's peer."},
-      {"ecn_marked", "counter", "Frames marked CE on the port's egress link."},
-      {"drops", "counter", "Frames dropped on the port's egress link (buffer full)."},
-      {"mtu_drops", "counter", "Frames received above the MTU, dropped."},
-      {"queue_bytes", "gauge", "Bytes queued on the port's egress link."},
-      {"queue_high_water", "gauge", "Most bytes ever queued on the port's egress link."},
+      {"rx_packets", true, "Frames the port received."},
+      {"rx_bytes", true, "Bytes the port received."},
+      {"tx_packets", true, "Frames the port sent."},
+      {"tx_bytes", true, "Bytes the port sent."},
+      {"pfc_xoff_sent", true, "PFC XOFF frames (and refreshes) sent to the port's peer."},
+      {"pfc_xon_sent", true, "PFC XON frames sent to the port's peer."},
+      {"pfc_rx", true, "PAUSE/PFC frames received from the port's peer."},
+      {"ecn_marked", true, "Frames marked CE on the port's egress link."},
+      {"drops", true, "Frames dropped on the port's egress link (buffer full)."},
+      {"mtu_drops", true, "Frames received above the MTU, dropped."},
+      {"queue_bytes", false, "Bytes queued on the port's egress link."},
+      {"queue_high_water", false, "Most bytes ever queued on the port's egress link."},
   };
-  std::string out;
+  auto sample = [](std::string port, double v, bool counter,
+                   std::vector<prometheus::ClientMetric::Label> more = {}) {
+    prometheus::ClientMetric m;
+    m.label.push_back({"port", std::move(port)});
+    for (auto& l : more) m.label.push_back(std::move(l));
+    (counter ? m.counter.value : m.gauge.value) = v;
+    return m;
+  };
+  std::vector<prometheus::MetricFamily> out;
   for (const Metric& m : kMetrics) {
-    const std::string name = std::string("uroce_switch_") + m.field +
-                             (std::string_view(m.type) == "counter" ? "_total" : "");
-    out += "# HELP " + name + " " + m.help + "\n# TYPE " + name + " " + m.type + "\n";
-    for (const nlohmann::json& p : st["ports"]) {
-      if (!p.is_object() || !p.contains(m.field) || !p[m.field].is_number()) continue;
-      out += name + "{port=\"" + std::to_string(p.value("port", 0)) + "\"} " +
-             std::to_string(p[m.field].get<uint64_t>()) + "\n";
-    }
+    prometheus::MetricFamily f{
+        std::string("uroce_switch_") + m.field + (m.counter ? "_total" : ""),
+        m.help,
+        m.counter ? prometheus::MetricType::Counter : prometheus::MetricType::Gauge,
+        {}};
+    for (const nlohmann::json& p : st["ports"])
+      if (p.is_object() && p.contains(m.field) && p[m.field].is_number())
+        f.metric.push_back(sample(std::to_string(p.value("port", 0)),
+                                  static_cast<double>(p[m.field].get<uint64_t>()), m.counter));
+    out.push_back(std::move(f));
   }
-  out +=
-      "# HELP uroce_switch_paused 1 while the port's peer pauses the priority.\n"
-      "# TYPE uroce_switch_paused gauge\n";
+  prometheus::MetricFamily paused{"uroce_switch_paused",
+                                  "1 while the port's peer pauses the priority.",
+                                  prometheus::MetricType::Gauge,
+                                  {}};
   for (const nlohmann::json& p : st["ports"]) {
     if (!p.is_object()) continue;
-    std::array<int, 8> paused{};
+    std::array<int, 8> on{};
     for (const nlohmann::json& q : p.value("paused_prios", nlohmann::json::array()))
-      if (q.is_number_integer() && q.get<int>() >= 0 && q.get<int>() < 8) paused[q.get<int>()] = 1;
+      if (q.is_number_integer() && q.get<int>() >= 0 && q.get<int>() < 8) on[q.get<int>()] = 1;
     for (int q = 0; q < 8; ++q)
-      out += "uroce_switch_paused{port=\"" + std::to_string(p.value("port", 0)) + "\",priority=\"" +
-             std::to_string(q) + "\"} " + std::to_string(paused[q]) + "\n";
+      paused.metric.push_back(sample(std::to_string(p.value("port", 0)), on[q], false,
+                                     {{"priority", std::to_string(q)}}));
   }
+  out.push_back(std::move(paused));
   return out;
 }
 

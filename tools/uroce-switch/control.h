@@ -34,8 +34,8 @@ class Control : public fabric::NodeBackend {
   fabric::Settings settings() const override;
   std::string apply(const fabric::Settings& s) override;
   std::string state_json() const override;
-  /// The ports' counters (the last published state) as uroce_switch_* metrics.
-  std::string metrics_text() const override;
+  /// The ports' counters (the last published state) as uroce_switch_* metric families.
+  std::vector<prometheus::MetricFamily> metric_families() const override;
 
   // The forwarding loop.
   bool pending() const { return pending_.load(std::memory_order_acquire); }

@@ -4,7 +4,6 @@
  */
 #include "serve.h"
 
-#include <prometheus/text_serializer.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -60,8 +59,8 @@ class HostNode : public fabric::NodeBackend {
   }
 
   /// The running programs' counters, as `uroce exporter` serves them.
-  std::string metrics_text() const override {
-    return prometheus::TextSerializer().Serialize(exporter::collect_families(run_dir_));
+  std::vector<prometheus::MetricFamily> metric_families() const override {
+    return exporter::collect_families(run_dir_);
   }
 
   std::string state_json() const override {
